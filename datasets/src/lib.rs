@@ -1,0 +1,2 @@
+//! Stock and AIS parsers, seeded generators, scaled streams and exact oracles.
+#![deny(missing_docs)]

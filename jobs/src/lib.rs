@@ -1,0 +1,2 @@
+//! The saams binaries' shared code: CLI, sources, sinks.
+#![deny(missing_docs)]

@@ -1,0 +1,57 @@
+//! Errors of the synopses library: every one says what was wrong with which input.
+
+use std::fmt;
+
+use crate::Kind;
+
+/// What went wrong when constructing, merging, querying or decoding a synopsis.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SynopsisError {
+    /// No synopsis kind has this `synopsisID`.
+    UnknownKind(u64),
+    /// A construct parameter is missing, non-numeric or out of range.
+    BadParameter {
+        /// The kind being constructed.
+        kind: Kind,
+        /// What is wrong, naming the parameter.
+        reason: String,
+    },
+    /// Two synopses differ in kind, parameters or seed and cannot be merged or compared.
+    Incompatible {
+        /// The receiving kind.
+        kind: Kind,
+        /// What differs.
+        reason: String,
+    },
+    /// The kind cannot answer this query.
+    UnsupportedQuery {
+        /// The kind asked.
+        kind: Kind,
+        /// The query, as text.
+        query: String,
+    },
+    /// The query's argument is out of range (e.g. a quantile outside [0, 1]).
+    BadQuery {
+        /// The kind asked.
+        kind: Kind,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Bytes that are not a valid encoding (truncated, corrupted, unknown version).
+    Codec(String),
+}
+
+impl fmt::Display for SynopsisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SynopsisError::UnknownKind(id) => write!(f, "unknown synopsisID {id}"),
+            SynopsisError::BadParameter { kind, reason } => write!(f, "bad parameter for {kind}: {reason}"),
+            SynopsisError::Incompatible { kind, reason } => write!(f, "incompatible {kind} synopses: {reason}"),
+            SynopsisError::UnsupportedQuery { kind, query } => write!(f, "{kind} cannot answer {query}"),
+            SynopsisError::BadQuery { kind, reason } => write!(f, "bad query for {kind}: {reason}"),
+            SynopsisError::Codec(reason) => write!(f, "cannot decode synopsis: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for SynopsisError {}

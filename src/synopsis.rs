@@ -1,0 +1,318 @@
+//! The contract every synopsis kind fulfils, and the small value types it speaks.
+//!
+//! Operators hold synopses as `Box<dyn Synopsis>`: type erasure keeps the dataflow's compile
+//! time and code size independent of how many kinds exist, and lets one operator maintain
+//! hundreds of synopses of different kinds side by side.
+
+use std::any::Any;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SynopsisError;
+
+/// The kinds of synopsis, numbered as the JSON API's `synopsisID`.
+///
+/// ```
+/// use saams::Kind;
+/// assert_eq!(Kind::from_id(1), Some(Kind::CountMin));
+/// assert_eq!(Kind::CountMin.id(), 1);
+/// assert_eq!(Kind::from_id(42), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Kind {
+    /// Count-Min sketch: point frequencies, never underestimates.
+    CountMin,
+    /// HyperLogLog: distinct counts.
+    HyperLogLog,
+    /// Bloom filter: set membership with no false negatives.
+    BloomFilter,
+    /// Sliding-window DFT coefficients and correlation between streams.
+    Dft,
+    /// Lossy Counting (Manku–Motwani): frequencies and frequent items, deterministic.
+    LossyCounting,
+    /// Sticky Sampling (Manku–Motwani): frequent items, probabilistic.
+    StickySampling,
+    /// AMS (tug-of-war) sketch: F2, point counts, inner products.
+    Ams,
+    /// Greenwald–Khanna quantile summary.
+    GkQuantiles,
+    /// Random-hyperplane LSH signatures of a stream's recent window.
+    Lsh,
+    /// Quantiles over the last W items (Arasu–Manku block summaries).
+    WindowSketchQuantiles,
+    /// Apache DataSketches KLL quantiles.
+    Kll,
+    /// Apache DataSketches CPC distinct counting.
+    Cpc,
+    /// Apache DataSketches frequent items.
+    FrequentItems,
+}
+
+impl Kind {
+    /// Every kind, in id order.
+    pub const ALL: [Kind; 13] = [
+        Kind::CountMin,
+        Kind::HyperLogLog,
+        Kind::BloomFilter,
+        Kind::Dft,
+        Kind::LossyCounting,
+        Kind::StickySampling,
+        Kind::Ams,
+        Kind::GkQuantiles,
+        Kind::Lsh,
+        Kind::WindowSketchQuantiles,
+        Kind::Kll,
+        Kind::Cpc,
+        Kind::FrequentItems,
+    ];
+
+    /// The API's `synopsisID` of this kind.
+    pub fn id(self) -> u16 {
+        Kind::ALL.iter().position(|k| *k == self).map(|p| p as u16 + 1).unwrap_or(0)
+    }
+
+    /// The kind with the API's `synopsisID`, if any.
+    pub fn from_id(id: u64) -> Option<Kind> {
+        if id == 0 {
+            return None;
+        }
+        Kind::ALL.get((id - 1) as usize).copied()
+    }
+
+    /// The kind's name as it appears in estimations.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::CountMin => "CountMin",
+            Kind::HyperLogLog => "HyperLogLog",
+            Kind::BloomFilter => "BloomFilter",
+            Kind::Dft => "DFT",
+            Kind::LossyCounting => "LossyCounting",
+            Kind::StickySampling => "StickySampling",
+            Kind::Ams => "AMS",
+            Kind::GkQuantiles => "GKQuantiles",
+            Kind::Lsh => "LSH",
+            Kind::WindowSketchQuantiles => "WindowSketchQuantiles",
+            Kind::Kll => "KLL",
+            Kind::Cpc => "CPC",
+            Kind::FrequentItems => "FrequentItems",
+        }
+    }
+
+    /// True for kinds whose answer depends on the order of the items (they must see each
+    /// stream in event-time order, whatever the parallelism).
+    pub fn is_order_sensitive(self) -> bool {
+        matches!(self, Kind::Dft | Kind::Lsh | Kind::WindowSketchQuantiles)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One value of a tuple's field, borrowed: what a synopsis is updated with.
+///
+/// Numbers hash by their bit pattern (with `-0.0` folded onto `0.0`), strings by their bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Datum<'a> {
+    /// A numeric field value.
+    Num(f64),
+    /// A textual field value.
+    Str(&'a str),
+}
+
+impl Datum<'_> {
+    /// The numeric value, if this datum is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Datum::Num(x) => Some(*x),
+            Datum::Str(_) => None,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned_value(&self) -> Value {
+        match self {
+            Datum::Num(x) => Value::Num(*x),
+            Datum::Str(s) => Value::Str((*s).to_string()),
+        }
+    }
+}
+
+/// An owned field value: used in queries and in estimations (frequent items, quantiles).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Value {
+    /// A number.
+    Num(f64),
+    /// A string.
+    Str(String),
+}
+
+impl Value {
+    /// Borrow as a [`Datum`].
+    pub fn as_datum(&self) -> Datum<'_> {
+        match self {
+            Value::Num(x) => Datum::Num(*x),
+            Value::Str(s) => Datum::Str(s),
+        }
+    }
+}
+
+/// A question asked of one synopsis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Query {
+    /// Estimated number of occurrences of a value (CountMin, Lossy/Sticky, AMS, frequent items).
+    Count(Value),
+    /// Estimated number of distinct values (HyperLogLog, CPC).
+    Distinct,
+    /// Might the value have been inserted? (Bloom filter).
+    Contains(Value),
+    /// Items whose frequency is at least `support` × N (Lossy/Sticky Sampling, frequent items).
+    FrequentItems {
+        /// The support threshold as a fraction of the stream length, in (0, 1].
+        support: f64,
+    },
+    /// Is this value frequent (at the synopsis' own support)? (Sticky Sampling).
+    IsFrequent(Value),
+    /// Second frequency moment / squared L2 norm (AMS).
+    F2,
+    /// The value at normalized rank `q` in [0, 1] (GK, window quantiles, KLL).
+    Quantile(f64),
+    /// The normalized rank of a value (quantile kinds).
+    Rank(f64),
+    /// The synopsis' own vector: DFT coefficients or an LSH signature.
+    Vector,
+    /// Number of items summarized.
+    Total,
+}
+
+/// A question that needs two synopses of the same kind (two streams).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PairQuery {
+    /// Pearson correlation of two streams' windows (DFT).
+    Correlation,
+    /// Inner product of two frequency vectors (AMS).
+    InnerProduct,
+    /// Cosine similarity of two windows (LSH).
+    Similarity,
+}
+
+/// What an estimate is: a number, a yes/no, a list of items, or a vector.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EstimateValue {
+    /// A scalar estimate.
+    Number(f64),
+    /// A membership answer.
+    Bool(bool),
+    /// Items with estimated counts, largest first.
+    Items(Vec<(Value, f64)>),
+    /// A vector (DFT coefficients as re, im pairs; LSH signature bits as 0/1).
+    Vector(Vec<f64>),
+}
+
+/// An estimate with its error bound: `lower ≤ value ≤ upper` holds with probability
+/// `confidence` (1.0 for deterministic guarantees).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The estimate.
+    pub value: EstimateValue,
+    /// Lower end of the guaranteed interval (scalar estimates; for lists, the error bound per item).
+    pub lower: f64,
+    /// Upper end of the guaranteed interval.
+    pub upper: f64,
+    /// Probability that the true answer lies in `[lower, upper]`.
+    pub confidence: f64,
+}
+
+impl Estimate {
+    /// A scalar estimate with its interval.
+    pub fn number(value: f64, lower: f64, upper: f64, confidence: f64) -> Estimate {
+        Estimate { value: EstimateValue::Number(value), lower, upper, confidence }
+    }
+
+    /// The scalar value, if this estimate is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self.value {
+            EstimateValue::Number(x) => Some(x),
+            _ => None,
+        }
+    }
+}
+
+/// A mergeable, serializable stream synopsis.
+///
+/// The contract, checked by every kind's tests:
+/// - `merge` of synopses built on disjoint parts of a stream gives a synopsis whose guarantee
+///   holds for the union (bit-identical to the union's synopsis for linear kinds);
+/// - `merge` refuses, with an error, a synopsis of another kind, parameters or seed;
+/// - `estimate` never panics: a query the kind cannot answer is an error;
+/// - `encode` then [`crate::registry::decode`] gives back an equal synopsis.
+pub trait Synopsis: Send + fmt::Debug {
+    /// This synopsis' kind.
+    fn kind(&self) -> Kind;
+
+    /// Add one item.
+    fn update(&mut self, item: Datum<'_>);
+
+    /// Add a batch of items (kinds override this when a batch can be processed faster).
+    fn update_batch(&mut self, items: &[Datum<'_>]) {
+        for item in items {
+            self.update(*item);
+        }
+    }
+
+    /// Fold `other` (same kind, parameters and seed) into `self`.
+    ///
+    /// # Errors
+    /// [`SynopsisError::Incompatible`] when kinds, parameters or seeds differ.
+    fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError>;
+
+    /// Answer a query with its bound.
+    ///
+    /// # Errors
+    /// [`SynopsisError::UnsupportedQuery`] when this kind cannot answer it, or
+    /// [`SynopsisError::BadQuery`] for arguments out of range.
+    fn estimate(&self, query: &Query) -> Result<Estimate, SynopsisError>;
+
+    /// Answer a query about this synopsis and another one of the same kind (two streams).
+    ///
+    /// # Errors
+    /// [`SynopsisError::UnsupportedQuery`] by default; kinds with pair queries override it.
+    fn estimate_pair(&self, other: &dyn Synopsis, query: &PairQuery) -> Result<Estimate, SynopsisError> {
+        let _ = other;
+        Err(SynopsisError::UnsupportedQuery { kind: self.kind(), query: format!("{query:?}") })
+    }
+
+    /// Memory held by the synopsis' state, in bytes (approximate for pointer-rich kinds).
+    fn size_bytes(&self) -> usize;
+
+    /// The synopsis as bytes: codec envelope (magic, version, kind, parameters, seed) + payload.
+    fn encode(&self) -> Vec<u8>;
+
+    /// A deep copy.
+    fn clone_box(&self) -> Box<dyn Synopsis>;
+
+    /// For downcasting in `merge` and `estimate_pair`.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl Clone for Box<dyn Synopsis> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
+/// Downcast `other` to the concrete type of a `merge`/`estimate_pair` receiver, or say why not.
+///
+/// # Errors
+/// [`SynopsisError::Incompatible`] when `other` is of another kind.
+pub fn downcast<T: 'static>(me: Kind, other: &dyn Synopsis) -> Result<&T, SynopsisError> {
+    other.as_any().downcast_ref::<T>().ok_or_else(|| SynopsisError::Incompatible {
+        kind: me,
+        reason: format!("cannot merge a {} into a {}", other.kind(), me),
+    })
+}
