@@ -1,0 +1,56 @@
+//! Test helpers shared by the per-kind test targets: seeded streams and the real sample data.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand_distr::{Distribution, Zipf};
+
+/// A seeded Zipf(`s`) stream of `n` keys over the domain `1..=domain`.
+pub fn zipf_stream(n: usize, domain: u64, s: f64, seed: u64) -> Vec<u64> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let zipf = Zipf::new(domain as f64, s).expect("valid Zipf parameters");
+    (0..n).map(|_| zipf.sample(&mut rng) as u64).collect()
+}
+
+/// The shared datasets folder (`../shared/datasets` beside the repository).
+pub fn datasets_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets")
+}
+
+/// One numeric or text column of a shared CSV file, by header name; rows where it is empty are
+/// skipped. Panics if the file or column is missing: the datasets are part of the test setup.
+pub fn csv_column(relative: &str, column: &str) -> Vec<String> {
+    let path = datasets_dir().join(relative);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut lines = text.lines();
+    let header = lines.next().expect("header row");
+    let idx = header.split(',').position(|h| h == column).unwrap_or_else(|| panic!("no column {column}"));
+    lines.filter_map(|l| l.split(',').nth(idx)).filter(|v| !v.is_empty()).map(str::to_string).collect()
+}
+
+/// A numeric column of a shared CSV file.
+pub fn csv_numbers(relative: &str, column: &str) -> Vec<f64> {
+    csv_column(relative, column).iter().filter_map(|v| v.parse::<f64>().ok()).collect()
+}
+
+/// SPY tick prices (250 k real trades).
+pub fn spy_prices() -> Vec<f64> {
+    csv_numbers("stocks/tick/equity_usa_SPY_tick_trade.csv", "Price")
+}
+
+/// SPY tick volumes.
+pub fn spy_volumes() -> Vec<f64> {
+    csv_numbers("stocks/tick/equity_usa_SPY_tick_trade.csv", "Volume")
+}
+
+/// AIS MMSI values (80 k reports, 8.5 k distinct vessels).
+pub fn ais_mmsi() -> Vec<String> {
+    csv_column("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv", "MMSI")
+}
+
+/// AIS speeds over ground, with the "not available" sentinel 102.3 removed.
+pub fn ais_speed() -> Vec<f64> {
+    csv_numbers("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv", "SOG").into_iter().filter(|s| *s != 102.3).collect()
+}
