@@ -265,7 +265,20 @@ pub trait Synopsis: Send + fmt::Debug {
         }
     }
 
+    /// Add one item observed at event time `time_ms` (milliseconds since the epoch).
+    ///
+    /// Kinds whose parameters are in time units (DFT's aggregation interval) override this;
+    /// the others ignore the time. Callers feed order-sensitive kinds in event-time order.
+    fn update_at(&mut self, item: Datum<'_>, time_ms: i64) {
+        let _ = time_ms;
+        self.update(item);
+    }
+
     /// Fold `other` (same kind, parameters and seed) into `self`.
+    ///
+    /// For order-sensitive kinds ([`Kind::is_order_sensitive`]: DFT, LSH, window quantiles)
+    /// `other` is taken to hold the items that *follow* `self`'s in event time, and the result
+    /// equals feeding both parts in that order.
     ///
     /// # Errors
     /// [`SynopsisError::Incompatible`] when kinds, parameters or seeds differ.
