@@ -29,4 +29,4 @@
 pub mod codec;
 mod sketch;
 
-pub use sketch::Ams;
+pub use sketch::{Ams, DEFAULT_SEED, row_failure_budget};

@@ -26,4 +26,4 @@
 pub mod codec;
 mod sketch;
 
-pub use sketch::BloomFilter;
+pub use sketch::{BloomFilter, DEFAULT_SEED, blocked_false_positive_rate};
