@@ -27,6 +27,8 @@ pub mod synopsis;
 // kind 4
 
 // kind 5
+pub mod lossy_counting;
+pub use lossy_counting::LossyCounting;
 
 // kind 6
 
