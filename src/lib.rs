@@ -33,6 +33,8 @@ pub use bloom_filter::BloomFilter;
 // kind 4
 
 // kind 5
+pub mod lossy_counting;
+pub use lossy_counting::LossyCounting;
 
 // kind 6
 

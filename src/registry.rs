@@ -38,7 +38,7 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 4
         Kind::Dft => not_built(kind),
         // kind 5
-        Kind::LossyCounting => not_built(kind),
+        Kind::LossyCounting => Ok(Box::new(crate::lossy_counting::LossyCounting::from_params(&p)?)),
         // kind 6
         Kind::StickySampling => not_built(kind),
         // kind 7
@@ -77,7 +77,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 4
         Kind::Dft => not_built(header.kind),
         // kind 5
-        Kind::LossyCounting => not_built(header.kind),
+        Kind::LossyCounting => crate::lossy_counting::codec::decode(&header, payload),
         // kind 6
         Kind::StickySampling => not_built(header.kind),
         // kind 7
