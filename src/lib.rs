@@ -39,10 +39,16 @@ pub mod synopsis;
 // kind 10
 
 // kind 11
+pub mod kll;
+pub use kll::Kll;
 
 // kind 12
+pub mod cpc;
+pub use cpc::Cpc;
 
 // kind 13
+pub mod frequent_items;
+pub use frequent_items::FrequentItems;
 
 // end of kinds
 
