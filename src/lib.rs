@@ -25,6 +25,8 @@ pub mod synopsis;
 // kind 3
 
 // kind 4
+pub mod dft;
+pub use dft::Dft;
 
 // kind 5
 

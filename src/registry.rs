@@ -36,7 +36,7 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 3
         Kind::BloomFilter => not_built(kind),
         // kind 4
-        Kind::Dft => not_built(kind),
+        Kind::Dft => Ok(Box::new(crate::dft::Dft::from_params(&p)?)),
         // kind 5
         Kind::LossyCounting => not_built(kind),
         // kind 6
@@ -75,7 +75,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 3
         Kind::BloomFilter => not_built(header.kind),
         // kind 4
-        Kind::Dft => not_built(header.kind),
+        Kind::Dft => crate::dft::decode(&header, payload),
         // kind 5
         Kind::LossyCounting => not_built(header.kind),
         // kind 6
