@@ -9,13 +9,29 @@ use clap::{ArgAction, Parser, ValueEnum};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// JSON lines, one tuple per line (reference form, or nested `values`).
+    #[value(alias = "jsonl")]
     Json,
-    /// The reference stock `.txt` form.
+    /// The reference stock `.txt` form (`MM/dd/yyyy,HH:mm:ss,price,volume`).
     StockTxt,
     /// Stock CSV with a header (`Date,Time,Price,Volume,…`).
     StockCsv,
     /// AIS CSV with a header (NOAA MarineCadastre columns).
     AisCsv,
+    /// Piraeus-style AIS CSV (`t,shipid,lon,lat,…`).
+    PiraeusCsv,
+}
+
+impl Format {
+    /// The parser's format.
+    pub fn parser(self) -> saams_datasets::Format {
+        match self {
+            Format::Json => saams_datasets::Format::JsonLines,
+            Format::StockTxt => saams_datasets::Format::StockTxt,
+            Format::StockCsv => saams_datasets::Format::StockCsv,
+            Format::AisCsv => saams_datasets::Format::AisCsv,
+            Format::PiraeusCsv => saams_datasets::Format::PiraeusCsv,
+        }
+    }
 }
 
 /// Stream synopses as a service: maintain synopses over tuple streams and answer queries.
@@ -43,8 +59,8 @@ pub struct Cli {
     /// Tuple input: files or directories, `-` for stdin (repeatable).
     #[arg(long)]
     pub data: Vec<String>,
-    /// Format of --data inputs (default: by extension: .json/.jsonl JSON lines, .txt stock text,
-    /// .csv stock or AIS CSV by header).
+    /// Format of --data inputs (default: detected per file: .json/.jsonl or a `{` line → JSON
+    /// lines, .txt → stock text, .csv → stock or AIS CSV by its header).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
     /// Seeded generator used when no --data is given: `stocks:N[:T]` or `ais:N[:T]` (N streams of

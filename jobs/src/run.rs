@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use saams::Datum;
-use saams::api::Tuple;
 use saams::api::request::parse_requests;
+use saams_datasets::GeneratorSpec;
 use saams_operators::{FoldPartials, MergeTree, Plan, Rec, UpdateSynopses, Val, merge_stages};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
@@ -19,8 +19,9 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::{Config, WorkerConfig};
 
 use crate::cli::{Cli, parse_duration_ms};
-use crate::sink::{LineSink, SnapshotDir};
-use crate::source::{Input as Unit, UnitReader, expand_inputs};
+use crate::sink::file::{LineSink, SnapshotDir};
+use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
+use crate::source::generated::Generated;
 
 /// Counters of one process, shared by its workers and the progress thread.
 #[derive(Default)]
@@ -100,10 +101,24 @@ impl Summary {
     }
 }
 
+enum Source {
+    Lines(UnitReader),
+    Generated(Generated, Vec<(u32, usize)>),
+}
+
 struct Reading {
     unit: u64,
-    reader: UnitReader,
+    source: Source,
     max_time: i64,
+}
+
+impl Reading {
+    fn name(&self) -> String {
+        match &self.source {
+            Source::Lines(r) => r.name().to_string(),
+            Source::Generated(g, _) => format!("generator:{}", g.stream_id),
+        }
+    }
 }
 
 /// Run the job described by the CLI to the end of its input.
@@ -129,10 +144,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     } else {
         None
     };
-    if cli.data.is_empty() {
-        return Err(format!("the generator ({}) is not available in this build yet: pass --data", cli.generate));
-    }
-    let units = expand_inputs(&cli.data, cli.format)?;
+    let generator = if cli.data.is_empty() {
+        Some(GeneratorSpec::parse(&cli.generate).map_err(|e| format!("--generate: {}", e.0))?)
+    } else {
+        None
+    };
+    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()))?;
     let sink = Arc::new(LineSink::open(&cli.out)?);
     let dead = match &cli.dead_letter {
         Some(p) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),
@@ -201,12 +218,29 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
         //    oldest window any unit can still produce (its newest time minus the lateness).
         let mut readers = Vec::new();
+        if let Some(spec) = &generator {
+            for i in spec.streams_for_worker(me, peers) {
+                let g = Generated::open(spec, i);
+                let (per_stream, wide) = plan.routes(&g.dataset_key, &g.stream_id);
+                let routes = per_stream
+                    .iter()
+                    .chain(wide)
+                    .filter_map(|&grp| {
+                        let field = &plan.groups[grp as usize].field;
+                        g.fields.iter().position(|f| f == field).map(|k| (grp, k))
+                    })
+                    .collect();
+                readers.push(Reading { unit: i as u64, source: Source::Generated(g, routes), max_time: i64::MIN });
+            }
+        }
         for (u, unit) in units.iter().enumerate() {
             if u % peers != me || (matches!(unit, Unit::Stdin(_)) && me != 0) {
                 continue;
             }
             match UnitReader::open(unit) {
-                Ok(reader) => readers.push(Reading { unit: u as u64, reader, max_time: i64::MIN }),
+                Ok(reader) => {
+                    readers.push(Reading { unit: u as u64, source: Source::Lines(reader), max_time: i64::MIN })
+                }
                 Err(e) => {
                     if let Some(d) = &dead2 {
                         d.write_all(std::iter::once(
@@ -218,15 +252,30 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 }
             }
         }
-        let mut router =
-            Router { plan: plan.clone(), me, lateness_ms, stats: stats.clone(), dead: dead2.clone(), recs: Vec::new() };
+        let mut router = Router {
+            plan: plan.clone(),
+            me,
+            lateness_ms,
+            stats: stats.clone(),
+            dead: dead2.clone(),
+            recs: Vec::new(),
+            tuples: 0,
+            reported: 0,
+        };
         let mut epoch = 0u64;
         while !readers.is_empty() {
             readers.retain_mut(|r| {
+                let mut values = [0.0; 6];
                 for _ in 0..1024 {
-                    match r.reader.next_tuple() {
-                        None => return false,
-                        Some((line, parsed)) => router.route(r, line, parsed, &mut input),
+                    match &mut r.source {
+                        Source::Lines(reader) => match reader.next_tuple() {
+                            None => return false,
+                            Some((line, parsed)) => router.route(r, line, parsed, &mut input),
+                        },
+                        Source::Generated(g, _) => match g.next_values(&mut values) {
+                            None => return false,
+                            Some((index, time)) => router.route_values(r, index, time, &values, &mut input),
+                        },
                     }
                 }
                 true
@@ -251,6 +300,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 worker.step();
             }
         }
+        router.flush_stats(0);
         drop(input);
         worker.step_while(|| !probe.done());
     })
@@ -314,6 +364,8 @@ struct Router {
     stats: Arc<Stats>,
     dead: Option<Arc<LineSink>>,
     recs: Vec<Rec>,
+    tuples: u64,
+    reported: u64,
 }
 
 impl Router {
@@ -323,8 +375,7 @@ impl Router {
             self.stats.late.fetch_add(1, Ordering::Relaxed);
         }
         if let Some(d) = &self.dead {
-            let j =
-                serde_json::json!({"source": format!("{}:{line}", unit.reader.name()), "error": error, "input": raw});
+            let j = serde_json::json!({"source": format!("{}:{line}", unit.name()), "error": error, "input": raw});
             d.write_all(std::iter::once(&j.to_string()));
         }
     }
@@ -333,10 +384,12 @@ impl Router {
         &mut self,
         unit: &mut Reading,
         line: u64,
-        parsed: Result<Tuple, (String, String)>,
+        parsed: Parsed,
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) {
-        self.stats.first.get_or_init(Instant::now);
+        if self.tuples == 0 {
+            self.stats.first.get_or_init(Instant::now);
+        }
         let t = match parsed {
             Ok(t) => t,
             Err((raw, e)) => return self.reject(unit, line, &raw, &e, false),
@@ -374,11 +427,71 @@ impl Router {
             let target = self.plan.target(g, seq, window, self.me);
             self.recs.push(Rec { group: g, target, window, time, seq, val });
         }
+        self.accept(unit, time, window, input);
+    }
+
+    fn check_time(&self, unit: &Reading, time: i64) -> Result<(), (String, bool)> {
+        if time < 0 {
+            return Err(("event time before 1970".into(), false));
+        }
+        if unit.max_time != i64::MIN && time < unit.max_time.saturating_sub(self.lateness_ms) {
+            let msg = format!(
+                "late: {} ms older than the newest tuple of its input (lateness bound {} ms)",
+                unit.max_time - time,
+                self.lateness_ms
+            );
+            return Err((msg, true));
+        }
+        Ok(())
+    }
+
+    fn accept(
+        &mut self,
+        unit: &mut Reading,
+        time: i64,
+        window: u64,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
         unit.max_time = unit.max_time.max(time);
-        self.stats.newest.fetch_max(window as i64, Ordering::Relaxed);
-        self.stats.tuples.fetch_add(1, Ordering::Relaxed);
+        self.tuples += 1;
+        if self.tuples.is_multiple_of(4096) {
+            self.flush_stats(window);
+        }
         for r in self.recs.drain(..) {
             input.send(r);
         }
+    }
+
+    fn flush_stats(&mut self, window: u64) {
+        self.stats.newest.fetch_max(window as i64, Ordering::Relaxed);
+        self.stats.tuples.fetch_add(self.tuples - self.reported, Ordering::Relaxed);
+        self.reported = self.tuples;
+    }
+
+    /// The generator's path: values of known fields, routes resolved once per stream.
+    fn route_values(
+        &mut self,
+        unit: &mut Reading,
+        index: u64,
+        time: i64,
+        values: &[f64; 6],
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if self.tuples == 0 {
+            self.stats.first.get_or_init(Instant::now);
+        }
+        if let Err((msg, late)) = self.check_time(unit, time) {
+            return self.reject(unit, index, &format!("time {time}"), &msg, late);
+        }
+        let window = self.plan.window_of(time);
+        let seq = (unit.unit << 40) | index;
+        self.recs.clear();
+        if let Source::Generated(_, routes) = &unit.source {
+            for &(g, k) in routes {
+                let target = self.plan.target(g, seq, window, self.me);
+                self.recs.push(Rec { group: g, target, window, time, seq, val: Val::Num(values[k]) });
+            }
+        }
+        self.accept(unit, time, window, input);
     }
 }

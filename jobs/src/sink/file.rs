@@ -1,4 +1,4 @@
-//! Sinks: estimation lines to stdout or a file, rejected input to the dead-letter file, and
+//! File sinks: estimation lines to stdout or a file, rejected input to the dead-letter file, and
 //! snapshot files confined to the snapshot directory.
 
 use std::fs::File;
