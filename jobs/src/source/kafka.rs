@@ -178,6 +178,24 @@ impl KafkaOptions {
 /// assert!(parse_setting("=5").is_err());
 /// ```
 ///
+/// It fits clap directly, as does [`StartFrom`]:
+/// ```
+/// use clap::Parser;
+/// use saams_jobs::source::kafka::{StartFrom, parse_setting};
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[arg(long, default_value = "committed")]
+///     from: StartFrom,
+///     #[arg(short = 'X', value_parser = parse_setting)]
+///     extra: Vec<(String, String)>,
+/// }
+/// let cli = Cli::try_parse_from(["saams", "--from", "latest", "-X", "linger.ms=5", "-X", "acks=all"]).unwrap();
+/// assert_eq!(cli.from, StartFrom::Latest);
+/// assert_eq!(cli.extra[1], ("acks".to_string(), "all".to_string()));
+/// let err = Cli::try_parse_from(["saams", "-X", "linger.ms"]).err().unwrap().to_string();
+/// assert!(err.contains("expected key=value"), "{err}");
+/// ```
+///
 /// # Errors
 /// [`AdapterError::Setting`] when there is no `=`, the key is empty or contains whitespace.
 pub fn parse_setting(s: &str) -> Result<(String, String), AdapterError> {
@@ -861,6 +879,15 @@ pub struct ConsumerErrors {
 /// 2. downgrade the input capability to [`watermark`](Self::watermark);
 /// 3. when the sink has flushed window `w`, call [`commit_through(w)`](Self::commit_through);
 ///    at exit, [`commit_all`](Self::commit_all).
+///
+/// A worker whose partitions are all idle ([`is_idle`](Self::is_idle), always the case for a worker
+/// without partitions) has no watermark of its own to offer; it should stop holding the dataflow's
+/// frontier back (e.g. follow the frontier the other workers reach), as Flink's idleness does.
+/// Records that arrive later below the watermark are late.
+///
+/// Offsets are committed as a "simple consumer" (manual assignment, generation -1): do not share the
+/// group id with a subscribing consumer group, whose active members would make the broker refuse
+/// these commits.
 pub struct KafkaTupleSource {
     reader: PartitionReader,
     clock: PartitionWatermarks,
