@@ -363,3 +363,28 @@ fn unreachable_broker_fails_within_seconds() {
     });
     eprintln!("unreachable-broker errors after {:?}", start.elapsed());
 }
+
+#[test]
+fn latest_skips_what_was_there_and_reads_what_comes() {
+    let mc = MockCluster::new(1).unwrap();
+    mc.create_topic("data", 2, 1).unwrap();
+    let old: Vec<_> = (0..10).map(|i| (i % 2, "k".to_string(), format!("old{i}"), 0)).collect();
+    produce(&mc, "data", &old);
+    let mut opts = options(&mc, "latest");
+    opts.from = StartFrom::Latest;
+    let mut source = KafkaTupleSource::new(&opts, "data", 0, 1, 0, LONG).unwrap();
+    assert!(drain(&mut source).is_empty(), "records produced before the start are skipped");
+    let new: Vec<_> = (0..6).map(|i| (i % 2, "k".to_string(), format!("new{i}"), 0)).collect();
+    produce(&mc, "data", &new);
+    // at_end() still holds from before: poll until the new records arrive
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while got.len() < 6 && Instant::now() < deadline {
+        for r in source.poll_batch(100, Duration::from_millis(50)).unwrap() {
+            got.push(String::from_utf8(r.payload).unwrap());
+        }
+    }
+    assert!(drain(&mut source).is_empty());
+    got.sort();
+    assert_eq!(got, vec!["new0", "new1", "new2", "new3", "new4", "new5"]);
+}
