@@ -12,7 +12,8 @@ use saams_jobs::sink::kafka::{
     KafkaDeadLetterSink, KafkaEstimationSink, ORIGIN_HEADER, REASON_HEADER, RecordOrigin, replay_lines,
 };
 use saams_jobs::source::kafka::{
-    AdapterError, KafkaBroadcastSource, KafkaOptions, KafkaRecord, KafkaTupleSource, StartFrom, parse_setting,
+    AdapterError, KafkaBroadcastSource, KafkaOptions, KafkaRecord, KafkaTupleSource, StartFrom, TopicSpec,
+    ensure_topics, parse_setting,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -335,6 +336,9 @@ fn bad_settings_and_missing_topics_are_clear_errors() {
     ));
     assert!(matches!(KafkaEstimationSink::new(&opts, "nope"), Err(AdapterError::MissingTopic { .. })));
     mc.create_topic("data", 2, 1).unwrap();
+    assert_eq!(ensure_topics(&opts, &[TopicSpec::new("data", 2)]).unwrap(), vec![false], "exists already");
+    let err = ensure_topics(&opts, &[TopicSpec::new("other", 0)]).unwrap_err();
+    assert!(matches!(err, AdapterError::Setting(_)) && err.to_string().contains("other"), "{err}");
     assert!(matches!(KafkaTupleSource::new(&opts, "data", 2, 2, 0, LONG), Err(AdapterError::Setting(_))));
     opts.extra.push(("fetch.wait.max.ms".into(), "not a number".into()));
     let err = KafkaTupleSource::new(&opts, "data", 0, 1, 0, LONG).err().unwrap();

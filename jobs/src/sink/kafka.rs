@@ -122,6 +122,12 @@ pub struct DeliveryReport {
 
 impl DeliveryReport {
     /// Records neither acknowledged nor failed yet.
+    ///
+    /// ```
+    /// use saams_jobs::sink::kafka::DeliveryReport;
+    /// let r = DeliveryReport { sent: 10, delivered: 7, failed: 1, first_error: Some("timed out".into()) };
+    /// assert_eq!(r.in_flight(), 2);
+    /// ```
     pub fn in_flight(&self) -> u64 {
         self.sent.saturating_sub(self.delivered + self.failed)
     }

@@ -358,6 +358,13 @@ pub struct TopicSpec {
 
 impl TopicSpec {
     /// A non-compacted topic with replication factor 1 (single-broker development setups).
+    ///
+    /// ```
+    /// use saams_jobs::source::kafka::TopicSpec;
+    /// let mut out = TopicSpec::new("estimations", 4);
+    /// out.compacted = true;
+    /// assert_eq!((out.partitions, out.replication, out.compacted), (4, 1, true));
+    /// ```
     pub fn new(name: impl Into<String>, partitions: i32) -> Self {
         TopicSpec { name: name.into(), partitions, replication: 1, compacted: false }
     }
@@ -382,7 +389,9 @@ pub fn ensure_topics(opts: &KafkaOptions, specs: &[TopicSpec]) -> Result<Vec<boo
     let consumer: BaseConsumer = opts.client_config().create().map_err(kafka_err("creating a metadata client"))?;
     let metadata = fetch_metadata(consumer.client(), &opts.brokers, None)?;
     let exists = |name: &str| metadata.topics().iter().any(|t| t.name() == name && t.error().is_none());
-    let missing: Vec<&TopicSpec> = specs.iter().filter(|s| !exists(&s.name)).collect();
+    let mut missing: Vec<&TopicSpec> = specs.iter().filter(|s| !exists(&s.name)).collect();
+    missing.sort_by(|a, b| a.name.cmp(&b.name));
+    missing.dedup_by(|a, b| a.name == b.name);
     let mut created = vec![false; specs.len()];
     if !missing.is_empty() {
         let admin: AdminClient<DefaultClientContext> =
