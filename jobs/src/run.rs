@@ -110,9 +110,52 @@ struct Reading {
     unit: u64,
     source: Source,
     max_time: i64,
+    pending: Option<Pending>,
+}
+
+/// A unit's next tuple, read but not yet routed.
+enum Pending {
+    Tuple(u64, saams::api::Tuple),
+    Values(u64, i64, [f64; 6]),
+}
+
+impl Pending {
+    fn time(&self) -> i64 {
+        match self {
+            Pending::Tuple(_, t) => t.time_ms.unwrap_or(0),
+            Pending::Values(_, time, _) => *time,
+        }
+    }
 }
 
 impl Reading {
+    /// Read the unit's next tuple into `pending` (bad lines are dead-lettered on the way);
+    /// false at the end of the unit.
+    fn fetch(&mut self, router: &mut Router, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) -> bool {
+        loop {
+            match &mut self.source {
+                Source::Lines(reader) => match reader.next_tuple() {
+                    None => return false,
+                    Some((line, Ok(t))) => {
+                        self.pending = Some(Pending::Tuple(line, t));
+                        return true;
+                    }
+                    Some((line, bad)) => router.route(self, line, bad, input),
+                },
+                Source::Generated(g, _) => {
+                    let mut values = [0.0; 6];
+                    return match g.next_values(&mut values) {
+                        None => false,
+                        Some((index, time)) => {
+                            self.pending = Some(Pending::Values(index, time, values));
+                            true
+                        }
+                    };
+                }
+            }
+        }
+    }
+
     fn name(&self) -> String {
         match &self.source {
             Source::Lines(r) => r.name().to_string(),
@@ -230,7 +273,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                         g.fields.iter().position(|f| f == field).map(|k| (grp, k))
                     })
                     .collect();
-                readers.push(Reading { unit: i as u64, source: Source::Generated(g, routes), max_time: i64::MIN });
+                readers.push(Reading {
+                    unit: i as u64,
+                    source: Source::Generated(g, routes),
+                    max_time: i64::MIN,
+                    pending: None,
+                });
             }
         }
         for (u, unit) in units.iter().enumerate() {
@@ -238,9 +286,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 continue;
             }
             match UnitReader::open(unit) {
-                Ok(reader) => {
-                    readers.push(Reading { unit: u as u64, source: Source::Lines(reader), max_time: i64::MIN })
-                }
+                Ok(reader) => readers.push(Reading {
+                    unit: u as u64,
+                    source: Source::Lines(reader),
+                    max_time: i64::MIN,
+                    pending: None,
+                }),
                 Err(e) => {
                     if let Some(d) = &dead2 {
                         d.write_all(std::iter::once(
@@ -264,18 +315,26 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         };
         let mut epoch = 0u64;
         while !readers.is_empty() {
+            // Read in event-time step: every unit up to a few windows past the unit that is
+            // furthest behind (4 windows), so windows close early and few are open at once.
+            let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
+            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(4 * window_ms));
             readers.retain_mut(|r| {
-                let mut values = [0.0; 6];
-                for _ in 0..1024 {
-                    match &mut r.source {
-                        Source::Lines(reader) => match reader.next_tuple() {
-                            None => return false,
-                            Some((line, parsed)) => router.route(r, line, parsed, &mut input),
+                for _ in 0..4096 {
+                    if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
+                        return false;
+                    }
+                    match r.pending.take() {
+                        Some(p) if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN => match p {
+                            Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
+                            Pending::Values(index, time, values) => {
+                                router.route_values(r, index, time, &values, &mut input)
+                            }
                         },
-                        Source::Generated(g, _) => match g.next_values(&mut values) {
-                            None => return false,
-                            Some((index, time)) => router.route_values(r, index, time, &values, &mut input),
-                        },
+                        other => {
+                            r.pending = other;
+                            return true;
+                        }
                     }
                 }
                 true
@@ -294,8 +353,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 stats.epoch.store(epoch as i64, Ordering::Relaxed);
             }
             worker.step();
-            // Keep at most a few windows in flight.
-            let behind = epoch.saturating_sub(2 * window_ms as u64);
+            // Keep a bounded number of windows in flight.
+            let behind = epoch.saturating_sub(16 * window_ms as u64);
             while probe.less_than(&behind) {
                 worker.step();
             }
