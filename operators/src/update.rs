@@ -56,12 +56,19 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             return;
                         }
                         for batch in data {
-                            for rec in batch.drain(..) {
-                                let (_, buffers) = windows
-                                    .entry(rec.window)
-                                    .or_insert_with(|| (stamp.delayed(&rec.window, 0), HashMap::new()));
-                                let bin = plan.bin(rec.group, rec.seq);
-                                buffers.entry((rec.group, bin)).or_default().push(rec);
+                            // Records arrive in runs of one stream and window: one lookup per run.
+                            let mut recs = batch.drain(..).peekable();
+                            while let Some(rec) = recs.next() {
+                                let (w, g, bin) = (rec.window, rec.group, plan.bin(rec.group, rec.seq));
+                                let (_, buffers) =
+                                    windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
+                                let buffer = buffers.entry((g, bin)).or_default();
+                                buffer.push(rec);
+                                while let Some(next) =
+                                    recs.next_if(|r| r.window == w && r.group == g && plan.bin(g, r.seq) == bin)
+                                {
+                                    buffer.push(next);
+                                }
                             }
                         }
                     });

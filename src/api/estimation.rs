@@ -82,6 +82,21 @@ fn estimate_value(v: &EstimateValue) -> Json {
     }
 }
 
+thread_local! {
+    /// The last window rendered: answers come in runs of one window.
+    static LAST_WINDOW: std::cell::RefCell<((i64, i64), String)> = std::cell::RefCell::new(((0, -1), String::new()));
+}
+
+fn window_json(s: i64, e: i64) -> String {
+    LAST_WINDOW.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != (s, e) {
+            *last = ((s, e), format!(r#"{{"start":"{}","end":"{}"}}"#, format_timestamp(s), format_timestamp(e)));
+        }
+        last.1.clone()
+    })
+}
+
 impl Estimation {
     /// An error answer to a request.
     pub fn error(request_id: Json, uid: Option<Json>, synopsis_id: u64, message: impl Into<String>) -> Estimation {
@@ -134,9 +149,8 @@ impl Estimation {
             o.push(("query", self.query.clone()));
         }
         if let Some((s, e)) = self.window {
-            let (s, e) = (format_timestamp(s), format_timestamp(e));
-            o.push(("window", Json::String(String::new())));
-            window = Some(format!(r#"{{"start":"{s}","end":"{e}"}}"#));
+            o.push(("window", Json::Null));
+            window = Some(window_json(s, e));
         }
         match &self.answer {
             Answer::Estimate(est) => {
