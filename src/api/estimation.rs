@@ -84,7 +84,7 @@ fn estimate_value(v: &EstimateValue) -> Json {
 
 thread_local! {
     /// The last window rendered: answers come in runs of one window.
-    static LAST_WINDOW: std::cell::RefCell<((i64, i64), String)> = std::cell::RefCell::new(((0, -1), String::new()));
+    static LAST_WINDOW: std::cell::RefCell<((i64, i64), String)> = const { std::cell::RefCell::new(((0, -1), String::new())) };
 }
 
 fn window_json(s: i64, e: i64) -> String {
