@@ -83,9 +83,19 @@ fn every_kind_and_request_type_is_the_same_for_one_two_and_three_workers() {
     assert!(!has(r#""requestID":2,"#));
     // Continuous answers carry windows; the partition-based HLL answers with the dataset's tuples.
     assert!(has(r#""requestID":6,"synopsisID":2,"kind":"HyperLogLog","streamID":"","dataSetKey":"Forex""#));
-    for (id, kind) in
-        [(4, "CountMin"), (8, "BloomFilter"), (10, "DFT"), (12, "LossyCounting"), (18, "AMS"), (31, "FrequentItems")]
-    {
+    // Pair queries: correlated stream pairs of a dataset (DFT), inner product of two streams (AMS).
+    assert!(has(r#""requestID":45,"synopsisID":4,"kind":"DFT""#) && has(r#""estimate":[["EURTRY","XAUUSD","#));
+    assert!(has(r#""requestID":46,"synopsisID":4,"kind":"DFT","streamID":"XAUUSD""#));
+    assert!(has(r#""query":["NOSUCH","innerProduct"],"error":"no AMS with the same parameters"#));
+    for (id, kind) in [
+        (4, "CountMin"),
+        (8, "BloomFilter"),
+        (10, "DFT"),
+        (12, "LossyCounting"),
+        (18, "AMS"),
+        (31, "FrequentItems"),
+        (48, "AMS"),
+    ] {
         let needle = format!(r#""requestID":{id},"synopsisID""#);
         let line = lines.iter().find(|l| l.contains(&needle)).unwrap_or_else(|| panic!("no answer to request {id}"));
         assert!(line.contains(&format!(r#""kind":"{kind}""#)) && line.contains(r#""estimate":"#), "{line}");

@@ -1,7 +1,7 @@
 //! `fold_partials`: at each spread synopsis' home worker, merge the window's partials (in bin
 //! order; windows in time order) into the synopsis' merged state, answer its continuous queries
 //! at every window close, and its ad-hoc queries and SAVEs at the end of the input. Answer lines
-//! of the upstream operators pass through.
+//! and snapshots of the upstream operators pass through; states for pair queries go on as snapshots.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -16,19 +16,19 @@ use timely::dataflow::operators::generic::Operator;
 use crate::answer;
 use crate::merge_tree::{Pending, combine};
 use crate::plan::{Mode, Plan};
-use crate::record::Out;
+use crate::record::{Out, Snapshot, SynBox};
 
 /// Extension trait: fold partials into merged synopses and answer them.
 pub trait FoldPartials<'scope> {
     /// Merge partials arriving at their home worker (after the last tree-merge stage) and emit
     /// every answer as a JSON line.
-    fn fold_partials(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>>;
+    fn fold_partials(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>>;
 }
 
 impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
-    fn fold_partials(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>> {
+    fn fold_partials(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
-        self.unary_frontier::<CapacityContainerBuilder<Vec<String>>, _, _, _>(
+        self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
             Pipeline,
             "FoldPartials",
             move |mut cap, _info| {
@@ -43,7 +43,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         for batch in data {
                             for o in batch.drain(..) {
                                 match o {
-                                    Out::Line(l) => lines.push(l),
+                                    o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
                                     Out::Partial(p) => {
                                         let (_, by_syn) = pending
                                             .entry(p.window)
@@ -65,6 +65,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let mut by_syn: Vec<_> = by_syn.into_iter().collect();
                         by_syn.sort_unstable_by_key(|(s, _)| *s);
                         let mut lines = Vec::new();
+                        let mut snapshots = Vec::new();
                         for (s, partials) in by_syn {
                             let spec = &plan.synopses[s as usize];
                             let p = combine(&plan, partials);
@@ -77,7 +78,19 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                                 }
                             }
                             match failure {
-                                None => answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines),
+                                None => {
+                                    answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
+                                    for &dest in &spec.snapshot_to {
+                                        let state = SynBox(state.clone());
+                                        snapshots.push(Snapshot {
+                                            syn: s,
+                                            window: w,
+                                            items: *items,
+                                            dest: dest as u32,
+                                            state,
+                                        });
+                                    }
+                                }
                                 Some(e) => {
                                     let msg = format!("merging partials failed: {e}");
                                     let mut est =
@@ -89,7 +102,9 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                                 }
                             }
                         }
-                        output.session(&cap).give_iterator(lines.into_iter());
+                        let mut session = output.session(&cap);
+                        session.give_iterator(lines.into_iter().map(Out::Line));
+                        session.give_iterator(snapshots.into_iter().map(Out::Snapshot));
                     }
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
@@ -105,7 +120,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                                 None => answer::at_end(&plan, s, spec.initial.as_ref(), 0, &mut lines),
                             }
                         }
-                        output.session(&cap).give_iterator(lines.into_iter());
+                        output.session(&cap).give_iterator(lines.into_iter().map(Out::Line));
                     }
                 }
             },

@@ -3,7 +3,9 @@
 //! - [`update::UpdateSynopses::update_synopses`]: routing pacts (key-, partition- and
 //!   window-based), per-window buffering in event-time order, synopsis updates;
 //! - [`merge_tree::MergeTree::merge_stage`]: one stage of the log2(W) tree merge of partials;
-//! - [`fold::FoldPartials::fold_partials`]: merged state and answers at each synopsis' home.
+//! - [`fold::FoldPartials::fold_partials`]: merged state and answers at each synopsis' home;
+//! - [`pairs::AnswerPairs::answer_pairs`]: queries over pairs of synopses (correlation, similarity,
+//!   inner product).
 //!
 //! [`plan::Plan`] is the registry every worker compiles from the broadcast request script.
 #![deny(missing_docs)]
@@ -11,14 +13,16 @@
 pub mod answer;
 pub mod fold;
 pub mod merge_tree;
+pub mod pairs;
 pub mod plan;
 pub mod record;
 pub mod update;
 
 pub use fold::FoldPartials;
 pub use merge_tree::MergeTree;
+pub use pairs::AnswerPairs;
 pub use plan::{Plan, SnapshotStore};
-pub use record::{Out, Partial, Rec, SynBox, Val};
+pub use record::{Out, Partial, Rec, Snapshot, SynBox, Val};
 pub use update::UpdateSynopses;
 
 /// Number of tree-merge stages for `peers` workers: ceil(log2 peers).

@@ -5,7 +5,7 @@
 //! home and, worker indices being contiguous per process, the early stages stay in a process.
 //! Exact-merge kinds are merged at every stage (the result does not depend on the tree); the
 //! other kinds' partials travel as a list and are merged at home in bin order, so their answers
-//! do not depend on the number of workers either. Answer lines pass through where they are.
+//! do not depend on the number of workers either. Answer lines and snapshots pass through where they are.
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -58,7 +58,7 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
         let (me, peers) = (scope.index(), scope.peers());
         let route = plan.clone();
         let pact = Exchange::new(move |o: &Out| match o {
-            Out::Line(_) => me as u64,
+            Out::Line(_) | Out::Snapshot(_) => me as u64,
             Out::Partial(p) => {
                 let root = route.synopses[p.syn as usize].home;
                 let rel = (me + peers - root) % peers;
@@ -77,7 +77,7 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
                         for batch in data {
                             for o in batch.drain(..) {
                                 match o {
-                                    Out::Line(l) => lines.push(Out::Line(l)),
+                                    o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
                                     Out::Partial(p) => {
                                         let (_, by_syn) = pending
                                             .entry(p.window)

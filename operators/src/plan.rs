@@ -121,7 +121,25 @@ pub struct SynSpec {
     pub adhoc: Vec<QueryReg>,
     /// SAVE requests (carried out at the end of the input).
     pub saves: Vec<SaveReg>,
+    /// Workers answering pair queries this synopsis takes part in: its merged state is sent
+    /// there at every window close in which it changed.
+    pub snapshot_to: Vec<usize>,
     deleted: bool,
+}
+
+/// A query over pairs of synopses (DFT correlation, LSH similarity, AMS inner product).
+#[derive(Clone, Debug)]
+pub struct PairQueryReg {
+    /// The synopsis the request named.
+    pub syn: u32,
+    /// The query.
+    pub reg: QueryReg,
+    /// Answered at every window close (else once, at the end).
+    pub continuous: bool,
+    /// The synopses whose states the answer needs (the named one first).
+    pub participants: Vec<u32>,
+    /// The worker answering it (the named synopsis' home).
+    pub home: usize,
 }
 
 /// Tuples of one stream (or dataset) and field, routed the same way, feeding some synopses.
@@ -173,6 +191,8 @@ pub struct Plan {
     pub store: Arc<dyn SnapshotStore>,
     /// False for a parse-and-route-only run (`--no-synopses`): values are routed, then dropped.
     pub update: bool,
+    /// Queries over pairs of synopses.
+    pub pair_queries: Vec<PairQueryReg>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -210,6 +230,7 @@ impl Plan {
             window_ms,
             store,
             update: true,
+            pair_queries: Vec::new(),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = json!(format!("req-{}", n + 1));
@@ -288,6 +309,7 @@ impl Plan {
                     continuous: Vec::new(),
                     adhoc: Vec::new(),
                     saves: Vec::new(),
+                    snapshot_to: Vec::new(),
                     deleted: false,
                 });
                 Ok(())
@@ -320,9 +342,6 @@ impl Plan {
                 };
                 let s = &mut self.synopses[i];
                 let spec = query_spec(s.kind, args).map_err(|e| e.0)?;
-                if !matches!(spec, QuerySpec::Single(_)) {
-                    return Err(format!("{} pair queries across streams are not answered by this engine yet", s.kind));
-                }
                 let reg = QueryReg { request_id: id, uid: req.uid.clone(), args: Json::Array(args.clone()), spec };
                 match mode {
                     QueryMode::Continuous => s.continuous.push(reg),
@@ -416,6 +435,74 @@ impl Plan {
                 self.synopses[i].home = owner;
             }
             self.synopses[i].group = g;
+        }
+        self.compile_pairs();
+    }
+
+    /// Move pair queries out of their synopses, resolve their participants, and tell each
+    /// participant where to send its state.
+    fn compile_pairs(&mut self) {
+        let params: Vec<Vec<u8>> = self.synopses.iter().map(|s| s.fresh.encode()).collect();
+        for i in 0..self.synopses.len() {
+            if self.synopses[i].deleted {
+                continue;
+            }
+            let mut regs = Vec::new();
+            for continuous in [true, false] {
+                let list = if continuous { &mut self.synopses[i].continuous } else { &mut self.synopses[i].adhoc };
+                let (pairs, singles): (Vec<QueryReg>, Vec<QueryReg>) =
+                    list.drain(..).partition(|q| !matches!(q.spec, QuerySpec::Single(_)));
+                *list = singles;
+                regs.extend(pairs.into_iter().map(|q| (q, continuous)));
+            }
+            for (reg, continuous) in regs {
+                let me = &self.synopses[i];
+                let alike = |j: usize| {
+                    let o = &self.synopses[j];
+                    !o.deleted
+                        && o.kind == me.kind
+                        && o.dataset == me.dataset
+                        && o.field == me.field
+                        && params[j] == params[i]
+                };
+                let mut participants = vec![i as u32];
+                let error = match &reg.spec {
+                    QuerySpec::PairsAbove { .. } => {
+                        participants.extend((0..self.synopses.len()).filter(|&j| j != i && alike(j)).map(|j| j as u32));
+                        None
+                    }
+                    QuerySpec::PairWith { other_stream, .. } => {
+                        match (0..self.synopses.len()).find(|&j| alike(j) && &self.synopses[j].stream == other_stream) {
+                            Some(j) => {
+                                participants.push(j as u32);
+                                None
+                            }
+                            None => Some(format!(
+                                "no {} with the same parameters on stream {other_stream:?} of dataset {:?} field {:?}",
+                                me.kind, me.dataset, me.field
+                            )),
+                        }
+                    }
+                    QuerySpec::Single(_) => None,
+                };
+                if let Some(msg) = error {
+                    let mut e = Estimation::error(reg.request_id, reg.uid, me.synopsis_id, msg);
+                    e.stream_id = me.stream.clone();
+                    e.dataset_key = me.dataset.clone();
+                    e.field = me.field.clone();
+                    e.query = reg.args;
+                    self.script_answers.push(e);
+                    continue;
+                }
+                let home = me.home;
+                for &p in &participants {
+                    let to = &mut self.synopses[p as usize].snapshot_to;
+                    if !to.contains(&home) {
+                        to.push(home);
+                    }
+                }
+                self.pair_queries.push(PairQueryReg { syn: i as u32, reg, continuous, participants, home });
+            }
         }
     }
 

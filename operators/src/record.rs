@@ -72,11 +72,28 @@ pub struct Partial {
     pub parts: Vec<(u64, SynBox)>,
 }
 
-/// What the update and merge operators emit: answer lines and partials.
+/// A synopsis' merged state after a window, on its way to the worker answering pair queries.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// The synopsis.
+    pub syn: u32,
+    /// The window whose close produced it.
+    pub window: u64,
+    /// Items summarized.
+    pub items: u64,
+    /// The worker it goes to.
+    pub dest: u32,
+    /// The state.
+    pub state: SynBox,
+}
+
+/// What the update, merge and fold operators emit: answer lines, partials, snapshots.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Out {
     /// One estimation, as a JSON line (no newline).
     Line(String),
     /// Partials to merge.
     Partial(Partial),
+    /// A merged state for pair queries.
+    Snapshot(Snapshot),
 }

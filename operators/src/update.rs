@@ -3,7 +3,8 @@
 //! when the frontier passes a window feeds it to the synopses in a canonical order.
 //!
 //! Owned synopses (one owner) are merged state right here: the owner updates them and answers
-//! their continuous queries at every window close, and their ad-hoc queries and SAVEs at the end.
+//! their continuous queries at every window close, and their ad-hoc queries and SAVEs at the end;
+//! the states of synopses in pair queries go on as snapshots.
 //! Spread synopses get one partial per window (and bin), built from a fresh synopsis, sent on
 //! to the tree merge.
 
@@ -19,7 +20,7 @@ use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
 use crate::plan::{Mode, Plan};
-use crate::record::{Out, Partial, Rec, SynBox};
+use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
 
 /// Feed a window's values (already in canonical order where it matters) to one synopsis.
 fn feed(syn: &mut dyn Synopsis, recs: &[Rec]) {
@@ -79,6 +80,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         let Some((_, (cap, buffers))) = windows.pop_first() else { break };
                         let mut lines = Vec::new();
                         let mut partials = Vec::new();
+                        let mut snapshots = Vec::new();
                         let mut buffers: Vec<_> = buffers.into_iter().collect();
                         buffers.sort_unstable_by_key(|(k, _)| *k);
                         for ((g, bin), mut recs) in buffers {
@@ -94,6 +96,15 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                     feed(state.as_mut(), &recs);
                                     *items += n;
                                     answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
+                                    for &dest in &spec.snapshot_to {
+                                        snapshots.push(Snapshot {
+                                            syn: s,
+                                            window: w,
+                                            items: *items,
+                                            dest: dest as u32,
+                                            state: SynBox(state.clone()),
+                                        });
+                                    }
                                 } else {
                                     let mut part = spec.fresh.clone();
                                     feed(part.as_mut(), &recs);
@@ -109,6 +120,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         let mut session = output.session(&cap);
                         session.give_iterator(lines.into_iter().map(Out::Line));
                         session.give_iterator(partials.into_iter().map(Out::Partial));
+                        session.give_iterator(snapshots.into_iter().map(Out::Snapshot));
                     }
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
