@@ -4,6 +4,7 @@
 //! - [`Format`], [`LineContext`], [`parse_line`]: the line parser every source uses (a worker parses
 //!   only its share of a file's lines); [`read_path`] / [`TupleReader`]: whole files and directories.
 //! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form and the converter.
+//! - [`scaled`]: N seeded replicas of a few real streams; [`oracle`]: exact answers for tests.
 //!
 //! Malformed rows are reported as [`ParseError`]s with file and line, counted, and skipped.
 #![deny(missing_docs)]
@@ -14,7 +15,9 @@ mod fields;
 mod format;
 pub mod generator;
 pub mod jsonl;
+pub mod oracle;
 mod reader;
+pub mod scaled;
 pub mod stock;
 
 pub use error::ParseError;
