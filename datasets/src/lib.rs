@@ -5,6 +5,7 @@
 //!   only its share of a file's lines); [`read_path`] / [`TupleReader`]: whole files and directories.
 //! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form and the converter.
 //! - [`scaled`]: N seeded replicas of a few real streams; [`oracle`]: exact answers for tests.
+//! - [`pace`]: replay pacing (tuples/s or a multiple of real time).
 //!
 //! Malformed rows are reported as [`ParseError`]s with file and line, counted, and skipped.
 #![deny(missing_docs)]
@@ -16,6 +17,7 @@ mod format;
 pub mod generator;
 pub mod jsonl;
 pub mod oracle;
+pub mod pace;
 mod reader;
 pub mod scaled;
 pub mod stock;
