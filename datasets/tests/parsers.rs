@@ -336,3 +336,26 @@ fn worker_shares_partition_the_lines_and_keep_line_numbers() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn merged_reading_interleaves_files_by_time_and_passes_errors() {
+    let dir = scratch("merge");
+    std::fs::write(
+        dir.join("Forex\u{b7}AAA\u{b7}NoExpiry.txt"),
+        "01/02/2019,00:00:01,1.5,1\n01/02/2019,00:00:03,1.6,1\nbroken\n01/02/2019,00:00:05,1.7,1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Forex\u{b7}BBB\u{b7}NoExpiry.txt"),
+        "01/02/2019,00:00:02,9.5,1\n01/02/2019,00:00:04,9.6,1\n",
+    )
+    .unwrap();
+    let mut r = saams_datasets::read_path_merged(&dir, None).unwrap();
+    let items: Vec<Result<Tuple, ParseError>> = r.by_ref().collect();
+    let ids: Vec<&str> = items.iter().filter_map(|i| i.as_ref().ok()).map(|t| t.stream_id.as_str()).collect();
+    assert_eq!(ids, ["AAA", "BBB", "AAA", "BBB", "AAA"]);
+    let errors: Vec<u64> = items.iter().filter_map(|i| i.as_ref().err()).map(|e| e.line).collect();
+    assert_eq!(errors, [3]);
+    assert_eq!(r.malformed(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

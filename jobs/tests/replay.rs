@@ -103,3 +103,12 @@ fn speed_control_follows_event_time() {
     let secs = summary(&err)["seconds"];
     assert!((1.35..1.65).contains(&secs), "span {span_s} s at speed {speed}: {err}");
 }
+
+#[test]
+fn merge_replays_a_directory_in_event_time_order() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/stocks/minute");
+    let (out, err) = replay(&[dir.to_str().unwrap(), "--merge", "--progress", "none"], None);
+    let times: Vec<i64> = out.lines().map(|l| Tuple::from_json(l).unwrap().time_ms.unwrap()).collect();
+    assert_eq!((times.len(), summary(&err)["malformed"]), (14_936, 0.0));
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}

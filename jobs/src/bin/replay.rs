@@ -25,11 +25,11 @@ use saams_datasets::generator::GeneratorSpec;
 use saams_datasets::jsonl::write_reference_json;
 use saams_datasets::pace::{Pace, Pacer};
 use saams_datasets::scaled::{ScaleSpec, Scaler, collect_bases};
-use saams_datasets::{Format, ParseError, TupleReader, read_path};
+use saams_datasets::{Format, MergedReader, ParseError, TupleReader, read_path};
 
 /// Replay stock/AIS data as reference JSON lines.
 #[derive(Parser, Debug)]
-#[command(name = "replay", version, about)]
+#[command(name = "replay", version)]
 struct Args {
     /// Input files or directories (directories are read recursively in sorted order); `-` reads
     /// stdin. Leave out when using --generate.
@@ -62,9 +62,14 @@ struct Args {
     #[arg(long, conflicts_with = "speed")]
     rate: Option<f64>,
 
-    /// Emit at this multiple of real time, from the tuples' event times.
+    /// Emit at this multiple of real time, from the tuples' event times (implies --merge).
     #[arg(long)]
     speed: Option<f64>,
+
+    /// Merge the input files by event time (each file must be in time order) instead of reading
+    /// them one after the other.
+    #[arg(long)]
+    merge: bool,
 
     /// Write to this file instead of stdout.
     #[arg(long, short)]
@@ -204,15 +209,33 @@ type Source = Box<dyn Iterator<Item = Result<Tuple, ParseError>>>;
 fn file_source(args: &Args) -> Result<Source, ParseError> {
     let mut readers = Vec::new();
     for input in &args.inputs {
-        let mut r = if input.as_os_str() == "-" {
-            TupleReader::from_reader("<stdin>", Box::new(BufReader::new(io::stdin())), args.format)
+        if input.as_os_str() == "-" {
+            let mut r = TupleReader::from_reader("<stdin>", Box::new(BufReader::new(io::stdin())), args.format);
+            if let Some(key) = &args.dataset_key {
+                r = r.with_dataset_key(key);
+            }
+            readers.push(r);
         } else {
-            read_path(input, args.format)?
-        };
-        if let Some(key) = &args.dataset_key {
-            r = r.with_dataset_key(key);
+            let mut r = read_path(input, args.format)?;
+            if let Some(key) = &args.dataset_key {
+                r = r.with_dataset_key(key);
+            }
+            if args.merge || args.speed.is_some() {
+                // One reader per file, so the files can be merged by event time.
+                for f in r.files().to_vec() {
+                    let mut one = read_path(&f, args.format)?;
+                    if let Some(key) = &args.dataset_key {
+                        one = one.with_dataset_key(key);
+                    }
+                    readers.push(one);
+                }
+            } else {
+                readers.push(r);
+            }
         }
-        readers.push(r);
+    }
+    if args.merge || args.speed.is_some() {
+        return Ok(Box::new(MergedReader::new(readers)));
     }
     Ok(Box::new(readers.into_iter().flatten()))
 }
