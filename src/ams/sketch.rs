@@ -201,7 +201,7 @@ impl Ams {
             let x = mix(h ^ key);
             let b = ((u128::from(x) * buckets) >> 64) as usize;
             // +1 when the low bit is set, −1 otherwise.
-            row[b] += ((x & 1) as i64) * 2 - 1;
+            row[b] = row[b].wrapping_add(((x & 1) as i64) * 2 - 1);
         }
     }
 
@@ -209,7 +209,7 @@ impl Ams {
     fn row_f2(&self) -> Vec<f64> {
         self.counters
             .chunks_exact(self.buckets)
-            .map(|row| row.iter().map(|c| (*c as i128 * *c as i128) as f64).sum())
+            .map(|row| row.iter().fold(0i128, |acc, c| acc.wrapping_add(i128::from(*c) * i128::from(*c))) as f64)
             .collect()
     }
 
@@ -245,7 +245,7 @@ impl Ams {
             .map(|(row, key)| {
                 let x = mix(h ^ key);
                 let b = ((u128::from(x) * buckets) >> 64) as usize;
-                (row[b] * (((x & 1) as i64) * 2 - 1)) as f64
+                row[b].wrapping_mul(((x & 1) as i64) * 2 - 1) as f64
             })
             .collect();
         median(&mut rows)
@@ -324,7 +324,9 @@ impl Synopsis for Ams {
             .counters
             .chunks_exact(self.buckets)
             .zip(other.counters.chunks_exact(self.buckets))
-            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| *x as i128 * *y as i128).sum::<i128>() as f64)
+            .map(|(a, b)| {
+                a.iter().zip(b).fold(0i128, |acc, (x, y)| acc.wrapping_add(i128::from(*x) * i128::from(*y))) as f64
+            })
             .collect();
         let max = self.total as f64 * other.total as f64;
         let est = median(&mut rows).clamp(0.0, max);

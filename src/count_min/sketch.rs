@@ -155,7 +155,7 @@ impl CountMin {
         self.total = self.total.wrapping_add(1);
         for (row, a) in self.counts.chunks_exact_mut(self.width).zip(&self.multipliers) {
             let col = ((u128::from(h.wrapping_mul(*a)) * width) >> 64) as usize;
-            row[col] += 1;
+            row[col] = row[col].wrapping_add(1);
         }
     }
 
