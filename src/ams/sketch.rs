@@ -4,7 +4,8 @@
 use std::any::Any;
 
 use crate::codec::encode_envelope;
-use crate::hash::{SplitMix64, hash_datum};
+use crate::hash::SplitMix64;
+use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, Kind, PairQuery, Query, Synopsis, SynopsisError, downcast};
 
@@ -273,12 +274,12 @@ impl Synopsis for Ams {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        self.add_hash(hash_datum(item, self.seed));
+        self.add_hash(hash_item(item, self.seed));
     }
 
     fn update_batch(&mut self, items: &[Datum<'_>]) {
         for item in items {
-            self.add_hash(hash_datum(*item, self.seed));
+            self.add_hash(hash_item(*item, self.seed));
         }
     }
 
@@ -302,7 +303,7 @@ impl Synopsis for Ams {
                 let delta = FAILURE_PROBABILITY / 2.0;
                 let (_, _, f2_upper) = self.f2_interval(delta);
                 let n = self.total as f64;
-                let est = self.count_estimate(hash_datum(v.as_datum(), self.seed)).clamp(0.0, n);
+                let est = self.count_estimate(hash_item(v.as_datum(), self.seed)).clamp(0.0, n);
                 let slack = (f2_upper / (self.buckets as f64 * row_failure_budget(self.depth, delta))).sqrt();
                 Ok(Estimate::number(est, (est - slack).max(0.0), (est + slack).min(n), 1.0 - FAILURE_PROBABILITY))
             }
