@@ -32,8 +32,12 @@ pub mod bloom_filter;
 pub use bloom_filter::BloomFilter;
 
 // kind 4
+pub mod dft;
+pub use dft::Dft;
 
 // kind 5
+pub mod lossy_counting;
+pub use lossy_counting::LossyCounting;
 
 // kind 6
 
@@ -48,10 +52,16 @@ pub use ams::Ams;
 // kind 10
 
 // kind 11
+pub mod kll;
+pub use kll::Kll;
 
 // kind 12
+pub mod cpc;
+pub use cpc::Cpc;
 
 // kind 13
+pub mod frequent_items;
+pub use frequent_items::FrequentItems;
 
 // end of kinds
 

@@ -36,9 +36,9 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 3
         Kind::BloomFilter => Ok(Box::new(crate::bloom_filter::BloomFilter::from_params(&p)?)),
         // kind 4
-        Kind::Dft => not_built(kind),
+        Kind::Dft => Ok(Box::new(crate::dft::Dft::from_params(&p)?)),
         // kind 5
-        Kind::LossyCounting => not_built(kind),
+        Kind::LossyCounting => Ok(Box::new(crate::lossy_counting::LossyCounting::from_params(&p)?)),
         // kind 6
         Kind::StickySampling => not_built(kind),
         // kind 7
@@ -50,11 +50,11 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 10
         Kind::WindowSketchQuantiles => not_built(kind),
         // kind 11
-        Kind::Kll => not_built(kind),
+        Kind::Kll => Ok(Box::new(crate::kll::Kll::from_params(&p)?)),
         // kind 12
-        Kind::Cpc => not_built(kind),
+        Kind::Cpc => Ok(Box::new(crate::cpc::Cpc::from_params(&p)?)),
         // kind 13
-        Kind::FrequentItems => not_built(kind),
+        Kind::FrequentItems => Ok(Box::new(crate::frequent_items::FrequentItems::from_params(&p)?)),
         // end of kinds
     }
 }
@@ -75,9 +75,9 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 3
         Kind::BloomFilter => crate::bloom_filter::codec::decode(&header, payload),
         // kind 4
-        Kind::Dft => not_built(header.kind),
+        Kind::Dft => crate::dft::decode(&header, payload),
         // kind 5
-        Kind::LossyCounting => not_built(header.kind),
+        Kind::LossyCounting => crate::lossy_counting::codec::decode(&header, payload),
         // kind 6
         Kind::StickySampling => not_built(header.kind),
         // kind 7
@@ -89,11 +89,11 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 10
         Kind::WindowSketchQuantiles => not_built(header.kind),
         // kind 11
-        Kind::Kll => not_built(header.kind),
+        Kind::Kll => crate::kll::decode(&header, payload),
         // kind 12
-        Kind::Cpc => not_built(header.kind),
+        Kind::Cpc => crate::cpc::decode(&header, payload),
         // kind 13
-        Kind::FrequentItems => not_built(header.kind),
+        Kind::FrequentItems => crate::frequent_items::decode(&header, payload),
         // end of kinds
     }
 }
