@@ -3,7 +3,7 @@
 use std::any::Any;
 
 use crate::codec::encode_envelope;
-use crate::hash::hash_datum;
+use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, Kind, Query, Synopsis, SynopsisError, downcast};
 
@@ -236,12 +236,12 @@ impl Synopsis for HyperLogLog {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        self.add_hash(hash_datum(item, self.seed));
+        self.add_hash(hash_item(item, self.seed));
     }
 
     fn update_batch(&mut self, items: &[Datum<'_>]) {
         for item in items {
-            self.add_hash(hash_datum(*item, self.seed));
+            self.add_hash(hash_item(*item, self.seed));
         }
     }
 
