@@ -52,7 +52,11 @@ impl Row {
     fn verdict(&self) -> &'static str {
         // A deterministic bound must hold every time; a probabilistic one at its confidence
         // (with a little slack for the finite number of queries).
-        let slack = if self.confidence >= 1.0 { 0.0 } else { 3.0 * (self.confidence * (1.0 - self.confidence) / self.queries.max(1) as f64).sqrt() };
+        let slack = if self.confidence >= 1.0 {
+            0.0
+        } else {
+            3.0 * (self.confidence * (1.0 - self.confidence) / self.queries.max(1) as f64).sqrt()
+        };
         if self.coverage() + slack >= self.confidence { "ok" } else { "MISSED" }
     }
 }
@@ -99,7 +103,13 @@ fn params_text(params: &serde_json::Value) -> String {
 
 /// Point counts of every distinct item: CountMin, Lossy Counting, Sticky Sampling, AMS,
 /// FrequentItems.
-fn point_counts(kind: &'static str, id: u64, params: serde_json::Value, data: &'static str, items: &[Datum<'_>]) -> Result<Row, String> {
+fn point_counts(
+    kind: &'static str,
+    id: u64,
+    params: serde_json::Value,
+    data: &'static str,
+    items: &[Datum<'_>],
+) -> Result<Row, String> {
     let mut s = build(id, &params)?;
     let mut exact = ExactCounts::default();
     for d in items {
@@ -134,7 +144,14 @@ fn point_counts(kind: &'static str, id: u64, params: serde_json::Value, data: &'
 }
 
 /// Frequent items at a support: recall against the exact answer must be 1 (no false negatives).
-fn frequent(kind: &'static str, id: u64, params: serde_json::Value, data: &'static str, items: &[Datum<'_>], support: f64) -> Result<Row, String> {
+fn frequent(
+    kind: &'static str,
+    id: u64,
+    params: serde_json::Value,
+    data: &'static str,
+    items: &[Datum<'_>],
+    support: f64,
+) -> Result<Row, String> {
     let mut s = build(id, &params)?;
     let mut exact = ExactCounts::default();
     for d in items {
@@ -163,7 +180,12 @@ fn frequent(kind: &'static str, id: u64, params: serde_json::Value, data: &'stat
 }
 
 /// Distinct counts: HyperLogLog, CPC. One query per seed-free run; the data sets vary.
-fn distinct(kind: &'static str, id: u64, params: serde_json::Value, sets: &[(&'static str, Vec<Datum<'_>>)]) -> Result<Vec<Row>, String> {
+fn distinct(
+    kind: &'static str,
+    id: u64,
+    params: serde_json::Value,
+    sets: &[(&'static str, Vec<Datum<'_>>)],
+) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for (data, items) in sets {
         let mut s = build(id, &params)?;
@@ -201,14 +223,18 @@ fn bloom(params: serde_json::Value) -> Result<Vec<Row>, String> {
     }
     let mut members = 0;
     for i in 0..n {
-        if matches!(s.estimate(&Query::Contains(Value::Num(i as f64))).map(|e| e.value), Ok(EstimateValue::Bool(true))) {
+        if matches!(s.estimate(&Query::Contains(Value::Num(i as f64))).map(|e| e.value), Ok(EstimateValue::Bool(true)))
+        {
             members += 1;
         }
     }
     let probes = 200_000u64;
     let mut fp = 0;
     for i in 0..probes {
-        if matches!(s.estimate(&Query::Contains(Value::Num((n + 10 + i) as f64))).map(|e| e.value), Ok(EstimateValue::Bool(true))) {
+        if matches!(
+            s.estimate(&Query::Contains(Value::Num((n + 10 + i) as f64))).map(|e| e.value),
+            Ok(EstimateValue::Bool(true))
+        ) {
             fp += 1;
         }
     }
@@ -240,7 +266,14 @@ fn bloom(params: serde_json::Value) -> Result<Vec<Row>, String> {
 }
 
 /// Quantiles over the whole stream: GK, KLL. Rank error of the returned value at q = 0.01..0.99.
-fn quantiles(kind: &'static str, id: u64, params: serde_json::Value, eps: f64, data: &'static str, values: &[f64]) -> Result<Row, String> {
+fn quantiles(
+    kind: &'static str,
+    id: u64,
+    params: serde_json::Value,
+    eps: f64,
+    data: &'static str,
+    values: &[f64],
+) -> Result<Row, String> {
     let mut s = build(id, &params)?;
     for x in values {
         s.update(Datum::Num(*x));
@@ -249,7 +282,14 @@ fn quantiles(kind: &'static str, id: u64, params: serde_json::Value, eps: f64, d
     rank_errors(kind, params, eps, data, s.as_ref(), &exact)
 }
 
-fn rank_errors(kind: &'static str, params: serde_json::Value, eps: f64, data: &'static str, s: &dyn Synopsis, exact: &ExactQuantiles) -> Result<Row, String> {
+fn rank_errors(
+    kind: &'static str,
+    params: serde_json::Value,
+    eps: f64,
+    data: &'static str,
+    s: &dyn Synopsis,
+    exact: &ExactQuantiles,
+) -> Result<Row, String> {
     let (mut covered, mut queries, mut max_err, mut confidence) = (0, 0, 0.0f64, 1.0);
     for i in 1..100 {
         let q = i as f64 / 100.0;
@@ -263,7 +303,13 @@ fn rank_errors(kind: &'static str, params: serde_json::Value, eps: f64, data: &'
         let (lo, hi) = exact.rank_range(v);
         let n = exact.len() as f64;
         let target = q * n;
-        let err = if target < lo as f64 { lo as f64 - target } else if target > hi as f64 { target - hi as f64 } else { 0.0 };
+        let err = if target < lo as f64 {
+            lo as f64 - target
+        } else if target > hi as f64 {
+            target - hi as f64
+        } else {
+            0.0
+        };
         max_err = max_err.max(err / n);
         confidence = e.confidence;
     }
@@ -330,7 +376,10 @@ fn ams(params: serde_json::Value, items: &[Datum<'_>]) -> Result<Vec<Row>, Strin
         queries: 1,
         covered: usize::from(e.lower <= ip && ip <= e.upper),
         confidence: e.confidence,
-        error: format!("err/sqrt(F2a F2b)={:+.4}", (e.as_f64().unwrap_or(f64::NAN) - ip) / (f2 * eb.f2() as f64).sqrt()),
+        error: format!(
+            "err/sqrt(F2a F2b)={:+.4}",
+            (e.as_f64().unwrap_or(f64::NAN) - ip) / (f2 * eb.f2() as f64).sqrt()
+        ),
         bound: format!("width/2={:.3e}", (e.upper - e.lower) / 2.0),
     });
     Ok(rows)
@@ -372,51 +421,56 @@ fn dft(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
     })
 }
 
-fn run(args: &Args) -> Result<Vec<Row>, String> {
+/// Every evaluation of the report; an evaluation that fails (a kind that cannot be built or
+/// asked) is reported as an error line and the others still run.
+fn run(args: &Args) -> Result<(Vec<Row>, Vec<String>), String> {
     let data = load(&args.datasets)?;
     let mmsi: Vec<Datum<'_>> = data.mmsi.iter().map(|s| Datum::Str(s)).collect();
     let volumes: Vec<Datum<'_>> = data.spy_volume.iter().map(|x| Datum::Num(*x)).collect();
     let prices: Vec<Datum<'_>> = data.spy_price.iter().map(|x| Datum::Num(*x)).collect();
-    let mut rows = Vec::new();
-    let mut push = |r: Result<Row, String>| -> Result<(), String> {
-        rows.push(r?);
-        Ok(())
-    };
-    push(point_counts("CountMin", 1, json!([0.002, 0.99, 12345]), "AIS MMSI", &mmsi))?;
-    push(point_counts("CountMin", 1, json!([0.002, 0.99, 12345]), "SPY volume", &volumes))?;
-    push(point_counts("LossyCounting", 5, json!([0.001]), "AIS MMSI", &mmsi))?;
-    push(frequent("LossyCounting", 5, json!([0.001]), "AIS MMSI", &mmsi, 0.001))?;
-    push(point_counts("StickySampling", 6, json!([0.001, 1e-4, 0.001]), "AIS MMSI", &mmsi))?;
-    push(frequent("StickySampling", 6, json!([0.001, 1e-4, 0.001]), "AIS MMSI", &mmsi, 0.001))?;
-    push(point_counts("AMS", 7, json!([10, 10000]), "AIS MMSI", &mmsi))?;
-    push(point_counts("FrequentItems", 13, json!([10]), "SPY volume", &volumes))?;
-    push(frequent("FrequentItems", 13, json!([10]), "SPY volume", &volumes, 0.01))?;
     let sets = vec![("AIS MMSI", mmsi.clone()), ("SPY price", prices.clone()), ("SPY volume", volumes.clone())];
-    rows.extend(distinct("HyperLogLog", 2, json!([0.02]), &sets)?);
-    rows.extend(distinct("CPC", 12, json!([11]), &sets)?);
-    rows.extend(bloom(json!([150000, 0.01]))?);
-    rows.extend(ams(json!([10, 10000]), &mmsi)?);
-    let mut push = |r: Result<Row, String>| -> Result<(), String> {
-        rows.push(r?);
-        Ok(())
-    };
-    push(quantiles("GKQuantiles", 8, json!([0.01]), 0.01, "SPY price", &data.spy_price))?;
-    push(quantiles("KLL", 11, json!([200]), 0.0133, "SPY price", &data.spy_price))?;
-    push(window_quantiles(json!([0.01, 40000]), "SPY price", &data.spy_price))?;
-    push(dft(json!([1, 500, 2000, 8]), &data.eurusd_fxcm, &data.eurusd_oanda))?;
-    Ok(rows)
+    let one = |r: Result<Row, String>| r.map(|row| vec![row]);
+    let evaluations: Vec<Result<Vec<Row>, String>> = vec![
+        one(point_counts("CountMin", 1, json!([0.002, 0.99, 12345]), "AIS MMSI", &mmsi)),
+        one(point_counts("CountMin", 1, json!([0.002, 0.99, 12345]), "SPY volume", &volumes)),
+        distinct("HyperLogLog", 2, json!([0.02]), &sets),
+        bloom(json!([150000, 0.01])),
+        one(dft(json!([1, 500, 2000, 8]), &data.eurusd_fxcm, &data.eurusd_oanda)),
+        one(point_counts("LossyCounting", 5, json!([0.001]), "AIS MMSI", &mmsi)),
+        one(frequent("LossyCounting", 5, json!([0.001]), "SPY volume", &volumes, 0.01)),
+        one(point_counts("StickySampling", 6, json!([0.001, 1e-4, 0.001]), "AIS MMSI", &mmsi)),
+        one(frequent("StickySampling", 6, json!([0.001, 1e-4, 0.001]), "SPY volume", &volumes, 0.01)),
+        one(point_counts("AMS", 7, json!([10, 10000]), "AIS MMSI", &mmsi)),
+        ams(json!([10, 10000]), &mmsi),
+        one(quantiles("GKQuantiles", 8, json!([0.01]), 0.01, "SPY price", &data.spy_price)),
+        one(window_quantiles(json!([0.01, 40000]), "SPY price", &data.spy_price)),
+        one(quantiles("KLL", 11, json!([200]), 0.0133, "SPY price", &data.spy_price)),
+        distinct("CPC", 12, json!([11]), &sets),
+        one(point_counts("FrequentItems", 13, json!([10]), "SPY volume", &volumes)),
+        one(frequent("FrequentItems", 13, json!([10]), "SPY volume", &volumes, 0.01)),
+    ];
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for e in evaluations {
+        match e {
+            Ok(r) => rows.extend(r),
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((rows, errors))
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let rows = match run(&args) {
-        Ok(rows) => rows,
+    let (rows, errors) = match run(&args) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("accuracy: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let header = ["kind", "params", "data", "query", "queries", "coverage", "promised", "measured error", "bound", "verdict"];
+    let header =
+        ["kind", "params", "data", "query", "queries", "coverage", "promised", "measured error", "bound", "verdict"];
     let mut table: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for r in &rows {
         table.push(vec![
@@ -432,7 +486,8 @@ fn main() -> ExitCode {
             r.verdict().into(),
         ]);
     }
-    let widths: Vec<usize> = (0..header.len()).map(|c| table.iter().map(|row| row[c].len()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..header.len()).map(|c| table.iter().map(|row| row[c].len()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &table {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
@@ -446,8 +501,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    for e in &errors {
+        println!("error: {e}");
+    }
     let missed = rows.iter().filter(|r| r.verdict() != "ok").count();
     let kinds: HashMap<&str, ()> = rows.iter().map(|r| (r.kind, ())).collect();
-    eprintln!("accuracy summary kinds={} rows={} missed={missed}", kinds.len(), rows.len());
+    eprintln!("accuracy summary kinds={} rows={} missed={missed} errors={}", kinds.len(), rows.len(), errors.len());
     ExitCode::SUCCESS
 }
