@@ -35,6 +35,8 @@ pub use lossy_counting::LossyCounting;
 // kind 7
 
 // kind 8
+pub mod gk_quantiles;
+pub use gk_quantiles::GkQuantiles;
 
 // kind 9
 

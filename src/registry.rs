@@ -44,7 +44,7 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 7
         Kind::Ams => not_built(kind),
         // kind 8
-        Kind::GkQuantiles => not_built(kind),
+        Kind::GkQuantiles => Ok(Box::new(crate::gk_quantiles::GkQuantiles::from_params(&p)?)),
         // kind 9
         Kind::Lsh => not_built(kind),
         // kind 10
@@ -83,7 +83,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 7
         Kind::Ams => not_built(header.kind),
         // kind 8
-        Kind::GkQuantiles => not_built(header.kind),
+        Kind::GkQuantiles => crate::gk_quantiles::codec::decode(&header, payload),
         // kind 9
         Kind::Lsh => not_built(header.kind),
         // kind 10
