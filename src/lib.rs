@@ -31,6 +31,8 @@ pub mod lossy_counting;
 pub use lossy_counting::LossyCounting;
 
 // kind 6
+pub mod sticky_sampling;
+pub use sticky_sampling::StickySampling;
 
 // kind 7
 

@@ -40,7 +40,7 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 5
         Kind::LossyCounting => Ok(Box::new(crate::lossy_counting::LossyCounting::from_params(&p)?)),
         // kind 6
-        Kind::StickySampling => not_built(kind),
+        Kind::StickySampling => Ok(Box::new(crate::sticky_sampling::StickySampling::from_params(&p)?)),
         // kind 7
         Kind::Ams => not_built(kind),
         // kind 8
@@ -79,7 +79,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 5
         Kind::LossyCounting => crate::lossy_counting::codec::decode(&header, payload),
         // kind 6
-        Kind::StickySampling => not_built(header.kind),
+        Kind::StickySampling => crate::sticky_sampling::codec::decode(&header, payload),
         // kind 7
         Kind::Ams => not_built(header.kind),
         // kind 8
