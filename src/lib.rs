@@ -43,6 +43,8 @@ pub use gk_quantiles::GkQuantiles;
 // kind 9
 
 // kind 10
+pub mod window_sketch_quantiles;
+pub use window_sketch_quantiles::WindowSketchQuantiles;
 
 // kind 11
 

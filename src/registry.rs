@@ -48,7 +48,9 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 9
         Kind::Lsh => not_built(kind),
         // kind 10
-        Kind::WindowSketchQuantiles => not_built(kind),
+        Kind::WindowSketchQuantiles => {
+            Ok(Box::new(crate::window_sketch_quantiles::WindowSketchQuantiles::from_params(&p)?))
+        }
         // kind 11
         Kind::Kll => not_built(kind),
         // kind 12
@@ -87,7 +89,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 9
         Kind::Lsh => not_built(header.kind),
         // kind 10
-        Kind::WindowSketchQuantiles => not_built(header.kind),
+        Kind::WindowSketchQuantiles => crate::window_sketch_quantiles::codec::decode(&header, payload),
         // kind 11
         Kind::Kll => not_built(header.kind),
         // kind 12
