@@ -131,8 +131,8 @@ impl Table {
         }
     }
 
-    /// Apply `f` to every record; drop those for which it returns false; shrink the table to fit
-    /// what is left.
+    /// Apply `f` to every record; drop those for which it returns false. The table keeps its
+    /// capacity (it refills between prunes) unless it has become very sparse.
     pub fn retain(&mut self, mut f: impl FnMut(&mut Slot) -> bool) {
         let mut kept = Vec::with_capacity(self.len);
         for s in self.slots.iter_mut().filter(|s| s.count != 0) {
@@ -143,8 +143,12 @@ impl Table {
             }
         }
         self.len = kept.len();
-        let capacity = (kept.len() * 2).next_power_of_two().max(MIN_CAPACITY);
-        self.slots = vec![Slot::default(); capacity];
+        let fit = (kept.len() * 2).next_power_of_two().max(MIN_CAPACITY);
+        if fit * 4 <= self.slots.len() {
+            self.slots = vec![Slot::default(); fit];
+        } else {
+            self.slots.fill(Slot::default());
+        }
         for s in kept {
             self.place(s);
         }
