@@ -86,6 +86,9 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     let mut gk = GkQuantiles::with_epsilon(header.params[0]).map_err(|e| SynopsisError::Codec(e.to_string()))?;
     let mut r = Reader::new(payload);
     let n = r.u64()?;
+    if n > crate::lossy_counting::table::MAX_ITEMS {
+        return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
+    }
     let b = r.count(8)?;
     if b >= BUFFER {
         return Err(err("buffer longer than its capacity"));

@@ -11,6 +11,11 @@ use std::collections::HashMap;
 use crate::hash::{canonical_bits, hash_bytes};
 use crate::{Datum, Value};
 
+/// The most items a decoded synopsis of this crate's frequency and quantile kinds may claim to
+/// have summarized (2⁶²): far beyond any real stream, and low enough that sums of counts, ranks and
+/// merged lengths cannot overflow.
+pub(crate) const MAX_ITEMS: u64 = 1 << 62;
+
 /// Seed of the string identity hash: fixed, so identities agree across workers and processes.
 const STRING_SEED: u64 = 0x5341_414d_535f_4954;
 

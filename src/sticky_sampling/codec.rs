@@ -35,6 +35,9 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     };
     let mut r = Reader::new(payload);
     let n = r.u64()?;
+    if n > crate::lossy_counting::table::MAX_ITEMS {
+        return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
+    }
     let rate_log2 = r.u8()?;
     let parts = r.varint()?;
     let rng = r.u64()?;

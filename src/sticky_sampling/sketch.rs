@@ -245,8 +245,10 @@ impl Synopsis for StickySampling {
             self.table.insert_new(Slot { id, count: 1, delta: 0 }, text);
         }
         if self.n == self.next_change {
-            self.rate *= 2;
-            self.next_change *= 2;
+            if self.rate < 1 << 62 {
+                self.rate *= 2;
+            }
+            self.next_change = self.next_change.saturating_mul(2);
             self.table = Self::halve(&self.table, &mut self.rng);
         }
     }

@@ -59,6 +59,9 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     }
     let mut r = Reader::new(payload);
     let n = r.u64()?;
+    if n > crate::lossy_counting::table::MAX_ITEMS {
+        return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
+    }
     let c = r.count(8)?;
     let mut cur = Vec::with_capacity(c);
     for _ in 0..c {

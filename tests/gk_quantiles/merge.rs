@@ -88,5 +88,8 @@ proptest! {
             acc.merge(p).unwrap();
         }
         check_ranks(&acc, &xs, eps * xs.len() as f64);
+        // The merged state satisfies the invariants decoding checks (gap condition, exact ends).
+        let back = saams::registry::decode(&acc.encode());
+        prop_assert!(back.is_ok(), "{:?}", back.err());
     }
 }

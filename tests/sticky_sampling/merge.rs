@@ -67,6 +67,7 @@ proptest! {
             acc.merge(order[1]).unwrap();
             acc.merge(order[2]).unwrap();
             prop_assert_eq!(acc.total(), items.len() as u64);
+            prop_assert!(saams::registry::decode(&acc.encode()).is_ok());
             for (k, &cnt) in &truth {
                 let e = acc.estimate(&Query::Count(k.value())).unwrap();
                 prop_assert!(e.as_f64().unwrap() <= cnt as f64);

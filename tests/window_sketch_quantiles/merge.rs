@@ -91,5 +91,7 @@ proptest! {
         let m = merged_in_order(eps, w, &xs, &cuts, tree);
         let start = xs.len().saturating_sub(w as usize);
         check_window(&m, &xs[start..], eps * w as f64);
+        let back = saams::registry::decode(&m.encode());
+        prop_assert!(back.is_ok(), "{:?}", back.err());
     }
 }
