@@ -159,6 +159,33 @@ impl Table {
         }
     }
 
+    /// Drop every record with `count + delta ≤ err` (Lossy Counting's bucket-boundary prune).
+    /// Numbers-only tables take a branch-free pass: which slots survive is data-dependent and
+    /// would otherwise cost a mispredicted branch per slot.
+    pub fn prune(&mut self, err: u64) {
+        if !self.texts.is_empty() {
+            self.retain(|s| s.count + s.delta > err);
+            return;
+        }
+        let mut kept = vec![Slot::default(); self.slots.len()];
+        let mut w = 0;
+        for s in &self.slots {
+            kept[w] = *s;
+            w += usize::from(s.count + s.delta > err);
+        }
+        kept.truncate(w);
+        self.len = w;
+        let fit = (w * 2).next_power_of_two().max(MIN_CAPACITY);
+        if fit * 4 <= self.slots.len() {
+            self.slots = vec![Slot::default(); fit];
+        } else {
+            self.slots.fill(Slot::default());
+        }
+        for s in kept {
+            self.place(s);
+        }
+    }
+
     /// The records, in a canonical order (by id), for encoding and reporting.
     pub fn sorted(&self) -> Vec<Slot> {
         let mut v: Vec<Slot> = self.slots.iter().copied().filter(|s| s.count != 0).collect();
