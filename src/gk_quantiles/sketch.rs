@@ -99,18 +99,22 @@ pub(crate) fn fold_sorted_batch(tuples: &mut Vec<Tuple>, ns: u64, keys: &[u64]) 
     let (mut i, mut j, mut w) = (s, b, s + b);
     // rmax of the summary tuple just after the current position (a phantom at ns + 1 at the end).
     let mut succ_rmax = ns + 1;
+    // Branch-free merge from the back. `t` is the summary tuple before the current position (a
+    // sentinel below everything once the summary is used up); the tuple written is either `t`
+    // shifted by the `j` batch items before it, or batch item `j` with `rmin = j + rmin(t)` and
+    // `rmax = j + rmax(successor) − 1` — the same `rmin` formula either way.
+    const SENTINEL: Tuple = Tuple { v: f64::NEG_INFINITY, rmin: 0, rmax: 0 };
     while j > 0 {
         let y = unkey(keys[j - 1]);
-        if i > 0 && tuples[i - 1].v > y {
-            let t = tuples[i - 1];
-            succ_rmax = t.rmax;
-            tuples[w - 1] = Tuple { v: t.v, rmin: t.rmin + j as u64, rmax: t.rmax + j as u64 };
-            i -= 1;
-        } else {
-            let pred_rmin = if i > 0 { tuples[i - 1].rmin } else { 0 };
-            tuples[w - 1] = Tuple { v: y, rmin: j as u64 + pred_rmin, rmax: j as u64 + succ_rmax - 1 };
-            j -= 1;
-        }
+        let t = if i > 0 { tuples[i - 1] } else { SENTINEL };
+        let take = t.v > y;
+        let ju = j as u64;
+        let v = if take { t.v } else { y };
+        let rmax = if take { t.rmax + ju } else { ju + succ_rmax - 1 };
+        succ_rmax = if take { t.rmax } else { succ_rmax };
+        tuples[w - 1] = Tuple { v, rmin: t.rmin + ju, rmax };
+        i -= usize::from(take);
+        j -= usize::from(!take);
         w -= 1;
     }
 }
@@ -145,11 +149,14 @@ pub(crate) fn compress(t: &mut Vec<Tuple>, epsilon: f64, n: u64) {
     }
     let budget = budget(epsilon, n);
     let mut w = 1;
+    // Branch-free: which tuples survive is data-dependent, so a branch would mispredict often.
+    let mut last_rmin = t[0].rmin;
     for i in 1..len - 1 {
-        if t[i + 1].rmax.saturating_sub(t[w - 1].rmin) > budget {
-            t[w] = t[i];
-            w += 1;
-        }
+        let x = t[i];
+        let keep = t[i + 1].rmax.saturating_sub(last_rmin) > budget;
+        last_rmin = if keep { x.rmin } else { last_rmin };
+        t[w] = x;
+        w += usize::from(keep);
     }
     t[w] = t[len - 1];
     t.truncate(w + 1);
