@@ -40,16 +40,22 @@ pub mod lossy_counting;
 pub use lossy_counting::LossyCounting;
 
 // kind 6
+pub mod sticky_sampling;
+pub use sticky_sampling::StickySampling;
 
 // kind 7
 pub mod ams;
 pub use ams::Ams;
 
 // kind 8
+pub mod gk_quantiles;
+pub use gk_quantiles::GkQuantiles;
 
 // kind 9
 
 // kind 10
+pub mod window_sketch_quantiles;
+pub use window_sketch_quantiles::WindowSketchQuantiles;
 
 // kind 11
 pub mod kll;
