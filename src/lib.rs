@@ -37,6 +37,8 @@ pub use dft::Dft;
 // kind 8
 
 // kind 9
+pub mod lsh;
+pub use lsh::Lsh;
 
 // kind 10
 

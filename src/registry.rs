@@ -46,7 +46,7 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 8
         Kind::GkQuantiles => not_built(kind),
         // kind 9
-        Kind::Lsh => not_built(kind),
+        Kind::Lsh => Ok(Box::new(crate::lsh::Lsh::from_params(&p)?)),
         // kind 10
         Kind::WindowSketchQuantiles => not_built(kind),
         // kind 11
@@ -85,7 +85,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 8
         Kind::GkQuantiles => not_built(header.kind),
         // kind 9
-        Kind::Lsh => not_built(header.kind),
+        Kind::Lsh => crate::lsh::decode(&header, payload),
         // kind 10
         Kind::WindowSketchQuantiles => not_built(header.kind),
         // kind 11
