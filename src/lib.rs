@@ -19,20 +19,30 @@ pub mod synopsis;
 
 // Synopsis kinds, one folder each (kind ids as in the API).
 // kind 1
+pub mod count_min;
+pub use count_min::CountMin;
 
 // kind 2
+pub mod hyper_log_log;
+pub use hyper_log_log::HyperLogLog;
 
 // kind 3
+pub mod bloom_filter;
+pub use bloom_filter::BloomFilter;
 
 // kind 4
 pub mod dft;
 pub use dft::Dft;
 
 // kind 5
+pub mod lossy_counting;
+pub use lossy_counting::LossyCounting;
 
 // kind 6
 
 // kind 7
+pub mod ams;
+pub use ams::Ams;
 
 // kind 8
 

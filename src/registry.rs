@@ -30,19 +30,19 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
     let _ = &p;
     match kind {
         // kind 1
-        Kind::CountMin => not_built(kind),
+        Kind::CountMin => Ok(Box::new(crate::count_min::CountMin::from_params(&p)?)),
         // kind 2
-        Kind::HyperLogLog => not_built(kind),
+        Kind::HyperLogLog => Ok(Box::new(crate::hyper_log_log::HyperLogLog::from_params(&p)?)),
         // kind 3
-        Kind::BloomFilter => not_built(kind),
+        Kind::BloomFilter => Ok(Box::new(crate::bloom_filter::BloomFilter::from_params(&p)?)),
         // kind 4
         Kind::Dft => Ok(Box::new(crate::dft::Dft::from_params(&p)?)),
         // kind 5
-        Kind::LossyCounting => not_built(kind),
+        Kind::LossyCounting => Ok(Box::new(crate::lossy_counting::LossyCounting::from_params(&p)?)),
         // kind 6
         Kind::StickySampling => not_built(kind),
         // kind 7
-        Kind::Ams => not_built(kind),
+        Kind::Ams => Ok(Box::new(crate::ams::Ams::from_params(&p)?)),
         // kind 8
         Kind::GkQuantiles => not_built(kind),
         // kind 9
@@ -69,19 +69,19 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
     let _ = payload;
     match header.kind {
         // kind 1
-        Kind::CountMin => not_built(header.kind),
+        Kind::CountMin => crate::count_min::codec::decode(&header, payload),
         // kind 2
-        Kind::HyperLogLog => not_built(header.kind),
+        Kind::HyperLogLog => crate::hyper_log_log::codec::decode(&header, payload),
         // kind 3
-        Kind::BloomFilter => not_built(header.kind),
+        Kind::BloomFilter => crate::bloom_filter::codec::decode(&header, payload),
         // kind 4
         Kind::Dft => crate::dft::decode(&header, payload),
         // kind 5
-        Kind::LossyCounting => not_built(header.kind),
+        Kind::LossyCounting => crate::lossy_counting::codec::decode(&header, payload),
         // kind 6
         Kind::StickySampling => not_built(header.kind),
         // kind 7
-        Kind::Ams => not_built(header.kind),
+        Kind::Ams => crate::ams::codec::decode(&header, payload),
         // kind 8
         Kind::GkQuantiles => not_built(header.kind),
         // kind 9

@@ -1,0 +1,3 @@
+//! Sinks: where estimations and dead letters go.
+
+pub mod kafka;

@@ -1,0 +1,3 @@
+//! Sources: where tuples and requests come from. Each worker reads its own share of the input.
+
+pub mod kafka;
