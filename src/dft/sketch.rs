@@ -242,17 +242,18 @@ impl Dft {
             return;
         }
         let len = self.buf.len();
-        let shift = self.state.shift;
-        for j in 0..b {
-            let old = self.buf[len - b - w + j];
-            let new = self.buf[len - b + j];
+        let st = &mut self.state;
+        let shift = st.shift;
+        let leaving = self.buf.range(len - b - w..len - w);
+        let entering = self.buf.range(len - b..len);
+        for (&old, &new) in leaving.zip(entering) {
             let d = new - old;
-            let st = &mut self.state;
-            for f in 0..self.coeffs {
-                let a = st.re[f] + d;
-                let im = st.im[f];
-                st.re[f] = a * st.rot_re[f] - im * st.rot_im[f];
-                st.im[f] = a * st.rot_im[f] + im * st.rot_re[f];
+            let coeffs = st.re.iter_mut().zip(st.im.iter_mut()).zip(st.rot_re.iter().zip(&st.rot_im));
+            for ((re, im), (cr, ci)) in coeffs {
+                let a = *re + d;
+                let b = *im;
+                *re = a * cr - b * ci;
+                *im = a * ci + b * cr;
             }
             st.sum += d;
             st.sumsq += (new - shift) * (new - shift) - (old - shift) * (old - shift);

@@ -47,6 +47,22 @@ fn bad(reason: String) -> SynopsisError {
     SynopsisError::BadParameter { kind: Kind::Lsh, reason }
 }
 
+/// Dot product with four independent accumulators (lets the compiler vectorize; the order of
+/// additions is fixed, so every platform gets the same bits).
+#[inline]
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
 /// Random-hyperplane LSH of the last `window` values.
 ///
 /// Hyperplane `k` (k < dimensions) is the `k`-th row of a `dimensions × window` matrix of
@@ -169,7 +185,7 @@ impl Lsh {
         let planes = self.planes();
         let mut words = vec![0u64; self.dims.div_ceil(64)];
         for (k, row) in planes.chunks_exact(self.window).enumerate() {
-            let dot: f64 = row[..m].iter().zip(&centered).map(|(p, v)| p * v).sum();
+            let dot = dot(&row[..m], &centered);
             if dot > 0.0 {
                 words[k / 64] |= 1 << (k % 64);
             }
