@@ -143,6 +143,11 @@ fn kll(c: &mut Criterion) {
     g.bench_function("saams", |b| b.iter(|| a.encode()));
     g.bench_function("datasketches_raw", |b| b.iter(|| ra.serialize()));
     g.finish();
+    let (ours, raw) = (a.encode(), ra.serialize());
+    let mut g = c.benchmark_group("kll_decode");
+    g.bench_function("saams", |b| b.iter(|| saams::registry::decode(&ours).map(|s| s.kind())));
+    g.bench_function("datasketches_raw", |b| b.iter(|| KllSketch::<KllFloat<f64>>::deserialize(&raw).map(|s| s.n())));
+    g.finish();
     let mut g = c.benchmark_group("kll_quantile");
     g.bench_function("saams", |b| b.iter(|| a.estimate(&Query::Quantile(0.5))));
     g.finish();
@@ -191,6 +196,11 @@ fn cpc(c: &mut Criterion) {
     let mut g = c.benchmark_group("cpc_encode");
     g.bench_function("saams", |b| b.iter(|| a.encode()));
     g.bench_function("datasketches_raw", |b| b.iter(|| ra.serialize()));
+    g.finish();
+    let (ours, raw) = (a.encode(), ra.serialize());
+    let mut g = c.benchmark_group("cpc_decode");
+    g.bench_function("saams", |b| b.iter(|| saams::registry::decode(&ours).map(|s| s.kind())));
+    g.bench_function("datasketches_raw", |b| b.iter(|| CpcSketch::deserialize(&raw).map(|s| s.lg_k())));
     g.finish();
 }
 
@@ -242,6 +252,13 @@ fn frequent_items(c: &mut Criterion) {
     let mut g = c.benchmark_group("frequent_items_encode");
     g.bench_function("saams", |b| b.iter(|| a.encode()));
     g.bench_function("datasketches_raw_u64", |b| b.iter(|| ra.serialize()));
+    g.finish();
+    let (ours, raw) = (a.encode(), ra.serialize());
+    let mut g = c.benchmark_group("frequent_items_decode");
+    g.bench_function("saams", |b| b.iter(|| saams::registry::decode(&ours).map(|s| s.kind())));
+    g.bench_function("datasketches_raw_u64", |b| {
+        b.iter(|| FrequentItemsSketch::<u64>::deserialize(&raw).map(|s| s.total_weight()))
+    });
     g.finish();
 }
 

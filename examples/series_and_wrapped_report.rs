@@ -55,7 +55,13 @@ fn main() {
         let lo = sorted.partition_point(|x| *x < v) as f64 / sorted.len() as f64;
         let hi = sorted.partition_point(|x| *x <= v) as f64 / sorted.len() as f64;
         let q = f64::from(i) / 100.0;
-        worst = worst.max(if q < lo { lo - q } else if q > hi { q - hi } else { 0.0 });
+        worst = worst.max(if q < lo {
+            lo - q
+        } else if q > hi {
+            q - hi
+        } else {
+            0.0
+        });
     }
     println!(
         "KLL k=200, 1M Zipf(1.1): {} bytes encoded, {} bytes in memory, max rank error {:.5} (ε = {:.5})",
