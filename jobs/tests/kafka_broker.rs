@@ -7,7 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use saams_jobs::sink::kafka::{KafkaDeadLetterSink, KafkaEstimationSink, replay_lines};
 use saams_jobs::source::kafka::{
-    KafkaOptions, KafkaTupleSource, StartFrom, TopicSpec, check_brokers, ensure_topics, parse_setting,
+    KafkaBroadcastSource, KafkaOptions, KafkaTupleSource, StartFrom, TopicSpec, check_brokers, ensure_topics,
+    parse_setting,
 };
 
 const RECORDS: usize = 200_000;
@@ -72,14 +73,15 @@ fn replay_then_two_workers_read_every_record_exactly_once() {
     let data = format!("saams-test-data-{run}");
     let out = format!("saams-test-out-{run}");
     let dead = format!("saams-test-dead-{run}");
+    let requests = format!("saams-test-requests-{run}");
     let opts = options(&brokers, &format!("saams-test-{run}"));
     assert!(check_brokers(&opts).unwrap() >= 1);
 
     let mut out_spec = TopicSpec::new(&out, 2);
     out_spec.compacted = true;
-    let specs = [TopicSpec::new(&data, PARTITIONS), out_spec, TopicSpec::new(&dead, 1)];
-    assert_eq!(ensure_topics(&opts, &specs).unwrap(), vec![true, true, true]);
-    assert_eq!(ensure_topics(&opts, &specs).unwrap(), vec![false, false, false], "existing topics are kept");
+    let specs = [TopicSpec::new(&data, PARTITIONS), out_spec, TopicSpec::new(&dead, 1), TopicSpec::new(&requests, 3)];
+    assert_eq!(ensure_topics(&opts, &specs).unwrap(), vec![true; 4]);
+    assert_eq!(ensure_topics(&opts, &specs).unwrap(), vec![false; 4], "existing topics are kept");
 
     let lines = (0..RECORDS as u32)
         .map(|i| format!(r#"{{"streamID":"S{}","dataSetKey":"Forex","price":{}.5,"seq":{i}}}"#, i % 97, i % 1000));
@@ -123,4 +125,27 @@ fn replay_then_two_workers_read_every_record_exactly_once() {
     dead_sink.send(b"\xffnot json", None, "malformed", None).unwrap();
     assert_eq!(sink.flush(Duration::from_secs(30)).unwrap().delivered, 1);
     assert_eq!(dead_sink.flush(Duration::from_secs(30)).unwrap().delivered, 1);
+
+    // every worker reads every request, from all partitions
+    let request_lines: Vec<String> =
+        (0..20).map(|i| format!(r#"{{"streamID":"R{i}","synopsisID":1,"dataSetKey":"Forex"}}"#)).collect();
+    assert_eq!(replay_lines(&opts, &requests, &request_lines, Some(1_000.0)).unwrap().delivered, 20);
+    for worker in 0..2 {
+        let mut source = KafkaBroadcastSource::new(&opts, &requests, worker).unwrap();
+        assert_eq!(source.partitions(), &[0, 1, 2]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut got = Vec::new();
+        while Instant::now() < deadline {
+            let batch = source.poll_batch(100, Duration::from_millis(20)).unwrap();
+            let empty = batch.is_empty();
+            got.extend(batch.into_iter().map(|r| String::from_utf8(r.payload).unwrap()));
+            if empty && source.at_end() {
+                break;
+            }
+        }
+        got.sort();
+        let mut expected = request_lines.clone();
+        expected.sort();
+        assert_eq!(got, expected, "worker {worker} sees every request");
+    }
 }

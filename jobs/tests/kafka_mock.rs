@@ -12,7 +12,8 @@ use saams_jobs::sink::kafka::{
     KafkaDeadLetterSink, KafkaEstimationSink, ORIGIN_HEADER, REASON_HEADER, RecordOrigin, replay_lines,
 };
 use saams_jobs::source::kafka::{
-    AdapterError, KafkaBroadcastSource, KafkaOptions, KafkaRecord, KafkaTupleSource, StartFrom, parse_setting,
+    AdapterError, KafkaBroadcastSource, KafkaOptions, KafkaRecord, KafkaTupleSource, StartFrom, TopicSpec,
+    ensure_topics, parse_setting,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -335,6 +336,9 @@ fn bad_settings_and_missing_topics_are_clear_errors() {
     ));
     assert!(matches!(KafkaEstimationSink::new(&opts, "nope"), Err(AdapterError::MissingTopic { .. })));
     mc.create_topic("data", 2, 1).unwrap();
+    assert_eq!(ensure_topics(&opts, &[TopicSpec::new("data", 2)]).unwrap(), vec![false], "exists already");
+    let err = ensure_topics(&opts, &[TopicSpec::new("other", 0)]).unwrap_err();
+    assert!(matches!(err, AdapterError::Setting(_)) && err.to_string().contains("other"), "{err}");
     assert!(matches!(KafkaTupleSource::new(&opts, "data", 2, 2, 0, LONG), Err(AdapterError::Setting(_))));
     opts.extra.push(("fetch.wait.max.ms".into(), "not a number".into()));
     let err = KafkaTupleSource::new(&opts, "data", 0, 1, 0, LONG).err().unwrap();
@@ -362,4 +366,29 @@ fn unreachable_broker_fails_within_seconds() {
         assert!(matches!(check.join().unwrap(), Some(AdapterError::Unreachable { .. })));
     });
     eprintln!("unreachable-broker errors after {:?}", start.elapsed());
+}
+
+#[test]
+fn latest_skips_what_was_there_and_reads_what_comes() {
+    let mc = MockCluster::new(1).unwrap();
+    mc.create_topic("data", 2, 1).unwrap();
+    let old: Vec<_> = (0..10).map(|i| (i % 2, "k".to_string(), format!("old{i}"), 0)).collect();
+    produce(&mc, "data", &old);
+    let mut opts = options(&mc, "latest");
+    opts.from = StartFrom::Latest;
+    let mut source = KafkaTupleSource::new(&opts, "data", 0, 1, 0, LONG).unwrap();
+    assert!(drain(&mut source).is_empty(), "records produced before the start are skipped");
+    let new: Vec<_> = (0..6).map(|i| (i % 2, "k".to_string(), format!("new{i}"), 0)).collect();
+    produce(&mc, "data", &new);
+    // at_end() still holds from before: poll until the new records arrive
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    while got.len() < 6 && Instant::now() < deadline {
+        for r in source.poll_batch(100, Duration::from_millis(50)).unwrap() {
+            got.push(String::from_utf8(r.payload).unwrap());
+        }
+    }
+    assert!(drain(&mut source).is_empty());
+    got.sort();
+    assert_eq!(got, vec!["new0", "new1", "new2", "new3", "new4", "new5"]);
 }

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::BaseConsumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{DeliveryResult, Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
@@ -123,6 +122,12 @@ pub struct DeliveryReport {
 
 impl DeliveryReport {
     /// Records neither acknowledged nor failed yet.
+    ///
+    /// ```
+    /// use saams_jobs::sink::kafka::DeliveryReport;
+    /// let r = DeliveryReport { sent: 10, delivered: 7, failed: 1, first_error: Some("timed out".into()) };
+    /// assert_eq!(r.in_flight(), 2);
+    /// ```
     pub fn in_flight(&self) -> u64 {
         self.sent.saturating_sub(self.delivered + self.failed)
     }
@@ -140,12 +145,9 @@ struct CountingProducer {
 impl CountingProducer {
     fn open(opts: &KafkaOptions, topic: &str, defaults: &[(&str, &str)]) -> Result<Self, AdapterError> {
         opts.validate()?;
-        // The topic must exist: a metadata fetch through a throw-away consumer fails fast (and
-        // clearly) on a wrong broker list or a missing topic, instead of timing out every record.
-        let probe: BaseConsumer = opts.client_config().create().map_err(kafka_err("creating a metadata client"))?;
-        topic_partitions(&probe, &opts.brokers, topic)?;
         let mut config = ClientConfig::new();
-        config.set("bootstrap.servers", &opts.brokers);
+        // topics are created explicitly (`ensure_topics`), never as a side effect of a metadata fetch
+        config.set("bootstrap.servers", &opts.brokers).set("allow.auto.create.topics", "false");
         for (k, v) in defaults {
             config.set(*k, *v);
         }
@@ -156,6 +158,9 @@ impl CountingProducer {
         let counters = Arc::clone(&context.counters);
         let producer: ThreadedProducer<CountingContext> =
             config.create_with_context(context).map_err(kafka_err("creating a producer"))?;
+        // The topic must exist: a metadata fetch fails fast (and clearly) on a wrong broker list or
+        // a missing topic, instead of timing out every record later.
+        topic_partitions(producer.client(), &opts.brokers, topic)?;
         Ok(CountingProducer { producer, counters, topic: topic.to_string(), sent: 0, failures_reported: 0 })
     }
 
@@ -229,6 +234,9 @@ impl CountingProducer {
 }
 
 /// Writes estimations (JSON objects) to a topic, keyed by [`estimation_key`].
+///
+/// Call [`flush`](Self::flush) before dropping it: librdkafka purges records still queued when the
+/// producer is dropped (they would then count as failed, unseen).
 pub struct KafkaEstimationSink {
     inner: CountingProducer,
 }
@@ -295,7 +303,7 @@ pub struct RecordOrigin<'a> {
 }
 
 /// Writes rejected input (malformed or late tuples, bad requests) with the reason; see the module
-/// documentation for the record format.
+/// documentation for the record format. Flush before dropping, as for [`KafkaEstimationSink`].
 pub struct KafkaDeadLetterSink {
     inner: CountingProducer,
 }

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::client::{Client, ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
@@ -178,6 +178,24 @@ impl KafkaOptions {
 /// assert!(parse_setting("=5").is_err());
 /// ```
 ///
+/// It fits clap directly, as does [`StartFrom`]:
+/// ```
+/// use clap::Parser;
+/// use saams_jobs::source::kafka::{StartFrom, parse_setting};
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[arg(long, default_value = "committed")]
+///     from: StartFrom,
+///     #[arg(short = 'X', value_parser = parse_setting)]
+///     extra: Vec<(String, String)>,
+/// }
+/// let cli = Cli::try_parse_from(["saams", "--from", "latest", "-X", "linger.ms=5", "-X", "acks=all"]).unwrap();
+/// assert_eq!(cli.from, StartFrom::Latest);
+/// assert_eq!(cli.extra[1], ("acks".to_string(), "all".to_string()));
+/// let err = Cli::try_parse_from(["saams", "-X", "linger.ms"]).err().unwrap().to_string();
+/// assert!(err.contains("expected key=value"), "{err}");
+/// ```
+///
 /// # Errors
 /// [`AdapterError::Setting`] when there is no `=`, the key is empty or contains whitespace.
 pub fn parse_setting(s: &str) -> Result<(String, String), AdapterError> {
@@ -199,7 +217,8 @@ pub fn parse_setting(s: &str) -> Result<(String, String), AdapterError> {
 pub enum AdapterError {
     /// A bad option or `-X` setting, or a bad argument to an adapter function.
     Setting(String),
-    /// No broker answered within [`METADATA_TIMEOUT`].
+    /// No broker answered a metadata request within [`METADATA_TIMEOUT`] (wrong address, broker
+    /// down, or a security setting the brokers refuse).
     Unreachable {
         /// The bootstrap list that was tried.
         brokers: String,
@@ -234,7 +253,11 @@ impl fmt::Display for AdapterError {
         match self {
             AdapterError::Setting(msg) => write!(f, "kafka: {msg}"),
             AdapterError::Unreachable { brokers, detail } => {
-                write!(f, "kafka: no broker reachable at {brokers} within {} s ({detail})", METADATA_TIMEOUT.as_secs())
+                write!(
+                    f,
+                    "kafka: could not fetch metadata from the brokers at {brokers} within {} s ({detail})",
+                    METADATA_TIMEOUT.as_secs()
+                )
             }
             AdapterError::MissingTopic { topic } => {
                 write!(f, "kafka: topic {topic:?} does not exist (create it, e.g. with a partition count flag)")
@@ -263,12 +286,12 @@ pub(crate) fn kafka_err(context: impl Into<String>) -> impl FnOnce(KafkaError) -
 
 /// Fetches metadata (all topics, or one) and turns a timeout or transport failure into
 /// [`AdapterError::Unreachable`].
-pub(crate) fn fetch_metadata<C: ConsumerContext, K: Consumer<C>>(
-    consumer: &K,
+pub(crate) fn fetch_metadata<C: ClientContext>(
+    client: &Client<C>,
     brokers: &str,
     topic: Option<&str>,
 ) -> Result<Metadata, AdapterError> {
-    let metadata = consumer
+    let metadata = client
         .fetch_metadata(topic, METADATA_TIMEOUT)
         .map_err(|e| AdapterError::Unreachable { brokers: brokers.to_string(), detail: e.to_string() })?;
     if metadata.brokers().is_empty() {
@@ -281,12 +304,12 @@ pub(crate) fn fetch_metadata<C: ConsumerContext, K: Consumer<C>>(
 }
 
 /// The partition ids of `topic`, sorted, from a metadata fetch.
-pub(crate) fn topic_partitions<C: ConsumerContext, K: Consumer<C>>(
-    consumer: &K,
+pub(crate) fn topic_partitions<C: ClientContext>(
+    client: &Client<C>,
     brokers: &str,
     topic: &str,
 ) -> Result<Vec<i32>, AdapterError> {
-    let metadata = fetch_metadata(consumer, brokers, Some(topic))?;
+    let metadata = fetch_metadata(client, brokers, Some(topic))?;
     let Some(meta) = metadata.topics().iter().find(|t| t.name() == topic) else {
         return Err(AdapterError::MissingTopic { topic: topic.to_string() });
     };
@@ -295,7 +318,10 @@ pub(crate) fn topic_partitions<C: ConsumerContext, K: Consumer<C>>(
         if code == RDKafkaErrorCode::UnknownTopicOrPartition || code == RDKafkaErrorCode::UnknownTopic {
             return Err(AdapterError::MissingTopic { topic: topic.to_string() });
         }
-        return Err(AdapterError::Setting(format!("metadata of topic {topic:?}: {code}")));
+        return Err(AdapterError::Kafka {
+            context: format!("metadata of topic {topic:?}"),
+            source: KafkaError::MetadataFetch(code),
+        });
     }
     let mut partitions: Vec<i32> = meta.partitions().iter().map(|p| p.id()).collect();
     if partitions.is_empty() {
@@ -313,7 +339,7 @@ pub(crate) fn topic_partitions<C: ConsumerContext, K: Consumer<C>>(
 pub fn check_brokers(opts: &KafkaOptions) -> Result<usize, AdapterError> {
     opts.validate()?;
     let consumer: BaseConsumer = opts.client_config().create().map_err(kafka_err("creating a metadata client"))?;
-    Ok(fetch_metadata(&consumer, &opts.brokers, None)?.brokers().len())
+    Ok(fetch_metadata(consumer.client(), &opts.brokers, None)?.brokers().len())
 }
 
 /// A topic [`ensure_topics`] creates when missing.
@@ -332,6 +358,13 @@ pub struct TopicSpec {
 
 impl TopicSpec {
     /// A non-compacted topic with replication factor 1 (single-broker development setups).
+    ///
+    /// ```
+    /// use saams_jobs::source::kafka::TopicSpec;
+    /// let mut out = TopicSpec::new("estimations", 4);
+    /// out.compacted = true;
+    /// assert_eq!((out.partitions, out.replication, out.compacted), (4, 1, true));
+    /// ```
     pub fn new(name: impl Into<String>, partitions: i32) -> Self {
         TopicSpec { name: name.into(), partitions, replication: 1, compacted: false }
     }
@@ -354,9 +387,11 @@ pub fn ensure_topics(opts: &KafkaOptions, specs: &[TopicSpec]) -> Result<Vec<boo
         )));
     }
     let consumer: BaseConsumer = opts.client_config().create().map_err(kafka_err("creating a metadata client"))?;
-    let metadata = fetch_metadata(&consumer, &opts.brokers, None)?;
+    let metadata = fetch_metadata(consumer.client(), &opts.brokers, None)?;
     let exists = |name: &str| metadata.topics().iter().any(|t| t.name() == name && t.error().is_none());
-    let missing: Vec<&TopicSpec> = specs.iter().filter(|s| !exists(&s.name)).collect();
+    let mut missing: Vec<&TopicSpec> = specs.iter().filter(|s| !exists(&s.name)).collect();
+    missing.sort_by(|a, b| a.name.cmp(&b.name));
+    missing.dedup_by(|a, b| a.name == b.name);
     let mut created = vec![false; specs.len()];
     if !missing.is_empty() {
         let admin: AdminClient<DefaultClientContext> =
@@ -394,9 +429,10 @@ pub fn ensure_topics(opts: &KafkaOptions, specs: &[TopicSpec]) -> Result<Vec<boo
     let deadline = Instant::now() + METADATA_TIMEOUT;
     for spec in specs {
         loop {
-            match topic_partitions(&consumer, &opts.brokers, &spec.name) {
+            match topic_partitions(consumer.client(), &opts.brokers, &spec.name) {
                 Ok(_) => break,
-                Err(AdapterError::MissingTopic { .. }) if Instant::now() < deadline => {
+                // a new topic may be unknown or leaderless for a moment
+                Err(AdapterError::MissingTopic { .. } | AdapterError::Kafka { .. }) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(e) => return Err(e),
@@ -750,7 +786,7 @@ impl PartitionReader {
         let context = SourceContext::default();
         let consumer: BaseConsumer<SourceContext> =
             config.create_with_context(context.clone()).map_err(kafka_err("creating a consumer"))?;
-        let all = topic_partitions(&consumer, &opts.brokers, topic)?;
+        let all = topic_partitions(consumer.client(), &opts.brokers, topic)?;
         let partitions = choose(&all)?;
         let mut tpl = TopicPartitionList::with_capacity(partitions.len());
         for &p in &partitions {
@@ -861,6 +897,15 @@ pub struct ConsumerErrors {
 /// 2. downgrade the input capability to [`watermark`](Self::watermark);
 /// 3. when the sink has flushed window `w`, call [`commit_through(w)`](Self::commit_through);
 ///    at exit, [`commit_all`](Self::commit_all).
+///
+/// A worker whose partitions are all idle ([`is_idle`](Self::is_idle), always the case for a worker
+/// without partitions) has no watermark of its own to offer; it should stop holding the dataflow's
+/// frontier back (e.g. follow the frontier the other workers reach), as Flink's idleness does.
+/// Records that arrive later below the watermark are late.
+///
+/// Offsets are committed as a "simple consumer" (manual assignment, generation -1): do not share the
+/// group id with a subscribing consumer group, whose active members would make the broker refuse
+/// these commits.
 pub struct KafkaTupleSource {
     reader: PartitionReader,
     clock: PartitionWatermarks,
