@@ -130,7 +130,7 @@ impl Dft {
             coeffs,
             n: 0,
             phase: 0,
-            buf: VecDeque::with_capacity(window + basic),
+            buf: VecDeque::with_capacity((window + basic).min(4096)),
             open: None,
             first_bucket: None,
             state: State::default(),

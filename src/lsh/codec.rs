@@ -49,7 +49,7 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     if k as u64 != n.min(s.window as u64) {
         return Err(codec_err(format!("LSH keeps {k} values, expected min({n}, window)")));
     }
-    let mut buf = VecDeque::with_capacity(s.window);
+    let mut buf = VecDeque::with_capacity(k);
     for _ in 0..k {
         let x = r.f64()?;
         if !x.is_finite() {

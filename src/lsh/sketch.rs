@@ -13,8 +13,8 @@ use crate::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synopsis, Sy
 pub const DEFAULT_SEED: u64 = 12345;
 /// Confidence of the similarity bound (Hoeffding on the Hamming distance).
 pub const LSH_CONFIDENCE: f64 = 0.95;
-/// Largest hyperplane matrix (dimensions × window entries) a synopsis may ask for.
-pub const MAX_MATRIX: usize = 1 << 24;
+/// Largest hyperplane matrix (dimensions × window entries, 32 MiB of f64) a synopsis may ask for.
+pub const MAX_MATRIX: usize = 1 << 22;
 
 type Planes = Arc<[f64]>;
 type PlaneCache = Mutex<HashMap<(u64, usize, usize), Planes>>;

@@ -77,6 +77,7 @@ fn params_from_the_registry() {
         vec![json!(100), json!(500), json!(0)],
         vec![json!(100), json!(500), json!(501)],
         vec![json!(100_000), json!(100_000), json!(20)],
+        vec![json!(5_000), json!(1_000), json!(20)], // a 5 M-entry hyperplane matrix
         vec![json!(100), json!(500), json!(20), json!(-3)],
     ] {
         assert!(matches!(saams::registry::construct(9, &bad), Err(SynopsisError::BadParameter { .. })), "{bad:?}");
