@@ -40,4 +40,4 @@ mod codec;
 mod sketch;
 
 pub(crate) use codec::decode;
-pub use sketch::Dft;
+pub use sketch::{Dft, MAX_WINDOW};

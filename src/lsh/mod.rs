@@ -36,4 +36,4 @@ mod codec;
 mod sketch;
 
 pub(crate) use codec::decode;
-pub use sketch::{DEFAULT_SEED, LSH_CONFIDENCE, Lsh};
+pub use sketch::{DEFAULT_SEED, LSH_CONFIDENCE, Lsh, MAX_MATRIX};
