@@ -21,6 +21,7 @@ pub mod synopsis;
 // kind 1
 pub mod count_min;
 pub use count_min::CountMin;
+mod linear_hash;
 
 // kind 2
 pub mod hyper_log_log;
