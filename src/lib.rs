@@ -52,6 +52,8 @@ pub mod gk_quantiles;
 pub use gk_quantiles::GkQuantiles;
 
 // kind 9
+pub mod lsh;
+pub use lsh::Lsh;
 
 // kind 10
 pub mod window_sketch_quantiles;
