@@ -97,6 +97,12 @@ pub enum Message {
         /// The summary entries.
         entries: Vec<(u64, u64)>,
     },
+    /// Quantiles: changes to the summary the root holds for this site: `(item, weight)` sets
+    /// an entry, weight 0 removes it.
+    SummaryPatch {
+        /// The changed entries, ascending by item.
+        entries: Vec<(u64, u64)>,
+    },
     /// Forward/backward: the backward step function of the window count for this phase:
     /// `(cut, value)` ascending by cut; for a cut `s` the value of the last entry at or before `s`
     /// estimates the items stamped in `(s, p]` (`p` the phase's split), 0 before the first.
@@ -172,7 +178,7 @@ impl Message {
         match self {
             Message::Count { .. } | Message::ItemOff { .. } | Message::Forward { .. } => 1,
             Message::ItemCount { .. } | Message::ForwardItem { .. } => 2,
-            Message::Summary { entries } => 1 + 2 * entries.len() as u64,
+            Message::Summary { entries } | Message::SummaryPatch { entries } => 1 + 2 * entries.len() as u64,
             Message::Backward { cuts, .. } => 1 + 2 * cuts.len() as u64,
             Message::BackwardItems { items, .. } => {
                 1 + items.iter().map(|(_, cuts)| 2 + 2 * cuts.len() as u64).sum::<u64>()
@@ -190,7 +196,7 @@ impl Message {
             | Message::BackwardItems { channel, .. }
             | Message::Forward { channel, .. }
             | Message::ForwardItem { channel, .. } => *channel,
-            Message::Summary { .. } => Channel::Quantiles,
+            Message::Summary { .. } | Message::SummaryPatch { .. } => Channel::Quantiles,
         }
     }
 
@@ -202,6 +208,7 @@ impl Message {
             Message::ItemCount { channel, .. } => (1, *channel),
             Message::ItemOff { channel, .. } => (2, *channel),
             Message::Summary { .. } => (3, Channel::Quantiles),
+            Message::SummaryPatch { .. } => (8, Channel::Quantiles),
             Message::Backward { channel, .. } => (4, *channel),
             Message::BackwardItems { channel, .. } => (5, *channel),
             Message::Forward { channel, .. } => (6, *channel),
@@ -215,7 +222,7 @@ impl Message {
                 w.varint(*value);
             }
             Message::ItemOff { item, .. } => w.varint(*item),
-            Message::Summary { entries } => {
+            Message::Summary { entries } | Message::SummaryPatch { entries } => {
                 w.varint(entries.len() as u64);
                 let mut prev = 0u64;
                 for &(item, weight) in entries {
@@ -251,7 +258,7 @@ impl Message {
             0 => Message::Count { channel, value: r.varint()? },
             1 => Message::ItemCount { channel, item: r.varint()?, value: r.varint()? },
             2 => Message::ItemOff { channel, item: r.varint()? },
-            3 => {
+            3 | 8 => {
                 let n = r.count(2)?;
                 let mut entries = Vec::with_capacity(n);
                 let mut prev = 0u64;
@@ -260,7 +267,7 @@ impl Message {
                     prev = item;
                     entries.push((item, r.varint()?));
                 }
-                Message::Summary { entries }
+                if tag >> 3 == 3 { Message::Summary { entries } } else { Message::SummaryPatch { entries } }
             }
             4 => Message::Backward { channel, cuts: read_cuts(&mut r)? },
             5 => {

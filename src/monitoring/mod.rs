@@ -18,15 +18,17 @@
 //!
 //! # Error budget (all per site, summed over sites)
 //! Local statistics: window count with relative error `δ_t = ε/96`, item counts with relative
-//! error `δ_i = ε/32` ([`SlidingCounter`]). A count tracker at target `ε'` sends when its
+//! error `δ_i = ε/64` ([`SlidingCounter`]). A count tracker at target `ε'` sends when its
 //! estimate moved by more than `θ = ε'/2` times the current estimate: error
 //! `θ(1 + δ_t) + δ_t ≤ ε'` as `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold
 //! `θ = ε'/2` times the site's estimated total; items at or below it are turned off):
 //! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε/24`
 //! and an item tracker at `11ε/24` with the seed's rule (its proof carries over unchanged).
-//! Quantiles: groups of weight `≤ ε/8·T`, reshipped unless the site certifies that fewer than
-//! `θ_q = ε/4` of its count arrived or expired since; rank error per site
-//! `((ε/8)(1 + δ_i) + δ_i)(1 + θ_q) + θ_q ≤ ε/2`, and the root's answer is then within `2·ε/2`.
+//! Quantiles: groups of weight `≤ g·T` (`g = ε/5`, `T` the sum of the site's item estimates),
+//! reshipped unless the site certifies that at most `θ_q = ε/5` of its count arrived or expired
+//! since; rank error per site `(g(1 + δ_i) + δ_i)(1 + θ_q) + θ_q ≤ 0.47ε ≤ ε/2` for `ε < 1`,
+//! and the root's answer (the first item whose cumulative weight reaches `φ·Σw`) is then within
+//! `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
 //!
 //! Forward/backward (count at target `ε'`): phases of length `L = W − τ`; in phase `i`
 //! (times `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
@@ -191,17 +193,17 @@ impl Config {
         }
     }
 
-    /// The send threshold θ of one channel (half its target; a quarter for quantiles).
+    /// The send threshold θ of one channel (half its target; ε/5 of churn for quantiles).
     pub fn theta(&self, channel: Channel) -> f64 {
         match channel {
-            Channel::Quantiles => self.epsilon / 4.0,
+            Channel::Quantiles => self.epsilon / 5.0,
             ch => self.channel_epsilon(ch) / 2.0,
         }
     }
 
-    /// The weight cap of a multi-item quantile group, as a fraction of the site's total.
+    /// The weight cap of a multi-item quantile group, as a fraction of the site's total (ε/5).
     pub fn quantile_group(&self) -> f64 {
-        self.epsilon / 8.0
+        self.epsilon / 5.0
     }
 
     /// Relative error of a site's window count (ε/96: a quarter of the frequent-items count
@@ -210,9 +212,9 @@ impl Config {
         self.epsilon / 96.0
     }
 
-    /// Relative error of a site's item counts (ε/32, for the quantile budget).
+    /// Relative error of a site's item counts (ε/64, for the quantile budget).
     pub fn delta_item(&self) -> f64 {
-        self.epsilon / 32.0
+        self.epsilon / 64.0
     }
 
     /// Forward/backward phase length `W − τ`.

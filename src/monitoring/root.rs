@@ -1,6 +1,6 @@
 //! The root state machine: keeps the latest values each site sent and answers the four queries.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{Channel, Config, Message, MonitorError, Protocol};
 
@@ -38,7 +38,7 @@ pub struct Root {
     counts: HashMap<Channel, Vec<u64>>,
     items: HashMap<Channel, Vec<HashMap<u64, u64>>>,
     item_sums: HashMap<Channel, HashMap<u64, u64>>,
-    summaries: Vec<Vec<(u64, u64)>>,
+    summaries: Vec<BTreeMap<u64, u64>>,
     fb: HashMap<Channel, Vec<FbSite>>,
 }
 
@@ -56,7 +56,7 @@ impl Root {
             item_sums.insert(ch, HashMap::new());
             fb.insert(ch, vec![FbSite::default(); k]);
         }
-        Root { cfg, counts, items, item_sums, summaries: vec![Vec::new(); k], fb }
+        Root { cfg, counts, items, item_sums, summaries: vec![BTreeMap::new(); k], fb }
     }
 
     fn set_item(&mut self, channel: Channel, site: usize, item: u64, value: u64) {
@@ -85,7 +85,17 @@ impl Root {
             }
             Message::ItemCount { channel, item, value } => self.set_item(*channel, site, *item, *value),
             Message::ItemOff { channel, item } => self.set_item(*channel, site, *item, 0),
-            Message::Summary { entries } => self.summaries[site] = entries.clone(),
+            Message::Summary { entries } => self.summaries[site] = entries.iter().copied().collect(),
+            Message::SummaryPatch { entries } => {
+                let summary = &mut self.summaries[site];
+                for &(item, weight) in entries {
+                    if weight == 0 {
+                        summary.remove(&item);
+                    } else {
+                        summary.insert(item, weight);
+                    }
+                }
+            }
             Message::Backward { channel, cuts } => {
                 self.fb_mut(*channel, site, phase).cuts = cuts.clone();
             }
@@ -199,7 +209,7 @@ impl Root {
             return Err(MonitorError::BadParameter(format!("phi must be in [0, 1], got {phi}")));
         }
         let _ = now;
-        let mut all: Vec<(u64, u64)> = self.summaries.iter().flatten().copied().collect();
+        let mut all: Vec<(u64, u64)> = self.summaries.iter().flat_map(|s| s.iter().map(|(&v, &w)| (v, w))).collect();
         all.sort_unstable();
         let total: u64 = all.iter().map(|&(_, w)| w).sum();
         if total == 0 {

@@ -1,6 +1,6 @@
 //! The site state machine: local statistics plus one sender per tracked statistic.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{Channel, Config, LocalStats, Message, MonitorError, Protocol};
 
@@ -74,9 +74,13 @@ impl SeedItems {
     }
 }
 
-/// Quantiles: ship a summary of `≤ 2/g + 1` groups (each multi-item group weighs at most
-/// `g·T`, `T` the sum of the item estimates) whenever the site cannot certify that fewer than
-/// `θ·c_σ` items arrived or expired since the last shipment.
+/// Quantiles: the site keeps the summary the root holds (groups of consecutive items, each
+/// represented by its largest item; a multi-item group weighs at most `g·T`, `T` the sum of the
+/// item estimates) and updates it whenever it cannot certify that at most `θ·c_σ` items arrived
+/// or expired since the last update. An update regroups the current estimates into the old
+/// groups, splits any multi-item group now heavier than `g·T`, and sends only the entries that
+/// changed; when the groups have fragmented (more than `4/g + 2`), it ships a fresh greedy
+/// grouping (`≤ 2/g + 1` groups) instead.
 #[derive(Clone, Debug)]
 struct Quantiles {
     theta: f64,
@@ -84,6 +88,23 @@ struct Quantiles {
     delta_total: f64,
     shipped_total: u64,
     arrivals: u64,
+    groups: BTreeMap<u64, u64>,
+}
+
+/// Greedy grouping of `(item, weight)` (ascending) into groups of weight `≤ cap` unless single.
+fn group_items(items: &[(u64, u64)], cap: f64, out: &mut Vec<(u64, u64)>) {
+    let (mut cur_w, mut cur_max) = (0u64, 0u64);
+    for &(v, w) in items {
+        if cur_w > 0 && (cur_w + w) as f64 > cap {
+            out.push((cur_max, cur_w));
+            cur_w = 0;
+        }
+        cur_w += w;
+        cur_max = v;
+    }
+    if cur_w > 0 {
+        out.push((cur_max, cur_w));
+    }
 }
 
 impl Quantiles {
@@ -98,22 +119,53 @@ impl Quantiles {
         let items: Vec<(u64, u64)> = local.items(now).filter(|&(_, w)| w > 0).collect();
         let total: u64 = items.iter().map(|&(_, w)| w).sum();
         let cap = self.group * total as f64;
-        let mut entries = Vec::new();
-        let (mut cur_w, mut cur_max) = (0u64, 0u64);
-        for (v, w) in items {
-            if cur_w > 0 && (cur_w + w) as f64 > cap {
-                entries.push((cur_max, cur_w));
-                cur_w = 0;
+        let mut fresh = Vec::new();
+        let full = self.groups.is_empty() || self.groups.len() as f64 > 4.0 / self.group + 2.0;
+        if full {
+            group_items(&items, cap, &mut fresh);
+        } else {
+            // Regroup into the old boundaries (a group holds the items up to its boundary).
+            let mut start = 0;
+            let bounds: Vec<u64> = self.groups.keys().copied().collect();
+            for (bi, &b) in bounds.iter().enumerate() {
+                let end = if bi + 1 == bounds.len() {
+                    items.len()
+                } else {
+                    start + items[start..].partition_point(|&(v, _)| v <= b)
+                };
+                let slice = &items[start..end];
+                let w: u64 = slice.iter().map(|&(_, w)| w).sum();
+                if slice.len() > 1 && w as f64 > cap {
+                    group_items(slice, cap, &mut fresh);
+                } else if let Some(&(max, _)) = slice.last() {
+                    fresh.push((max, w));
+                }
+                start = end;
             }
-            cur_w += w;
-            cur_max = v;
         }
-        if cur_w > 0 {
-            entries.push((cur_max, cur_w));
+        let mut patch = Vec::new();
+        let new: BTreeMap<u64, u64> = fresh.iter().copied().collect();
+        if !full {
+            for (&v, &w) in &new {
+                if self.groups.get(&v) != Some(&w) {
+                    patch.push((v, w));
+                }
+            }
+            for &v in self.groups.keys() {
+                if !new.contains_key(&v) {
+                    patch.push((v, 0));
+                }
+            }
+            patch.sort_unstable();
         }
+        self.groups = new;
         self.shipped_total = e_now;
         self.arrivals = 0;
-        out.push(Message::Summary { entries });
+        if full {
+            out.push(Message::Summary { entries: fresh });
+        } else if !patch.is_empty() {
+            out.push(Message::SummaryPatch { entries: patch });
+        }
     }
 }
 
@@ -220,6 +272,7 @@ impl Site {
             delta_total: cfg.delta_total(),
             shipped_total: 0,
             arrivals: 0,
+            groups: BTreeMap::new(),
         };
         let forward = Forward { count_sent: vec![0; 2], items_sent: vec![HashMap::new(); 2], ..Forward::default() };
         Ok(Site {
