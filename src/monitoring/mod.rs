@@ -22,8 +22,9 @@
 //! estimate moved by more than `θ = ε'/2` times the current estimate: error
 //! `θ(1 + δ_t) + δ_t ≤ ε'` as `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold
 //! `θ = ε'/2` times the site's estimated total; items at or below it are turned off):
-//! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε/24`
-//! and an item tracker at `11ε/24` with the seed's rule (its proof carries over unchanged).
+//! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε_c`
+//! and an item tracker at `ε/2 − ε_c` with the seed's rule `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed
+//! uses `ε_c = ε/24`; forward/backward uses `ε/4` (see [`Config::frequent_count_epsilon`]).
 //! Quantiles: groups of weight `≤ g·T` (`g = ε/5`, `T` the sum of the site's item estimates),
 //! reshipped unless the site certifies that at most `θ_q = ε/5` of its count arrived or expired
 //! since; rank error per site `(g(1 + δ_i) + δ_i)(1 + θ_q) + θ_q ≤ 0.47ε ≤ ε/2` for `ε < 1`,
@@ -142,6 +143,13 @@ pub struct Config {
     pub epsilon: f64,
     /// The protocol for counts and frequent items.
     pub protocol: Protocol,
+    /// The error target of the count half of frequent items, `ε_c ∈ (0, 7ε/16]`; the item half
+    /// gets `ε/2 − ε_c`. The seed uses `ε/24` (and `11ε/24`); [`Config::new`] picks that for
+    /// [`Protocol::Seed`] and the balanced `ε/4` for [`Protocol::ForwardBackward`], whose cost
+    /// is proportional to `1/ε_c + 1/ε_a`. Any split with `ε_c + ε_a ≤ ε/2` is correct: if `j`
+    /// is returned, `c_j ≥ (φ − ε/2)(1 − ε_c)c − ε_a·c ≥ (φ − ε)c`; if not,
+    /// `c_j < (φ − ε/2)(1 + ε_c)c + ε_a·c ≤ φc` (using `φ ≤ 1`).
+    pub frequent_count_epsilon: f64,
 }
 
 impl Config {
@@ -156,7 +164,11 @@ impl Config {
         epsilon: f64,
         protocol: Protocol,
     ) -> Result<Config, MonitorError> {
-        let cfg = Config { sites, window, tardiness, epsilon, protocol };
+        let frequent_count_epsilon = match protocol {
+            Protocol::Seed => epsilon / 24.0,
+            Protocol::ForwardBackward => epsilon / 4.0,
+        };
+        let cfg = Config { sites, window, tardiness, epsilon, protocol, frequent_count_epsilon };
         cfg.validate()?;
         Ok(cfg)
     }
@@ -181,6 +193,13 @@ impl Config {
         if !(self.epsilon > 0.0 && self.epsilon < 1.0) {
             return Err(MonitorError::BadParameter(format!("epsilon must be in (0, 1), got {}", self.epsilon)));
         }
+        let f = self.frequent_count_epsilon;
+        if !(f > 0.0 && f <= 7.0 * self.epsilon / 16.0) {
+            return Err(MonitorError::BadParameter(format!(
+                "frequent_count_epsilon must be in (0, 7ε/16] = (0, {}], got {f}",
+                7.0 * self.epsilon / 16.0
+            )));
+        }
         Ok(())
     }
 
@@ -188,8 +207,8 @@ impl Config {
     pub fn channel_epsilon(&self, channel: Channel) -> f64 {
         match channel {
             Channel::Count | Channel::Items | Channel::Quantiles => self.epsilon,
-            Channel::FrequentTotal => self.epsilon / 24.0,
-            Channel::FrequentItems => 11.0 * self.epsilon / 24.0,
+            Channel::FrequentTotal => self.frequent_count_epsilon,
+            Channel::FrequentItems => self.epsilon / 2.0 - self.frequent_count_epsilon,
         }
     }
 
@@ -206,13 +225,15 @@ impl Config {
         self.epsilon / 5.0
     }
 
-    /// Relative error of a site's window count (ε/96: a quarter of the frequent-items count
-    /// target ε/24).
+    /// Relative error of a site's window count: `min(ε/96, ε_c/4)` (a quarter of the
+    /// frequent-items count target; small enough that the quantile trigger's slack `2δ` stays
+    /// well below its threshold ε/5).
     pub fn delta_total(&self) -> f64 {
-        self.epsilon / 96.0
+        (self.epsilon / 96.0).min(self.frequent_count_epsilon / 4.0)
     }
 
-    /// Relative error of a site's item counts (ε/64, for the quantile budget).
+    /// Relative error of a site's item counts: `ε/64` (for the quantile budget; at most a
+    /// quarter of every item tracker's target since `ε_a ≥ ε/16`).
     pub fn delta_item(&self) -> f64 {
         self.epsilon / 64.0
     }

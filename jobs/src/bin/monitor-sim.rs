@@ -71,6 +71,10 @@ struct Args {
     /// Seed of the adversary and of the late-arrival delays.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Count half of frequent items as a fraction of ε (default: 1/24 for seed, 1/4 for
+    /// forward-backward; the item half gets 1/2 minus it).
+    #[arg(long)]
+    fi_count_fraction: Option<f64>,
     /// Period Δ of the periodic baseline (default ε·W).
     #[arg(long)]
     delta: Option<String>,
@@ -255,7 +259,11 @@ fn run(args: Args) -> Result<(), String> {
     let default_window = if args.data.is_some() { "1h" } else { "1000" };
     let window = parse_duration(args.window.as_deref().unwrap_or(default_window), None)?;
     let tau = parse_duration(&args.tardiness, Some(window))?;
-    let cfg = Config::new(args.sites, window, tau, args.epsilon, protocol).map_err(|e| e.to_string())?;
+    let mut cfg = Config::new(args.sites, window, tau, args.epsilon, protocol).map_err(|e| e.to_string())?;
+    if let Some(f) = args.fi_count_fraction {
+        cfg.frequent_count_epsilon = f * args.epsilon;
+        cfg.validate().map_err(|e| e.to_string())?;
+    }
     let (arrivals, source) = match &args.data {
         Some(path) => {
             let (a, groups) = load(path, args.field.as_deref(), args.sites, tau, args.seed)?;
@@ -273,14 +281,19 @@ fn run(args: Args) -> Result<(), String> {
     let r = simulate(cfg, &arrivals, &opts).map_err(|e| e.to_string())?;
     let total = r.total();
     let per = |x: f64| x / r.windows.max(1e-9);
+    // The seed's approximate-counting / frequent-items term alone: (k/ε)·log₂(2 + N/k)·W/(W − τ).
+    let k = cfg.sites as f64;
+    let bound_items =
+        (k / cfg.epsilon) * (2.0 + r.n_per_window / k).log2() * cfg.window as f64 / (cfg.window - cfg.tardiness) as f64;
     println!(
-        "monitor run source={source} protocol={} k={} W={} tau={} eps={} phi={} items={} windows={:.2} \
+        "monitor run source={source} protocol={} k={} W={} tau={} eps={} fi_count_eps={} phi={} items={} windows={:.2} \
          n_per_window={:.0} max_window_count={} max_site_memory_words={}",
         protocol.name(),
         cfg.sites,
         cfg.window,
         cfg.tardiness,
         cfg.epsilon,
+        cfg.frequent_count_epsilon,
         args.phi,
         r.items,
         r.windows,
@@ -300,14 +313,15 @@ fn run(args: Args) -> Result<(), String> {
         );
     }
     println!(
-        "monitor per_window words={:.1} count={:.1} items={:.1} frequent={:.1} quantiles={:.1} bound={:.1} naive={:.1} \
-         periodic={:.1} violations_by_query={:?}",
+        "monitor per_window words={:.1} count={:.1} items={:.1} frequent={:.1} quantiles={:.1} bound={:.1} \
+         bound_items={:.1} naive={:.1} periodic={:.1} violations_by_query={:?}",
         per(total.words as f64),
         per(r.channel(Channel::Count).words as f64),
         per(r.channel(Channel::Items).words as f64),
         per(r.frequent_words() as f64),
         per(r.channel(Channel::Quantiles).words as f64),
         per(r.bound),
+        bound_items,
         per(r.naive_words as f64),
         per(r.periodic_words as f64),
         r.violations_by_query
