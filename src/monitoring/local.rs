@@ -160,6 +160,15 @@ impl LocalStats {
         self.items.iter().map(move |(&j, (c, _))| (j, c.estimate(now)))
     }
 
+    /// The tracked items in `range` with their estimated window counts at `now`, ascending.
+    pub fn items_range(
+        &self,
+        range: impl std::ops::RangeBounds<u64>,
+        now: i64,
+    ) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.items.range(range).map(move |(&j, (c, _))| (j, c.estimate(now)))
+    }
+
     /// The total counter (for suffix queries at other cuts).
     pub fn total_counter(&self) -> &SlidingCounter {
         &self.total

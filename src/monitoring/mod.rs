@@ -25,11 +25,14 @@
 //! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε_c`
 //! and an item tracker at `ε/2 − ε_c` with the seed's rule `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed
 //! uses `ε_c = ε/24`; forward/backward uses `ε/4` (see [`Config::frequent_count_epsilon`]).
-//! Quantiles: groups of weight `≤ g·T` (`g = ε/5`, `T` the sum of the site's item estimates),
-//! reshipped unless the site certifies that at most `θ_q = ε/5` of its count arrived or expired
-//! since; rank error per site `(g(1 + δ_i) + δ_i)(1 + θ_q) + θ_q ≤ 0.47ε ≤ ε/2` for `ε < 1`,
-//! and the root's answer (the first item whose cumulative weight reaches `φ·Σw`) is then within
-//! `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
+//! Quantiles: the root holds per site groups of consecutive items (a boundary value and a
+//! weight); a group holding any item other than its boundary weighs at most `g·T` (`g = 0.22ε`,
+//! `T` the sum of the site's item estimates, split when heavier), and the sum `D` of the
+//! differences between the root's and the site's current group weights (items above the last
+//! boundary count fully) stays at most `θ_q·c_σ` (`θ_q = 0.22ε`; the largest differences are
+//! sent when it is exceeded). Rank error per site `D + g(1 + δ_i)c_σ + δ_i c_σ ≤ 0.46ε·c_σ
+//! ≤ ε/2·c_σ`, and the root's answer (the first item whose cumulative weight reaches `φ·Σw`)
+//! is then within `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
 //!
 //! Forward/backward (count at target `ε'`): phases of length `L = W − τ`; in phase `i`
 //! (times `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
@@ -212,17 +215,19 @@ impl Config {
         }
     }
 
-    /// The send threshold θ of one channel (half its target; ε/5 of churn for quantiles).
+    /// The send threshold θ of one channel (half its target; for quantiles the discrepancy
+    /// allowed between the root's and the site's group weights, 0.22ε of the site's count).
     pub fn theta(&self, channel: Channel) -> f64 {
         match channel {
-            Channel::Quantiles => self.epsilon / 5.0,
+            Channel::Quantiles => 0.22 * self.epsilon,
             ch => self.channel_epsilon(ch) / 2.0,
         }
     }
 
-    /// The weight cap of a multi-item quantile group, as a fraction of the site's total (ε/5).
+    /// The weight cap `g` of a multi-item quantile group, as a fraction of the site's total
+    /// (0.22ε).
     pub fn quantile_group(&self) -> f64 {
-        self.epsilon / 5.0
+        0.22 * self.epsilon
     }
 
     /// Relative error of a site's window count: `min(ε/96, ε_c/4)` (a quarter of the

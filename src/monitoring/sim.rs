@@ -89,7 +89,9 @@ pub struct SimReport {
     pub items: u64,
     /// Simulated time: first arrival to last arrival plus W.
     pub duration: i64,
-    /// `duration / W`.
+    /// Time during which some window is non-empty.
+    pub active_duration: i64,
+    /// `active_duration / W`: the number of windows the per-window figures divide by.
     pub windows: f64,
     /// Items arriving or expiring per window, on average (`2·items/windows`).
     pub n_per_window: f64,
@@ -311,7 +313,26 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
     }
     report.cost = Channel::ALL.iter().map(|&ch| (ch, cost[ch as usize])).collect();
     report.duration = end - start;
-    report.windows = report.duration as f64 / cfg.window as f64;
+    // Normalise by the time some window is non-empty (items arrived and not yet expired): idle
+    // stretches (nights, gaps between files) carry no items and cost nothing.
+    let mut spans: Vec<(i64, i64)> = arrivals.iter().map(|a| (a.arrival, a.stamp + cfg.window)).collect();
+    spans.sort_unstable();
+    let (mut active, mut cur) = (0i64, None::<(i64, i64)>);
+    for (a, b) in spans {
+        cur = match cur {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                active += cb - ca;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = cur {
+        active += cb - ca;
+    }
+    report.active_duration = active;
+    report.windows = active as f64 / cfg.window as f64;
     report.n_per_window = 2.0 * report.items as f64 / report.windows;
     let frac = cfg.tardiness as f64 / cfg.window as f64;
     report.bound = bound_per_window(cfg.sites, cfg.epsilon, report.n_per_window, frac) * report.windows;

@@ -74,27 +74,47 @@ impl SeedItems {
     }
 }
 
-/// Quantiles: the site keeps the summary the root holds (groups of consecutive items, each
-/// represented by its largest item; a multi-item group weighs at most `g·T`, `T` the sum of the
-/// item estimates) and updates it whenever it cannot certify that at most `θ·c_σ` items arrived
-/// or expired since the last update. An update regroups the current estimates into the old
-/// groups, splits any multi-item group now heavier than `g·T`, and sends only the entries that
-/// changed; when the groups have fragmented (more than `4/g + 2`), it ships a fresh greedy
-/// grouping (`≤ 2/g + 1` groups) instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupKey {
+    Group(u64),
+    Tail,
+}
+
+/// Quantiles: the root holds, per site, groups of consecutive items, each represented by a
+/// boundary value `b` (every item of the group is in `(previous boundary, b]`) with a weight.
+/// The site mirrors the root's weights and keeps each group's current weight (the sum of its
+/// items' estimates; items above the last boundary form a tail the root does not have).
+/// * Discrepancy `D = Σ |root weight − current weight|` (tail included): when `D > θ·c_σ`, the
+///   site sends the groups with the largest discrepancy (the tail as new greedy groups) until
+///   `D ≤ θ·c_σ/2`.
+/// * A group holding any item other than its boundary must weigh at most `g·T` (`T` the sum of
+///   the estimates): a heavier one is split greedily and the pieces sent.
+/// * When splits have fragmented the summary beyond `3/g + 2` groups, a fresh greedy grouping
+///   (`≤ 2/g + 1` groups) is shipped whole.
+///
+/// Per-site rank error at any `x`: `D + max group weight + δ_i·c_σ ≤ (θ + g(1 + δ_i) + δ_i)·c_σ`.
 #[derive(Clone, Debug)]
 struct Quantiles {
     theta: f64,
     group: f64,
     delta_total: f64,
-    shipped_total: u64,
-    arrivals: u64,
-    groups: BTreeMap<u64, u64>,
+    root_w: BTreeMap<u64, u64>,
+    cur_w: BTreeMap<u64, u64>,
+    tail: u64,
+    known: HashMap<u64, u64>,
+    total: u64,
+    disc: u64,
+    by_disc: BTreeSet<(u64, GroupKey)>,
+    by_weight: BTreeSet<(u64, u64)>,
 }
 
 /// Greedy grouping of `(item, weight)` (ascending) into groups of weight `≤ cap` unless single.
-fn group_items(items: &[(u64, u64)], cap: f64, out: &mut Vec<(u64, u64)>) {
+fn group_items(items: impl IntoIterator<Item = (u64, u64)>, cap: f64, out: &mut Vec<(u64, u64)>) {
     let (mut cur_w, mut cur_max) = (0u64, 0u64);
-    for &(v, w) in items {
+    for (v, w) in items {
+        if w == 0 {
+            continue;
+        }
         if cur_w > 0 && (cur_w + w) as f64 > cap {
             out.push((cur_max, cur_w));
             cur_w = 0;
@@ -108,63 +128,168 @@ fn group_items(items: &[(u64, u64)], cap: f64, out: &mut Vec<(u64, u64)>) {
 }
 
 impl Quantiles {
-    fn check(&mut self, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
-        let e_now = local.total(now);
-        let c_low = e_now as f64 / (1.0 + self.delta_total);
-        let c_ship_high = self.shipped_total as f64 / (1.0 - self.delta_total);
-        let expired_high = (c_ship_high + self.arrivals as f64 - c_low).max(0.0);
-        if self.arrivals as f64 + expired_high <= self.theta * c_low {
+    fn new(theta: f64, group: f64, delta_total: f64) -> Self {
+        Quantiles {
+            theta,
+            group,
+            delta_total,
+            root_w: BTreeMap::new(),
+            cur_w: BTreeMap::new(),
+            tail: 0,
+            known: HashMap::new(),
+            total: 0,
+            disc: 0,
+            by_disc: BTreeSet::new(),
+            by_weight: BTreeSet::new(),
+        }
+    }
+
+    fn key_of(&self, item: u64) -> GroupKey {
+        self.cur_w.range(item..).next().map_or(GroupKey::Tail, |(&b, _)| GroupKey::Group(b))
+    }
+
+    fn discrepancy(&self, key: GroupKey) -> u64 {
+        match key {
+            GroupKey::Tail => self.tail,
+            GroupKey::Group(b) => {
+                let r = self.root_w.get(&b).copied().unwrap_or(0);
+                r.abs_diff(self.cur_w.get(&b).copied().unwrap_or(0))
+            }
+        }
+    }
+
+    /// Remove `key`'s bookkeeping (its discrepancy and weight entries) before changing it.
+    fn detach(&mut self, key: GroupKey) {
+        let d = self.discrepancy(key);
+        self.disc -= d;
+        self.by_disc.remove(&(d, key));
+        if let GroupKey::Group(b) = key
+            && let Some(&w) = self.cur_w.get(&b)
+        {
+            self.by_weight.remove(&(w, b));
+        }
+    }
+
+    fn attach(&mut self, key: GroupKey) {
+        let d = self.discrepancy(key);
+        self.disc += d;
+        if d > 0 {
+            self.by_disc.insert((d, key));
+        }
+        if let GroupKey::Group(b) = key
+            && let Some(&w) = self.cur_w.get(&b)
+        {
+            self.by_weight.insert((w, b));
+        }
+    }
+
+    /// Account a changed item estimate.
+    fn note(&mut self, item: u64, est: u64) {
+        let old = self.known.get(&item).copied().unwrap_or(0);
+        if old == est {
             return;
         }
-        let items: Vec<(u64, u64)> = local.items(now).filter(|&(_, w)| w > 0).collect();
-        let total: u64 = items.iter().map(|&(_, w)| w).sum();
-        let cap = self.group * total as f64;
-        let mut fresh = Vec::new();
-        let full = self.groups.is_empty() || self.groups.len() as f64 > 4.0 / self.group + 2.0;
-        if full {
-            group_items(&items, cap, &mut fresh);
+        if est == 0 {
+            self.known.remove(&item);
         } else {
-            // Regroup into the old boundaries (a group holds the items up to its boundary).
-            let mut start = 0;
-            let bounds: Vec<u64> = self.groups.keys().copied().collect();
-            for (bi, &b) in bounds.iter().enumerate() {
-                let end = if bi + 1 == bounds.len() {
-                    items.len()
-                } else {
-                    start + items[start..].partition_point(|&(v, _)| v <= b)
-                };
-                let slice = &items[start..end];
-                let w: u64 = slice.iter().map(|&(_, w)| w).sum();
-                if slice.len() > 1 && w as f64 > cap {
-                    group_items(slice, cap, &mut fresh);
-                } else if let Some(&(max, _)) = slice.last() {
-                    fresh.push((max, w));
-                }
-                start = end;
+            self.known.insert(item, est);
+        }
+        self.total = self.total + est - old;
+        let key = self.key_of(item);
+        self.detach(key);
+        match key {
+            GroupKey::Tail => self.tail = self.tail + est - old,
+            GroupKey::Group(b) => {
+                let w = self.cur_w.get_mut(&b).expect("group exists");
+                *w = *w + est - old;
             }
         }
-        let mut patch = Vec::new();
-        let new: BTreeMap<u64, u64> = fresh.iter().copied().collect();
-        if !full {
-            for (&v, &w) in &new {
-                if self.groups.get(&v) != Some(&w) {
-                    patch.push((v, w));
+        self.attach(key);
+    }
+
+    /// Replace group `b` (or the tail) by `pieces`, all sent to the root.
+    fn replace(&mut self, key: GroupKey, pieces: &[(u64, u64)], patch: &mut BTreeMap<u64, u64>) {
+        self.detach(key);
+        match key {
+            GroupKey::Tail => self.tail = 0,
+            GroupKey::Group(b) => {
+                self.cur_w.remove(&b);
+                if self.root_w.remove(&b).is_some() {
+                    patch.insert(b, 0);
                 }
             }
-            for &v in self.groups.keys() {
-                if !new.contains_key(&v) {
-                    patch.push((v, 0));
-                }
-            }
-            patch.sort_unstable();
         }
-        self.groups = new;
-        self.shipped_total = e_now;
-        self.arrivals = 0;
-        if full {
+        for &(v, w) in pieces {
+            self.cur_w.insert(v, w);
+            self.root_w.insert(v, w);
+            patch.insert(v, w);
+            self.attach(GroupKey::Group(v));
+        }
+    }
+
+    /// The items of group `key` with their estimates.
+    fn members(&self, key: GroupKey, local: &LocalStats, now: i64) -> Vec<(u64, u64)> {
+        let (lo, hi) = match key {
+            GroupKey::Group(b) => (self.cur_w.range(..b).next_back().map(|(&p, _)| p), Some(b)),
+            GroupKey::Tail => (self.cur_w.keys().next_back().copied(), None),
+        };
+        let lower = lo.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        let upper = hi.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
+        local.items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
+    }
+
+    fn check(&mut self, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
+        let c_low = local.total(now) as f64 / (1.0 + self.delta_total);
+        let cap = self.group * self.total as f64;
+        let mut patch: BTreeMap<u64, u64> = BTreeMap::new();
+        // Split every multi-item group heavier than the cap.
+        let heavy: Vec<u64> =
+            self.by_weight.iter().rev().take_while(|&&(w, _)| w as f64 > cap).map(|&(_, b)| b).collect();
+        for b in heavy {
+            let members = self.members(GroupKey::Group(b), local, now);
+            if members.iter().any(|&(v, _)| v != b) {
+                let mut pieces = Vec::new();
+                group_items(members, cap, &mut pieces);
+                self.replace(GroupKey::Group(b), &pieces, &mut patch);
+            }
+        }
+        if self.cur_w.len() as f64 > 3.0 / self.group + 2.0 {
+            let mut fresh = Vec::new();
+            group_items(local.items(now), cap, &mut fresh);
+            self.root_w = fresh.iter().copied().collect();
+            self.cur_w = self.root_w.clone();
+            self.by_weight = fresh.iter().map(|&(v, w)| (w, v)).collect();
+            self.by_disc.clear();
+            self.tail = 0;
+            self.disc = 0;
             out.push(Message::Summary { entries: fresh });
-        } else if !patch.is_empty() {
-            out.push(Message::SummaryPatch { entries: patch });
+            return;
+        }
+        if self.disc as f64 > self.theta * c_low {
+            while self.disc > 0 && self.disc as f64 > self.theta * c_low / 2.0 {
+                let Some(&(_, key)) = self.by_disc.last() else { break };
+                match key {
+                    GroupKey::Tail => {
+                        let mut pieces = Vec::new();
+                        group_items(self.members(GroupKey::Tail, local, now), cap, &mut pieces);
+                        self.replace(GroupKey::Tail, &pieces, &mut patch);
+                    }
+                    GroupKey::Group(b) => {
+                        let w = self.cur_w[&b];
+                        if w == 0 {
+                            self.replace(key, &[], &mut patch);
+                        } else {
+                            self.detach(key);
+                            self.root_w.insert(b, w);
+                            patch.insert(b, w);
+                            self.attach(key);
+                        }
+                    }
+                }
+            }
+        }
+        if !patch.is_empty() {
+            out.push(Message::SummaryPatch { entries: patch.into_iter().collect() });
         }
     }
 }
@@ -266,14 +391,7 @@ impl Site {
             .into_iter()
             .map(|channel| SeedItems::new(channel, cfg.theta(channel)))
             .collect();
-        let quantiles = Quantiles {
-            theta: cfg.theta(Channel::Quantiles),
-            group: cfg.quantile_group(),
-            delta_total: cfg.delta_total(),
-            shipped_total: 0,
-            arrivals: 0,
-            groups: BTreeMap::new(),
-        };
+        let quantiles = Quantiles::new(cfg.theta(Channel::Quantiles), cfg.quantile_group(), cfg.delta_total());
         let forward = Forward { count_sent: vec![0; 2], items_sent: vec![HashMap::new(); 2], ..Forward::default() };
         Ok(Site {
             cfg,
@@ -309,7 +427,6 @@ impl Site {
         self.local.insert(now, stamp, item)?;
         self.now = now;
         self.dirty.insert(item);
-        self.quantiles.arrivals += 1;
         if self.cfg.protocol == Protocol::ForwardBackward {
             // A phase starting exactly now starts after this instant's arrivals (in `advance`).
             let phase = self.forward.phase.unwrap_or_else(|| {
@@ -446,6 +563,9 @@ impl Site {
                 }
                 f.dirty.clear();
             }
+        }
+        for &j in &self.dirty {
+            self.quantiles.note(j, self.local.item(j, now));
         }
         self.quantiles.check(&self.local, now, &mut self.outbox);
         self.dirty.clear();
