@@ -13,6 +13,7 @@ pub mod api;
 pub mod codec;
 pub mod error;
 pub mod hash;
+pub mod monitoring;
 pub mod params;
 pub mod registry;
 pub mod synopsis;
