@@ -40,15 +40,17 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 5
         Kind::LossyCounting => Ok(Box::new(crate::lossy_counting::LossyCounting::from_params(&p)?)),
         // kind 6
-        Kind::StickySampling => not_built(kind),
+        Kind::StickySampling => Ok(Box::new(crate::sticky_sampling::StickySampling::from_params(&p)?)),
         // kind 7
         Kind::Ams => Ok(Box::new(crate::ams::Ams::from_params(&p)?)),
         // kind 8
-        Kind::GkQuantiles => not_built(kind),
+        Kind::GkQuantiles => Ok(Box::new(crate::gk_quantiles::GkQuantiles::from_params(&p)?)),
         // kind 9
-        Kind::Lsh => not_built(kind),
+        Kind::Lsh => Ok(Box::new(crate::lsh::Lsh::from_params(&p)?)),
         // kind 10
-        Kind::WindowSketchQuantiles => not_built(kind),
+        Kind::WindowSketchQuantiles => {
+            Ok(Box::new(crate::window_sketch_quantiles::WindowSketchQuantiles::from_params(&p)?))
+        }
         // kind 11
         Kind::Kll => Ok(Box::new(crate::kll::Kll::from_params(&p)?)),
         // kind 12
@@ -79,15 +81,15 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 5
         Kind::LossyCounting => crate::lossy_counting::codec::decode(&header, payload),
         // kind 6
-        Kind::StickySampling => not_built(header.kind),
+        Kind::StickySampling => crate::sticky_sampling::codec::decode(&header, payload),
         // kind 7
         Kind::Ams => crate::ams::codec::decode(&header, payload),
         // kind 8
-        Kind::GkQuantiles => not_built(header.kind),
+        Kind::GkQuantiles => crate::gk_quantiles::codec::decode(&header, payload),
         // kind 9
-        Kind::Lsh => not_built(header.kind),
+        Kind::Lsh => crate::lsh::decode(&header, payload),
         // kind 10
-        Kind::WindowSketchQuantiles => not_built(header.kind),
+        Kind::WindowSketchQuantiles => crate::window_sketch_quantiles::codec::decode(&header, payload),
         // kind 11
         Kind::Kll => crate::kll::decode(&header, payload),
         // kind 12

@@ -30,6 +30,9 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     }
     let mut r = Reader::new(payload);
     let n = r.u64()?;
+    if n > crate::lossy_counting::table::MAX_ITEMS {
+        return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
+    }
     let table = read_slots(&mut r, true)?;
     r.finish()?;
     Ok(Box::new(LossyCounting::from_parts(header.params[0], n, table)?))

@@ -123,8 +123,7 @@ impl LossyCounting {
     }
 
     fn prune(&mut self) {
-        let err = self.err;
-        self.table.retain(|s| s.count + s.delta > err);
+        self.table.prune(self.err);
     }
 
     fn bad_query(&self, reason: String) -> SynopsisError {

@@ -11,6 +11,11 @@ use std::collections::HashMap;
 use crate::hash::{canonical_bits, hash_bytes};
 use crate::{Datum, Value};
 
+/// The most items a decoded synopsis of this crate's frequency and quantile kinds may claim to
+/// have summarized (2⁶²): far beyond any real stream, and low enough that sums of counts, ranks and
+/// merged lengths cannot overflow.
+pub(crate) const MAX_ITEMS: u64 = 1 << 62;
+
 /// Seed of the string identity hash: fixed, so identities agree across workers and processes.
 const STRING_SEED: u64 = 0x5341_414d_535f_4954;
 
@@ -131,8 +136,8 @@ impl Table {
         }
     }
 
-    /// Apply `f` to every record; drop those for which it returns false; shrink the table to fit
-    /// what is left.
+    /// Apply `f` to every record; drop those for which it returns false. The table keeps its
+    /// capacity (it refills between prunes) unless it has become very sparse.
     pub fn retain(&mut self, mut f: impl FnMut(&mut Slot) -> bool) {
         let mut kept = Vec::with_capacity(self.len);
         for s in self.slots.iter_mut().filter(|s| s.count != 0) {
@@ -143,8 +148,39 @@ impl Table {
             }
         }
         self.len = kept.len();
-        let capacity = (kept.len() * 2).next_power_of_two().max(MIN_CAPACITY);
-        self.slots = vec![Slot::default(); capacity];
+        let fit = (kept.len() * 2).next_power_of_two().max(MIN_CAPACITY);
+        if fit * 4 <= self.slots.len() {
+            self.slots = vec![Slot::default(); fit];
+        } else {
+            self.slots.fill(Slot::default());
+        }
+        for s in kept {
+            self.place(s);
+        }
+    }
+
+    /// Drop every record with `count + delta ≤ err` (Lossy Counting's bucket-boundary prune).
+    /// Numbers-only tables take a branch-free pass: which slots survive is data-dependent and
+    /// would otherwise cost a mispredicted branch per slot.
+    pub fn prune(&mut self, err: u64) {
+        if !self.texts.is_empty() {
+            self.retain(|s| s.count + s.delta > err);
+            return;
+        }
+        let mut kept = vec![Slot::default(); self.slots.len()];
+        let mut w = 0;
+        for s in &self.slots {
+            kept[w] = *s;
+            w += usize::from(s.count + s.delta > err);
+        }
+        kept.truncate(w);
+        self.len = w;
+        let fit = (w * 2).next_power_of_two().max(MIN_CAPACITY);
+        if fit * 4 <= self.slots.len() {
+            self.slots = vec![Slot::default(); fit];
+        } else {
+            self.slots.fill(Slot::default());
+        }
         for s in kept {
             self.place(s);
         }

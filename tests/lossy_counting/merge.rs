@@ -83,5 +83,7 @@ proptest! {
         let truth = exact(&items);
         check_guarantee(&left, &truth, items.len() as u64, eps);
         check_guarantee(&right, &truth, items.len() as u64, eps);
+        prop_assert!(saams::registry::decode(&left.encode()).is_ok());
+        prop_assert!(saams::registry::decode(&right.encode()).is_ok());
     }
 }
