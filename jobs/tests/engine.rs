@@ -68,6 +68,7 @@ fn every_kind_and_request_type_is_the_same_for_one_two_and_three_workers() {
     }
     assert_eq!(outs[0], outs[1], "-w 2 differs from -w 1");
     assert_eq!(outs[0], outs[2], "-w 3 differs from -w 1");
+    assert!(!outs[0].iter().any(|l| l.contains("kind not built")), "every kind is built");
     let lines = &outs[0];
     let has = |needle: &str| lines.iter().any(|l| l.contains(needle));
     // Errors are estimations: unknown id, bad parameter, unknown field, unknown synopsis,
@@ -95,6 +96,11 @@ fn every_kind_and_request_type_is_the_same_for_one_two_and_three_workers() {
         (18, "AMS"),
         (31, "FrequentItems"),
         (48, "AMS"),
+        (15, "StickySampling"),
+        (21, "GKQuantiles"),
+        (23, "LSH"),
+        (25, "WindowSketchQuantiles"),
+        (29, "CPC"),
     ] {
         let needle = format!(r#""requestID":{id},"synopsisID""#);
         let line = lines.iter().find(|l| l.contains(&needle)).unwrap_or_else(|| panic!("no answer to request {id}"));
