@@ -3,7 +3,7 @@
 //! An estimation carries no wall-clock field: the same input gives the same lines whatever the
 //! parallelism, so two runs compare with `sort | diff`.
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use crate::api::time::format_timestamp;
 use crate::{Estimate, EstimateValue, Kind, Value};
@@ -58,28 +58,74 @@ pub struct Estimation {
     pub answer: Answer,
 }
 
-fn number(x: f64) -> Json {
-    if x.is_finite() {
-        if x.fract() == 0.0 && x.abs() < 9.0e15 { json!(x as i64) } else { json!(x) }
+/// Append a number: whole numbers without a fraction, others in Rust's shortest round-trip
+/// form (valid JSON), non-finite ones as `null`.
+fn push_number(out: &mut String, x: f64) {
+    use std::fmt::Write;
+    if !x.is_finite() {
+        out.push_str("null");
+    } else if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        let _ = write!(out, "{}", x as i64);
     } else {
-        Json::Null
+        let _ = write!(out, "{x}");
     }
 }
 
-fn value(v: &Value) -> Json {
-    match v {
-        Value::Num(x) => number(*x),
-        Value::Str(s) => Json::String(s.clone()),
+/// Append a JSON string literal (serde_json's escaping).
+fn push_str_lit(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&Json::String(s.to_string()).to_string());
     }
 }
 
-fn estimate_value(v: &EstimateValue) -> Json {
+fn push_value(out: &mut String, v: &Value) {
     match v {
-        EstimateValue::Number(x) => number(*x),
-        EstimateValue::Bool(b) => Json::Bool(*b),
-        EstimateValue::Items(items) => Json::Array(items.iter().map(|(v, c)| json!([value(v), number(*c)])).collect()),
-        EstimateValue::Vector(xs) => Json::Array(xs.iter().map(|x| number(*x)).collect()),
+        Value::Num(x) => push_number(out, *x),
+        Value::Str(s) => push_str_lit(out, s),
     }
+}
+
+fn push_estimate_value(out: &mut String, v: &EstimateValue) {
+    match v {
+        EstimateValue::Number(x) => push_number(out, *x),
+        EstimateValue::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        EstimateValue::Items(items) => {
+            out.push('[');
+            for (i, (v, c)) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push('[');
+                push_value(out, v);
+                out.push(',');
+                push_number(out, *c);
+                out.push(']');
+            }
+            out.push(']');
+        }
+        EstimateValue::Vector(xs) => {
+            out.push('[');
+            for (i, x) in xs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_number(out, *x);
+            }
+            out.push(']');
+        }
+    }
+}
+
+/// Append `,"key":` (or `{"key":` for the first key).
+fn key(out: &mut String, k: &str) {
+    out.push(if out.is_empty() { '{' } else { ',' });
+    out.push('"');
+    out.push_str(k);
+    out.push_str("\":");
 }
 
 thread_local! {
@@ -87,13 +133,13 @@ thread_local! {
     static LAST_WINDOW: std::cell::RefCell<((i64, i64), String)> = const { std::cell::RefCell::new(((0, -1), String::new())) };
 }
 
-fn window_json(s: i64, e: i64) -> String {
+fn window_json(s: i64, e: i64, out: &mut String) {
     LAST_WINDOW.with(|last| {
         let mut last = last.borrow_mut();
         if last.0 != (s, e) {
             *last = ((s, e), format!(r#"{{"start":"{}","end":"{}"}}"#, format_timestamp(s), format_timestamp(e)));
         }
-        last.1.clone()
+        out.push_str(&last.1);
     })
 }
 
@@ -132,66 +178,124 @@ impl Estimation {
     /// assert!(line.contains(r#""estimate":37,"lower":35,"upper":37,"confidence":0.99,"tuples":5120"#));
     /// ```
     pub fn to_json_line(&self) -> String {
-        let mut o: Vec<(&str, Json)> = Vec::with_capacity(16);
-        let mut window = None;
-        o.push(("requestID", self.request_id.clone()));
+        let mut o = String::with_capacity(320);
+        key(&mut o, "requestID");
+        o.push_str(&self.request_id.to_string());
         if let Some(uid) = &self.uid {
-            o.push(("uid", uid.clone()));
+            key(&mut o, "uid");
+            o.push_str(&uid.to_string());
         }
-        o.push(("synopsisID", json!(self.synopsis_id)));
+        key(&mut o, "synopsisID");
+        o.push_str(&self.synopsis_id.to_string());
         if let Some(k) = self.kind {
-            o.push(("kind", json!(k.name())));
+            key(&mut o, "kind");
+            push_str_lit(&mut o, k.name());
         }
-        o.push(("streamID", json!(self.stream_id)));
-        o.push(("dataSetKey", json!(self.dataset_key)));
-        o.push(("field", json!(self.field)));
+        key(&mut o, "streamID");
+        push_str_lit(&mut o, &self.stream_id);
+        key(&mut o, "dataSetKey");
+        push_str_lit(&mut o, &self.dataset_key);
+        key(&mut o, "field");
+        push_str_lit(&mut o, &self.field);
         if !self.query.is_null() {
-            o.push(("query", self.query.clone()));
+            key(&mut o, "query");
+            o.push_str(&self.query.to_string());
         }
         if let Some((s, e)) = self.window {
-            o.push(("window", Json::Null));
-            window = Some(window_json(s, e));
+            key(&mut o, "window");
+            window_json(s, e, &mut o);
         }
         match &self.answer {
             Answer::Estimate(est) => {
-                o.push(("estimate", estimate_value(&est.value)));
-                o.push(("lower", number(est.lower)));
-                o.push(("upper", number(est.upper)));
-                o.push(("confidence", number(est.confidence)));
+                key(&mut o, "estimate");
+                push_estimate_value(&mut o, &est.value);
+                key(&mut o, "lower");
+                push_number(&mut o, est.lower);
+                key(&mut o, "upper");
+                push_number(&mut o, est.upper);
+                key(&mut o, "confidence");
+                push_number(&mut o, est.confidence);
             }
             Answer::Pairs(pairs) => {
-                let v: Vec<Json> = pairs.iter().map(|(a, b, x)| json!([a, b, number(*x)])).collect();
-                o.push(("estimate", Json::Array(v)));
+                key(&mut o, "estimate");
+                o.push('[');
+                for (i, (a, b, x)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        o.push(',');
+                    }
+                    o.push('[');
+                    push_str_lit(&mut o, a);
+                    o.push(',');
+                    push_str_lit(&mut o, b);
+                    o.push(',');
+                    push_number(&mut o, *x);
+                    o.push(']');
+                }
+                o.push(']');
             }
             Answer::Saved { file, bytes } => {
-                o.push(("saved", json!(file)));
-                o.push(("bytes", json!(bytes)));
+                key(&mut o, "saved");
+                push_str_lit(&mut o, file);
+                key(&mut o, "bytes");
+                o.push_str(&bytes.to_string());
             }
             Answer::Loaded { file } => {
-                o.push(("loaded", json!(file)));
+                key(&mut o, "loaded");
+                push_str_lit(&mut o, file);
             }
             Answer::Error(msg) => {
-                o.push(("error", json!(msg)));
+                key(&mut o, "error");
+                push_str_lit(&mut o, msg);
             }
         }
         if let Some(n) = self.tuples {
-            o.push(("tuples", json!(n)));
+            key(&mut o, "tuples");
+            o.push_str(&n.to_string());
         }
-        let mut line = String::with_capacity(256);
-        line.push('{');
-        for (i, (k, v)) in o.iter().enumerate() {
-            if i > 0 {
-                line.push(',');
-            }
-            line.push('"');
-            line.push_str(k);
-            line.push_str("\":");
-            match (*k, &window) {
-                ("window", Some(w)) => line.push_str(w),
-                _ => line.push_str(&v.to_string()),
-            }
-        }
-        line.push('}');
-        line
+        o.push('}');
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Estimate, EstimateValue, Value};
+
+    fn line(answer: Answer) -> serde_json::Value {
+        let e = Estimation {
+            request_id: Json::String("r\"1".into()),
+            uid: Some(Json::from(7)),
+            synopsis_id: 5,
+            kind: Kind::from_id(5),
+            stream_id: "A\\B".into(),
+            dataset_key: "F\n".into(),
+            field: "price".into(),
+            query: serde_json::json!([0.01, "frequentItems"]),
+            window: Some((1_000, 61_000)),
+            tuples: Some(3),
+            answer,
+        };
+        serde_json::from_str(&e.to_json_line()).expect("valid JSON")
+    }
+
+    #[test]
+    fn lines_are_valid_json_and_round_trip_their_values() {
+        let items = EstimateValue::Items(vec![(Value::Str("x\"y".into()), 2.0), (Value::Num(0.5), 1.0)]);
+        let v = line(Answer::Estimate(Estimate { value: items, lower: 0.0, upper: f64::INFINITY, confidence: 1.0 }));
+        assert_eq!(v["requestID"], "r\"1");
+        assert_eq!(v["streamID"], "A\\B");
+        assert_eq!(v["dataSetKey"], "F\n");
+        assert_eq!(v["estimate"], serde_json::json!([["x\"y", 2], [0.5, 1]]));
+        assert_eq!(v["upper"], Json::Null);
+        assert_eq!(v["window"]["end"], "1970-01-01T00:01:01Z");
+        let v = line(Answer::Estimate(Estimate::number(1e-7, 1.25e300, -3.0, 0.99)));
+        assert_eq!(v["estimate"].as_f64(), Some(1e-7));
+        assert_eq!(v["lower"].as_f64(), Some(1.25e300));
+        assert_eq!(v["upper"], -3);
+        let v = line(Answer::Pairs(vec![("A".into(), "B".into(), 0.75)]));
+        assert_eq!(v["estimate"], serde_json::json!([["A", "B", 0.75]]));
+        assert_eq!(line(Answer::Error("bad \"x\"".into()))["error"], "bad \"x\"");
+        assert_eq!(line(Answer::Saved { file: "f".into(), bytes: 9 })["bytes"], 9);
     }
 }
