@@ -357,12 +357,15 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             // Keep a bounded number of windows in flight.
             let behind = epoch.saturating_sub(16 * window_ms as u64);
             while probe.less_than(&behind) {
-                worker.step();
+                // Park (instead of spinning) while other workers catch up.
+                worker.step_or_park(Some(Duration::from_millis(1)));
             }
         }
         router.flush_stats(0);
         drop(input);
-        worker.step_while(|| !probe.done());
+        while !probe.done() {
+            worker.step_or_park(Some(Duration::from_millis(1)));
+        }
     })
     .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
