@@ -101,6 +101,11 @@ impl Summary {
     }
 }
 
+/// Pseudo field indices of generated streams: synopses over `streamID` / `dataSetKey` (e.g. the
+/// distinct vessels of a sea area).
+const STREAM_ID_FIELD: usize = usize::MAX;
+const DATASET_KEY_FIELD: usize = usize::MAX - 1;
+
 enum Source {
     Lines(UnitReader),
     Generated(Generated, Vec<(u32, usize)>),
@@ -271,7 +276,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                     .chain(wide)
                     .filter_map(|&grp| {
                         let field = &plan.groups[grp as usize].field;
-                        g.fields.iter().position(|f| f == field).map(|k| (grp, k))
+                        match field.as_str() {
+                            "streamID" => Some((grp, STREAM_ID_FIELD)),
+                            "dataSetKey" => Some((grp, DATASET_KEY_FIELD)),
+                            _ => g.fields.iter().position(|f| f == field).map(|k| (grp, k)),
+                        }
                     })
                     .collect();
                 readers.push(Reading {
@@ -475,7 +484,12 @@ impl Router {
         let (per_stream, wide) = self.plan.routes(&t.dataset_key, &t.stream_id);
         for &g in per_stream.iter().chain(wide) {
             let group = &self.plan.groups[g as usize];
-            let val = match t.field(&group.field) {
+            let datum = match group.field.as_str() {
+                "streamID" => Some(Datum::Str(&t.stream_id)),
+                "dataSetKey" => Some(Datum::Str(&t.dataset_key)),
+                f => t.field(f),
+            };
+            let val = match datum {
                 None => continue,
                 Some(Datum::Num(x)) => Val::Num(x),
                 Some(Datum::Str(s)) => match s.trim().parse::<f64>() {
@@ -549,10 +563,15 @@ impl Router {
         let window = self.plan.window_of(time);
         let seq = (unit.unit << 40) | index;
         self.recs.clear();
-        if let Source::Generated(_, routes) = &unit.source {
+        if let Source::Generated(gen_stream, routes) = &unit.source {
             for &(g, k) in routes {
                 let target = self.plan.target(g, seq, window, self.me);
-                self.recs.push(Rec { group: g, target, window, time, seq, val: Val::Num(values[k]) });
+                let val = match k {
+                    STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.clone()),
+                    DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.clone()),
+                    k => Val::Num(values[k]),
+                };
+                self.recs.push(Rec { group: g, target, window, time, seq, val });
             }
         }
         self.accept(unit, time, window, input);

@@ -341,3 +341,27 @@ fn help_lists_every_flag_with_its_default() {
         assert!(help.contains(default), "--help lacks {default}");
     }
 }
+
+#[test]
+fn real_ais_file_distinct_vessels_within_the_bound_for_any_worker_count() {
+    let dir = tmp("ais");
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"streamID":"","synopsisID":2,"dataSetKey":"US","param":["HLL","streamID","NotQueryable",0.02],"noOfP":2}
+{"streamID":"","synopsisID":2,"dataSetKey":"US","param":["x","streamID","Queryable","Ad-hoc"],"requestID":1}
+{"streamID":"","synopsisID":8,"dataSetKey":"US","param":["GK","speed","NotQueryable",0.01],"noOfP":3}
+{"streamID":"","synopsisID":8,"dataSetKey":"US","param":[0.9,"speed","Queryable","Ad-hoc"],"requestID":2}"#,
+    )
+    .expect("write requests");
+    let data = repo("../shared/datasets/ais");
+    let r = req.to_string_lossy().to_string();
+    let one = sorted_lines(&run(&["-w", "1", "--requests", &r, "--data", &data, "--window", "1h"]).stdout);
+    let three = sorted_lines(&run(&["-w", "3", "--requests", &r, "--data", &data, "--window", "1h"]).stdout);
+    assert_eq!(one, three);
+    // The shared sample holds 8,469 distinct vessels (datasets README).
+    let distinct = answer_of(&one, 1);
+    let (lo, hi) = (distinct["lower"].as_f64().expect("lower"), distinct["upper"].as_f64().expect("upper"));
+    assert!(lo <= 8469.0 && 8469.0 <= hi, "{distinct}");
+    assert!(answer_of(&one, 2)["estimate"].as_f64().is_some());
+}
