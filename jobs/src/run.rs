@@ -180,6 +180,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     }
     let lateness_ms = parse_duration_ms(&cli.lateness)?;
     let config = timely_config(&cli)?;
+    if cli.requests == "-" && cli.data.iter().any(|d| d == "-") {
+        return Err("--requests - and --data - cannot both read stdin".into());
+    }
     let requests = if cli.process == 0 {
         let text = if cli.requests == "-" {
             let mut s = String::new();

@@ -1,0 +1,108 @@
+//! The compiled registry: request scripts applied in order, routing modes, targets, tree stages.
+
+use std::sync::Arc;
+
+use saams::api::request::parse_requests;
+use saams_operators::plan::{Mode, Plan, SnapshotStore};
+use saams_operators::{merge_stages, plan::merge_is_exact};
+
+struct NoSnapshots;
+
+impl SnapshotStore for NoSnapshots {
+    fn load(&self, file: &str) -> Result<Vec<u8>, String> {
+        Err(format!("no snapshot {file}"))
+    }
+    fn save(&self, file: &str, _: &[u8]) -> Result<(), String> {
+        Err(format!("no snapshot {file}"))
+    }
+    fn check(&self, file: &str) -> Result<(), String> {
+        Err(format!("no snapshot {file}"))
+    }
+}
+
+fn plan(text: &str, peers: usize) -> Plan {
+    Plan::build(&parse_requests(text), peers, 60_000, Arc::new(NoSnapshots))
+}
+
+const SCRIPT: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}
+{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}
+{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[1,"price","Queryable","Continues"],"requestID":"q"}
+{"streamID":"","synopsisID":2,"dataSetKey":"F","param":["HLL","price","NotQueryable",0.05],"noOfP":4}
+{"streamID":"A","synopsisID":5,"dataSetKey":"F","param":["Lossy","price","NotQueryable",0.01],"noOfP":3}
+{"streamID":"A","synopsisID":4,"dataSetKey":"F","param":["DFT","price","NotQueryable",1,4,8,2],"noOfP":2}
+{"streamID":"B","synopsisID":3,"dataSetKey":"F","param":["Bloom","price","NotQueryable",100,0.01]}
+{"streamID":"B","synopsisID":3,"dataSetKey":"F","param":["DELETE_REQUEST","price"]}
+{"streamID":"B","synopsisID":3,"dataSetKey":"F","param":[1,"price","Queryable","Ad-hoc"]}
+{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["SAVE_REQUEST","x.bin"]}"#;
+
+#[test]
+fn script_is_applied_in_order() {
+    let p = plan(SCRIPT, 4);
+    // The duplicate construct is ignored; the deleted Bloom filter feeds no group.
+    assert_eq!(p.synopses.len(), 5);
+    assert_eq!(p.synopses[4].group, u32::MAX);
+    assert_eq!(p.synopses[0].continuous.len(), 1);
+    // Errors: a query on the deleted synopsis, a SAVE the store refuses.
+    let errors: Vec<String> = p.script_answers.iter().map(|e| e.to_json_line()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("unknown synopsis"));
+    assert!(errors[1].contains("no snapshot x.bin"));
+}
+
+#[test]
+fn routing_modes_follow_the_kind_and_parallelism() {
+    let p = plan(SCRIPT, 4);
+    assert_eq!(p.synopses[0].mode, Mode::Owned);
+    assert_eq!(p.synopses[1].mode, Mode::Exact { spread: 0 }, "dataset-wide linear kind: partition-based");
+    assert_eq!(p.synopses[2].mode, Mode::Binned(3));
+    assert_eq!(p.synopses[3].mode, Mode::Windowed(2));
+    // One worker: the dataset-wide HLL is owned, the bins and windows stay (they do not depend on W).
+    let one = plan(SCRIPT, 1);
+    assert_eq!(one.synopses[1].mode, Mode::Owned);
+    assert_eq!(one.synopses[2].mode, Mode::Binned(3));
+    assert!(merge_is_exact(saams::Kind::CountMin) && !merge_is_exact(saams::Kind::Kll));
+}
+
+#[test]
+fn targets_are_workers_and_owned_groups_have_one_owner() {
+    let p = plan(SCRIPT, 3);
+    for g in 0..p.groups.len() as u32 {
+        for seq in 0..50u64 {
+            for w in [0u64, 60_000, 120_000] {
+                let t = p.target(g, seq, w, 1);
+                assert!(t < 3);
+                match p.groups[g as usize].mode {
+                    Mode::Owned => assert_eq!(t as usize, p.groups[g as usize].owner),
+                    Mode::Exact { spread: 0 } => assert_eq!(t, 1, "partition-based stays on the reader"),
+                    _ => {}
+                }
+            }
+        }
+    }
+    // Window-based: all tuples of one window of the stream go to one worker.
+    let dft = p.synopses[3].group;
+    let w0: Vec<u32> = (0..20).map(|s| p.target(dft, s, 60_000, 0)).collect();
+    assert!(w0.iter().all(|&t| t == w0[0]));
+    assert_ne!(p.target(dft, 0, 0, 0), p.target(dft, 0, 60_000, 0));
+}
+
+#[test]
+fn tree_stages_bring_every_worker_to_the_root() {
+    for peers in 1..=9usize {
+        let stages = merge_stages(peers);
+        assert!(1usize << stages >= peers && (stages == 0 || 1usize << (stages - 1) < peers));
+        for root in 0..peers {
+            for start in 0..peers {
+                let mut i = start;
+                for k in 1..=stages {
+                    let rel = (i + peers - root) % peers;
+                    let next = (root + ((rel >> k) << k)) % peers;
+                    // A stage never moves a partial away from the root.
+                    assert!((next + peers - root) % peers <= rel);
+                    i = next;
+                }
+                assert_eq!(i, root, "peers {peers} root {root} start {start}");
+            }
+        }
+    }
+}
