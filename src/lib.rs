@@ -20,30 +20,57 @@ pub mod synopsis;
 
 // Synopsis kinds, one folder each (kind ids as in the API).
 // kind 1
+pub mod count_min;
+pub use count_min::CountMin;
+mod linear_hash;
 
 // kind 2
+pub mod hyper_log_log;
+pub use hyper_log_log::HyperLogLog;
 
 // kind 3
+pub mod bloom_filter;
+pub use bloom_filter::BloomFilter;
 
 // kind 4
+pub mod dft;
+pub use dft::Dft;
 
 // kind 5
+pub mod lossy_counting;
+pub use lossy_counting::LossyCounting;
 
 // kind 6
+pub mod sticky_sampling;
+pub use sticky_sampling::StickySampling;
 
 // kind 7
+pub mod ams;
+pub use ams::Ams;
 
 // kind 8
+pub mod gk_quantiles;
+pub use gk_quantiles::GkQuantiles;
 
 // kind 9
+pub mod lsh;
+pub use lsh::Lsh;
 
 // kind 10
+pub mod window_sketch_quantiles;
+pub use window_sketch_quantiles::WindowSketchQuantiles;
 
 // kind 11
+pub mod kll;
+pub use kll::Kll;
 
 // kind 12
+pub mod cpc;
+pub use cpc::Cpc;
 
 // kind 13
+pub mod frequent_items;
+pub use frequent_items::FrequentItems;
 
 // end of kinds
 

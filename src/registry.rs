@@ -30,31 +30,33 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
     let _ = &p;
     match kind {
         // kind 1
-        Kind::CountMin => not_built(kind),
+        Kind::CountMin => Ok(Box::new(crate::count_min::CountMin::from_params(&p)?)),
         // kind 2
-        Kind::HyperLogLog => not_built(kind),
+        Kind::HyperLogLog => Ok(Box::new(crate::hyper_log_log::HyperLogLog::from_params(&p)?)),
         // kind 3
-        Kind::BloomFilter => not_built(kind),
+        Kind::BloomFilter => Ok(Box::new(crate::bloom_filter::BloomFilter::from_params(&p)?)),
         // kind 4
-        Kind::Dft => not_built(kind),
+        Kind::Dft => Ok(Box::new(crate::dft::Dft::from_params(&p)?)),
         // kind 5
-        Kind::LossyCounting => not_built(kind),
+        Kind::LossyCounting => Ok(Box::new(crate::lossy_counting::LossyCounting::from_params(&p)?)),
         // kind 6
-        Kind::StickySampling => not_built(kind),
+        Kind::StickySampling => Ok(Box::new(crate::sticky_sampling::StickySampling::from_params(&p)?)),
         // kind 7
-        Kind::Ams => not_built(kind),
+        Kind::Ams => Ok(Box::new(crate::ams::Ams::from_params(&p)?)),
         // kind 8
-        Kind::GkQuantiles => not_built(kind),
+        Kind::GkQuantiles => Ok(Box::new(crate::gk_quantiles::GkQuantiles::from_params(&p)?)),
         // kind 9
-        Kind::Lsh => not_built(kind),
+        Kind::Lsh => Ok(Box::new(crate::lsh::Lsh::from_params(&p)?)),
         // kind 10
-        Kind::WindowSketchQuantiles => not_built(kind),
+        Kind::WindowSketchQuantiles => {
+            Ok(Box::new(crate::window_sketch_quantiles::WindowSketchQuantiles::from_params(&p)?))
+        }
         // kind 11
-        Kind::Kll => not_built(kind),
+        Kind::Kll => Ok(Box::new(crate::kll::Kll::from_params(&p)?)),
         // kind 12
-        Kind::Cpc => not_built(kind),
+        Kind::Cpc => Ok(Box::new(crate::cpc::Cpc::from_params(&p)?)),
         // kind 13
-        Kind::FrequentItems => not_built(kind),
+        Kind::FrequentItems => Ok(Box::new(crate::frequent_items::FrequentItems::from_params(&p)?)),
         // end of kinds
     }
 }
@@ -69,35 +71,31 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
     let _ = payload;
     match header.kind {
         // kind 1
-        Kind::CountMin => not_built(header.kind),
+        Kind::CountMin => crate::count_min::codec::decode(&header, payload),
         // kind 2
-        Kind::HyperLogLog => not_built(header.kind),
+        Kind::HyperLogLog => crate::hyper_log_log::codec::decode(&header, payload),
         // kind 3
-        Kind::BloomFilter => not_built(header.kind),
+        Kind::BloomFilter => crate::bloom_filter::codec::decode(&header, payload),
         // kind 4
-        Kind::Dft => not_built(header.kind),
+        Kind::Dft => crate::dft::decode(&header, payload),
         // kind 5
-        Kind::LossyCounting => not_built(header.kind),
+        Kind::LossyCounting => crate::lossy_counting::codec::decode(&header, payload),
         // kind 6
-        Kind::StickySampling => not_built(header.kind),
+        Kind::StickySampling => crate::sticky_sampling::codec::decode(&header, payload),
         // kind 7
-        Kind::Ams => not_built(header.kind),
+        Kind::Ams => crate::ams::codec::decode(&header, payload),
         // kind 8
-        Kind::GkQuantiles => not_built(header.kind),
+        Kind::GkQuantiles => crate::gk_quantiles::codec::decode(&header, payload),
         // kind 9
-        Kind::Lsh => not_built(header.kind),
+        Kind::Lsh => crate::lsh::decode(&header, payload),
         // kind 10
-        Kind::WindowSketchQuantiles => not_built(header.kind),
+        Kind::WindowSketchQuantiles => crate::window_sketch_quantiles::codec::decode(&header, payload),
         // kind 11
-        Kind::Kll => not_built(header.kind),
+        Kind::Kll => crate::kll::decode(&header, payload),
         // kind 12
-        Kind::Cpc => not_built(header.kind),
+        Kind::Cpc => crate::cpc::decode(&header, payload),
         // kind 13
-        Kind::FrequentItems => not_built(header.kind),
+        Kind::FrequentItems => crate::frequent_items::decode(&header, payload),
         // end of kinds
     }
-}
-
-fn not_built(kind: Kind) -> Result<Box<dyn Synopsis>, SynopsisError> {
-    Err(SynopsisError::UnsupportedQuery { kind, query: "construct (kind not built yet)".into() })
 }

@@ -52,5 +52,8 @@ pub fn ais_mmsi() -> Vec<String> {
 
 /// AIS speeds over ground, with the "not available" sentinel 102.3 removed.
 pub fn ais_speed() -> Vec<f64> {
-    csv_numbers("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv", "SOG").into_iter().filter(|s| *s != 102.3).collect()
+    csv_numbers("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv", "SOG")
+        .into_iter()
+        .filter(|s| *s != 102.3)
+        .collect()
 }

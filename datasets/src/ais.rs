@@ -1,0 +1,124 @@
+//! AIS position reports from CSV: the NOAA MarineCadastre columns and the Piraeus-style columns,
+//! both found by header name.
+//!
+//! Stream id = the vessel (MMSI / shipid), value fields `lat`, `lon`, `speed`, `course`,
+//! `heading`, `shiptype` (and `destination` when present). AIS "not available" sentinels become
+//! missing fields, not numbers: speed ≥ 102.3 kn, course ≥ 360°, heading ≥ 360° (511), |lat| > 90
+//! (91), |lon| > 180 (181); empty cells are missing too.
+
+use saams::Value;
+use saams::api::Tuple;
+
+use crate::fields::{MAX_COLUMNS, opt_number, split_csv, timestamp_ms};
+
+/// Column positions of an AIS CSV, found in its header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AisColumns {
+    vessel: usize,
+    time: usize,
+    lat: usize,
+    lon: usize,
+    speed: Option<usize>,
+    course: Option<usize>,
+    heading: Option<usize>,
+    shiptype: Option<usize>,
+    destination: Option<usize>,
+}
+
+fn find(cols: &[String], names: &[&str]) -> Option<usize> {
+    cols.iter().position(|c| names.contains(&c.as_str())).filter(|&i| i < MAX_COLUMNS)
+}
+
+impl AisColumns {
+    /// The columns named in `header` (case-insensitive): vessel `MMSI`/`shipid`/`vessel_id`, time
+    /// `BaseDateTime`/`t`/`timestamp`, `LAT`/`lat`, `LON`/`lon`, and optionally `SOG`/`speed`,
+    /// `COG`/`course`, `Heading`, `VesselType`/`shiptype`, `destination`.
+    ///
+    /// ```
+    /// use saams_datasets::ais::AisColumns;
+    /// assert!(AisColumns::from_header("MMSI,BaseDateTime,LAT,LON,SOG,COG,Heading").is_ok());
+    /// assert!(AisColumns::from_header("t,shipid,lon,lat").is_ok());
+    /// assert!(AisColumns::from_header("MMSI,LAT,LON").unwrap_err().contains("time"));
+    /// ```
+    ///
+    /// # Errors
+    /// When the vessel, time, latitude or longitude column is missing.
+    pub fn from_header(header: &str) -> Result<AisColumns, String> {
+        let cols: Vec<String> = header.split(',').map(|c| c.trim().trim_matches('"').to_ascii_lowercase()).collect();
+        let need = |what: &str, names: &[&str]| {
+            find(&cols, names).ok_or_else(|| format!("AIS header has no {what} column (one of {names:?}): {header:?}"))
+        };
+        Ok(AisColumns {
+            vessel: need("vessel", &["mmsi", "shipid", "ship_id", "vessel_id", "vesselid"])?,
+            time: need("time", &["basedatetime", "t", "timestamp"])?,
+            lat: need("latitude", &["lat", "latitude"])?,
+            lon: need("longitude", &["lon", "lng", "longitude"])?,
+            speed: find(&cols, &["sog", "speed"]),
+            course: find(&cols, &["cog", "course"]),
+            heading: find(&cols, &["heading"]),
+            shiptype: find(&cols, &["vesseltype", "shiptype", "ship_type"]),
+            destination: find(&cols, &["destination"]),
+        })
+    }
+
+    /// Parse one data row into a tuple of dataset `dataset_key`.
+    ///
+    /// ```
+    /// use saams_datasets::ais::AisColumns;
+    /// let c = AisColumns::from_header("MMSI,BaseDateTime,LAT,LON,SOG,COG,Heading,VesselType").unwrap();
+    /// let t = c.parse("338148873,2022-01-03T00:00:00,33.60716,-117.91483,0.0,360.0,511,37", "US").unwrap();
+    /// assert_eq!(t.stream_id, "338148873");
+    /// assert_eq!(t.field("course"), None); // 360 = not available
+    /// assert_eq!(t.field("heading"), None); // 511 = not available
+    /// assert_eq!(t.field("shiptype"), Some(saams::Datum::Num(37.0)));
+    /// ```
+    ///
+    /// # Errors
+    /// A message naming the column: too few columns, an empty vessel id, a bad time, a non-number.
+    pub fn parse(&self, line: &str, dataset_key: &str) -> Result<Tuple, String> {
+        let mut cols = [""; MAX_COLUMNS];
+        let n = split_csv(line, &mut cols).ok_or("unterminated quote")?;
+        let get = |i: usize| if i < n { Ok(cols[i]) } else { Err(format!("expected more than {i} columns, got {n}")) };
+        let vessel = get(self.vessel)?.trim();
+        if vessel.is_empty() {
+            return Err("vessel id is empty".into());
+        }
+        let time_ms = parse_ais_time(get(self.time)?)?;
+        let mut fields = Vec::with_capacity(7);
+        let mut push = |name: &str, v: Option<f64>, valid: fn(f64) -> bool| {
+            if let Some(x) = v.filter(|x| valid(*x)) {
+                fields.push((name.to_string(), Value::Num(x)));
+            }
+        };
+        push("lat", opt_number(get(self.lat)?, "lat")?, |x| x.abs() <= 90.0);
+        push("lon", opt_number(get(self.lon)?, "lon")?, |x| x.abs() <= 180.0);
+        let optional = |i: Option<usize>, name: &str| match i {
+            Some(i) if i < n => opt_number(cols[i], name),
+            _ => Ok(None),
+        };
+        push("speed", optional(self.speed, "speed")?, |x| (0.0..102.25).contains(&x));
+        push("course", optional(self.course, "course")?, |x| (0.0..360.0).contains(&x));
+        push("heading", optional(self.heading, "heading")?, |x| (0.0..360.0).contains(&x));
+        push("shiptype", optional(self.shiptype, "shiptype")?, |x| x >= 0.0);
+        if let Some(d) = self.destination.filter(|&i| i < n).map(|i| cols[i].trim()).filter(|d| !d.is_empty()) {
+            fields.push(("destination".to_string(), Value::Str(d.replace("\"\"", "\""))));
+        }
+        Ok(Tuple {
+            stream_id: vessel.to_string(),
+            dataset_key: dataset_key.to_string(),
+            time_ms: Some(time_ms),
+            fields,
+        })
+    }
+}
+
+/// An AIS time: an ISO timestamp, or an integer since the epoch (≥ 10^11 → milliseconds, as
+/// Piraeus' `t`; smaller → seconds).
+fn parse_ais_time(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        let v: i64 = s.parse().map_err(|_| format!("time: out of range: {s:?}"))?;
+        return Ok(if v >= 100_000_000_000 { v } else { v * 1000 });
+    }
+    timestamp_ms(s).ok_or_else(|| format!("time: bad timestamp {s:?}"))
+}

@@ -1,0 +1,182 @@
+//! Allocation-free helpers shared by the line parsers: CSV field splitting, number and time
+//! parsing with fast paths for the layouts the datasets use.
+
+use saams::api::time::{days_from_civil, parse_date, parse_time_of_day, parse_timestamp};
+
+/// The most columns a row may have; extra columns are ignored.
+pub(crate) const MAX_COLUMNS: usize = 64;
+
+/// Split a CSV line into at most [`MAX_COLUMNS`] fields (RFC 4180 quoting: a quoted field may hold
+/// commas and doubled quotes; the returned slice is the text between the quotes, with `""` kept).
+/// Returns the number of fields, or `None` for an unterminated quote.
+pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> Option<usize> {
+    if !line.contains('"') {
+        let mut n = 0;
+        for f in line.split(',') {
+            if n == MAX_COLUMNS {
+                break;
+            }
+            out[n] = f;
+            n += 1;
+        }
+        return Some(n);
+    }
+    let bytes = line.as_bytes();
+    let (mut n, mut i) = (0, 0);
+    loop {
+        let (field, next) = if bytes.get(i) == Some(&b'"') {
+            let start = i + 1;
+            let mut j = start;
+            loop {
+                match bytes.get(j) {
+                    None => return None,
+                    Some(b'"') if bytes.get(j + 1) == Some(&b'"') => j += 2,
+                    Some(b'"') => break,
+                    Some(_) => j += 1,
+                }
+            }
+            // After the closing quote: a comma or the end of the line.
+            match bytes.get(j + 1) {
+                None => (&line[start..j], None),
+                Some(b',') => (&line[start..j], Some(j + 2)),
+                Some(_) => return None,
+            }
+        } else {
+            match line[i..].find(',') {
+                Some(k) => (&line[i..i + k], Some(i + k + 1)),
+                None => (&line[i..], None),
+            }
+        };
+        if n < MAX_COLUMNS {
+            out[n] = field;
+            n += 1;
+        }
+        match next {
+            Some(k) => i = k,
+            None => return Some(n),
+        }
+    }
+}
+
+/// A finite number, or a message naming the column.
+#[inline]
+pub(crate) fn number(s: &str, column: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(format!("{column}: not a number: {s:?}")),
+    }
+}
+
+/// An optional number: empty → `None`.
+#[inline]
+pub(crate) fn opt_number(s: &str, column: &str) -> Result<Option<f64>, String> {
+    if s.trim().is_empty() { Ok(None) } else { number(s, column).map(Some) }
+}
+
+#[inline]
+fn digits(b: &[u8]) -> Option<u32> {
+    let mut v = 0u32;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u32::from(c - b'0');
+    }
+    Some(v)
+}
+
+fn valid_ymd(y: u32, m: u32, d: u32) -> bool {
+    let leap = (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
+    let dim = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    d >= 1 && d <= dim
+}
+
+/// Days since the epoch of `yyyy-MM-dd` or `MM/dd/yyyy` (fast path for the fixed-width forms,
+/// general parser otherwise).
+#[inline]
+pub(crate) fn date_days(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let ymd = if b.len() == 10 && b[4] == b'-' && b[7] == b'-' {
+        Some((digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?))
+    } else if b.len() == 10 && b[2] == b'/' && b[5] == b'/' {
+        Some((digits(&b[6..10])?, digits(&b[0..2])?, digits(&b[3..5])?))
+    } else {
+        None
+    };
+    match ymd {
+        Some((y, m, d)) if valid_ymd(y, m, d) => Some(days_from_civil(i64::from(y), m, d)),
+        Some(_) => None,
+        None => parse_date(s),
+    }
+}
+
+/// Milliseconds since midnight of `HH:mm:ss[.fff]` (fast path for the fixed-width forms).
+#[inline]
+pub(crate) fn time_of_day_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() >= 8 && b[2] == b':' && b[5] == b':' {
+        let (h, m, sec) = (digits(&b[0..2])?, digits(&b[3..5])?, digits(&b[6..8])?);
+        let ms = match b.len() {
+            8 => 0,
+            12 if b[8] == b'.' => digits(&b[9..12])?,
+            _ => return parse_time_of_day(s),
+        };
+        if h >= 24 || m >= 60 || sec >= 61 {
+            return None;
+        }
+        return Some(((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(sec)) * 1000 + i64::from(ms));
+    }
+    parse_time_of_day(s)
+}
+
+/// Milliseconds since the epoch of an ISO timestamp (`2022-01-03T00:00:05`, fast path without a
+/// zone; `Z`, offsets and fractions through the general parser).
+#[inline]
+pub(crate) fn timestamp_ms(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if s.len() >= 19
+        && matches!(s.as_bytes()[10], b'T' | b' ')
+        && let (Some(d), Some(t)) = (date_days(&s[..10]), time_of_day_ms(&s[11..]))
+    {
+        return Some(d * 86_400_000 + t);
+    }
+    parse_timestamp(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_quoted_fields() {
+        let mut out = [""; MAX_COLUMNS];
+        let n = split_csv(r#"1,"RAY ""CHIEF"" TONEY",,"a,b""#, &mut out).unwrap();
+        assert_eq!(&out[..n], &["1", r#"RAY ""CHIEF"" TONEY"#, "", "a,b"]);
+        assert_eq!(split_csv(r#"1,"open"#, &mut out), None);
+        assert_eq!(split_csv(r#""x"y,1"#, &mut out), None);
+        assert_eq!(split_csv("a,,b,", &mut out), Some(4));
+    }
+
+    #[test]
+    fn fast_time_paths_agree_with_the_general_parsers() {
+        for d in ["2019-01-02", "01/02/2019", "2020-02-29"] {
+            assert_eq!(date_days(d), parse_date(d), "{d}");
+        }
+        assert_eq!(date_days("2019-02-29"), None);
+        assert_eq!(date_days("13/02/2019"), None);
+        for t in ["00:00:01", "23:59:59.999", "09:30:00.25", "9:30"] {
+            assert_eq!(time_of_day_ms(t), parse_time_of_day(t), "{t}");
+        }
+        assert_eq!(time_of_day_ms("24:00:00"), None);
+        for ts in ["2022-01-03T00:00:05", "2022-01-03 23:59:59", "2022-01-03T00:00:05Z", "2022-01-03T00:00:05.5+01:00"]
+        {
+            assert_eq!(timestamp_ms(ts), parse_timestamp(ts), "{ts}");
+        }
+    }
+}

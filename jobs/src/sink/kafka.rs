@@ -1,0 +1,435 @@
+//! Kafka sinks: estimations (keyed by `streamID,dataSetKey` so a compacted topic keeps the latest
+//! answer per stream), dead letters (the raw bytes plus the reason), and the dataset replay path.
+//!
+//! Producers are rdkafka [`ThreadedProducer`]s: `send` only enqueues (safe inside a timely step), a
+//! background thread serves delivery reports, and a delivery callback counts every success and
+//! failure. [`KafkaEstimationSink::flush`] (on window close and at exit) waits for the queue to drain
+//! and returns an error when any record failed, so delivery errors are reported, never ignored.
+//!
+//! ## Dead-letter record format
+//! - value: the offending input, byte for byte (it may not even be UTF-8);
+//! - key: the input record's key, if any;
+//! - header [`REASON_HEADER`] (`saams.reason`): why it was rejected, UTF-8 text;
+//! - header [`ORIGIN_HEADER`] (`saams.origin`): `topic/partition/offset` of the input record, when
+//!   it came from Kafka.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
+use rdkafka::message::{DeliveryResult, Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::types::RDKafkaErrorCode;
+use serde::Deserialize;
+
+use crate::source::kafka::{AdapterError, KafkaOptions, kafka_err, topic_partitions};
+
+/// Header naming why a dead letter was rejected.
+pub const REASON_HEADER: &str = "saams.reason";
+/// Header with `topic/partition/offset` of the rejected input record.
+pub const ORIGIN_HEADER: &str = "saams.origin";
+
+/// How long a send keeps retrying while librdkafka's local queue is full before giving up.
+const QUEUE_FULL_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The record key of an estimation: `streamID,dataSetKey`. Commas and backslashes inside either part
+/// are escaped with a backslash, so distinct (stream, dataset) pairs never share a key (and never
+/// overwrite each other in a compacted topic); ordinary ids come out unchanged.
+///
+/// ```
+/// use saams_jobs::sink::kafka::estimation_key;
+/// assert_eq!(estimation_key("EURTRY", "Forex"), "EURTRY,Forex");
+/// assert_ne!(estimation_key("a,b", "c"), estimation_key("a", "b,c"));
+/// assert_eq!(estimation_key("", "Forex"), ",Forex");
+/// ```
+pub fn estimation_key(stream_id: &str, dataset_key: &str) -> String {
+    let mut key = String::with_capacity(stream_id.len() + dataset_key.len() + 1);
+    push_escaped(&mut key, stream_id);
+    key.push(',');
+    push_escaped(&mut key, dataset_key);
+    key
+}
+
+fn push_escaped(out: &mut String, s: &str) {
+    for c in s.chars() {
+        if c == ',' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// The ids an estimation or a tuple line is keyed by.
+#[derive(Deserialize)]
+struct Ids<'a> {
+    #[serde(rename = "streamID", borrow, default)]
+    stream_id: Option<Cow<'a, str>>,
+    #[serde(rename = "dataSetKey", borrow, default)]
+    dataset_key: Option<Cow<'a, str>>,
+}
+
+/// Counters filled by the producer's delivery callback (on librdkafka's polling thread).
+#[derive(Default)]
+struct DeliveryCounters {
+    delivered: AtomicU64,
+    failed: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+#[derive(Clone, Default)]
+struct CountingContext {
+    counters: Arc<DeliveryCounters>,
+}
+
+impl ClientContext for CountingContext {}
+
+impl ProducerContext for CountingContext {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
+        match result {
+            Ok(_) => {
+                self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((e, _)) => {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut first) = self.counters.first_error.lock()
+                    && first.is_none()
+                {
+                    *first = Some(e.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// What a producer did so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeliveryReport {
+    /// Records handed to librdkafka.
+    pub sent: u64,
+    /// Records the brokers acknowledged.
+    pub delivered: u64,
+    /// Records that could not be delivered.
+    pub failed: u64,
+    /// The first failure's reason.
+    pub first_error: Option<String>,
+}
+
+impl DeliveryReport {
+    /// Records neither acknowledged nor failed yet.
+    ///
+    /// ```
+    /// use saams_jobs::sink::kafka::DeliveryReport;
+    /// let r = DeliveryReport { sent: 10, delivered: 7, failed: 1, first_error: Some("timed out".into()) };
+    /// assert_eq!(r.in_flight(), 2);
+    /// ```
+    pub fn in_flight(&self) -> u64 {
+        self.sent.saturating_sub(self.delivered + self.failed)
+    }
+}
+
+/// A producer for one topic with delivery counting.
+struct CountingProducer {
+    producer: ThreadedProducer<CountingContext>,
+    counters: Arc<DeliveryCounters>,
+    topic: String,
+    sent: u64,
+    failures_reported: u64,
+}
+
+impl CountingProducer {
+    fn open(opts: &KafkaOptions, topic: &str, defaults: &[(&str, &str)]) -> Result<Self, AdapterError> {
+        opts.validate()?;
+        let mut config = ClientConfig::new();
+        // topics are created explicitly (`ensure_topics`), never as a side effect of a metadata fetch
+        config.set("bootstrap.servers", &opts.brokers).set("allow.auto.create.topics", "false");
+        for (k, v) in defaults {
+            config.set(*k, *v);
+        }
+        for (k, v) in &opts.extra {
+            config.set(k, v);
+        }
+        let context = CountingContext::default();
+        let counters = Arc::clone(&context.counters);
+        let producer: ThreadedProducer<CountingContext> =
+            config.create_with_context(context).map_err(kafka_err("creating a producer"))?;
+        // The topic must exist: a metadata fetch fails fast (and clearly) on a wrong broker list or
+        // a missing topic, instead of timing out every record later.
+        topic_partitions(producer.client(), &opts.brokers, topic)?;
+        Ok(CountingProducer { producer, counters, topic: topic.to_string(), sent: 0, failures_reported: 0 })
+    }
+
+    fn send(&mut self, key: Option<&[u8]>, payload: &[u8], headers: Option<OwnedHeaders>) -> Result<(), AdapterError> {
+        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&self.topic).payload(payload);
+        if let Some(key) = key {
+            record = record.key(key);
+        }
+        if let Some(headers) = headers {
+            record = record.headers(headers);
+        }
+        let mut waited_since: Option<Instant> = None;
+        loop {
+            match self.producer.send(record) {
+                Ok(()) => {
+                    self.sent += 1;
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    // Back-pressure: the background thread drains the queue; wait a little.
+                    let since = *waited_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > QUEUE_FULL_PATIENCE {
+                        return Err(AdapterError::Kafka {
+                            context: format!(
+                                "producing to {:?}: local queue full for {} s (brokers not accepting?)",
+                                self.topic,
+                                QUEUE_FULL_PATIENCE.as_secs()
+                            ),
+                            source: KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                        });
+                    }
+                    record = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err((e, _)) => return Err(kafka_err(format!("producing to {:?}", self.topic))(e)),
+            }
+        }
+    }
+
+    fn report(&self) -> DeliveryReport {
+        DeliveryReport {
+            sent: self.sent,
+            delivered: self.counters.delivered.load(Ordering::Relaxed),
+            failed: self.counters.failed.load(Ordering::Relaxed),
+            first_error: self.counters.first_error.lock().ok().and_then(|g| g.clone()),
+        }
+    }
+
+    fn flush(&mut self, timeout: Duration) -> Result<DeliveryReport, AdapterError> {
+        if let Err(e) = self.producer.flush(timeout) {
+            let context = format!(
+                "flushing {:?} ({} record(s) still in flight after {:?})",
+                self.topic,
+                self.producer.in_flight_count(),
+                timeout
+            );
+            return Err(kafka_err(context)(e));
+        }
+        let report = self.report();
+        if report.failed > self.failures_reported {
+            let failed = report.failed - self.failures_reported;
+            self.failures_reported = report.failed;
+            return Err(AdapterError::Delivery {
+                topic: self.topic.clone(),
+                failed,
+                first_error: report.first_error.unwrap_or_default(),
+            });
+        }
+        Ok(report)
+    }
+}
+
+/// Writes estimations (JSON objects) to a topic, keyed by [`estimation_key`].
+///
+/// Call [`flush`](Self::flush) before dropping it: librdkafka purges records still queued when the
+/// producer is dropped (they would then count as failed, unseen).
+pub struct KafkaEstimationSink {
+    inner: CountingProducer,
+}
+
+impl KafkaEstimationSink {
+    /// Connects (failing within seconds when no broker answers) and checks the topic exists.
+    ///
+    /// # Errors
+    /// [`AdapterError::Setting`], [`AdapterError::Unreachable`], [`AdapterError::MissingTopic`],
+    /// [`AdapterError::Kafka`].
+    pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
+        let inner = CountingProducer::open(opts, topic, &[("linger.ms", "5")])?;
+        Ok(KafkaEstimationSink { inner })
+    }
+
+    /// Enqueues one estimation (`json`, one object) keyed by `streamID,dataSetKey`.
+    ///
+    /// # Errors
+    /// [`AdapterError::Kafka`] when librdkafka refuses the record (too large, queue full for long).
+    pub fn send_estimation(&mut self, stream_id: &str, dataset_key: &str, json: &str) -> Result<(), AdapterError> {
+        let key = estimation_key(stream_id, dataset_key);
+        self.inner.send(Some(key.as_bytes()), json.as_bytes(), None)
+    }
+
+    /// Enqueues one estimation given as a JSON line, taking the key from its `streamID` and
+    /// `dataSetKey` (missing ones count as empty, e.g. for error answers).
+    ///
+    /// # Errors
+    /// [`AdapterError::Setting`] when `json` is not a JSON object, else as
+    /// [`send_estimation`](Self::send_estimation).
+    pub fn send_estimation_line(&mut self, json: &str) -> Result<(), AdapterError> {
+        let ids: Ids<'_> = serde_json::from_str(json)
+            .map_err(|e| AdapterError::Setting(format!("estimation is not a JSON object with string ids: {e}")))?;
+        let stream = ids.stream_id.unwrap_or_default();
+        let dataset = ids.dataset_key.unwrap_or_default();
+        self.send_estimation(&stream, &dataset, json)
+    }
+
+    /// Waits until every enqueued estimation is acknowledged or failed (call on window close and at
+    /// exit), then reports.
+    ///
+    /// # Errors
+    /// [`AdapterError::Delivery`] when records failed since the previous flush,
+    /// [`AdapterError::Kafka`] when the queue did not drain within `timeout`.
+    pub fn flush(&mut self, timeout: Duration) -> Result<DeliveryReport, AdapterError> {
+        self.inner.flush(timeout)
+    }
+
+    /// The counters so far, without waiting.
+    pub fn report(&self) -> DeliveryReport {
+        self.inner.report()
+    }
+}
+
+/// Where a dead letter came from, when it was read from Kafka.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordOrigin<'a> {
+    /// Input topic.
+    pub topic: &'a str,
+    /// Input partition.
+    pub partition: i32,
+    /// Input offset.
+    pub offset: i64,
+}
+
+/// Writes rejected input (malformed or late tuples, bad requests) with the reason; see the module
+/// documentation for the record format. Flush before dropping, as for [`KafkaEstimationSink`].
+pub struct KafkaDeadLetterSink {
+    inner: CountingProducer,
+}
+
+impl KafkaDeadLetterSink {
+    /// Connects (failing within seconds when no broker answers) and checks the topic exists.
+    ///
+    /// # Errors
+    /// As [`KafkaEstimationSink::new`].
+    pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
+        let inner = CountingProducer::open(opts, topic, &[("linger.ms", "20")])?;
+        Ok(KafkaDeadLetterSink { inner })
+    }
+
+    /// Enqueues `raw` (byte for byte) with `reason` in the [`REASON_HEADER`] header, `key` as the
+    /// record key and `origin` in the [`ORIGIN_HEADER`] header.
+    ///
+    /// # Errors
+    /// [`AdapterError::Kafka`] when librdkafka refuses the record.
+    pub fn send(
+        &mut self,
+        raw: &[u8],
+        key: Option<&[u8]>,
+        reason: &str,
+        origin: Option<RecordOrigin<'_>>,
+    ) -> Result<(), AdapterError> {
+        let mut headers = OwnedHeaders::new_with_capacity(2).insert(Header { key: REASON_HEADER, value: Some(reason) });
+        if let Some(o) = origin {
+            let origin = format!("{}/{}/{}", o.topic, o.partition, o.offset);
+            headers = headers.insert(Header { key: ORIGIN_HEADER, value: Some(&origin) });
+        }
+        self.inner.send(key, raw, Some(headers))
+    }
+
+    /// As [`KafkaEstimationSink::flush`].
+    ///
+    /// # Errors
+    /// As [`KafkaEstimationSink::flush`].
+    pub fn flush(&mut self, timeout: Duration) -> Result<DeliveryReport, AdapterError> {
+        self.inner.flush(timeout)
+    }
+
+    /// The counters so far, without waiting.
+    pub fn report(&self) -> DeliveryReport {
+        self.inner.report()
+    }
+}
+
+/// What [`replay_lines`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayReport {
+    /// Lines produced.
+    pub sent: u64,
+    /// Lines the brokers acknowledged.
+    pub delivered: u64,
+    /// Lines that could not be delivered (then `replay_lines` returned an error instead).
+    pub failed: u64,
+    /// Wall time from the first send to the last acknowledgement.
+    pub elapsed: Duration,
+}
+
+impl ReplayReport {
+    /// Achieved rate in acknowledged lines per second.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use saams_jobs::sink::kafka::ReplayReport;
+    /// let r = ReplayReport { sent: 10, delivered: 10, failed: 0, elapsed: Duration::from_secs(2) };
+    /// assert_eq!(r.rate(), 5.0);
+    /// ```
+    pub fn rate(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 { self.delivered as f64 / secs } else { 0.0 }
+    }
+}
+
+/// Produces JSON lines into `topic` at `rate` lines per second (`None`: as fast as the brokers take
+/// them), each keyed by its `streamID` (lines without one, or not JSON, go unkeyed: the job that
+/// reads them decides what is malformed). Waits for every acknowledgement before returning.
+/// Blank lines are skipped.
+///
+/// # Errors
+/// [`AdapterError::Setting`] for a rate that is not a positive finite number, the producer's start
+/// errors (unreachable broker, missing topic), and [`AdapterError::Delivery`] when any line failed.
+pub fn replay_lines<I, S>(
+    opts: &KafkaOptions,
+    topic: &str,
+    lines: I,
+    rate: Option<f64>,
+) -> Result<ReplayReport, AdapterError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    if let Some(r) = rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(AdapterError::Setting(format!("replay rate must be a positive number of tuples/s, got {r}")));
+    }
+    let mut producer = CountingProducer::open(
+        opts,
+        topic,
+        &[("linger.ms", "20"), ("batch.num.messages", "10000"), ("queue.buffering.max.messages", "500000")],
+    )?;
+    let start = Instant::now();
+    for line in lines {
+        let line = line.as_ref().trim_end_matches(['\r', '\n']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(r) = rate {
+            let due = start + Duration::from_secs_f64(producer.sent as f64 / r);
+            let now = Instant::now();
+            if due > now + Duration::from_millis(1) {
+                std::thread::sleep(due - now);
+            }
+        }
+        let ids: Option<Ids<'_>> = serde_json::from_str(line).ok();
+        let key = ids.and_then(|i| i.stream_id);
+        producer.send(key.as_deref().map(str::as_bytes), line.as_bytes(), None)?;
+    }
+    let flushed = producer.flush(Duration::from_secs(120))?;
+    Ok(ReplayReport {
+        sent: flushed.sent,
+        delivered: flushed.delivered,
+        failed: flushed.failed,
+        elapsed: start.elapsed(),
+    })
+}

@@ -1,0 +1,103 @@
+//! DFT byte layout. Envelope parameters: `[interval s, basic window, sliding window,
+//! #coefficients]`, seed 0. Only the raw state is stored; the coefficients are recomputed
+//! exactly on decode (so the bytes do not depend on floating drift of the incremental update).
+//!
+//! | field | encoding |
+//! |---|---|
+//! | points added `n` | u64 LE |
+//! | kept points `k` (= min(n, window + basic)) | varint, then k × f64 LE, oldest first |
+//! | open interval flag | u8 (0 / 1); if 1: interval index i64 LE, last value f64 LE |
+//! | first interval flag | u8 (0 / 1); if 1: interval index i64 LE |
+
+use std::collections::VecDeque;
+
+use super::Dft;
+use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::{Kind, Synopsis, SynopsisError};
+
+fn codec_err(reason: impl Into<String>) -> SynopsisError {
+    SynopsisError::Codec(reason.into())
+}
+
+/// The synopsis as envelope + raw-state payload.
+pub(crate) fn encode(s: &Dft) -> Vec<u8> {
+    let mut w = Writer::with_capacity(32 + 8 * s.buf.len());
+    w.u64(s.n);
+    w.varint(s.buf.len() as u64);
+    for x in &s.buf {
+        w.f64(*x);
+    }
+    match s.open {
+        Some((b, v)) => {
+            w.u8(1);
+            w.i64(b);
+            w.f64(v);
+        }
+        None => w.u8(0),
+    }
+    match s.first_bucket {
+        Some(b) => {
+            w.u8(1);
+            w.i64(b);
+        }
+        None => w.u8(0),
+    }
+    let params = [s.interval_s, s.basic as f64, s.window as f64, s.coeffs as f64];
+    encode_envelope(Kind::Dft, 0, &params, &w.into_inner())
+}
+
+fn whole(x: f64, what: &str) -> Result<usize, SynopsisError> {
+    if x.fract() == 0.0 && (1.0..=super::sketch::MAX_WINDOW as f64).contains(&x) {
+        Ok(x as usize)
+    } else {
+        Err(codec_err(format!("DFT {what} {x} out of range")))
+    }
+}
+
+/// Rebuild a [`Dft`] from a checked envelope; never panics.
+pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
+    let [interval, basic, window, coeffs] = header.params.as_slice() else {
+        return Err(codec_err("DFT expects 4 parameters"));
+    };
+    if header.seed != 0 {
+        return Err(codec_err("DFT has no seed: header seed must be 0"));
+    }
+    let s =
+        Dft::new(*interval, whole(*basic, "basic window")?, whole(*window, "window")?, whole(*coeffs, "coefficients")?)
+            .map_err(|e| codec_err(format!("DFT parameters: {e}")))?;
+    let mut r = Reader::new(payload);
+    let n = r.u64()?;
+    let k = r.count(8)?;
+    if k as u64 != n.min((s.window + s.basic) as u64) {
+        return Err(codec_err(format!("DFT keeps {k} points, expected min({n}, window + basic)")));
+    }
+    let mut buf = VecDeque::with_capacity(k);
+    for _ in 0..k {
+        let x = r.f64()?;
+        if !x.is_finite() {
+            return Err(codec_err("DFT point is not finite"));
+        }
+        buf.push_back(x);
+    }
+    let open = match r.u8()? {
+        0 => None,
+        1 => {
+            let (b, v) = (r.i64()?, r.f64()?);
+            if !v.is_finite() {
+                return Err(codec_err("DFT open value is not finite"));
+            }
+            Some((b, v))
+        }
+        t => return Err(codec_err(format!("DFT open-interval flag {t}"))),
+    };
+    let first = match r.u8()? {
+        0 => None,
+        1 => Some(r.i64()?),
+        t => return Err(codec_err(format!("DFT first-interval flag {t}"))),
+    };
+    if open.is_some() != first.is_some() {
+        return Err(codec_err("DFT interval state is inconsistent"));
+    }
+    r.finish()?;
+    Ok(Box::new(s.with_raw_state(n, buf, open, first)))
+}

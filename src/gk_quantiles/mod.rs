@@ -1,0 +1,24 @@
+//! GK quantiles (kind 8): the value at any rank of a numeric stream, and the rank of any value,
+//! within `εN` — deterministically, in a few kilobytes, and mergeable without losing ε. Use it
+//! for latency percentiles, price medians, or any order statistic whose error must be bounded
+//! whatever the data and however the stream was split across workers.
+//!
+//! ```
+//! use saams::gk_quantiles::GkQuantiles;
+//! use saams::{Datum, Query, Synopsis};
+//! let mut parts: Vec<GkQuantiles> = (0..4).map(|_| GkQuantiles::with_epsilon(0.01).unwrap()).collect();
+//! for i in 0..40_000u32 {
+//!     parts[(i % 4) as usize].update(Datum::Num(f64::from(i)));
+//! }
+//! let mut all = parts.pop().unwrap();
+//! for p in &parts {
+//!     all.merge(p).unwrap();
+//! }
+//! let p99 = all.estimate(&Query::Quantile(0.99)).unwrap().as_f64().unwrap();
+//! assert!((p99 - 39_600.0).abs() <= 400.0);
+//! ```
+
+pub(crate) mod codec;
+mod sketch;
+
+pub use sketch::{BUFFER, GkQuantiles};

@@ -1,0 +1,23 @@
+//! Lossy Counting (kind 5): frequencies of items and the frequent items of a stream, with a
+//! deterministic bound — every count is at most `εN` below the truth, and asking for the items
+//! above support `s` never misses one. Use it when the answer must not depend on luck; it merges
+//! without losing its bound, so per-worker partials combine exactly as well as one summary.
+//!
+//! ```
+//! use saams::lossy_counting::LossyCounting;
+//! use saams::{Datum, EstimateValue, Query, Synopsis, Value};
+//! let (mut a, mut b) = (LossyCounting::with_epsilon(0.001).unwrap(), LossyCounting::with_epsilon(0.001).unwrap());
+//! for i in 0..20_000u32 {
+//!     let x = if i % 10 == 0 { 1.0 } else { f64::from(i) + 0.5 };
+//!     if i < 10_000 { a.update(Datum::Num(x)) } else { b.update(Datum::Num(x)) }
+//! }
+//! a.merge(&b).unwrap();
+//! let e = a.estimate(&Query::FrequentItems { support: 0.05 }).unwrap();
+//! assert_eq!(e.value, EstimateValue::Items(vec![(Value::Num(1.0), 2000.0)]));
+//! ```
+
+pub(crate) mod codec;
+mod sketch;
+pub(crate) mod table;
+
+pub use sketch::LossyCounting;

@@ -1,0 +1,365 @@
+//! Sticky Sampling: construction, update, merge, estimates with probabilistic bounds.
+
+use std::any::Any;
+
+use crate::hash::SplitMix64;
+use crate::lossy_counting::table::{Slot, Table, identity, value_identity};
+use crate::params::Params;
+use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
+
+/// The seed used when the reference parameters give none.
+pub const DEFAULT_SEED: u64 = 0x5EED_57C1_C4E5_A3D1;
+
+/// Sticky Sampling (Manku–Motwani 2002): the frequent items of a stream, and their counts, from
+/// a sample whose rate halves as the stream grows, with a probabilistic bound.
+///
+/// With `t = ⌈(1/ε)·ln(1/(s·δ))⌉`, the first `2t` items are sampled at rate 1, the next `2t` at
+/// rate ½, the next `4t` at rate ¼, and so on; an item already tracked is always counted. At each
+/// rate change every count is diminished by a run of fair coin tosses (as if sampled at the new
+/// rate from the start). Randomness comes from [`SplitMix64`] seeded with `seed`, so runs are
+/// reproducible.
+///
+/// **Guarantee** (single stream of `N` items): counts never exceed the truth, and an item's
+/// count is more than `εN` below it with probability at most `s·δ`; hence with probability
+/// ≥ `1 − δ`, [`Query::FrequentItems`] at the synopsis' support `s` returns every item with
+/// count ≥ `sN` (no false negatives), and only items with count ≥ `(s − ε)N` are returned
+/// (always: counts are never overestimated).
+///
+/// **Merge**: the side sampled at the higher rate is brought to the other's lower rate `R`
+/// (its counts diminished by coin tosses, once per halving, as at a rate change), then counts
+/// are summed. The merged summary keeps sampling at `R` — never sparser than a single stream
+/// of the same length would, which is what keeps the bound — and halves again at the next
+/// boundary `2t·2ʲ` of the schedule. After `k` partials are merged, an item's undercount is a
+/// sum of at most `k` independent terms, each at most geometric with parameter `1/R`, so it
+/// exceeds `εN` with probability at most `P = P[Binomial(⌊εN⌋ + 1, 1/R) < k]` — `≤ s·δ` for
+/// `k = 1`; for `k` equal partials (`R ≈ N/(kt)`) it is far smaller still, and in any case at most
+/// `k·s·δ` (a union bound over the parts). Every estimate reports the confidence `P` gives
+/// (`1 − P` for a count, `1 − P/s'` for frequent items at support `s'`).
+///
+/// ```
+/// use saams::sticky_sampling::StickySampling;
+/// use saams::{Datum, Query, Synopsis, Value};
+/// let mut ss = StickySampling::with_accuracy(0.05, 0.005, 0.01, 7).unwrap();
+/// for i in 0..100_000u32 {
+///     ss.update(Datum::Num(if i % 5 == 0 { 1.0 } else { f64::from(i) + 0.5 }));
+/// }
+/// let e = ss.estimate(&Query::IsFrequent(Value::Num(1.0))).unwrap();
+/// assert_eq!(e.value, saams::EstimateValue::Bool(true));
+/// assert!(e.confidence >= 0.99);
+/// ```
+#[derive(Clone, Debug)]
+pub struct StickySampling {
+    pub(crate) support: f64,
+    pub(crate) epsilon: f64,
+    pub(crate) delta: f64,
+    pub(crate) seed: u64,
+    t: u64,
+    pub(crate) n: u64,
+    pub(crate) rate: u64,
+    next_change: u64,
+    /// Number of non-empty partials merged into this summary (1 for a single stream).
+    pub(crate) parts: u64,
+    pub(crate) rng: SplitMix64,
+    pub(crate) table: Table,
+}
+
+fn bad(reason: String) -> SynopsisError {
+    SynopsisError::BadParameter { kind: Kind::StickySampling, reason }
+}
+
+impl StickySampling {
+    /// A summary finding the items above support `support`, with counts at most `εN` low, each
+    /// guarantee holding with probability `1 − delta`; sampling seeded by `seed`.
+    ///
+    /// # Errors
+    /// [`SynopsisError::BadParameter`] unless `0 < epsilon < support < 1` and `0 < delta < 1`.
+    pub fn with_accuracy(support: f64, epsilon: f64, delta: f64, seed: u64) -> Result<Self, SynopsisError> {
+        for (name, x) in [("support", support), ("epsilon", epsilon), ("delta", delta)] {
+            if !(x > 0.0 && x < 1.0) {
+                return Err(bad(format!("{name} must be in (0, 1), got {x}")));
+            }
+        }
+        if epsilon >= support {
+            return Err(bad(format!("epsilon ({epsilon}) must be smaller than support ({support})")));
+        }
+        let t = ((1.0 / epsilon) * (1.0 / (support * delta)).ln()).ceil().max(1.0);
+        if t > 1e15 {
+            return Err(bad(format!("epsilon {epsilon} and delta {delta} need an unreasonably large sample")));
+        }
+        let t = t as u64;
+        Ok(StickySampling {
+            support,
+            epsilon,
+            delta,
+            seed,
+            t,
+            n: 0,
+            rate: 1,
+            next_change: 2 * t,
+            parts: 1,
+            rng: SplitMix64::new(seed),
+            table: Table::new(),
+        })
+    }
+
+    /// Build from the reference parameters `[support, epsilon, delta]` or
+    /// `[support, epsilon, delta, seed]` (default seed [`DEFAULT_SEED`]).
+    ///
+    /// ```
+    /// use saams::{params::Params, sticky_sampling::StickySampling, Kind};
+    /// let raw = serde_json::json!([0.001, 1e-4, 0.001]);
+    /// let ss = StickySampling::from_params(&Params::new(Kind::StickySampling, raw.as_array().unwrap())).unwrap();
+    /// assert_eq!(ss.sample_parameter(), 138_156);
+    /// ```
+    ///
+    /// # Errors
+    /// [`SynopsisError::BadParameter`] for a wrong number of parameters or values out of range.
+    pub fn from_params(p: &Params<'_>) -> Result<Self, SynopsisError> {
+        p.arity(3, 4)?;
+        let seed = if p.has(3) { p.u64(3, "seed")? } else { DEFAULT_SEED };
+        Self::with_accuracy(p.fraction(0, "support")?, p.fraction(1, "epsilon")?, p.fraction(2, "delta")?, seed)
+    }
+
+    /// `t = ⌈(1/ε)·ln(1/(s·δ))⌉`: the sampling rate halves after `2t`, `4t`, `8t`, … items.
+    pub fn sample_parameter(&self) -> u64 {
+        self.t
+    }
+
+    /// Number of items summarized.
+    pub fn total(&self) -> u64 {
+        self.n
+    }
+
+    /// Number of items currently tracked.
+    pub fn tracked(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The current sampling rate is `1 / sampling_divisor()`.
+    pub fn sampling_divisor(&self) -> u64 {
+        self.rate
+    }
+
+    /// `(rate divisor, next change)` of the schedule for a stream of `n` items: the divisor `r`
+    /// is the power of two with `n < 2tr` (or 1), and the rate halves again after item `2tr`.
+    fn schedule(t: u64, n: u64) -> (u64, u64) {
+        let mut r = 1u64;
+        while n >= 2 * t * r && r < 1 << 62 {
+            r *= 2;
+        }
+        (r, 2 * t * r)
+    }
+
+    /// Rebuild from decoded parts, checking what the guarantee rests on.
+    pub(crate) fn from_parts(
+        params: (f64, f64, f64),
+        seed: u64,
+        (n, rate_log2, parts, rng): (u64, u8, u64, u64),
+        table: Table,
+    ) -> Result<Self, SynopsisError> {
+        let mut ss =
+            Self::with_accuracy(params.0, params.1, params.2, seed).map_err(|e| SynopsisError::Codec(e.to_string()))?;
+        if parts == 0 {
+            return Err(SynopsisError::Codec("the number of merged parts must be at least 1".into()));
+        }
+        let sum = table.sorted().iter().fold(0u64, |a, s| a.saturating_add(s.count));
+        if sum > n {
+            return Err(SynopsisError::Codec("item counts exceed the stream length".into()));
+        }
+        let (max_rate, next_change) = Self::schedule(ss.t, n);
+        if rate_log2 > 62 || 1u64 << rate_log2 > max_rate {
+            return Err(SynopsisError::Codec("sampling rate sparser than the schedule allows".into()));
+        }
+        ss.rate = 1 << rate_log2;
+        ss.next_change = next_change;
+        ss.n = n;
+        ss.parts = parts;
+        ss.rng = SplitMix64::new(rng);
+        ss.table = table;
+        Ok(ss)
+    }
+
+    /// Diminish every count by a run of fair coin tosses (one rate halving), visiting items in
+    /// id order so the outcome depends only on the state, not on the table's layout.
+    fn halve(table: &Table, rng: &mut SplitMix64) -> Table {
+        let mut out = Table::new();
+        for s in table.sorted() {
+            let tails = u64::from(rng.next_u64().trailing_zeros());
+            if s.count > tails {
+                out.insert_new(Slot { id: s.id, count: s.count - tails, delta: 0 }, table.text(s.id));
+            }
+        }
+        out
+    }
+
+    /// Probability that one item's count is more than `εN` below its true count.
+    pub fn item_failure_probability(&self) -> f64 {
+        if self.rate == 1 {
+            return 0.0;
+        }
+        let m = (self.epsilon * self.n as f64).floor() + 1.0;
+        let p = 1.0 / self.rate as f64;
+        let k = self.parts as f64;
+        if m < k {
+            return 1.0;
+        }
+        // P[Bin(m, p) < k] = Σ_{j<k} C(m, j) p^j (1−p)^(m−j), summed in log space.
+        let (lp, lq) = (p.ln(), (-p).ln_1p());
+        let mut log_c = 0.0;
+        let mut total = 0.0;
+        let mut j = 0.0;
+        while j < k {
+            total += (log_c + j * lp + (m - j) * lq).exp();
+            log_c += (m - j).ln() - (j + 1.0).ln();
+            j += 1.0;
+        }
+        total.min(1.0)
+    }
+
+    fn frequent_confidence(&self, support: f64) -> f64 {
+        (1.0 - self.item_failure_probability() / support).max(0.0)
+    }
+
+    fn bound(&self) -> f64 {
+        (self.epsilon * self.n as f64).floor()
+    }
+
+    fn same_params(&self, o: &StickySampling) -> bool {
+        self.support.to_bits() == o.support.to_bits()
+            && self.epsilon.to_bits() == o.epsilon.to_bits()
+            && self.delta.to_bits() == o.delta.to_bits()
+            && self.seed == o.seed
+    }
+}
+
+impl Synopsis for StickySampling {
+    fn kind(&self) -> Kind {
+        Kind::StickySampling
+    }
+
+    #[inline]
+    fn update(&mut self, item: Datum<'_>) {
+        let (id, text) = identity(item);
+        self.n += 1;
+        if !self.table.bump(id, 1) && (self.rate == 1 || self.rng.next_u64() & (self.rate - 1) == 0) {
+            self.table.insert_new(Slot { id, count: 1, delta: 0 }, text);
+        }
+        if self.n == self.next_change {
+            if self.rate < 1 << 62 {
+                self.rate *= 2;
+            }
+            self.next_change = self.next_change.saturating_mul(2);
+            self.table = Self::halve(&self.table, &mut self.rng);
+        }
+    }
+
+    fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
+        let other = downcast::<StickySampling>(self.kind(), other)?;
+        if !self.same_params(other) {
+            return Err(SynopsisError::Incompatible {
+                kind: self.kind(),
+                reason: format!(
+                    "parameters (support {}, epsilon {}, delta {}, seed {}) differ from ({}, {}, {}, {})",
+                    self.support,
+                    self.epsilon,
+                    self.delta,
+                    self.seed,
+                    other.support,
+                    other.epsilon,
+                    other.delta,
+                    other.seed
+                ),
+            });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return Ok(());
+        }
+        let n = self.n + other.n;
+        let rate = self.rate.max(other.rate);
+        let mut mine = std::mem::take(&mut self.table);
+        let mut r = self.rate;
+        while r < rate {
+            mine = Self::halve(&mine, &mut self.rng);
+            r *= 2;
+        }
+        let mut theirs = other.table.clone();
+        let mut r = other.rate;
+        while r < rate {
+            theirs = Self::halve(&theirs, &mut self.rng);
+            r *= 2;
+        }
+        for s in theirs.sorted() {
+            if !mine.bump(s.id, s.count) {
+                mine.insert_new(s, theirs.text(s.id));
+            }
+        }
+        self.table = mine;
+        self.n = n;
+        self.rate = rate;
+        self.next_change = Self::schedule(self.t, n).1;
+        self.parts += other.parts;
+        Ok(())
+    }
+
+    fn estimate(&self, query: &Query) -> Result<Estimate, SynopsisError> {
+        let bound = self.bound();
+        match query {
+            Query::Count(v) => {
+                let c = self.table.get(value_identity(v)).map_or(0, |s| s.count) as f64;
+                Ok(Estimate::number(c, c, c + bound, 1.0 - self.item_failure_probability()))
+            }
+            Query::IsFrequent(v) => {
+                let c = self.table.get(value_identity(v)).map_or(0, |s| s.count) as f64;
+                let frequent = c >= (self.support - self.epsilon) * self.n as f64 && self.n > 0;
+                Ok(Estimate {
+                    value: EstimateValue::Bool(frequent),
+                    lower: c,
+                    upper: c + bound,
+                    confidence: self.frequent_confidence(self.support),
+                })
+            }
+            Query::FrequentItems { support } => {
+                let s = *support;
+                if !(s > self.epsilon && s <= 1.0) {
+                    return Err(SynopsisError::BadQuery {
+                        kind: self.kind(),
+                        reason: format!("support must be in (epsilon = {}, 1], got {s}", self.epsilon),
+                    });
+                }
+                let threshold = (s - self.epsilon) * self.n as f64;
+                let mut items: Vec<Slot> =
+                    self.table.sorted().into_iter().filter(|e| e.count as f64 >= threshold).collect();
+                items.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
+                let list = items.iter().map(|e| (self.table.value(e.id), e.count as f64)).collect();
+                Ok(Estimate {
+                    value: EstimateValue::Items(list),
+                    lower: 0.0,
+                    upper: bound,
+                    confidence: self.frequent_confidence(s),
+                })
+            }
+            Query::Total => Ok(Estimate::number(self.n as f64, self.n as f64, self.n as f64, 1.0)),
+            q => Err(SynopsisError::UnsupportedQuery { kind: self.kind(), query: format!("{q:?}") }),
+        }
+    }
+
+    fn size_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.table.heap_bytes()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        super::codec::encode(self)
+    }
+
+    fn clone_box(&self) -> Box<dyn Synopsis> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

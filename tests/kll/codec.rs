@@ -1,0 +1,84 @@
+use proptest::prelude::*;
+use saams::codec::{decode_envelope, encode_envelope};
+use saams::kll::Kll;
+use saams::{Datum, Query, Synopsis, registry};
+
+use crate::common;
+
+fn zipf_kll(n: usize, k: u64) -> Kll {
+    let mut s = Kll::new(k).unwrap();
+    for x in common::zipf_stream(n, 1_000_000, 1.1, 7) {
+        s.update(Datum::Num(x as f64));
+    }
+    s
+}
+
+#[test]
+fn round_trip_keeps_answers_and_bytes() {
+    for s in [Kll::new(200).unwrap(), zipf_kll(1, 200), zipf_kll(100_000, 200)] {
+        let bytes = s.encode();
+        let d = registry::decode(&bytes).unwrap();
+        assert_eq!(d.encode(), bytes);
+        for q in [Query::Total, Query::Quantile(0.5), Query::Rank(10.0)] {
+            assert_eq!(d.estimate(&q).ok(), s.estimate(&q).ok());
+        }
+    }
+}
+
+/// Every corruption of a small encoding is an error, never a panic: flipped envelope bytes
+/// (caught by the checksum) and flipped or truncated payload bytes re-wrapped with a valid
+/// checksum (so the library's own checks are exercised).
+#[test]
+fn corrupt_and_truncated_input_is_an_error() {
+    let s = zipf_kll(2_000, 8);
+    let bytes = s.encode();
+    for i in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 0x5a;
+        assert!(registry::decode(&b).is_err(), "flip at {i}");
+        assert!(registry::decode(&bytes[..i]).is_err(), "truncate at {i}");
+    }
+    let (h, payload) = decode_envelope(&bytes).unwrap();
+    let mut accepted = 0;
+    for i in 0..payload.len() {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut p = payload.to_vec();
+            p[i] ^= mask;
+            if registry::decode(&encode_envelope(h.kind, h.seed, &h.params, &p)).is_ok() {
+                accepted += 1; // a flipped item value is still a valid sketch
+            }
+        }
+        assert!(registry::decode(&encode_envelope(h.kind, h.seed, &h.params, &payload[..i])).is_err(), "truncate {i}");
+    }
+    assert!(accepted < 3 * payload.len());
+    assert!(registry::decode(&encode_envelope(h.kind, h.seed, &[100.0], payload)).is_err(), "k mismatch");
+    assert!(registry::decode(&encode_envelope(h.kind, 5, &h.params, payload)).is_err(), "seed");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn codec_round_trip(values in proptest::collection::vec(-1e9f64..1e9, 0..2000), k in 8u64..300) {
+        let mut s = Kll::new(k).unwrap();
+        for v in &values {
+            s.update(Datum::Num(*v));
+        }
+        let bytes = s.encode();
+        let d = registry::decode(&bytes).unwrap();
+        prop_assert_eq!(d.encode(), bytes);
+        prop_assert_eq!(d.estimate(&Query::Total).unwrap(), s.estimate(&Query::Total).unwrap());
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let _ = registry::decode(&encode_envelope(saams::Kind::Kll, 0, &[200.0], &bytes));
+    }
+}
+
+#[test]
+#[ignore]
+fn bless() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    std::fs::write(dir.join("kll_v1_empty.bin"), Kll::new(200).unwrap().encode()).unwrap();
+    std::fs::write(dir.join("kll_v1_zipf1000.bin"), zipf_kll(1000, 8).encode()).unwrap();
+}
