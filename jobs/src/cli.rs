@@ -54,8 +54,8 @@ pub struct Cli {
     #[arg(short = 'h', long = "hostfile")]
     pub hostfile: Option<PathBuf>,
     /// Request JSON file, or `-` for stdin (an array, one object per line, or one array per line).
-    #[arg(long)]
-    pub requests: String,
+    #[arg(long, required_unless_present = "request_topic")]
+    pub requests: Option<String>,
     /// Tuple input: files or directories, `-` for stdin (repeatable).
     #[arg(long)]
     pub data: Vec<String>,
@@ -88,6 +88,9 @@ pub struct Cli {
     /// Seconds between progress lines on stderr (0 = none).
     #[arg(long = "progress", default_value_t = 5)]
     pub progress: u64,
+    /// Kafka sources and sinks.
+    #[command(flatten)]
+    pub kafka: crate::source::kafka::KafkaArgs,
 }
 
 /// Parse a duration: a number with unit `ms`, `s`, `m`, `h` or `d` (no unit = seconds), in ms.

@@ -22,6 +22,7 @@ use crate::cli::{Cli, parse_duration_ms};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
 use crate::source::generated::Generated;
+use crate::source::kafka::{KafkaInput, KafkaJob};
 
 /// Counters of one process, shared by its workers and the progress thread.
 #[derive(Default)]
@@ -109,6 +110,8 @@ const DATASET_KEY_FIELD: usize = usize::MAX - 1;
 enum Source {
     Lines(UnitReader),
     Generated(Generated, Vec<(u32, usize)>),
+    /// Records of the data topic (read by [`KafkaInput`], never fetched through a `Reading`).
+    Kafka,
 }
 
 struct Reading {
@@ -147,6 +150,7 @@ impl Reading {
                     }
                     Some((line, bad)) => router.route(self, line, bad, input),
                 },
+                Source::Kafka => return false,
                 Source::Generated(g, _) => {
                     let mut values = [0.0; 6];
                     return match g.next_values(&mut values) {
@@ -165,6 +169,7 @@ impl Reading {
         match &self.source {
             Source::Lines(r) => r.name().to_string(),
             Source::Generated(g, _) => format!("generator:{}", g.stream_id),
+            Source::Kafka => "kafka".to_string(),
         }
     }
 }
@@ -180,39 +185,60 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     }
     let lateness_ms = parse_duration_ms(&cli.lateness)?;
     let config = timely_config(&cli)?;
-    if cli.requests == "-" && cli.data.iter().any(|d| d == "-") {
+    let requests_file = cli.requests.clone().unwrap_or_default();
+    if requests_file == "-" && cli.data.iter().any(|d| d == "-") {
         return Err("--requests - and --data - cannot both read stdin".into());
     }
+    let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
     let requests = if cli.process == 0 {
-        let text = if cli.requests == "-" {
+        let text = if requests_file.is_empty() {
+            String::new()
+        } else if requests_file == "-" {
             let mut s = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| format!("requests: {e}"))?;
             s
         } else {
-            std::fs::read_to_string(&cli.requests).map_err(|e| format!("--requests {}: {e}", cli.requests))?
+            std::fs::read_to_string(&requests_file).map_err(|e| format!("--requests {requests_file}: {e}"))?
         };
         Some(text)
     } else {
         None
     };
-    let generator = if cli.data.is_empty() {
+    let generator = if cli.data.is_empty() && cli.kafka.data_topic.is_none() {
         Some(GeneratorSpec::parse(&cli.generate).map_err(|e| format!("--generate: {}", e.0))?)
     } else {
         None
     };
     let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()))?;
-    let sink = Arc::new(LineSink::open(&cli.out)?);
-    let dead = match &cli.dead_letter {
-        Some(p) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),
-        None => None,
+    let sink = Arc::new(match kafka_job.as_ref().and_then(|k| k.estimation_writer()) {
+        Some(w) => LineSink::from_writer(w),
+        None => LineSink::open(&cli.out)?,
+    });
+    let dead = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
+        (Some(w), _) => Some(Arc::new(LineSink::from_writer(w))),
+        (None, Some(p)) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),
+        (None, None) => None,
+    };
+    let stats = Arc::new(Stats::default());
+    let requests = match (requests, &kafka_job) {
+        (Some(mut text), Some(k)) => match k.request_text(dead.as_deref())? {
+            Some((more, bad)) => {
+                stats.dead_letters.fetch_add(bad, Ordering::Relaxed);
+                text.push('\n');
+                text.push_str(&more);
+                Some(text)
+            }
+            None => Some(text),
+        },
+        (requests, _) => requests,
     };
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
-    let stats = Arc::new(Stats::default());
     let finished = Arc::new(AtomicU64::new(0));
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
     let no_synopses = cli.no_synopses;
     let (s2, sink2, dead2) = (stats.clone(), sink.clone(), dead.clone());
     let requests = Arc::new(requests);
+    let kafka_job2 = kafka_job.clone();
 
     let guards = timely::execute(config, move |worker| {
         let me = worker.index();
@@ -326,8 +352,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             tuples: 0,
             reported: 0,
         };
+        let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
+        let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
         let mut epoch = 0u64;
-        while !readers.is_empty() {
+        while !readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running) {
             // Read in event-time step: every unit up to a few windows past the unit that is
             // furthest behind (4 windows), so windows close early and few are open at once.
             let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
@@ -352,11 +380,21 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 }
                 true
             });
+            let kafka_low = kafka.as_mut().map(|k| {
+                k.poll(&stats, |seq, t| {
+                    kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
+                    let window = plan.window_of(t.time_ms.unwrap_or(0));
+                    router.route(&mut kafka_unit, seq, Ok(t), &mut input);
+                    window
+                });
+                k.low(|t| plan.window_of(t))
+            });
             let low = readers
                 .iter()
                 .map(
                     |r| if r.max_time == i64::MIN { 0 } else { plan.window_of(r.max_time.saturating_sub(lateness_ms)) },
                 )
+                .chain(kafka_low)
                 .min();
             if let Some(low) = low
                 && low > epoch
@@ -372,11 +410,17 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 // Park (instead of spinning) while other workers catch up.
                 worker.step_or_park(Some(Duration::from_millis(1)));
             }
+            if let Some(k) = kafka.as_mut() {
+                k.maybe_commit(probe.with_frontier(|f| f.first().copied()));
+            }
         }
         router.flush_stats(0);
         drop(input);
         while !probe.done() {
             worker.step_or_park(Some(Duration::from_millis(1)));
+        }
+        if let Some(k) = kafka {
+            k.finish();
         }
     })
     .map_err(|e| format!("timely: {e}"))?;
@@ -392,6 +436,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     sink.flush();
     if let Some(d) = &dead {
         d.flush();
+    }
+    if let Some(k) = &kafka_job {
+        k.finish()?.iter().for_each(|l| eprintln!("{l}"));
     }
     let seconds = stats.first.get().map(|t| end.duration_since(*t).as_secs_f64()).unwrap_or(0.0);
     Ok(Summary {

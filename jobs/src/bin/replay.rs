@@ -6,6 +6,7 @@
 //! replay ../shared/datasets/stocks --speed 60 > ticks.jsonl
 //! replay --generate stocks:100:2000 --rate 50000 --output gen.jsonl
 //! replay ../shared/datasets/ais --scale 20000 --rate 100000
+//! replay --generate stocks:100:2000 --brokers 127.0.0.1:9092 --topic ticks --partitions 4
 //! ```
 //!
 //! Progress goes to stderr: a bar on a terminal, a plain line every few seconds otherwise, and one
@@ -26,6 +27,8 @@ use saams_datasets::jsonl::write_reference_json;
 use saams_datasets::pace::{Pace, Pacer};
 use saams_datasets::scaled::{ScaleSpec, Scaler, collect_bases};
 use saams_datasets::{Format, MergedReader, ParseError, TupleReader, read_path};
+use saams_jobs::sink::kafka::TupleProducer;
+use saams_jobs::source::kafka::{KafkaOptions, TopicSpec, check_brokers, ensure_topics, parse_setting};
 
 /// Replay stock/AIS data as reference JSON lines.
 #[derive(Parser, Debug)]
@@ -90,6 +93,23 @@ struct Args {
     /// How many malformed rows to print (all are counted).
     #[arg(long, default_value_t = 10)]
     show_errors: u64,
+
+    /// Produce to Kafka at these bootstrap brokers (`host:port[,…]`) instead of writing lines;
+    /// needs --topic. Records are keyed by stream id.
+    #[arg(long, requires = "topic", conflicts_with = "output")]
+    brokers: Option<String>,
+
+    /// The Kafka topic to produce to (created when missing).
+    #[arg(long, requires = "brokers")]
+    topic: Option<String>,
+
+    /// Partition count when --topic has to be created.
+    #[arg(long, default_value_t = 4)]
+    partitions: i32,
+
+    /// A librdkafka setting `key=value` (repeatable), as kcat's -X.
+    #[arg(short = 'X', value_parser = parse_setting)]
+    extra: Vec<(String, String)>,
 }
 
 /// Progress display.
@@ -134,6 +154,33 @@ impl<W: Write> Sink for LineSink<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+/// Tuples into a Kafka topic, keyed by stream id; `flush` waits for every acknowledgement.
+struct KafkaSink {
+    producer: TupleProducer,
+}
+
+impl KafkaSink {
+    fn open(args: &Args, brokers: &str, topic: &str) -> Result<KafkaSink, String> {
+        let mut opts = KafkaOptions::new(brokers, "saams-replay");
+        opts.extra = args.extra.clone();
+        check_brokers(&opts).map_err(|e| e.to_string())?;
+        ensure_topics(&opts, &[TopicSpec::new(topic, args.partitions)]).map_err(|e| e.to_string())?;
+        Ok(KafkaSink { producer: TupleProducer::new(&opts, topic).map_err(|e| e.to_string())? })
+    }
+}
+
+impl Sink for KafkaSink {
+    fn send(&mut self, tuple: &Tuple, line: &str) -> io::Result<()> {
+        self.producer.send(&tuple.stream_id, line).map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let report = self.producer.flush(Duration::from_secs(120)).map_err(|e| io::Error::other(e.to_string()))?;
+        eprintln!("replay: kafka sent={} delivered={} failed={}", report.sent, report.delivered, report.failed);
+        Ok(())
     }
 }
 
@@ -287,12 +334,13 @@ fn run(args: &Args) -> Result<(), String> {
         (None, None) => Pace::Unlimited,
     };
     let mut pacer = Pacer::new(pace)?;
-    let mut sink: Box<dyn Sink> = match &args.output {
-        Some(path) => {
+    let mut sink: Box<dyn Sink> = match (&args.output, &args.brokers, &args.topic) {
+        (_, Some(brokers), Some(topic)) => Box::new(KafkaSink::open(args, brokers, topic)?),
+        (Some(path), _, _) => {
             let f = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             Box::new(LineSink { out: BufWriter::with_capacity(1 << 16, f) })
         }
-        None => Box::new(LineSink { out: BufWriter::with_capacity(1 << 16, io::stdout().lock()) }),
+        _ => Box::new(LineSink { out: BufWriter::with_capacity(1 << 16, io::stdout().lock()) }),
     };
     let (source, total) = source(args)?;
     let total = match (total, args.limit) {

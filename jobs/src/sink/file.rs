@@ -29,6 +29,11 @@ impl LineSink {
         Ok(LineSink { out: Mutex::new(w), lines: AtomicU64::new(0) })
     }
 
+    /// A sink over any writer, e.g. a Kafka producer adapter sending one record per line.
+    pub fn from_writer(w: Box<dyn Write + Send>) -> LineSink {
+        LineSink { out: Mutex::new(w), lines: AtomicU64::new(0) }
+    }
+
     /// A sink that drops every line (still counted).
     pub fn discard() -> LineSink {
         LineSink { out: Mutex::new(Box::new(std::io::sink())), lines: AtomicU64::new(0) }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -29,6 +29,12 @@ use rdkafka::message::Message;
 use rdkafka::metadata::Metadata;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
+use saams::api::Tuple;
+use saams_datasets::LineContext;
+
+use crate::run::Stats;
+use crate::sink::file::LineSink;
+use crate::sink::kafka::{DeadLetterLines, EstimationLines, KafkaDeadLetterSink, KafkaEstimationSink, RecordOrigin};
 
 /// How long start-up checks (metadata fetches, topic creation) wait for the brokers before giving
 /// up with [`AdapterError::Unreachable`]: a wrong `--brokers` must fail in seconds, not hang.
@@ -1131,6 +1137,499 @@ impl KafkaBroadcastSource {
     /// Errors met and survived so far.
     pub fn errors(&self) -> ConsumerErrors {
         self.reader.errors()
+    }
+}
+
+// ---- The `saams` job's Kafka side: flags, start-up, per-worker input, commits, the exit report ----
+
+/// The Kafka flags of `saams` (flattened into its command line, so its own flags stay untouched).
+/// Kafka and files mix freely: e.g. requests from `--requests FILE`, tuples from `--data-topic`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct KafkaArgs {
+    /// Kafka bootstrap brokers `host:port[,host:port…]`; needed by every --*-topic flag.
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// Topic of tuples (one JSON tuple per record); its partitions are spread over all workers
+    /// of all processes (partition p → worker p mod workers).
+    #[arg(long = "data-topic")]
+    pub data_topic: Option<String>,
+    /// Topic of requests (one JSON request or array per record), read to its end at start
+    /// (after --requests, when both are given).
+    #[arg(long = "request-topic")]
+    pub request_topic: Option<String>,
+    /// Topic receiving the estimations (JSON, keyed `streamID,dataSetKey`) instead of --out.
+    #[arg(long = "output-topic")]
+    pub output_topic: Option<String>,
+    /// Topic receiving rejected input (raw bytes; reason in header `saams.reason`) instead of
+    /// --dead-letter.
+    #[arg(long = "dead-letter-topic")]
+    pub dead_letter_topic: Option<String>,
+    /// Consumer group whose committed offsets `--from committed` resumes from.
+    #[arg(long = "group-id", default_value = "saams")]
+    pub group_id: String,
+    /// Where to start reading the data topic: earliest, latest or committed (committed falls back
+    /// to earliest for partitions without a committed offset).
+    #[arg(long, default_value = "committed")]
+    pub from: StartFrom,
+    /// Stop, closing all windows, once no new record arrived for this long (e.g. 3s); without it
+    /// the job runs until SIGINT/SIGTERM, which also close the windows and flush before exit.
+    #[arg(long = "exit-when-idle")]
+    pub exit_when_idle: Option<String>,
+    /// A partition without records for this long stops holding windows open.
+    #[arg(long = "idle-timeout", default_value = "5s")]
+    pub idle_timeout: String,
+    /// Partition count of the topics saams creates because they are missing.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    /// A librdkafka setting `key=value` (repeatable), as kcat's -X: security, tuning.
+    #[arg(short = 'X', value_parser = parse_setting)]
+    pub extra: Vec<(String, String)>,
+}
+
+/// How long flushes of the estimation and dead-letter producers wait for acknowledgements.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a worker commits the offsets of flushed windows.
+const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
+/// How many records one poll hands to the dataflow before the worker steps it.
+const POLL_BATCH: usize = 8192;
+/// Offsets are kept below this in a tuple's sequence number (the partition goes above).
+const OFFSET_BITS: u32 = 40;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// The Kafka side of one `saams` process, shared by its workers: options, the producers of the
+/// estimation and dead-letter topics, the stop flag (SIGINT/SIGTERM, `--exit-when-idle`), and the
+/// counters of the exit report.
+pub struct KafkaJob {
+    opts: KafkaOptions,
+    data_topic: Option<String>,
+    request_topic: Option<String>,
+    lateness_ms: i64,
+    idle_timeout: Duration,
+    exit_when_idle: Option<Duration>,
+    out: Option<Arc<Mutex<KafkaEstimationSink>>>,
+    dead: Option<Arc<Mutex<KafkaDeadLetterSink>>>,
+    stop: Arc<AtomicBool>,
+    start: Instant,
+    first_record_ns: AtomicU64,
+    last_record_ns: AtomicU64,
+    consumed: AtomicU64,
+    epoch_hint: AtomicU64,
+    problems: Mutex<Vec<String>>,
+    fatal: Mutex<Option<String>>,
+}
+
+impl KafkaJob {
+    /// Checks the flags, contacts the brokers (a clear error within seconds when none answers),
+    /// creates missing topics with `--partitions`, opens the producers and installs the
+    /// SIGINT/SIGTERM handler (a second signal ends the process at once). `None` without
+    /// `--brokers`.
+    ///
+    /// # Errors
+    /// For a topic flag without `--brokers`, bad durations or `-X` settings, unreachable brokers,
+    /// and topics that cannot be created.
+    pub fn start(args: &KafkaArgs, lateness_ms: i64) -> Result<Option<Arc<KafkaJob>>, String> {
+        let topics = [&args.data_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic];
+        let Some(brokers) = &args.brokers else {
+            if topics.iter().any(|t| t.is_some()) || args.exit_when_idle.is_some() {
+                return Err("--data-topic, --request-topic, --output-topic, --dead-letter-topic and \
+                            --exit-when-idle need --brokers HOST:PORT"
+                    .into());
+            }
+            return Ok(None);
+        };
+        let idle_timeout = Duration::from_millis(crate::cli::parse_duration_ms(&args.idle_timeout)? as u64);
+        let exit_when_idle = match &args.exit_when_idle {
+            Some(d) => Some(Duration::from_millis(crate::cli::parse_duration_ms(d)? as u64)),
+            None => None,
+        };
+        let opts = KafkaOptions {
+            brokers: brokers.clone(),
+            group_id: args.group_id.clone(),
+            from: args.from,
+            extra: args.extra.clone(),
+        };
+        check_brokers(&opts).map_err(|e| e.to_string())?;
+        let specs: Vec<TopicSpec> =
+            topics.iter().filter_map(|t| t.as_ref()).map(|t| TopicSpec::new(t, args.partitions)).collect();
+        ensure_topics(&opts, &specs).map_err(|e| e.to_string())?;
+        let out = match &args.output_topic {
+            Some(t) => Some(Arc::new(Mutex::new(KafkaEstimationSink::new(&opts, t).map_err(|e| e.to_string())?))),
+            None => None,
+        };
+        let dead = match &args.dead_letter_topic {
+            Some(t) => Some(Arc::new(Mutex::new(KafkaDeadLetterSink::new(&opts, t).map_err(|e| e.to_string())?))),
+            None => None,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+                .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+                .map_err(|e| format!("cannot install the signal handler: {e}"))?;
+        }
+        Ok(Some(Arc::new(KafkaJob {
+            opts,
+            data_topic: args.data_topic.clone(),
+            request_topic: args.request_topic.clone(),
+            lateness_ms,
+            idle_timeout,
+            exit_when_idle,
+            out,
+            dead,
+            stop,
+            start: Instant::now(),
+            first_record_ns: AtomicU64::new(u64::MAX),
+            last_record_ns: AtomicU64::new(0),
+            consumed: AtomicU64::new(0),
+            epoch_hint: AtomicU64::new(0),
+            problems: Mutex::new(Vec::new()),
+            fatal: Mutex::new(None),
+        })))
+    }
+
+    /// The line sink writer for estimations when `--output-topic` is given.
+    pub fn estimation_writer(&self) -> Option<Box<dyn std::io::Write + Send>> {
+        self.out
+            .as_ref()
+            .map(|s| Box::new(EstimationLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
+    }
+
+    /// The line sink writer for dead letters when `--dead-letter-topic` is given.
+    pub fn dead_letter_writer(&self) -> Option<Box<dyn std::io::Write + Send>> {
+        self.dead
+            .as_ref()
+            .map(|s| Box::new(DeadLetterLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
+    }
+
+    /// Reads the request topic to its end (when `--request-topic` is given) and returns its valid
+    /// records as request lines plus the number of malformed records, which go to the dead
+    /// letters (the topic's, else `file_dead`).
+    ///
+    /// # Errors
+    /// When the topic cannot be read to its end within 30 s.
+    pub fn request_text(&self, file_dead: Option<&LineSink>) -> Result<Option<(String, u64)>, String> {
+        let Some(topic) = &self.request_topic else { return Ok(None) };
+        let mut source = KafkaBroadcastSource::new(&self.opts, topic, 0).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut text, mut bad) = (String::new(), 0u64);
+        loop {
+            let n = source
+                .poll_with(1024, Duration::from_millis(50), |r| {
+                    match serde_json::from_slice::<serde_json::Value>(r.payload) {
+                        Ok(v) => {
+                            text.push_str(&v.to_string());
+                            text.push('\n');
+                        }
+                        Err(e) => {
+                            bad += 1;
+                            self.reject(topic, &r, &format!("malformed request JSON: {e}"), file_dead);
+                        }
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+            if n == 0 && source.at_end() {
+                return Ok(Some((text, bad)));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("kafka: request topic {topic:?} not read to its end within 30 s"));
+            }
+        }
+    }
+
+    fn reject(&self, topic: &str, r: &RecordRef<'_>, reason: &str, file_dead: Option<&LineSink>) {
+        if let Some(dead) = &self.dead {
+            let origin = RecordOrigin { topic, partition: r.partition, offset: r.offset };
+            if let Err(e) = lock(dead).send(r.payload, r.key, reason, Some(origin)) {
+                self.problem(e.to_string());
+            }
+        } else if let Some(d) = file_dead {
+            let j = serde_json::json!({
+                "source": format!("kafka:{topic}/{}/{}", r.partition, r.offset),
+                "error": reason,
+                "input": String::from_utf8_lossy(r.payload),
+            });
+            d.write_all(std::iter::once(&j.to_string()));
+        }
+    }
+
+    fn problem(&self, msg: String) {
+        let mut p = lock(&self.problems);
+        if p.len() < 20 {
+            p.push(msg);
+        }
+    }
+
+    fn set_fatal(&self, msg: String) {
+        lock(&self.fatal).get_or_insert(msg);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn touch(&self, n: usize) {
+        let now = self.start.elapsed().as_nanos() as u64;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        self.first_record_ns.fetch_min(now, Ordering::Relaxed);
+        self.last_record_ns.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// False once the job should close its windows and stop reading Kafka: a signal, a fatal
+    /// consumer error, or `--exit-when-idle` elapsed since the last record (or the start).
+    pub fn running(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.exit_when_idle {
+            Some(idle) => {
+                let last = Duration::from_nanos(self.last_record_ns.load(Ordering::Relaxed));
+                self.start.elapsed().saturating_sub(last) < idle
+            }
+            None => true,
+        }
+    }
+
+    /// This worker's share of the data topic (`None` without `--data-topic`). A failure is
+    /// reported at exit by [`finish`](Self::finish) and stops the job.
+    pub fn worker_input(
+        self: &Arc<Self>,
+        me: usize,
+        peers: usize,
+        file_dead: Option<Arc<LineSink>>,
+    ) -> Option<KafkaInput> {
+        let topic = self.data_topic.as_ref()?;
+        match KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout) {
+            Ok(source) => Some(KafkaInput {
+                job: self.clone(),
+                ctx: match LineContext::new(saams_datasets::Format::JsonLines, topic, None) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.set_fatal(format!("kafka: {e}"));
+                        return None;
+                    }
+                },
+                topic: topic.clone(),
+                source,
+                file_dead: if self.dead.is_some() { None } else { file_dead },
+                marks: Vec::new(),
+                committed_through: None,
+                last_commit: Instant::now(),
+                quiet: false,
+                floor_ms: 0,
+            }),
+            Err(e) => {
+                self.set_fatal(format!("worker {me}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The exit report lines (consumed records and their rate, producer deliveries, errors met).
+    ///
+    /// # Errors
+    /// When a worker failed fatally or records could not be delivered.
+    pub fn finish(&self) -> Result<Vec<String>, String> {
+        let mut lines = Vec::new();
+        let consumed = self.consumed.load(Ordering::Relaxed);
+        if self.data_topic.is_some() {
+            let first = self.first_record_ns.load(Ordering::Relaxed);
+            let last = self.last_record_ns.load(Ordering::Relaxed);
+            let secs = if consumed > 0 { last.saturating_sub(first) as f64 / 1e9 } else { 0.0 };
+            let rate = if secs > 0.0 { consumed as f64 / secs } else { 0.0 };
+            lines.push(format!("kafka consumed={consumed} first_to_last_s={secs:.3} records_per_s={rate:.0}"));
+        }
+        let mut failed = 0;
+        for (name, report) in [
+            ("estimations", self.out.as_ref().map(|s| lock(s).report())),
+            ("dead_letters", self.dead.as_ref().map(|s| lock(s).report())),
+        ] {
+            if let Some(r) = report {
+                failed += r.failed;
+                lines.push(format!(
+                    "kafka {name} sent={} delivered={} failed={}{}",
+                    r.sent,
+                    r.delivered,
+                    r.failed,
+                    r.first_error.map(|e| format!(" first_error={e:?}")).unwrap_or_default()
+                ));
+            }
+        }
+        for p in lock(&self.problems).iter() {
+            lines.push(format!("kafka problem: {p}"));
+        }
+        if let Some(f) = lock(&self.fatal).clone() {
+            return Err(format!("{f}\n{}", lines.join("\n")));
+        }
+        if failed > 0 {
+            return Err(format!("kafka: {failed} record(s) could not be delivered\n{}", lines.join("\n")));
+        }
+        Ok(lines)
+    }
+}
+
+/// A record handled during a poll: partition, offset, and (event time, window) when it was routed.
+type Mark = (i32, i64, Option<(i64, u64)>);
+
+/// One worker's input from the data topic, driven from the worker's loop without blocking the
+/// dataflow: [`poll`](Self::poll) a batch, downgrade the input to [`low`](Self::low), step, then
+/// [`maybe_commit`](Self::maybe_commit) what the probe shows flushed; [`finish`](Self::finish) at
+/// the end.
+pub struct KafkaInput {
+    job: Arc<KafkaJob>,
+    ctx: LineContext,
+    topic: String,
+    source: KafkaTupleSource,
+    file_dead: Option<Arc<LineSink>>,
+    marks: Vec<Mark>,
+    committed_through: Option<u64>,
+    last_commit: Instant,
+    quiet: bool,
+    floor_ms: i64,
+}
+
+impl KafkaInput {
+    /// True while this worker should keep reading (see [`KafkaJob::running`]); a worker without
+    /// partitions stops at once so it never holds windows open.
+    pub fn running(&self) -> bool {
+        !self.source.partitions().is_empty() && self.job.running()
+    }
+
+    /// Polls up to one batch (waiting 2 ms only when the previous poll found nothing), parses each
+    /// record as a JSON tuple (event time: the tuple's, else the record timestamp) and hands valid,
+    /// on-time tuples to `route(seq, tuple)`, which returns the tuple's window. Malformed and late
+    /// records go to the dead letters and are counted in `stats`. Returns the records handled.
+    pub fn poll(&mut self, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
+        let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
+        // below the watermark, or below the epoch this worker's input already passed: late
+        let watermark = Some(self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms)));
+        let KafkaInput { job, ctx, topic, source, file_dead, marks, .. } = self;
+        let reject = |r: &RecordRef<'_>, reason: &str, late: bool| {
+            stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+            if late {
+                stats.late.fetch_add(1, Ordering::Relaxed);
+            }
+            job.reject(topic, r, reason, file_dead.as_deref());
+        };
+        let polled = source.poll_with(POLL_BATCH, wait, |r| {
+            let text = match std::str::from_utf8(r.payload) {
+                Ok(t) => t,
+                Err(e) => {
+                    reject(&r, &format!("record is not UTF-8: {e}"), false);
+                    return marks.push((r.partition, r.offset, None));
+                }
+            };
+            let mut t = match ctx.parse_line(r.offset.max(0) as u64, text) {
+                Ok(Some(t)) => t,
+                Ok(None) => return marks.push((r.partition, r.offset, None)),
+                Err(e) => {
+                    reject(&r, &e.message, false);
+                    return marks.push((r.partition, r.offset, None));
+                }
+            };
+            let Some(time) = t.time_ms.or(r.timestamp_ms) else {
+                reject(&r, "no event time: neither the tuple nor the record has one", false);
+                return marks.push((r.partition, r.offset, None));
+            };
+            t.time_ms = Some(time);
+            if let Some(w) = watermark
+                && time < w
+            {
+                let msg = format!("late: {} ms behind the watermark of its partitions", w - time);
+                reject(&r, &msg, true);
+                return marks.push((r.partition, r.offset, None));
+            }
+            let seq = ((1u64 << 20 | r.partition.max(0) as u64) << OFFSET_BITS)
+                | (r.offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1));
+            let window = route(seq, t);
+            marks.push((r.partition, r.offset, Some((time, window))));
+        });
+        let n = match polled {
+            Ok(n) => n,
+            Err(e) => {
+                job.set_fatal(e.to_string());
+                0
+            }
+        };
+        for (p, o, routed) in self.marks.drain(..) {
+            match routed {
+                Some((time, window)) => {
+                    self.source.observe_event_time(p, time);
+                    self.source.mark_processed(p, o, window);
+                }
+                None => self.source.mark_done(p, o),
+            }
+        }
+        if n > 0 {
+            self.job.touch(n);
+        }
+        self.quiet = n == 0;
+        n
+    }
+
+    /// The oldest window this worker may still send to (its input epoch): the window of its
+    /// watermark; while all of its partitions are idle, the newest epoch of the process' active
+    /// workers, so silent partitions do not hold windows open.
+    pub fn low(&mut self, window_of: impl Fn(i64) -> u64) -> u64 {
+        let low = if self.source.is_idle() {
+            self.job.epoch_hint.load(Ordering::Relaxed)
+        } else {
+            let low = self.source.watermark().map_or(0, window_of);
+            self.job.epoch_hint.fetch_max(low, Ordering::Relaxed);
+            low
+        };
+        self.floor_ms = self.floor_ms.max(i64::try_from(low).unwrap_or(i64::MAX));
+        low
+    }
+
+    /// At most once a second: when the dataflow's frontier (`None`: everything done) shows
+    /// windows closed since the last commit, waits for the estimation producer to deliver what it
+    /// was handed, then commits the offsets of the records those windows consumed (at-least-once).
+    pub fn maybe_commit(&mut self, frontier: Option<u64>) {
+        if self.last_commit.elapsed() < COMMIT_INTERVAL {
+            return;
+        }
+        self.last_commit = Instant::now();
+        let through = match frontier {
+            None => u64::MAX,
+            Some(0) => return,
+            Some(f) => f - 1,
+        };
+        if self.committed_through.is_some_and(|c| c >= through) || self.source.pending_windows() == 0 {
+            return;
+        }
+        self.commit(through);
+    }
+
+    fn commit(&mut self, through: u64) {
+        if let Some(out) = &self.job.out
+            && let Err(e) = lock(out).flush(FLUSH_TIMEOUT)
+        {
+            return self.job.problem(format!("not committing: {e}"));
+        }
+        let result = if through == u64::MAX { self.source.commit_all() } else { self.source.commit_through(through) };
+        match result {
+            Ok(_) => self.committed_through = Some(through),
+            Err(e) => self.job.problem(e.to_string()),
+        }
+    }
+
+    /// After the dataflow finished (every estimation handed to the sink): deliver, commit all
+    /// offsets handled, and keep the consumer's survived errors for the report.
+    pub fn finish(mut self) {
+        self.commit(u64::MAX);
+        let errors = self.source.errors();
+        if errors.poll_errors > 0 || errors.commit_failures > 0 {
+            self.job.problem(format!(
+                "partitions {:?}: {} poll error(s) (last {:?}), {} refused commit(s) (last {:?})",
+                self.source.partitions(),
+                errors.poll_errors,
+                errors.last_poll_error,
+                errors.commit_failures,
+                errors.last_commit_error
+            ));
+        }
     }
 }
 
