@@ -1178,7 +1178,8 @@ pub struct KafkaArgs {
     /// A partition without records for this long stops holding windows open.
     #[arg(long = "idle-timeout", default_value = "5s")]
     pub idle_timeout: String,
-    /// Partition count of the topics saams creates because they are missing.
+    /// Partition count of the topics saams creates because they are missing (a missing request
+    /// topic gets one partition, as requests are an ordered script).
     #[arg(long, default_value_t = 4)]
     pub partitions: i32,
     /// A librdkafka setting `key=value` (repeatable), as kcat's -X: security, tuning.
@@ -1255,8 +1256,12 @@ impl KafkaJob {
             extra: args.extra.clone(),
         };
         check_brokers(&opts).map_err(|e| e.to_string())?;
-        let specs: Vec<TopicSpec> =
-            topics.iter().filter_map(|t| t.as_ref()).map(|t| TopicSpec::new(t, args.partitions)).collect();
+        // The request topic gets one partition: requests are a script whose order matters.
+        let specs: Vec<TopicSpec> = topics
+            .iter()
+            .filter_map(|t| t.as_ref())
+            .map(|t| TopicSpec::new(t, if Some(t) == args.request_topic.as_ref() { 1 } else { args.partitions }))
+            .collect();
         ensure_topics(&opts, &specs).map_err(|e| e.to_string())?;
         let out = match &args.output_topic {
             Some(t) => Some(Arc::new(Mutex::new(KafkaEstimationSink::new(&opts, t).map_err(|e| e.to_string())?))),

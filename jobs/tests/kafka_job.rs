@@ -1,0 +1,336 @@
+//! The `saams` binary with Kafka sources and sinks, against a real Kafka-protocol broker at
+//! `SAAMS_KAFKA_BROKERS` (default 127.0.0.1:9092; start one with `scripts/start-kafka.sh`): the
+//! same estimations as from files (one and two processes), malformed records dead-lettered, and a
+//! clear error for an unreachable broker. Skipped, with a notice, when nothing listens there.
+
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use saams_jobs::sink::kafka::replay_lines;
+use saams_jobs::source::kafka::{KafkaBroadcastSource, KafkaOptions, StartFrom, TopicSpec, ensure_topics};
+
+const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
+const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+const CONSUMER_SETTINGS: [&str; 4] = ["-X", "session.timeout.ms=2000", "-X", "heartbeat.interval.ms=500"];
+
+fn listening(addr: &str) -> Result<(), String> {
+    let addr = addr.to_socket_addrs().map_err(|e| e.to_string())?.next().ok_or("no address")?;
+    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn broker() -> Option<String> {
+    let brokers = std::env::var("SAAMS_KAFKA_BROKERS").unwrap_or_else(|_| "127.0.0.1:9092".to_string());
+    let first = brokers.split(',').next().unwrap_or_default().trim().to_string();
+    match listening(&first) {
+        Ok(()) => Some(brokers),
+        Err(e) => {
+            println!("SKIPPED: no Kafka broker at {brokers} ({e}); start one with scripts/start-kafka.sh");
+            None
+        }
+    }
+}
+
+/// A name no other test (or earlier run) uses.
+fn unique(what: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_nanos();
+    format!("saams-job-{what}-{}-{nanos}", std::process::id())
+}
+
+fn repo(rel: &str) -> String {
+    format!("{}/../{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("saams-kafka-job-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+fn options(brokers: &str, group: &str) -> KafkaOptions {
+    let mut opts = KafkaOptions::new(brokers, group);
+    opts.from = StartFrom::Earliest;
+    opts
+}
+
+fn check(out: Output, what: &str) -> Output {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn summary(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).lines().find(|l| l.starts_with("summary ")).expect("summary line").to_string()
+}
+
+fn sorted_lines(text: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(text).lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+/// Generated tuples as JSON lines in event-time order (the replay tool's generator).
+fn generate(spec: &str, file: &PathBuf) {
+    check(
+        Command::new(REPLAY)
+            .args(["--generate", spec, "--progress", "none", "--output"])
+            .arg(file)
+            .output()
+            .expect("run replay"),
+        "replay --generate",
+    );
+}
+
+/// Replays a JSON lines file into `topic` (created with `partitions` when missing).
+fn replay_into(brokers: &str, topic: &str, file: &PathBuf, partitions: u32) {
+    check(
+        Command::new(REPLAY)
+            .arg(file)
+            .args(["--brokers", brokers, "--topic", topic, "--partitions", &partitions.to_string()])
+            .args(["--progress", "none"])
+            .output()
+            .expect("run replay"),
+        "replay --brokers",
+    );
+}
+
+/// Every record value of `topic`, read from the start to its end.
+fn read_topic(brokers: &str, topic: &str) -> Vec<Vec<u8>> {
+    let mut source = KafkaBroadcastSource::new(&options(brokers, &unique("reader")), topic, 0).expect("reader");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    loop {
+        assert!(Instant::now() < deadline, "topic {topic} not read to its end");
+        let batch = source.poll_batch(10_000, Duration::from_millis(20)).expect("poll");
+        let empty = batch.is_empty();
+        got.extend(batch.into_iter().map(|r| r.payload));
+        if empty && source.at_end() {
+            return got;
+        }
+    }
+}
+
+fn file_run(requests: &str, data: &PathBuf, workers: &str) -> Vec<String> {
+    let out = check(
+        Command::new(SAAMS)
+            .args(["-w", workers, "--requests", requests, "--data"])
+            .arg(data)
+            .args(["--progress", "0"])
+            .output()
+            .expect("run saams"),
+        "saams from files",
+    );
+    sorted_lines(&out.stdout)
+}
+
+#[test]
+fn kafka_in_kafka_out_gives_the_file_estimations() {
+    let Some(brokers) = broker() else { return };
+    let dir = tmp("roundtrip");
+    let data = dir.join("ticks.jsonl");
+    generate("stocks:100:2000", &data);
+    let (data_topic, req_topic, out_topic) = (unique("data"), unique("requests"), unique("out"));
+    let opts = options(&brokers, &unique("producer"));
+    ensure_topics(&opts, &[TopicSpec::new(&req_topic, 1)]).expect("request topic");
+    let requests = repo("datasets/requests/paper-workload.json");
+    let request_lines = std::fs::read_to_string(&requests).expect("paper workload");
+    replay_lines(&opts, &req_topic, request_lines.lines(), None).expect("produce requests");
+    replay_into(&brokers, &data_topic, &data, 4);
+
+    let started = Instant::now();
+    let out = check(
+        Command::new(SAAMS)
+            .args(["-w", "2", "--brokers", &brokers, "--request-topic", &req_topic, "--data-topic", &data_topic])
+            .args(["--output-topic", &out_topic, "--group-id", &unique("group"), "--from", "earliest"])
+            .args(["--exit-when-idle", "3s", "--progress", "0"])
+            .args(CONSUMER_SETTINGS)
+            .output()
+            .expect("run saams"),
+        "saams from Kafka",
+    );
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(summary(&out).contains("tuples=200000 "), "{stderr}");
+    assert!(stderr.contains("kafka estimations sent="), "{stderr}");
+    assert!(stderr.contains(" failed=0"), "{stderr}");
+    println!("saams -w 2 Kafka → Kafka: {took:.2?} (3 s of it idle wait)\n{stderr}");
+
+    let mut from_kafka: Vec<String> =
+        read_topic(&brokers, &out_topic).into_iter().map(|v| String::from_utf8(v).expect("UTF-8")).collect();
+    from_kafka.sort();
+    let from_files = file_run(&requests, &data, "2");
+    assert!(from_files.len() > 1000, "expected continuous answers, got {}", from_files.len());
+    assert_eq!(from_kafka.len(), from_files.len());
+    assert!(from_kafka == from_files, "Kafka estimations differ from the file run's");
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+#[test]
+fn two_processes_split_the_partitions_and_give_the_file_estimations() {
+    let Some(brokers) = broker() else { return };
+    let dir = tmp("cluster");
+    let data = dir.join("ticks.jsonl");
+    generate("stocks:40:1000", &data);
+    let data_topic = unique("cluster-data");
+    replay_into(&brokers, &data_topic, &data, 4);
+    let requests = repo("datasets/requests/paper-workload.json");
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let group = unique("cluster-group");
+    let outs: Vec<PathBuf> = (0..2).map(|p| dir.join(format!("out{p}.json"))).collect();
+    let spawn = |p: usize| {
+        Command::new(SAAMS)
+            .args(["-w", "2", "-n", "2", "-p", &p.to_string(), "-h", &hostfile.to_string_lossy()])
+            .args(["--requests", &requests, "--brokers", &brokers, "--data-topic", &data_topic])
+            .args(["--group-id", &group, "--from", "earliest", "--exit-when-idle", "3s", "--progress", "0"])
+            .args(CONSUMER_SETTINGS)
+            .args(["--out", &outs[p].to_string_lossy()])
+            .output()
+            .expect("run saams")
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let h0 = s.spawn(|| spawn(0));
+        let h1 = s.spawn(|| spawn(1));
+        (h0.join().expect("process 0"), h1.join().expect("process 1"))
+    });
+    let (a, b) = (check(a, "process 0"), check(b, "process 1"));
+    let tuples = |o: &Output| -> u64 {
+        let s = summary(o);
+        s.split_whitespace().find_map(|f| f.strip_prefix("tuples=")).and_then(|n| n.parse().ok()).expect("tuples=")
+    };
+    assert!(tuples(&a) > 0 && tuples(&b) > 0, "both processes read partitions: {} / {}", summary(&a), summary(&b));
+    assert_eq!(tuples(&a) + tuples(&b), 40_000);
+    let mut union = Vec::new();
+    for o in &outs {
+        union.extend(sorted_lines(&std::fs::read(o).expect("process output")));
+    }
+    union.sort();
+    assert!(union == file_run(&requests, &data, "2"), "two-process Kafka estimations differ from the file run's");
+}
+
+/// Produces raw values to `topic`, waiting for every acknowledgement.
+fn produce_raw(brokers: &str, topic: &str, values: &[Vec<u8>]) {
+    let producer: ThreadedProducer<DefaultProducerContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("producer");
+    for v in values {
+        producer.send(BaseRecord::<(), [u8]>::to(topic).payload(v.as_slice())).expect("enqueue");
+    }
+    producer.flush(Duration::from_secs(30)).expect("flush");
+}
+
+/// Every (value, reason header) of `topic`, from the start to its end.
+fn read_dead_letters(brokers: &str, topic: &str) -> Vec<(Vec<u8>, String)> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", unique("dead-reader"))
+        .set("enable.partition.eof", "true")
+        .create()
+        .expect("consumer");
+    let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(5)).expect("metadata");
+    let partitions: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.id()).collect();
+    let mut tpl = TopicPartitionList::new();
+    for &p in &partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning).expect("assignment");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut at_end = std::collections::BTreeSet::new();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while at_end.len() < partitions.len() {
+        assert!(Instant::now() < deadline, "dead letters not read to the end");
+        match consumer.poll(Duration::from_millis(50)) {
+            Some(Ok(m)) => {
+                let reason = m
+                    .headers()
+                    .and_then(|h| h.iter().find(|h| h.key == "saams.reason"))
+                    .and_then(|h| h.value)
+                    .map(|v| String::from_utf8_lossy(v).to_string())
+                    .unwrap_or_default();
+                got.push((m.payload().unwrap_or_default().to_vec(), reason));
+            }
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(p))) => {
+                at_end.insert(p);
+            }
+            _ => {}
+        }
+    }
+    got
+}
+
+#[test]
+fn malformed_records_go_to_the_dead_letter_topic_and_the_job_keeps_running() {
+    let Some(brokers) = broker() else { return };
+    let (data_topic, req_topic, dead_topic) = (unique("bad-data"), unique("bad-requests"), unique("bad-dead"));
+    let opts = options(&brokers, &unique("bad-producer"));
+    ensure_topics(&opts, &[TopicSpec::new(&data_topic, 2), TopicSpec::new(&req_topic, 1)]).expect("topics");
+    let tuple = |s: u32| {
+        format!(r#"{{"streamID":"EURTRY","dataSetKey":"Forex","values":{{"price":"{}.25"}},"timestamp":"01/02/2020 10:00:{s:02}"}}"#, s % 7)
+            .into_bytes()
+    };
+    let bad_data: Vec<Vec<u8>> = vec![
+        b"{not json".to_vec(),
+        vec![0xff, 0xfe, b'x'],
+        br#"{"dataSetKey":"Forex","values":{"price":"1"}}"#.to_vec(),
+    ];
+    let mut data: Vec<Vec<u8>> = (0..20).map(tuple).collect();
+    data.extend(bad_data.iter().cloned());
+    data.extend((20..40).map(tuple));
+    produce_raw(&brokers, &data_topic, &data);
+    let workload = std::fs::read_to_string(repo("datasets/requests/paper-workload.json")).expect("workload");
+    let lines: Vec<&str> = workload.lines().collect();
+    // CountMin and HyperLogLog of EURTRY with their continuous queries, a malformed request between
+    let requests: Vec<Vec<u8>> =
+        [lines[0], lines[1], "[{\"requestID\": 1,", lines[3], lines[4]].iter().map(|l| l.as_bytes().to_vec()).collect();
+    produce_raw(&brokers, &req_topic, &requests);
+
+    let out = check(
+        Command::new(SAAMS)
+            .args(["-w", "2", "--brokers", &brokers, "--data-topic", &data_topic, "--request-topic", &req_topic])
+            .args(["--dead-letter-topic", &dead_topic, "--group-id", &unique("bad-group"), "--from", "earliest"])
+            .args(["--exit-when-idle", "2s", "--progress", "0"])
+            .args(CONSUMER_SETTINGS)
+            .output()
+            .expect("run saams"),
+        "saams with malformed input",
+    );
+    let s = summary(&out);
+    assert!(s.contains("tuples=40 ") && s.contains("dead_letters=4 "), "{s}");
+    let estimations = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(estimations.contains(r#""kind":"HyperLogLog""#), "{estimations}");
+    assert!(estimations.contains(r#""kind":"CountMin""#), "{estimations}");
+
+    let mut dead = read_dead_letters(&brokers, &dead_topic);
+    dead.sort();
+    let mut expected: Vec<Vec<u8>> = bad_data.clone();
+    expected.push(requests[2].clone());
+    expected.sort();
+    assert_eq!(dead.iter().map(|(v, _)| v.clone()).collect::<Vec<_>>(), expected, "raw bytes, byte for byte");
+    assert!(dead.iter().all(|(_, reason)| !reason.is_empty()), "every dead letter has a reason: {dead:?}");
+    assert!(dead.iter().any(|(_, r)| r.contains("not UTF-8")), "{dead:?}");
+    assert!(dead.iter().any(|(_, r)| r.contains("malformed request JSON")), "{dead:?}");
+}
+
+#[test]
+fn unreachable_broker_is_a_clear_error_within_seconds() {
+    let port = free_port();
+    let started = Instant::now();
+    let out = Command::new(SAAMS)
+        .args(["--brokers", &format!("127.0.0.1:{port}"), "--data-topic", "t", "--requests", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run saams");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")) && stderr.contains("could not fetch metadata"), "{stderr}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}
