@@ -159,8 +159,8 @@ impl StickySampling {
     ) -> Result<Self, SynopsisError> {
         let mut ss =
             Self::with_accuracy(params.0, params.1, params.2, seed).map_err(|e| SynopsisError::Codec(e.to_string()))?;
-        if parts == 0 {
-            return Err(SynopsisError::Codec("the number of merged parts must be at least 1".into()));
+        if parts == 0 || (parts > n && parts > 1) {
+            return Err(SynopsisError::Codec("the number of merged parts must be in [1, max(1, n)]".into()));
         }
         let sum = table.sorted().iter().fold(0u64, |a, s| a.saturating_add(s.count));
         if sum > n {
@@ -202,6 +202,11 @@ impl StickySampling {
         let k = self.parts as f64;
         if m < k {
             return 1.0;
+        }
+        if k > 1000.0 {
+            // Chernoff: P[Bin(m, p) < k] ≤ exp(−(μ − k)²/(2μ)) for k < μ = mp.
+            let mu = m * p;
+            return if k < mu { (-(mu - k) * (mu - k) / (2.0 * mu)).exp().min(1.0) } else { 1.0 };
         }
         // P[Bin(m, p) < k] = Σ_{j<k} C(m, j) p^j (1−p)^(m−j), summed in log space.
         let (lp, lq) = (p.ln(), (-p).ln_1p());
