@@ -53,6 +53,12 @@ pub struct LossyCounting {
 impl LossyCounting {
     /// A summary whose counts are at most `εN` below the truth.
     ///
+    /// ```
+    /// use saams::lossy_counting::LossyCounting;
+    /// assert!(LossyCounting::with_epsilon(0.001).is_ok());
+    /// assert!(LossyCounting::with_epsilon(0.0).is_err());
+    /// ```
+    ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1`.
     pub fn with_epsilon(epsilon: f64) -> Result<Self, SynopsisError> {
@@ -98,6 +104,16 @@ impl LossyCounting {
     }
 
     /// The most any count can be below the truth now: `⌊N/w⌋ ≤ εN`.
+    ///
+    /// ```
+    /// use saams::{lossy_counting::LossyCounting, Datum, Synopsis};
+    /// let mut lc = LossyCounting::with_epsilon(0.01).unwrap();
+    /// for i in 0..1000u32 {
+    ///     lc.update(Datum::Num(f64::from(i)));
+    /// }
+    /// assert_eq!((lc.total(), lc.max_error()), (1000, 10));
+    /// assert!(lc.tracked() <= 100);
+    /// ```
     pub fn max_error(&self) -> u64 {
         self.err
     }

@@ -71,6 +71,12 @@ impl StickySampling {
     /// A summary finding the items above support `support`, with counts at most `εN` low, each
     /// guarantee holding with probability `1 − delta`; sampling seeded by `seed`.
     ///
+    /// ```
+    /// use saams::sticky_sampling::StickySampling;
+    /// assert!(StickySampling::with_accuracy(0.01, 0.001, 0.01, 42).is_ok());
+    /// assert!(StickySampling::with_accuracy(0.01, 0.02, 0.01, 42).is_err()); // epsilon ≥ support
+    /// ```
+    ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < support < 1` and `0 < delta < 1`.
     pub fn with_accuracy(support: f64, epsilon: f64, delta: f64, seed: u64) -> Result<Self, SynopsisError> {
@@ -193,6 +199,17 @@ impl StickySampling {
     }
 
     /// Probability that one item's count is more than `εN` below its true count.
+    ///
+    /// ```
+    /// use saams::{sticky_sampling::StickySampling, Datum, Synopsis};
+    /// let mut ss = StickySampling::with_accuracy(0.1, 0.01, 0.1, 1).unwrap();
+    /// assert_eq!(ss.item_failure_probability(), 0.0); // rate 1: exact
+    /// for i in 0..10_000u32 {
+    ///     ss.update(Datum::Num(f64::from(i % 50)));
+    /// }
+    /// assert!(ss.sampling_divisor() > 1);
+    /// assert!(ss.item_failure_probability() <= 0.1 * 0.1);
+    /// ```
     pub fn item_failure_probability(&self) -> f64 {
         if self.rate == 1 {
             return 0.0;

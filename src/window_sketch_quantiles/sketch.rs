@@ -150,6 +150,14 @@ fn layout(epsilon: f64, w: u64) -> (u64, u64) {
 impl WindowSketchQuantiles {
     /// Quantiles of the last `window` items with rank error at most `epsilon · window`.
     ///
+    /// ```
+    /// use saams::window_sketch_quantiles::WindowSketchQuantiles;
+    /// let w = WindowSketchQuantiles::with_accuracy(0.01, 40_000).unwrap();
+    /// let (b, k) = w.layout();
+    /// assert!(w.max_rank_error() <= 400.0 && b <= 40_000 && k > 1);
+    /// assert!(WindowSketchQuantiles::with_accuracy(0.01, 0).is_err());
+    /// ```
+    ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1` and `1 ≤ window ≤ 2⁴⁸`.
     pub fn with_accuracy(epsilon: f64, window: u64) -> Result<Self, SynopsisError> {
@@ -211,6 +219,16 @@ impl WindowSketchQuantiles {
     }
 
     /// Add one number (NaN is ignored).
+    ///
+    /// ```
+    /// use saams::window_sketch_quantiles::WindowSketchQuantiles;
+    /// let mut w = WindowSketchQuantiles::with_accuracy(0.05, 100).unwrap();
+    /// for i in 0..1000u32 {
+    ///     w.insert(f64::from(i));
+    /// }
+    /// assert_eq!(w.live(), 100);
+    /// assert!(w.stored_values() <= 100 + w.layout().0 as usize);
+    /// ```
     #[inline]
     pub fn insert(&mut self, x: f64) {
         if x.is_nan() {
