@@ -17,7 +17,9 @@ use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError
 /// of items summarized: for every item with true count `c`,
 /// `f ≤ c ≤ f + Δ` and `Δ ≤ ⌊N/w⌋ ≤ εN` (an item not tracked has `c ≤ ⌊N/w⌋`). Hence
 /// [`Query::FrequentItems`] at support `s > ε` returns every item with `c ≥ sN` (no false
-/// negatives) and only items with `c ≥ (s − ε)N`.
+/// negatives) and only items with `c ≥ (s − ε)N`: it lists the tracked items whose upper bound
+/// `f + Δ` reaches `sN`, largest `f` first, with `f` as their count; the estimate's `lower` is 0
+/// and `upper` is `⌊N/w⌋`, so every listed count `f` satisfies `f ≤ c ≤ f + upper`.
 ///
 /// **Merge**: counts and `Δ`s of common items are summed; an item tracked on one side only gets
 /// the other side's untracked bound `⌊N_b/w⌋` added to its `Δ`; then items with

@@ -23,7 +23,9 @@ pub const DEFAULT_SEED: u64 = 0x5EED_57C1_C4E5_A3D1;
 /// count is more than `εN` below it with probability at most `s·δ`; hence with probability
 /// ≥ `1 − δ`, [`Query::FrequentItems`] at the synopsis' support `s` returns every item with
 /// count ≥ `sN` (no false negatives), and only items with count ≥ `(s − ε)N` are returned
-/// (always: counts are never overestimated).
+/// (always: counts are never overestimated). Listed counts come with `lower` 0 and `upper`
+/// `⌊εN⌋` (each count `f` satisfies `f ≤ c ≤ f + upper` with the reported confidence);
+/// [`Query::IsFrequent`] answers whether `f ≥ (s − ε)N`, with `[lower, upper] = [f, f + ⌊εN⌋]`.
 ///
 /// **Merge**: the side sampled at the higher rate is brought to the other's lower rate `R`
 /// (its counts diminished by coin tosses, once per halving, as at a rate change), then counts
