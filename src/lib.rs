@@ -13,6 +13,7 @@ pub mod api;
 pub mod codec;
 pub mod error;
 pub mod hash;
+pub mod monitoring;
 pub mod params;
 pub mod registry;
 pub mod synopsis;
@@ -21,6 +22,7 @@ pub mod synopsis;
 // kind 1
 pub mod count_min;
 pub use count_min::CountMin;
+mod linear_hash;
 
 // kind 2
 pub mod hyper_log_log;
@@ -51,6 +53,8 @@ pub mod gk_quantiles;
 pub use gk_quantiles::GkQuantiles;
 
 // kind 9
+pub mod lsh;
+pub use lsh::Lsh;
 
 // kind 10
 pub mod window_sketch_quantiles;

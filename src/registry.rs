@@ -46,7 +46,7 @@ pub fn construct_kind(kind: Kind, params: &[Json]) -> Result<Box<dyn Synopsis>, 
         // kind 8
         Kind::GkQuantiles => Ok(Box::new(crate::gk_quantiles::GkQuantiles::from_params(&p)?)),
         // kind 9
-        Kind::Lsh => not_built(kind),
+        Kind::Lsh => Ok(Box::new(crate::lsh::Lsh::from_params(&p)?)),
         // kind 10
         Kind::WindowSketchQuantiles => {
             Ok(Box::new(crate::window_sketch_quantiles::WindowSketchQuantiles::from_params(&p)?))
@@ -87,7 +87,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // kind 8
         Kind::GkQuantiles => crate::gk_quantiles::codec::decode(&header, payload),
         // kind 9
-        Kind::Lsh => not_built(header.kind),
+        Kind::Lsh => crate::lsh::decode(&header, payload),
         // kind 10
         Kind::WindowSketchQuantiles => crate::window_sketch_quantiles::codec::decode(&header, payload),
         // kind 11

@@ -290,7 +290,7 @@ impl LineContext {
             return Ok(None);
         }
         let result = match self.format {
-            Format::JsonLines => Tuple::from_json(line).map(Some).map_err(|e| e.0),
+            Format::JsonLines => crate::jsonl::parse_json_tuple(line).map(Some).map_err(|e| e.0),
             Format::StockTxt | Format::StockCsv => {
                 stock::parse_stock_line(line).map(|row| Some(row.to_tuple(&self.stream_id, &self.dataset_key)))
             }

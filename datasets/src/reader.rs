@@ -2,7 +2,7 @@
 //! file and line) as `Err` items, counts them, and goes on.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use saams::api::Tuple;
@@ -16,6 +16,8 @@ const DATA_EXTENSIONS: [&str; 6] = ["csv", "txt", "json", "jsonl", "ndjson", "ai
 enum Input {
     Path(PathBuf),
     Reader(String, Box<dyn BufRead + Send>),
+    /// Share `index` of `peers` of a file's lines (split by bytes at line starts).
+    Share(PathBuf, usize, usize),
 }
 
 /// Tuples of one or more files (or a stream such as stdin), in file order then line order.
@@ -64,6 +66,71 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<TupleReader, Par
         vec![path.to_path_buf()]
     };
     Ok(TupleReader::from_inputs(files.iter().cloned().map(Input::Path).collect(), format, files))
+}
+
+/// Worker `index` of `peers`'s share of `path` (a file, or every file of a directory): the lines
+/// starting in the `index`-th of `peers` equal byte ranges of each file. The shares of all workers
+/// partition the lines exactly; each worker reads only its own bytes (plus one newline count of the
+/// bytes before, so errors keep their true line numbers). Headers are read from each file's first
+/// line, and skipped wherever they fall.
+///
+/// ```
+/// let spy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/datasets/stocks/minute/future_cme_ES_201403_minute_trade.csv");
+/// let counts: Vec<usize> = (0..3).map(|w| saams_datasets::read_share(spy.as_ref(), None, w, 3).unwrap().count()).collect();
+/// assert_eq!(counts.iter().sum::<usize>(), 1_044);
+/// assert!(counts.iter().all(|&c| c > 300));
+/// assert!(saams_datasets::read_share(spy.as_ref(), None, 3, 3).is_err());
+/// ```
+///
+/// # Errors
+/// As [`read_path`], and when `index ≥ peers`.
+pub fn read_share(path: &Path, format: Option<Format>, index: usize, peers: usize) -> Result<TupleReader, ParseError> {
+    if index >= peers {
+        return Err(ParseError::new(
+            path.display().to_string(),
+            0,
+            format!("worker {index} of {peers} does not exist"),
+        ));
+    }
+    let reader = read_path(path, format)?;
+    let files = reader.files.clone();
+    Ok(TupleReader::from_inputs(files.iter().map(|f| Input::Share(f.clone(), index, peers)).collect(), format, files))
+}
+
+/// The first byte of share `k` of `peers` of a file of `len` bytes: the start of the first line
+/// starting at or after `k·len/peers`.
+fn share_start(file: &mut File, len: u64, k: usize, peers: usize) -> std::io::Result<u64> {
+    if k == 0 {
+        return Ok(0);
+    }
+    if k >= peers {
+        return Ok(len);
+    }
+    let b = (len as u128 * k as u128 / peers as u128) as u64;
+    if b == 0 {
+        return Ok(0);
+    }
+    file.seek(SeekFrom::Start(b - 1))?;
+    let mut skipped = Vec::new();
+    let n = BufReader::new(&mut *file).read_until(b'\n', &mut skipped)?;
+    Ok((b - 1 + n as u64).min(len))
+}
+
+/// Number of line ends in the first `end` bytes of a file.
+fn count_lines(file: &mut File, end: u64) -> std::io::Result<u64> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut left, mut lines) = (end, 0u64);
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        left -= n as u64;
+    }
+    Ok(lines)
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ParseError> {
@@ -171,6 +238,7 @@ impl TupleReader {
                 (name, Box::new(BufReader::with_capacity(1 << 16, f)))
             }
             Input::Reader(name, r) => (name, r),
+            Input::Share(p, index, peers) => return self.open_share(&p, index, peers),
         };
         self.buf.clear();
         let n = reader
@@ -193,6 +261,33 @@ impl TupleReader {
         self.current = Some((ctx, reader));
         self.line_no = 0;
         Ok(true)
+    }
+
+    /// Open a share of a file: context from the file's first line, reader over the share's bytes,
+    /// line numbers continuing from the lines before it. The share's first line stays in `buf`.
+    fn open_share(&mut self, path: &Path, index: usize, peers: usize) -> Result<bool, ParseError> {
+        let name = path.display().to_string();
+        let io_err = |e: std::io::Error| ParseError::new(&name, 0, format!("cannot read: {e}"));
+        let mut ctx = LineContext::open(path, self.format)?;
+        if let Some(key) = &self.dataset_key {
+            ctx = ctx.with_dataset_key(key);
+        }
+        let mut file = File::open(path).map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        let start = share_start(&mut file, len, index, peers).map_err(io_err)?;
+        let end = share_start(&mut file, len, index + 1, peers).map_err(io_err)?;
+        if start >= end {
+            return Ok(false);
+        }
+        let before = count_lines(&mut file, start).map_err(io_err)?;
+        file.seek(SeekFrom::Start(start)).map_err(io_err)?;
+        let mut reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, file.take(end - start)));
+        self.buf.clear();
+        let n = reader.read_until(b'\n', &mut self.buf).map_err(io_err)?;
+        self.bytes += n as u64;
+        self.current = Some((ctx, reader));
+        self.line_no = before;
+        Ok(n > 0)
     }
 
     fn fail(&mut self, e: ParseError) -> Option<Result<Tuple, ParseError>> {
@@ -247,4 +342,83 @@ impl Iterator for TupleReader {
             }
         }
     }
+}
+
+/// Tuples of several time-ordered inputs merged into one event-time order (ties by input
+/// order): a replay of a directory as the streams happened, rather than file after file.
+/// Malformed rows pass through as `Err` items as soon as they are read.
+pub struct MergedReader {
+    readers: Vec<TupleReader>,
+    heads: Vec<Option<Tuple>>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize)>>,
+    errors: std::collections::VecDeque<ParseError>,
+}
+
+impl MergedReader {
+    /// Merge `readers`, each assumed to be in event-time order (tuples without a time sort first).
+    pub fn new(readers: Vec<TupleReader>) -> MergedReader {
+        let n = readers.len();
+        let mut m = MergedReader {
+            readers,
+            heads: vec![None; n],
+            heap: std::collections::BinaryHeap::with_capacity(n),
+            errors: std::collections::VecDeque::new(),
+        };
+        for k in 0..n {
+            m.advance(k);
+        }
+        m
+    }
+
+    /// Pull the next tuple of input `k` into its head slot, queueing errors met on the way.
+    fn advance(&mut self, k: usize) {
+        for item in self.readers[k].by_ref() {
+            match item {
+                Ok(t) => {
+                    self.heap.push(std::cmp::Reverse((t.time_ms.unwrap_or(i64::MIN), k)));
+                    self.heads[k] = Some(t);
+                    return;
+                }
+                Err(e) => self.errors.push_back(e),
+            }
+        }
+    }
+
+    /// Malformed rows seen so far, over all inputs.
+    pub fn malformed(&self) -> u64 {
+        self.readers.iter().map(TupleReader::malformed).sum()
+    }
+}
+
+impl Iterator for MergedReader {
+    type Item = Result<Tuple, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.errors.pop_front() {
+            return Some(Err(e));
+        }
+        let std::cmp::Reverse((_, k)) = self.heap.pop()?;
+        let t = self.heads[k].take();
+        self.advance(k);
+        t.map(Ok)
+    }
+}
+
+/// [`read_path`], with every file of a directory read at once and merged by event time (each
+/// file must be in event-time order, as the shared datasets are). Opens all files together.
+///
+/// ```
+/// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/datasets/stocks/minute");
+/// let times: Vec<i64> = saams_datasets::read_path_merged(dir.as_ref(), None).unwrap().map(|t| t.unwrap().time_ms.unwrap()).collect();
+/// assert_eq!(times.len(), 14_936);
+/// assert!(times.windows(2).all(|w| w[0] <= w[1]));
+/// ```
+///
+/// # Errors
+/// As [`read_path`].
+pub fn read_path_merged(path: &Path, format: Option<Format>) -> Result<MergedReader, ParseError> {
+    let files = read_path(path, format)?.files;
+    Ok(MergedReader::new(
+        files.iter().map(|f| TupleReader::from_inputs(vec![Input::Path(f.clone())], format, vec![f.clone()])).collect(),
+    ))
 }

@@ -286,3 +286,76 @@ fn converter_output_reads_back_to_the_same_tuples() {
     round_trip("stocks/tick/forex_fxcm_EURUSD_tick_quote.csv", 3_000);
     round_trip(NOAA, 5_000);
 }
+
+#[test]
+fn worker_shares_partition_the_lines_and_keep_line_numbers() {
+    // Real files: the shares together hold exactly the tuples of the whole reading.
+    for (rel, peers_list) in
+        [(NOAA, &[3][..]), ("stocks/minute", &[2, 7][..]), ("stocks/tick/forex_oanda_EURUSD_tick_quote.csv", &[5][..])]
+    {
+        let path = datasets().join(rel);
+        let whole: Vec<Tuple> = read_path(&path, None).unwrap().map(|t| t.unwrap()).collect();
+        for &peers in peers_list {
+            let mut joined: Vec<Tuple> = (0..peers)
+                .flat_map(|w| saams_datasets::read_share(&path, None, w, peers).unwrap().map(|t| t.unwrap()))
+                .collect();
+            assert_eq!(joined.len(), whole.len(), "{rel} with {peers} workers");
+            // With several files, each worker's share visits every file: compare in a canonical order.
+            let mut whole = whole.clone();
+            let order = |a: &Tuple, b: &Tuple| {
+                (&a.dataset_key, &a.stream_id, a.time_ms).cmp(&(&b.dataset_key, &b.stream_id, b.time_ms))
+            };
+            joined.sort_by(order);
+            whole.sort_by(order);
+            // Stable sorts keep equal-key rows in file order in both, so the sequences match exactly.
+            assert!(joined == whole, "{rel} with {peers} workers");
+        }
+    }
+    // Broken rows: every worker reports the true line numbers.
+    let dir = scratch("shares");
+    let path = dir.join("equity_usa_XYZ_tick_trade.csv");
+    let mut text = String::from("Date,Time,Price,Volume\n");
+    for i in 0..300 {
+        if i % 37 == 5 {
+            text.push_str("2013-10-07,broken,1,1\n");
+        } else {
+            text.push_str(&format!("2013-10-07,04:{:02}:{:02}.000,{}.5,{}\n", i / 60, i % 60, 100 + i, i + 1));
+        }
+    }
+    std::fs::write(&path, &text).unwrap();
+    let whole_errors: Vec<u64> = read_path(&path, None).unwrap().filter_map(|t| t.err()).map(|e| e.line).collect();
+    assert_eq!(whole_errors, [7, 44, 81, 118, 155, 192, 229, 266]);
+    for peers in [2, 4, 5] {
+        let mut errors: Vec<u64> = (0..peers)
+            .flat_map(|w| {
+                saams_datasets::read_share(&path, None, w, peers).unwrap().filter_map(|t| t.err()).map(|e| e.line)
+            })
+            .collect();
+        errors.sort_unstable();
+        assert_eq!(errors, whole_errors, "{peers} workers");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn merged_reading_interleaves_files_by_time_and_passes_errors() {
+    let dir = scratch("merge");
+    std::fs::write(
+        dir.join("Forex\u{b7}AAA\u{b7}NoExpiry.txt"),
+        "01/02/2019,00:00:01,1.5,1\n01/02/2019,00:00:03,1.6,1\nbroken\n01/02/2019,00:00:05,1.7,1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Forex\u{b7}BBB\u{b7}NoExpiry.txt"),
+        "01/02/2019,00:00:02,9.5,1\n01/02/2019,00:00:04,9.6,1\n",
+    )
+    .unwrap();
+    let mut r = saams_datasets::read_path_merged(&dir, None).unwrap();
+    let items: Vec<Result<Tuple, ParseError>> = r.by_ref().collect();
+    let ids: Vec<&str> = items.iter().filter_map(|i| i.as_ref().ok()).map(|t| t.stream_id.as_str()).collect();
+    assert_eq!(ids, ["AAA", "BBB", "AAA", "BBB", "AAA"]);
+    let errors: Vec<u64> = items.iter().filter_map(|i| i.as_ref().err()).map(|e| e.line).collect();
+    assert_eq!(errors, [3]);
+    assert_eq!(r.malformed(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

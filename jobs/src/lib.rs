@@ -1,5 +1,7 @@
-//! The saams binaries' shared code: CLI, sources, sinks.
+//! The saams binaries' shared code: CLI, sources, sinks, and the `saams` job itself.
 #![deny(missing_docs)]
 
+pub mod cli;
+pub mod run;
 pub mod sink;
 pub mod source;

@@ -4,7 +4,8 @@
 use std::any::Any;
 
 use crate::codec::encode_envelope;
-use crate::hash::{SplitMix64, hash_datum};
+use crate::hash::SplitMix64;
+use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, Kind, PairQuery, Query, Synopsis, SynopsisError, downcast};
 
@@ -201,7 +202,7 @@ impl Ams {
             let x = mix(h ^ key);
             let b = ((u128::from(x) * buckets) >> 64) as usize;
             // +1 when the low bit is set, −1 otherwise.
-            row[b] += ((x & 1) as i64) * 2 - 1;
+            row[b] = row[b].wrapping_add(((x & 1) as i64) * 2 - 1);
         }
     }
 
@@ -209,7 +210,7 @@ impl Ams {
     fn row_f2(&self) -> Vec<f64> {
         self.counters
             .chunks_exact(self.buckets)
-            .map(|row| row.iter().map(|c| (*c as i128 * *c as i128) as f64).sum())
+            .map(|row| row.iter().fold(0i128, |acc, c| acc.wrapping_add(i128::from(*c) * i128::from(*c))) as f64)
             .collect()
     }
 
@@ -245,7 +246,7 @@ impl Ams {
             .map(|(row, key)| {
                 let x = mix(h ^ key);
                 let b = ((u128::from(x) * buckets) >> 64) as usize;
-                (row[b] * (((x & 1) as i64) * 2 - 1)) as f64
+                row[b].wrapping_mul(((x & 1) as i64) * 2 - 1) as f64
             })
             .collect();
         median(&mut rows)
@@ -273,12 +274,12 @@ impl Synopsis for Ams {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        self.add_hash(hash_datum(item, self.seed));
+        self.add_hash(hash_item(item, self.seed));
     }
 
     fn update_batch(&mut self, items: &[Datum<'_>]) {
         for item in items {
-            self.add_hash(hash_datum(*item, self.seed));
+            self.add_hash(hash_item(*item, self.seed));
         }
     }
 
@@ -302,7 +303,7 @@ impl Synopsis for Ams {
                 let delta = FAILURE_PROBABILITY / 2.0;
                 let (_, _, f2_upper) = self.f2_interval(delta);
                 let n = self.total as f64;
-                let est = self.count_estimate(hash_datum(v.as_datum(), self.seed)).clamp(0.0, n);
+                let est = self.count_estimate(hash_item(v.as_datum(), self.seed)).clamp(0.0, n);
                 let slack = (f2_upper / (self.buckets as f64 * row_failure_budget(self.depth, delta))).sqrt();
                 Ok(Estimate::number(est, (est - slack).max(0.0), (est + slack).min(n), 1.0 - FAILURE_PROBABILITY))
             }
@@ -324,7 +325,9 @@ impl Synopsis for Ams {
             .counters
             .chunks_exact(self.buckets)
             .zip(other.counters.chunks_exact(self.buckets))
-            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| *x as i128 * *y as i128).sum::<i128>() as f64)
+            .map(|(a, b)| {
+                a.iter().zip(b).fold(0i128, |acc, (x, y)| acc.wrapping_add(i128::from(*x) * i128::from(*y))) as f64
+            })
             .collect();
         let max = self.total as f64 * other.total as f64;
         let est = median(&mut rows).clamp(0.0, max);

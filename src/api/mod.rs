@@ -1,5 +1,7 @@
 //! The JSON API's types: data tuples, requests, estimations (see `docs/api.md`).
 
+pub mod estimation;
+pub mod request;
 pub mod time;
 pub mod tuple;
 

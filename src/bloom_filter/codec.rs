@@ -65,14 +65,19 @@ pub(crate) fn decode_payload(header: &Header, payload: &[u8]) -> Result<BloomFil
     if count == 0 || count > MAX_BLOCKS {
         return Err(err(format!("{count} blocks is outside 1..={MAX_BLOCKS}")));
     }
-    let mut blocks = Vec::with_capacity(count);
-    for _ in 0..count {
-        let mut b = Block::default();
-        for w in b.0.iter_mut() {
-            *w = r.u64()?;
-        }
-        blocks.push(b);
-    }
+    let bytes = r.take(count * 64)?;
+    let blocks: Vec<Block> = bytes
+        .chunks_exact(64)
+        .map(|chunk| {
+            let mut b = Block::default();
+            for (w, le) in b.0.iter_mut().zip(chunk.chunks_exact(8)) {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(le);
+                *w = u64::from_le_bytes(word);
+            }
+            b
+        })
+        .collect();
     r.finish()?;
     Ok(BloomFilter::from_parts(n as u64, fpp, header.seed, k, blocks))
 }

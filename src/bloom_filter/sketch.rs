@@ -3,7 +3,7 @@
 use std::any::Any;
 
 use crate::codec::encode_envelope;
-use crate::hash::hash_datum;
+use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
 
@@ -280,7 +280,7 @@ impl BloomFilter {
     /// assert!(f.contains(Datum::Num(7.0)));
     /// ```
     pub fn contains(&self, item: Datum<'_>) -> bool {
-        self.contains_hash(hash_datum(item, self.seed))
+        self.contains_hash(hash_item(item, self.seed))
     }
 
     fn check_compatible(&self, other: &BloomFilter) -> Result<(), SynopsisError> {
@@ -310,12 +310,12 @@ impl Synopsis for BloomFilter {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        self.insert_hash(hash_datum(item, self.seed));
+        self.insert_hash(hash_item(item, self.seed));
     }
 
     fn update_batch(&mut self, items: &[Datum<'_>]) {
         for item in items {
-            self.insert_hash(hash_datum(*item, self.seed));
+            self.insert_hash(hash_item(*item, self.seed));
         }
     }
 

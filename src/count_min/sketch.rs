@@ -3,7 +3,8 @@
 use std::any::Any;
 
 use crate::codec::encode_envelope;
-use crate::hash::{SplitMix64, hash_datum};
+use crate::hash::SplitMix64;
+use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, Kind, Query, Synopsis, SynopsisError, downcast};
 
@@ -155,7 +156,7 @@ impl CountMin {
         self.total = self.total.wrapping_add(1);
         for (row, a) in self.counts.chunks_exact_mut(self.width).zip(&self.multipliers) {
             let col = ((u128::from(h.wrapping_mul(*a)) * width) >> 64) as usize;
-            row[col] += 1;
+            row[col] = row[col].wrapping_add(1);
         }
     }
 
@@ -180,7 +181,7 @@ impl CountMin {
     /// assert!(cm.count(Datum::Num(2.0)) >= 1);
     /// ```
     pub fn count(&self, item: Datum<'_>) -> u64 {
-        self.min_count(hash_datum(item, self.seed))
+        self.min_count(hash_item(item, self.seed))
     }
 
     fn check_compatible(&self, other: &CountMin) -> Result<(), SynopsisError> {
@@ -210,12 +211,12 @@ impl Synopsis for CountMin {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        self.add_hash(hash_datum(item, self.seed));
+        self.add_hash(hash_item(item, self.seed));
     }
 
     fn update_batch(&mut self, items: &[Datum<'_>]) {
         for item in items {
-            self.add_hash(hash_datum(*item, self.seed));
+            self.add_hash(hash_item(*item, self.seed));
         }
     }
 

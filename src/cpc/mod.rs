@@ -6,6 +6,13 @@
 //! It merges through the library's `CpcUnion`, and its payload is the library's own
 //! serialization, so the bytes can be read by any DataSketches implementation.
 //!
+//! ## DataSketches 0.6 notes
+//! - `CpcSketch` has no `merge`: merging goes through a `CpcUnion` and `to_sketch()`, which
+//!   switches the result to the (slightly less accurate) ICON estimator.
+//! - The default seed constant is crate-private in 0.6; [`DEFAULT_SEED`] repeats its value 9001.
+//! - CPC does not count items, so `Total` is unsupported.
+//! - Deserialization returned errors (never panicked) on every corruption we tried.
+//!
 //! ```
 //! use saams::cpc::Cpc;
 //! use saams::{Datum, Query, Synopsis};

@@ -71,7 +71,7 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     if k as u64 != n.min((s.window + s.basic) as u64) {
         return Err(codec_err(format!("DFT keeps {k} points, expected min({n}, window + basic)")));
     }
-    let mut buf = VecDeque::with_capacity(s.window + s.basic);
+    let mut buf = VecDeque::with_capacity(k);
     for _ in 0..k {
         let x = r.f64()?;
         if !x.is_finite() {

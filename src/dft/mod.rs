@@ -31,11 +31,13 @@
 //! }
 //! let c = a.estimate_pair(&b, &PairQuery::Correlation).unwrap();
 //! assert!(c.lower <= 1.0 && c.upper >= 0.999);
-//! assert_eq!(a.estimate(&Query::Vector).unwrap().value, b.estimate(&Query::Vector).unwrap().value);
+//! // Normalization makes the coefficients scale- and level-free.
+//! let (x, y) = (a.coefficients(), b.coefficients());
+//! assert!(x.iter().zip(&y).all(|(p, q)| (p.0 - q.0).abs() < 1e-12 && (p.1 - q.1).abs() < 1e-12));
 //! ```
 
 mod codec;
 mod sketch;
 
 pub(crate) use codec::decode;
-pub use sketch::Dft;
+pub use sketch::{Dft, MAX_WINDOW};

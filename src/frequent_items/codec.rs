@@ -33,6 +33,9 @@ pub(crate) fn encode(s: &FrequentItems) -> Vec<u8> {
     encode_envelope(Kind::FrequentItems, 0, &[f64::from(s.lg_max_map_size())], &payload)
 }
 
+/// (sort key, encoded item, encoded count) of one active item.
+type Entry<'a> = ((u8, u64, &'a [u8]), &'a [u8], &'a [u8]);
+
 /// The library's image with its (count, item) pairs sorted by item bytes; `None` for an empty
 /// image (nothing to sort) or bytes this module did not write.
 fn canonical(raw: &[u8]) -> Option<Vec<u8>> {
@@ -43,27 +46,32 @@ fn canonical(raw: &[u8]) -> Option<Vec<u8>> {
     let counts_end = PREAMBLE_BYTES.checked_add(m.checked_mul(8)?)?;
     let counts = raw.get(PREAMBLE_BYTES..counts_end)?;
     let mut items = raw.get(counts_end..)?;
-    let mut pairs: Vec<(&[u8], &[u8])> = Vec::with_capacity(m);
+    let mut pairs: Vec<Entry> = Vec::with_capacity(m);
     for c in counts.chunks_exact(8) {
-        let len = match *items.first()? {
-            0 => 9,
-            1 => 5 + u32::from_le_bytes(items.get(1..5)?.try_into().ok()?) as usize,
+        // The key orders items exactly as their encoded bytes compare, but numbers compare as
+        // one integer (their 8 LE bytes read big-endian) instead of byte by byte.
+        let (key, len) = match *items.first()? {
+            0 => ((0, u64::from_be_bytes(items.get(1..9)?.try_into().ok()?), &[][..]), 9),
+            1 => {
+                let len = 5 + u32::from_le_bytes(items.get(1..5)?.try_into().ok()?) as usize;
+                ((1, 0, items.get(..len)?), len)
+            }
             _ => return None,
         };
         let (item, rest) = items.split_at_checked(len)?;
-        pairs.push((item, c));
+        pairs.push((key, item, c));
         items = rest;
     }
     if !items.is_empty() {
         return None;
     }
-    pairs.sort_unstable();
+    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut out = Vec::with_capacity(raw.len());
     out.extend_from_slice(&raw[..PREAMBLE_BYTES]);
-    for (_, c) in &pairs {
+    for (_, _, c) in &pairs {
         out.extend_from_slice(c);
     }
-    for (item, _) in &pairs {
+    for (_, item, _) in &pairs {
         out.extend_from_slice(item);
     }
     Some(out)

@@ -7,6 +7,19 @@
 //! most 3.5/2^lgMaxMapSize · N). It merges through the library's merge and keeps the library's
 //! own serialization as its payload.
 //!
+//! ## DataSketches 0.6 notes
+//! - Items are stored as a saams type implementing the library's `FrequentItemValue` (numbers
+//!   by canonical bits, strings as strings), so both round-trip exactly; the library's error
+//!   constructors are crate-private, so our item decoder builds errors with `Error::new`.
+//! - The library serializes items in hash-slot order, which depends on insertion history: a
+//!   decoded-and-re-encoded sketch would list them differently. Our payload sorts them (still a
+//!   valid DataSketches image), so equal sketches give equal bytes.
+//! - Its deserializer trusts the image's map size (up to 2^30 slots) for an eager allocation;
+//!   we check it against the envelope before calling it.
+//! - `update` and `merge` panic when the total weight would overflow u64; we check first.
+//! - Updating is about 2× slower than the library's `u64` sketch (enum slots of 24 bytes
+//!   instead of 8); that is the price of exact string items.
+//!
 //! ```
 //! use saams::frequent_items::FrequentItems;
 //! use saams::{Datum, EstimateValue, Query, Synopsis, Value};

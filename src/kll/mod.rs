@@ -7,6 +7,16 @@
 //! serialization as our payload, so the bytes inside our envelope can be read by any
 //! DataSketches implementation.
 //!
+//! ## DataSketches 0.6 notes
+//! - The `kll` module is behind a cargo feature (off by default); the root `Cargo.toml`
+//!   enables `kll`, `cpc` and `frequencies`.
+//! - `KllSketch` has no memory-size method: [`crate::Synopsis::size_bytes`] estimates it from
+//!   the retained items.
+//! - Its `merge` accepts sketches of different `k` (the result takes the smaller one); we refuse
+//!   them, as every saams kind refuses differing parameters.
+//! - Deserialization returned errors (never panicked) on every corruption we tried, so no
+//!   `catch_unwind` is used.
+//!
 //! ```
 //! use saams::kll::Kll;
 //! use saams::{Datum, Query, Synopsis};

@@ -112,10 +112,11 @@ impl Kll {
         &self.sketch
     }
 
-    fn quantile_at(&self, rank: f64) -> Result<f64, SynopsisError> {
-        match self.sketch.quantile(rank.clamp(0.0, 1.0), SearchCriteria::Inclusive) {
-            Ok(Some(v)) => Ok(v.into_inner()),
-            Ok(None) => Err(self.empty()),
+    /// Values at `ranks` (each clamped into [0, 1]) from one sorted view of the sketch.
+    fn quantiles_at(&self, ranks: [f64; 3]) -> Result<[f64; 3], SynopsisError> {
+        match self.sketch.quantiles(&ranks.map(|r| r.clamp(0.0, 1.0)), SearchCriteria::Inclusive) {
+            Ok(Some(v)) if v.len() == 3 => Ok([v[0].into_inner(), v[1].into_inner(), v[2].into_inner()]),
+            Ok(_) => Err(self.empty()),
             Err(e) => Err(SynopsisError::BadQuery { kind: Kind::Kll, reason: e.to_string() }),
         }
     }
@@ -166,9 +167,7 @@ impl Synopsis for Kll {
                         reason: format!("quantile rank must be in [0, 1], got {q}"),
                     });
                 }
-                let value = self.quantile_at(*q)?;
-                let lower = self.quantile_at(q - eps)?;
-                let upper = self.quantile_at(q + eps)?;
+                let [value, lower, upper] = self.quantiles_at([*q, q - eps, q + eps])?;
                 Ok(Estimate::number(value, lower, upper, KLL_CONFIDENCE))
             }
             Query::Rank(x) => {

@@ -25,6 +25,23 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any payload inside a valid envelope decodes to a working synopsis or is refused; it
+    /// never panics, and what decodes re-encodes to the same bytes.
+    #[test]
+    fn arbitrary_payloads_never_panic(payload in prop::collection::vec(any::<u8>(), 0..200), seed in any::<u64>()) {
+        let bytes = encode_envelope(Kind::Ams, seed, &[2.0, 16.0], &payload);
+        if let Ok(s) = decode(&bytes) {
+            prop_assert_eq!(s.encode(), bytes);
+            let _ = s.estimate(&saams::Query::F2);
+            let mut twice = s.clone();
+            twice.merge(s.as_ref()).unwrap();
+        }
+    }
+}
+
 fn small() -> Ams {
     sketch_of(&common::zipf_stream(100, 50, 1.1, 1), 2, 16, 5)
 }

@@ -17,7 +17,10 @@ fn exact_below_capacity_numbers_and_strings_apart() {
     assert_eq!(s.estimate(&Query::Total).unwrap().as_f64(), Some(16.0));
     let e = s.estimate(&Query::FrequentItems { support: 0.3 }).unwrap();
     let EstimateValue::Items(items) = e.value else { panic!() };
-    assert_eq!(items, vec![(Value::Num(0.0), 6.0), (Value::Num(1.0), 5.0), (Value::Str("1".into()), 5.0)]);
+    // Largest first; the two tied items may come in either order.
+    assert_eq!(items[0], (Value::Num(0.0), 6.0));
+    assert_eq!(items.len(), 3);
+    assert!(items.contains(&(Value::Num(1.0), 5.0)) && items.contains(&(Value::Str("1".into()), 5.0)));
 }
 
 #[test]

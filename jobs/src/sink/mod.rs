@@ -1,3 +1,4 @@
 //! Sinks: where estimations and dead letters go.
 
+pub mod file;
 pub mod kafka;

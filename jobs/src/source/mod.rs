@@ -1,3 +1,5 @@
 //! Sources: where tuples and requests come from. Each worker reads its own share of the input.
 
+pub mod file;
+pub mod generated;
 pub mod kafka;

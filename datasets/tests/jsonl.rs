@@ -1,0 +1,105 @@
+//! The fast JSON tuple parser agrees with `Tuple::from_json` (same tuples up to field order, same
+//! errors) on real converted rows, generated rows, edge cases and seeded random corruptions.
+
+use std::path::PathBuf;
+
+use saams::api::Tuple;
+use saams::hash::SplitMix64;
+use saams_datasets::generator::GeneratorSpec;
+use saams_datasets::jsonl::{parse_json_tuple, write_reference_json};
+use saams_datasets::read_path;
+
+fn normalized(mut t: Tuple) -> Tuple {
+    t.fields.sort_by(|a, b| a.0.cmp(&b.0));
+    t
+}
+
+fn agree(line: &str) {
+    let fast = parse_json_tuple(line).map(normalized);
+    let slow = Tuple::from_json(line).map(normalized);
+    assert_eq!(fast, slow, "line {line:?}");
+}
+
+fn corpus() -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets");
+    let mut lines = Vec::new();
+    for rel in ["stocks/tick/equity_usa_IBM_tick_trade.csv", "ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv"] {
+        for t in read_path(&root.join(rel), None).unwrap().take(3000) {
+            let mut s = String::new();
+            write_reference_json(&t.unwrap(), &mut s);
+            lines.push(s);
+        }
+    }
+    for t in GeneratorSpec::parse("ais:5:50").unwrap().interleaved(0, 1) {
+        lines.push(t.to_json());
+    }
+    lines
+}
+
+#[test]
+fn agrees_on_real_and_generated_rows() {
+    let lines = corpus();
+    assert!(lines.len() > 6000);
+    for l in &lines {
+        agree(l);
+        assert!(parse_json_tuple(l).is_ok());
+    }
+}
+
+#[test]
+fn agrees_on_edge_cases() {
+    for line in [
+        r#"{"streamID":"A","dataSetKey":"D","price":1}"#,
+        r#"  { "streamID" : "A" , "dataSetKey" : "D" , "price" : -0.5e-3 }  "#,
+        r#"{"streamID":"A","dataSetKey":"D","timestamp":"2019-01-02T00:00:01.5Z","price":1}"#,
+        r#"{"streamID":"A","dataSetKey":"D","timestamp":"2019-01-02T00:00:01+02:00"}"#,
+        r#"{"streamID":"A","dataSetKey":"D","timestamp":7,"date":"2019-01-02","time":"00:00:01"}"#,
+        r#"{"streamID":"A","dataSetKey":"D","date":"2019-01-02"}"#,
+        r#"{"streamID":"A","dataSetKey":"D","date":"2019-02-30","time":"00:00:00"}"#,
+        r#"{"streamID":"A","dataSetKey":"D","time":"24:00:00","date":"2019-01-02"}"#,
+        r#"{"streamID":"A","dataSetKey":"D","values":{"price":2.5},"volume":3}"#,
+        r#"{"streamID":"A\"B","dataSetKey":"D","name":"x\ny"}"#,
+        r#"{"streamID":7,"dataSetKey":"D"}"#,
+        r#"{"streamID":"A","dataSetKey":"D","price":1,"price":2}"#,
+        r#"{"streamID":"A","dataSetKey":"D","flag":true}"#,
+        r#"{"streamID":"A","dataSetKey":"D","p":01}"#,
+        r#"{"streamID":"A","dataSetKey":"D","p":1.}"#,
+        r#"{"streamID":"A","dataSetKey":"D","p":1e999}"#,
+        r#"{"streamID":"A","dataSetKey":"D","p":12345678901234567890123}"#,
+        r#"{"streamID":"A","dataSetKey":"D","p":null,"objectID":null}"#,
+        r#"{"streamID":"A","dataSetKey":"D"} trailing"#,
+        r#"{"streamID":"A","dataSetKey":"D",}"#,
+        r#"{}"#,
+        r#"[]"#,
+        "",
+        r#"{"streamID":"Å","dataSetKey":"Δ","price":1}"#,
+    ] {
+        agree(line);
+    }
+}
+
+#[test]
+fn agrees_on_random_corruptions() {
+    let lines = corpus();
+    let mut rng = SplitMix64::new(2024);
+    let alphabet = b"{}[]\":,.-+eE0123456789 nultrAZaz\\";
+    for _ in 0..20_000 {
+        let mut bytes = lines[(rng.next_u64() % lines.len() as u64) as usize].clone().into_bytes();
+        for _ in 0..1 + rng.next_u64() % 3 {
+            let pos = (rng.next_u64() % bytes.len() as u64) as usize;
+            match rng.next_u64() % 3 {
+                0 => {
+                    bytes.remove(pos);
+                }
+                1 => bytes[pos] = alphabet[(rng.next_u64() % alphabet.len() as u64) as usize],
+                _ => bytes.insert(pos, alphabet[(rng.next_u64() % alphabet.len() as u64) as usize]),
+            }
+            if bytes.is_empty() {
+                break;
+            }
+        }
+        if let Ok(line) = String::from_utf8(bytes) {
+            agree(&line);
+        }
+    }
+}

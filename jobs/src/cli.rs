@@ -1,0 +1,123 @@
+//! The `saams` command line (clap derive). Timely's own flags are spelled as timely spells
+//! them (`-w -n -p -h`), so `--help` is the only help flag.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+/// Input file formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// JSON lines, one tuple per line (reference form, or nested `values`).
+    #[value(alias = "jsonl")]
+    Json,
+    /// The reference stock `.txt` form (`MM/dd/yyyy,HH:mm:ss,price,volume`).
+    StockTxt,
+    /// Stock CSV with a header (`Date,Time,Price,Volume,…`).
+    StockCsv,
+    /// AIS CSV with a header (NOAA MarineCadastre columns).
+    AisCsv,
+    /// Piraeus-style AIS CSV (`t,shipid,lon,lat,…`).
+    PiraeusCsv,
+}
+
+impl Format {
+    /// The parser's format.
+    pub fn parser(self) -> saams_datasets::Format {
+        match self {
+            Format::Json => saams_datasets::Format::JsonLines,
+            Format::StockTxt => saams_datasets::Format::StockTxt,
+            Format::StockCsv => saams_datasets::Format::StockCsv,
+            Format::AisCsv => saams_datasets::Format::AisCsv,
+            Format::PiraeusCsv => saams_datasets::Format::PiraeusCsv,
+        }
+    }
+}
+
+/// Stream synopses as a service: maintain synopses over tuple streams and answer queries.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "saams", version, disable_help_flag = true)]
+pub struct Cli {
+    /// Print help (every flag with its default).
+    #[arg(long, action = ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Worker threads per process (timely's -w); every process needs the same value.
+    #[arg(short = 'w', long = "workers", default_value_t = 1)]
+    pub workers: usize,
+    /// Number of processes (timely's -n).
+    #[arg(short = 'n', long = "processes", default_value_t = 1)]
+    pub processes: usize,
+    /// This process' index, 0-based (timely's -p).
+    #[arg(short = 'p', long = "process", default_value_t = 0)]
+    pub process: usize,
+    /// Hostfile: one `host:port` per process (timely's -h); default 127.0.0.1:2101+i.
+    #[arg(short = 'h', long = "hostfile")]
+    pub hostfile: Option<PathBuf>,
+    /// Request JSON file, or `-` for stdin (an array, one object per line, or one array per line).
+    #[arg(long)]
+    pub requests: String,
+    /// Tuple input: files or directories, `-` for stdin (repeatable).
+    #[arg(long)]
+    pub data: Vec<String>,
+    /// Format of --data inputs (default: detected per file: .json/.jsonl or a `{` line → JSON
+    /// lines, .txt → stock text, .csv → stock or AIS CSV by its header).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Seeded generator used when no --data is given: `stocks:N[:T]` or `ais:N[:T]` (N streams of
+    /// T tuples each).
+    #[arg(long, default_value = "stocks:100:2000")]
+    pub generate: String,
+    /// Where estimations go, as JSON lines (`-` = stdout).
+    #[arg(long, default_value = "-")]
+    pub out: String,
+    /// File receiving rejected input lines (malformed, late) with the reason.
+    #[arg(long = "dead-letter")]
+    pub dead_letter: Option<PathBuf>,
+    /// Directory SAVE writes to and LOAD reads from (requests cannot name files outside it).
+    #[arg(long)]
+    pub snapshots: Option<PathBuf>,
+    /// Event-time tumbling window for continuous answers (e.g. 500ms, 60s, 5m, 1h).
+    #[arg(long, default_value = "60s")]
+    pub window: String,
+    /// Allowed event-time lateness; older tuples are counted and dead-lettered.
+    #[arg(long, default_value = "0s")]
+    pub lateness: String,
+    /// Parse and route tuples but update no synopsis (to measure the input side alone).
+    #[arg(long = "no-synopses")]
+    pub no_synopses: bool,
+    /// Seconds between progress lines on stderr (0 = none).
+    #[arg(long = "progress", default_value_t = 5)]
+    pub progress: u64,
+}
+
+/// Parse a duration: a number with unit `ms`, `s`, `m`, `h` or `d` (no unit = seconds), in ms.
+///
+/// ```
+/// use saams_jobs::cli::parse_duration_ms;
+/// assert_eq!(parse_duration_ms("60s"), Ok(60_000));
+/// assert_eq!(parse_duration_ms("250ms"), Ok(250));
+/// assert_eq!(parse_duration_ms("2"), Ok(2_000));
+/// assert!(parse_duration_ms("soon").is_err());
+/// ```
+///
+/// # Errors
+/// For text that is not a non-negative number with a known unit.
+pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let x: f64 = num.parse().map_err(|_| format!("bad duration {s:?}: expected e.g. 60s, 500ms, 5m"))?;
+    let scale = match unit.trim() {
+        "ms" => 1.0,
+        "" | "s" => 1_000.0,
+        "m" | "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        other => return Err(format!("bad duration unit {other:?} in {s:?} (ms, s, m, h, d)")),
+    };
+    let ms = x * scale;
+    if !ms.is_finite() || !(0.0..=1e15).contains(&ms) {
+        return Err(format!("duration {s:?} out of range"));
+    }
+    Ok(ms.round() as i64)
+}

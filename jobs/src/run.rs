@@ -1,0 +1,556 @@
+//! The `saams` job: timely configuration from the CLI, the request broadcast, the dataflow
+//! (update → tree merge → fold → sink), and the reading loop with event-time windows.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use saams::Datum;
+use saams::api::request::parse_requests;
+use saams_datasets::GeneratorSpec;
+use saams_operators::{FoldPartials, MergeTree, Plan, Rec, UpdateSynopses, Val, merge_stages};
+use timely::communication::Config as CommunicationConfig;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::operators::vec::Broadcast;
+use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::{Config, WorkerConfig};
+
+use crate::cli::{Cli, parse_duration_ms};
+use crate::sink::file::{LineSink, SnapshotDir};
+use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
+use crate::source::generated::Generated;
+
+/// Counters of one process, shared by its workers and the progress thread.
+#[derive(Default)]
+pub struct Stats {
+    /// Valid tuples read.
+    pub tuples: AtomicU64,
+    /// Lines rejected (malformed or late).
+    pub dead_letters: AtomicU64,
+    /// Tuples older than the lateness bound (also dead letters).
+    pub late: AtomicU64,
+    /// Oldest input epoch over the workers (window start, ms).
+    pub epoch: AtomicI64,
+    /// Newest window seen (start, ms).
+    pub newest: AtomicI64,
+    /// When the first tuple was read.
+    pub first: OnceLock<Instant>,
+}
+
+/// Build timely's configuration from the CLI's `-w -n -p -h`.
+///
+/// # Errors
+/// For zero workers, a process index out of range, or an unreadable or short hostfile.
+pub fn timely_config(cli: &Cli) -> Result<Config, String> {
+    if cli.workers == 0 || cli.processes == 0 {
+        return Err("-w and -n must be at least 1".into());
+    }
+    if cli.process >= cli.processes {
+        return Err(format!("-p {} is out of range for -n {}", cli.process, cli.processes));
+    }
+    let communication = if cli.processes == 1 {
+        CommunicationConfig::Process(cli.workers)
+    } else {
+        let addresses: Vec<String> = match &cli.hostfile {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("hostfile {}: {e}", path.display()))?;
+                text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect()
+            }
+            None => (0..cli.processes).map(|i| format!("127.0.0.1:{}", 2101 + i)).collect(),
+        };
+        if addresses.len() < cli.processes {
+            return Err(format!("hostfile lists {} hosts for -n {}", addresses.len(), cli.processes));
+        }
+        CommunicationConfig::Cluster {
+            threads: cli.workers,
+            process: cli.process,
+            addresses: addresses[..cli.processes].to_vec(),
+            report: false,
+            zerocopy: false,
+        }
+    };
+    Ok(Config { communication, worker: WorkerConfig::default() })
+}
+
+/// What the job did, for the summary line.
+#[derive(Debug)]
+pub struct Summary {
+    /// Valid tuples read by this process.
+    pub tuples: u64,
+    /// First tuple read to last window closed.
+    pub seconds: f64,
+    /// Estimation lines written by this process.
+    pub estimations: u64,
+    /// Rejected lines.
+    pub dead_letters: u64,
+    /// Late tuples.
+    pub late: u64,
+}
+
+impl Summary {
+    /// The summary line printed on stderr at exit.
+    pub fn line(&self) -> String {
+        let rate = if self.seconds > 0.0 { self.tuples as f64 / self.seconds } else { 0.0 };
+        format!(
+            "summary tuples={} seconds={:.3} tuples_per_s={:.0} estimations={} dead_letters={} late={}",
+            self.tuples, self.seconds, rate, self.estimations, self.dead_letters, self.late
+        )
+    }
+}
+
+enum Source {
+    Lines(UnitReader),
+    Generated(Generated, Vec<(u32, usize)>),
+}
+
+struct Reading {
+    unit: u64,
+    source: Source,
+    max_time: i64,
+    pending: Option<Pending>,
+}
+
+/// A unit's next tuple, read but not yet routed.
+enum Pending {
+    Tuple(u64, saams::api::Tuple),
+    Values(u64, i64, [f64; 6]),
+}
+
+impl Pending {
+    fn time(&self) -> i64 {
+        match self {
+            Pending::Tuple(_, t) => t.time_ms.unwrap_or(0),
+            Pending::Values(_, time, _) => *time,
+        }
+    }
+}
+
+impl Reading {
+    /// Read the unit's next tuple into `pending` (bad lines are dead-lettered on the way);
+    /// false at the end of the unit.
+    fn fetch(&mut self, router: &mut Router, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) -> bool {
+        loop {
+            match &mut self.source {
+                Source::Lines(reader) => match reader.next_tuple() {
+                    None => return false,
+                    Some((line, Ok(t))) => {
+                        self.pending = Some(Pending::Tuple(line, t));
+                        return true;
+                    }
+                    Some((line, bad)) => router.route(self, line, bad, input),
+                },
+                Source::Generated(g, _) => {
+                    let mut values = [0.0; 6];
+                    return match g.next_values(&mut values) {
+                        None => false,
+                        Some((index, time)) => {
+                            self.pending = Some(Pending::Values(index, time, values));
+                            true
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    fn name(&self) -> String {
+        match &self.source {
+            Source::Lines(r) => r.name().to_string(),
+            Source::Generated(g, _) => format!("generator:{}", g.stream_id),
+        }
+    }
+}
+
+/// Run the job described by the CLI to the end of its input.
+///
+/// # Errors
+/// For bad flags, unreadable inputs, or a failure of timely's communication.
+pub fn run(cli: Cli) -> Result<Summary, String> {
+    let window_ms = parse_duration_ms(&cli.window)?;
+    if window_ms == 0 {
+        return Err("--window must be longer than 0".into());
+    }
+    let lateness_ms = parse_duration_ms(&cli.lateness)?;
+    let config = timely_config(&cli)?;
+    let requests = if cli.process == 0 {
+        let text = if cli.requests == "-" {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| format!("requests: {e}"))?;
+            s
+        } else {
+            std::fs::read_to_string(&cli.requests).map_err(|e| format!("--requests {}: {e}", cli.requests))?
+        };
+        Some(text)
+    } else {
+        None
+    };
+    let generator = if cli.data.is_empty() {
+        Some(GeneratorSpec::parse(&cli.generate).map_err(|e| format!("--generate: {}", e.0))?)
+    } else {
+        None
+    };
+    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()))?;
+    let sink = Arc::new(LineSink::open(&cli.out)?);
+    let dead = match &cli.dead_letter {
+        Some(p) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),
+        None => None,
+    };
+    let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
+    let stats = Arc::new(Stats::default());
+    let finished = Arc::new(AtomicU64::new(0));
+    let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
+    let no_synopses = cli.no_synopses;
+    let (s2, sink2, dead2) = (stats.clone(), sink.clone(), dead.clone());
+    let requests = Arc::new(requests);
+
+    let guards = timely::execute(config, move |worker| {
+        let me = worker.index();
+        let peers = worker.peers();
+        let stats = s2.clone();
+
+        // 1. The request script, broadcast from worker 0 to every worker, in order.
+        let received: Rc<RefCell<Vec<String>>> = Rc::default();
+        let mut req_input: InputHandle<u64, CapacityContainerBuilder<Vec<String>>> = InputHandle::new();
+        let req_probe = {
+            let received = received.clone();
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (probe, _) = scope
+                    .input_from(&mut req_input)
+                    .broadcast()
+                    .inspect(move |s: &String| received.borrow_mut().push(s.clone()))
+                    .probe();
+                probe
+            })
+        };
+        if let (0, Some(text)) = (me, requests.as_ref()) {
+            req_input.send(text.clone());
+        }
+        drop(req_input);
+        worker.step_while(|| !req_probe.done());
+        let text = received.borrow().concat();
+        let mut plan = Plan::build(&parse_requests(&text), peers, window_ms, store.clone());
+        plan.update = !no_synopses;
+        let plan = Rc::new(plan);
+        if me == 0 {
+            let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
+            sink2.write_all(lines.iter());
+        }
+
+        // 2. The dataflow.
+        let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>> = InputHandle::new();
+        let probe = ProbeHandle::new();
+        worker.dataflow::<u64, _, _>(|scope| {
+            let mut stream = scope.input_from(&mut input).update_synopses(plan.clone());
+            for k in 1..=merge_stages(peers) {
+                stream = stream.merge_stage(plan.clone(), k);
+            }
+            let sink = sink2.clone();
+            stream
+                .fold_partials(plan.clone())
+                .inspect_core(move |event| {
+                    if let Ok((_, lines)) = event {
+                        sink.write_all(lines.iter());
+                    }
+                })
+                .probe_with(&probe);
+        });
+
+        // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
+        //    oldest window any unit can still produce (its newest time minus the lateness).
+        let mut readers = Vec::new();
+        if let Some(spec) = &generator {
+            for i in spec.streams_for_worker(me, peers) {
+                let g = Generated::open(spec, i);
+                let (per_stream, wide) = plan.routes(&g.dataset_key, &g.stream_id);
+                let routes = per_stream
+                    .iter()
+                    .chain(wide)
+                    .filter_map(|&grp| {
+                        let field = &plan.groups[grp as usize].field;
+                        g.fields.iter().position(|f| f == field).map(|k| (grp, k))
+                    })
+                    .collect();
+                readers.push(Reading {
+                    unit: i as u64,
+                    source: Source::Generated(g, routes),
+                    max_time: i64::MIN,
+                    pending: None,
+                });
+            }
+        }
+        for (u, unit) in units.iter().enumerate() {
+            if u % peers != me || (matches!(unit, Unit::Stdin(_)) && me != 0) {
+                continue;
+            }
+            match UnitReader::open(unit) {
+                Ok(reader) => readers.push(Reading {
+                    unit: u as u64,
+                    source: Source::Lines(reader),
+                    max_time: i64::MIN,
+                    pending: None,
+                }),
+                Err(e) => {
+                    if let Some(d) = &dead2 {
+                        d.write_all(std::iter::once(
+                            &serde_json::json!({"source": format!("{unit:?}"), "error": e}).to_string(),
+                        ));
+                    }
+                    eprintln!("saams: {e}");
+                    stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let mut router = Router {
+            plan: plan.clone(),
+            me,
+            lateness_ms,
+            stats: stats.clone(),
+            dead: dead2.clone(),
+            recs: Vec::new(),
+            tuples: 0,
+            reported: 0,
+        };
+        let mut epoch = 0u64;
+        while !readers.is_empty() {
+            // Read in event-time step: every unit up to a few windows past the unit that is
+            // furthest behind (4 windows), so windows close early and few are open at once.
+            let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
+            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(4 * window_ms));
+            readers.retain_mut(|r| {
+                for _ in 0..4096 {
+                    if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
+                        return false;
+                    }
+                    match r.pending.take() {
+                        Some(p) if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN => match p {
+                            Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
+                            Pending::Values(index, time, values) => {
+                                router.route_values(r, index, time, &values, &mut input)
+                            }
+                        },
+                        other => {
+                            r.pending = other;
+                            return true;
+                        }
+                    }
+                }
+                true
+            });
+            let low = readers
+                .iter()
+                .map(
+                    |r| if r.max_time == i64::MIN { 0 } else { plan.window_of(r.max_time.saturating_sub(lateness_ms)) },
+                )
+                .min();
+            if let Some(low) = low
+                && low > epoch
+            {
+                epoch = low;
+                input.advance_to(epoch);
+                stats.epoch.store(epoch as i64, Ordering::Relaxed);
+            }
+            worker.step();
+            // Keep a bounded number of windows in flight.
+            let behind = epoch.saturating_sub(16 * window_ms as u64);
+            while probe.less_than(&behind) {
+                worker.step();
+            }
+        }
+        router.flush_stats(0);
+        drop(input);
+        worker.step_while(|| !probe.done());
+    })
+    .map_err(|e| format!("timely: {e}"))?;
+    let results = guards.join();
+    finished.store(1, Ordering::Relaxed);
+    for r in results {
+        r.map_err(|e| format!("worker failed: {e}"))?;
+    }
+    let end = Instant::now();
+    if let Some(h) = progress {
+        let _ = h.join();
+    }
+    sink.flush();
+    if let Some(d) = &dead {
+        d.flush();
+    }
+    let seconds = stats.first.get().map(|t| end.duration_since(*t).as_secs_f64()).unwrap_or(0.0);
+    Ok(Summary {
+        tuples: stats.tuples.load(Ordering::Relaxed),
+        seconds,
+        estimations: sink.count(),
+        dead_letters: stats.dead_letters.load(Ordering::Relaxed),
+        late: stats.late.load(Ordering::Relaxed),
+    })
+}
+
+fn start_progress(
+    secs: u64,
+    stats: Arc<Stats>,
+    finished: Arc<AtomicU64>,
+    window_ms: i64,
+) -> Option<std::thread::JoinHandle<()>> {
+    if secs == 0 {
+        return None;
+    }
+    Some(std::thread::spawn(move || {
+        let mut last = (Instant::now(), 0u64);
+        let mut next = Instant::now() + Duration::from_secs(secs);
+        while finished.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(100));
+            if Instant::now() < next {
+                continue;
+            }
+            next += Duration::from_secs(secs);
+            let n = stats.tuples.load(Ordering::Relaxed);
+            let rate = (n - last.1) as f64 / last.0.elapsed().as_secs_f64();
+            last = (Instant::now(), n);
+            let open =
+                (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0) / window_ms + 1;
+            eprintln!("progress tuples={n} tuples_per_s={rate:.0} open_windows={open}");
+        }
+    }))
+}
+
+/// Turns parsed tuples into routed records (the reading side of the routing pacts).
+struct Router {
+    plan: Rc<Plan>,
+    me: usize,
+    lateness_ms: i64,
+    stats: Arc<Stats>,
+    dead: Option<Arc<LineSink>>,
+    recs: Vec<Rec>,
+    tuples: u64,
+    reported: u64,
+}
+
+impl Router {
+    fn reject(&self, unit: &Reading, line: u64, raw: &str, error: &str, late: bool) {
+        self.stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+        if late {
+            self.stats.late.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(d) = &self.dead {
+            let j = serde_json::json!({"source": format!("{}:{line}", unit.name()), "error": error, "input": raw});
+            d.write_all(std::iter::once(&j.to_string()));
+        }
+    }
+
+    fn route(
+        &mut self,
+        unit: &mut Reading,
+        line: u64,
+        parsed: Parsed,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if self.tuples == 0 {
+            self.stats.first.get_or_init(Instant::now);
+        }
+        let t = match parsed {
+            Ok(t) => t,
+            Err((raw, e)) => return self.reject(unit, line, &raw, &e, false),
+        };
+        let time = t.time_ms.unwrap_or(0);
+        if time < 0 {
+            return self.reject(unit, line, &t.to_json(), "event time before 1970", false);
+        }
+        if unit.max_time != i64::MIN && time < unit.max_time.saturating_sub(self.lateness_ms) {
+            let msg = format!(
+                "late: {} ms older than the newest tuple of its input (lateness bound {} ms)",
+                unit.max_time - time,
+                self.lateness_ms
+            );
+            return self.reject(unit, line, &t.to_json(), &msg, true);
+        }
+        let window = self.plan.window_of(time);
+        let seq = (unit.unit << 40) | line;
+        self.recs.clear();
+        let (per_stream, wide) = self.plan.routes(&t.dataset_key, &t.stream_id);
+        for &g in per_stream.iter().chain(wide) {
+            let group = &self.plan.groups[g as usize];
+            let val = match t.field(&group.field) {
+                None => continue,
+                Some(Datum::Num(x)) => Val::Num(x),
+                Some(Datum::Str(s)) => match s.trim().parse::<f64>() {
+                    Ok(x) if x.is_finite() => Val::Num(x),
+                    _ if group.numeric => {
+                        let msg = format!("field `{}` is not numeric: {s:?}", group.field);
+                        return self.reject(unit, line, &t.to_json(), &msg, false);
+                    }
+                    _ => Val::Str(s.to_string()),
+                },
+            };
+            let target = self.plan.target(g, seq, window, self.me);
+            self.recs.push(Rec { group: g, target, window, time, seq, val });
+        }
+        self.accept(unit, time, window, input);
+    }
+
+    fn check_time(&self, unit: &Reading, time: i64) -> Result<(), (String, bool)> {
+        if time < 0 {
+            return Err(("event time before 1970".into(), false));
+        }
+        if unit.max_time != i64::MIN && time < unit.max_time.saturating_sub(self.lateness_ms) {
+            let msg = format!(
+                "late: {} ms older than the newest tuple of its input (lateness bound {} ms)",
+                unit.max_time - time,
+                self.lateness_ms
+            );
+            return Err((msg, true));
+        }
+        Ok(())
+    }
+
+    fn accept(
+        &mut self,
+        unit: &mut Reading,
+        time: i64,
+        window: u64,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        unit.max_time = unit.max_time.max(time);
+        self.tuples += 1;
+        if self.tuples.is_multiple_of(4096) {
+            self.flush_stats(window);
+        }
+        for r in self.recs.drain(..) {
+            input.send(r);
+        }
+    }
+
+    fn flush_stats(&mut self, window: u64) {
+        self.stats.newest.fetch_max(window as i64, Ordering::Relaxed);
+        self.stats.tuples.fetch_add(self.tuples - self.reported, Ordering::Relaxed);
+        self.reported = self.tuples;
+    }
+
+    /// The generator's path: values of known fields, routes resolved once per stream.
+    fn route_values(
+        &mut self,
+        unit: &mut Reading,
+        index: u64,
+        time: i64,
+        values: &[f64; 6],
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if self.tuples == 0 {
+            self.stats.first.get_or_init(Instant::now);
+        }
+        if let Err((msg, late)) = self.check_time(unit, time) {
+            return self.reject(unit, index, &format!("time {time}"), &msg, late);
+        }
+        let window = self.plan.window_of(time);
+        let seq = (unit.unit << 40) | index;
+        self.recs.clear();
+        if let Source::Generated(_, routes) = &unit.source {
+            for &(g, k) in routes {
+                let target = self.plan.target(g, seq, window, self.me);
+                self.recs.push(Rec { group: g, target, window, time, seq, val: Val::Num(values[k]) });
+            }
+        }
+        self.accept(unit, time, window, input);
+    }
+}

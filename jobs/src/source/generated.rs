@@ -1,0 +1,64 @@
+//! The embedded seeded generator as a source: unit `i` is generated stream `i` (read by worker
+//! `i mod W`), its arrival sequence is the tuple's index in the stream. Values are handed out as
+//! plain numbers with their field names, with no allocation per tuple.
+
+use saams_datasets::{AisStream, GeneratorKind, GeneratorSpec, StockStream};
+
+/// Field names of stock ticks, in [`Generated::next_values`] order.
+pub const STOCK_FIELDS: [&str; 2] = ["price", "volume"];
+/// Field names of AIS reports, in [`Generated::next_values`] order.
+pub const AIS_FIELDS: [&str; 6] = ["lat", "lon", "speed", "course", "heading", "shiptype"];
+
+enum Stream {
+    Stocks(StockStream),
+    Ais(AisStream),
+}
+
+/// One generated stream.
+pub struct Generated {
+    stream: Stream,
+    /// The stream id.
+    pub stream_id: String,
+    /// The dataset key.
+    pub dataset_key: String,
+    /// The field names of the values.
+    pub fields: &'static [&'static str],
+    index: u64,
+}
+
+impl Generated {
+    /// Stream `i` of `spec`.
+    pub fn open(spec: &GeneratorSpec, i: usize) -> Generated {
+        let (stream, fields): (Stream, &'static [&'static str]) = match spec.kind {
+            GeneratorKind::Stocks => (Stream::Stocks(StockStream::new(spec, i)), &STOCK_FIELDS),
+            GeneratorKind::Ais => (Stream::Ais(AisStream::new(spec, i)), &AIS_FIELDS),
+        };
+        Generated {
+            stream,
+            stream_id: spec.stream_id(i),
+            dataset_key: spec.dataset_key(i).to_string(),
+            fields,
+            index: 0,
+        }
+    }
+
+    /// The next tuple: its index (1-based), event time, and values (in [`Generated::fields`] order).
+    #[inline]
+    pub fn next_values(&mut self, values: &mut [f64; 6]) -> Option<(u64, i64)> {
+        let time = match &mut self.stream {
+            Stream::Stocks(s) => {
+                let t = s.next()?;
+                values[0] = t.price;
+                values[1] = t.volume as f64;
+                t.time_ms
+            }
+            Stream::Ais(s) => {
+                let r = s.next()?;
+                *values = [r.lat, r.lon, r.speed, r.course, r.heading, f64::from(r.shiptype)];
+                r.time_ms
+            }
+        };
+        self.index += 1;
+        Some((self.index, time))
+    }
+}

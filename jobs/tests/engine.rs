@@ -1,0 +1,327 @@
+//! End-to-end tests of the `saams` binary: the same input gives the same estimations whatever the
+//! number of workers or processes; every request type and kind runs through the job; SAVE then
+//! LOAD reproduces answers; bad input is counted and dead-lettered without changing the answers
+//! of the valid tuples.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_saams");
+
+fn repo(rel: &str) -> String {
+    format!("{}/../{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("saams-engine-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = Command::new(BIN).args(args).arg("--progress").arg("0").output().expect("run saams");
+    assert!(out.status.success(), "saams {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn sorted_lines(out: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+fn summary(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).lines().find(|l| l.starts_with("summary ")).expect("summary line").to_string()
+}
+
+/// KLL (Apache DataSketches) compacts with an unseeded random generator, so its answers differ
+/// between runs of the same input; every other kind is compared line for line.
+fn without_kll(v: Vec<String>) -> Vec<String> {
+    v.into_iter().filter(|l| !l.contains(r#""kind":"KLL""#)).collect()
+}
+
+#[test]
+fn paper_workload_is_the_same_for_one_two_and_three_workers() {
+    let req = repo("datasets/requests/paper-workload.json");
+    let base = sorted_lines(&run(&["-w", "1", "--requests", &req, "--generate", "stocks:100:400"]).stdout);
+    assert!(base.len() > 300, "expected continuous answers, got {}", base.len());
+    assert!(base.iter().any(|l| l.contains(r#""kind":"CountMin""#) && l.contains(r#""estimate":"#)));
+    assert!(base.iter().any(|l| l.contains(r#""kind":"HyperLogLog""#) && l.contains(r#""estimate":"#)));
+    for w in ["2", "3"] {
+        let other = sorted_lines(&run(&["-w", w, "--requests", &req, "--generate", "stocks:100:400"]).stdout);
+        assert_eq!(base, other, "-w {w} differs from -w 1");
+    }
+}
+
+#[test]
+fn every_kind_and_request_type_is_the_same_for_one_two_and_three_workers() {
+    let req = repo("datasets/requests/all-kinds.json");
+    let mut outs = Vec::new();
+    for w in ["1", "2", "3"] {
+        let snaps = tmp(&format!("allkinds-{w}"));
+        let s = snaps.to_string_lossy().to_string();
+        let out = run(&["-w", w, "--requests", &req, "--generate", "stocks:6:3000", "--snapshots", &s]);
+        assert!(snaps.join("cm-eurtry.bin").exists(), "SAVE wrote no file");
+        outs.push(without_kll(sorted_lines(&out.stdout)));
+    }
+    assert_eq!(outs[0], outs[1], "-w 2 differs from -w 1");
+    assert_eq!(outs[0], outs[2], "-w 3 differs from -w 1");
+    let lines = &outs[0];
+    let has = |needle: &str| lines.iter().any(|l| l.contains(needle));
+    // Errors are estimations: unknown id, bad parameter, unknown field, unknown synopsis,
+    // a LOAD outside the snapshot directory, queries on a deleted synopsis.
+    assert!(has(r#""error":"unknown synopsisID 42""#));
+    assert!(has("epsilon must be in (0, 1)"));
+    assert!(has("unknown request field `bogus`"));
+    assert!(has(r#""streamID":"NOSUCH""#));
+    assert!(has("outside the snapshot directory"));
+    assert!(has("deleted by request 35"));
+    assert!(has(r#""saved":"cm-eurtry.bin""#));
+    // The duplicate construct (request 2) produced nothing of its own.
+    assert!(!has(r#""requestID":2,"#));
+    // Continuous answers carry windows; the partition-based HLL answers with the dataset's tuples.
+    assert!(has(r#""requestID":6,"synopsisID":2,"kind":"HyperLogLog","streamID":"","dataSetKey":"Forex""#));
+    for (id, kind) in
+        [(4, "CountMin"), (8, "BloomFilter"), (10, "DFT"), (12, "LossyCounting"), (18, "AMS"), (31, "FrequentItems")]
+    {
+        let needle = format!(r#""requestID":{id},"synopsisID""#);
+        let line = lines.iter().find(|l| l.contains(&needle)).unwrap_or_else(|| panic!("no answer to request {id}"));
+        assert!(line.contains(&format!(r#""kind":"{kind}""#)) && line.contains(r#""estimate":"#), "{line}");
+    }
+}
+
+fn answer_of(lines: &[String], request_id: u64) -> serde_json::Value {
+    let needle = format!(r#""requestID":{request_id},"#);
+    let line = lines.iter().find(|l| l.contains(&needle)).unwrap_or_else(|| panic!("no answer to {request_id}"));
+    serde_json::from_str(line).expect("estimation is JSON")
+}
+
+#[test]
+fn save_then_load_in_a_second_run_reproduces_the_answers() {
+    let dir = tmp("saveload");
+    let snaps = dir.join("snaps");
+    let first = dir.join("first.json");
+    std::fs::write(
+        &first,
+        r#"[{"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":["CountMin","price","NotQueryable",0.01,0.99,7],"noOfP":2},
+{"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":[3.2478,"price","Queryable","Ad-hoc"],"requestID":100},
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["HyperLogLog","price","NotQueryable",0.05],"noOfP":2},
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["x","price","Queryable","Ad-hoc"],"requestID":101},
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":["LossyCounting","volume","NotQueryable",0.01],"noOfP":3},
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":[0.05,"FrequentItems","volume","Queryable","Ad-hoc"],"requestID":102},
+{"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":["SAVE_REQUEST","cm.bin"]},
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["SAVE_REQUEST","hll.bin"]},
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":["SAVE_REQUEST","lossy.bin"]}]"#,
+    )
+    .expect("write requests");
+    let s = snaps.to_string_lossy().to_string();
+    let a = sorted_lines(
+        &run(&["-w", "2", "--requests", &first.to_string_lossy(), "--generate", "stocks:4:2000", "--snapshots", &s])
+            .stdout,
+    );
+    // Second run: the same constructs, LOAD instead of data, the same queries.
+    let second = dir.join("second.json");
+    std::fs::write(
+        &second,
+        r#"{"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":["CountMin","price","NotQueryable",0.01,0.99,7],"noOfP":2}
+{"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":["LOAD_REQUEST","cm.bin"],"requestID":"load-cm"}
+{"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":[3.2478,"price","Queryable","Ad-hoc"],"requestID":100}
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["HyperLogLog","price","NotQueryable",0.05],"noOfP":2}
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["LOAD_REQUEST","hll.bin"]}
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["x","price","Queryable","Ad-hoc"],"requestID":101}
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":["LossyCounting","volume","NotQueryable",0.01],"noOfP":3}
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":["LOAD_REQUEST","lossy.bin"]}
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":[0.05,"FrequentItems","volume","Queryable","Ad-hoc"],"requestID":102}
+{"streamID":"SPY","synopsisID":5,"dataSetKey":"Equity","param":["LOAD_REQUEST","missing.bin"],"requestID":"load-missing"}"#,
+    )
+    .expect("write requests");
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, "").expect("write empty data");
+    let b = sorted_lines(
+        &run(&[
+            "-w",
+            "3",
+            "--requests",
+            &second.to_string_lossy(),
+            "--data",
+            &empty.to_string_lossy(),
+            "--snapshots",
+            &s,
+        ])
+        .stdout,
+    );
+    for id in [100, 101, 102] {
+        let (x, y) = (answer_of(&a, id), answer_of(&b, id));
+        assert!(x.get("estimate").is_some(), "{x}");
+        for k in ["estimate", "lower", "upper", "confidence"] {
+            assert_eq!(x[k], y[k], "request {id}: {k} differs after LOAD");
+        }
+    }
+    assert!(b.iter().any(|l| l.contains(r#""requestID":"load-cm""#) && l.contains(r#""loaded":"cm.bin""#)));
+    assert!(b.iter().any(|l| l.contains(r#""requestID":"load-missing""#) && l.contains("cannot read snapshot")));
+}
+
+fn tuple(stream: &str, sec: u32, price: &str) -> String {
+    format!(
+        r#"{{"streamID":"{stream}","dataSetKey":"Forex","date":"01/02/2019","time":"00:{:02}:{:02}","price":{price},"volume":1}}"#,
+        sec / 60,
+        sec % 60
+    )
+}
+
+#[test]
+fn bad_input_is_counted_dead_lettered_and_leaves_valid_answers_unchanged() {
+    let dir = tmp("badinput");
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":["CountMin","price","NotQueryable",0.01,0.99,1],"requestID":1}
+{"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":[1.5,"price","Queryable","Continues"],"requestID":2}
+{"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["DFT","price","NotQueryable",1,4,8,2],"requestID":3}
+{"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["c","price","Queryable","Ad-hoc"],"requestID":4}
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["HLL","price","NotQueryable",0.05],"noOfP":2,"requestID":5}
+{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["x","price","Queryable","Continues"],"requestID":6}"#,
+    )
+    .expect("write requests");
+    let mut clean = Vec::new();
+    for i in 0..400u32 {
+        let stream = if i % 3 == 0 { "B" } else { "A" };
+        clean.push(tuple(stream, i, &format!("{}", 1.0 + f64::from(i % 7) * 0.5)));
+    }
+    let mut dirty = clean.clone();
+    dirty.insert(10, "{not json".to_string());
+    dirty.insert(20, r#"{"dataSetKey":"Forex","price":1}"#.to_string()); // no streamID
+    dirty.insert(30, tuple("A", 31, r#""abc""#)); // non-numeric price for a DFT
+    dirty.insert(
+        40,
+        r#"{"streamID":"A","dataSetKey":"Forex","date":"13/45/2019","time":"00:00:00","price":1}"#.to_string(),
+    );
+    dirty.insert(300, tuple("A", 5, "1.5")); // far older than the newest tuple: late
+    dirty.push(r#"{"streamID":"A","dataSetKey":"Forex","timestamp":"2019-01-02T00:06:39Z","price":[1]}"#.to_string());
+    let (clean_path, dirty_path) = (dir.join("clean.json"), dir.join("dirty.json"));
+    std::fs::write(&clean_path, clean.join("\n")).expect("write clean");
+    std::fs::write(&dirty_path, dirty.join("\n")).expect("write dirty");
+    let dead = dir.join("dead.jsonl");
+    let r = req.to_string_lossy().to_string();
+    let good = run(&[
+        "-w",
+        "2",
+        "--requests",
+        &r,
+        "--data",
+        &clean_path.to_string_lossy(),
+        "--window",
+        "30s",
+        "--lateness",
+        "20s",
+    ]);
+    let bad = run(&[
+        "-w",
+        "2",
+        "--requests",
+        &r,
+        "--data",
+        &dirty_path.to_string_lossy(),
+        "--window",
+        "30s",
+        "--lateness",
+        "20s",
+        "--dead-letter",
+        &dead.to_string_lossy(),
+    ]);
+    assert_eq!(sorted_lines(&good.stdout), sorted_lines(&bad.stdout));
+    assert!(
+        summary(&good).contains("tuples=400 ") && summary(&good).contains("dead_letters=0 late=0"),
+        "{}",
+        summary(&good)
+    );
+    assert!(
+        summary(&bad).contains("tuples=400 ") && summary(&bad).contains("dead_letters=6 late=1"),
+        "{}",
+        summary(&bad)
+    );
+    let dead_lines = std::fs::read_to_string(&dead).expect("dead letters");
+    assert_eq!(dead_lines.lines().count(), 6);
+    for needle in
+        ["malformed JSON", "missing `streamID`", "not numeric", "bad date", "late:", "must be a number or a string"]
+    {
+        assert!(dead_lines.contains(needle), "no dead letter for {needle}: {dead_lines}");
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+#[test]
+fn two_processes_on_loopback_give_the_single_process_estimations() {
+    let dir = tmp("cluster");
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let req = repo("datasets/requests/all-kinds.json");
+    let snaps: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("snap{i}"))).collect();
+    let single = without_kll(sorted_lines(
+        &run(&[
+            "-w",
+            "2",
+            "--requests",
+            &req,
+            "--generate",
+            "stocks:6:2000",
+            "--snapshots",
+            &snaps[0].to_string_lossy(),
+        ])
+        .stdout,
+    ));
+    let outs: Vec<PathBuf> = (0..2).map(|p| dir.join(format!("out{p}.json"))).collect();
+    let spawn = |p: usize| {
+        Command::new(BIN)
+            .args(["-w", "2", "-n", "2", "-p", &p.to_string(), "-h", &hostfile.to_string_lossy()])
+            .args(["--requests", &req, "--generate", "stocks:6:2000", "--progress", "0"])
+            .args(["--snapshots", &snaps[p + 1].to_string_lossy(), "--out", &outs[p].to_string_lossy()])
+            .output()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let h0 = s.spawn(|| spawn(0));
+        let h1 = s.spawn(|| spawn(1));
+        (h0.join().expect("process 0 thread"), h1.join().expect("process 1 thread"))
+    });
+    for o in [a.expect("process 0"), b.expect("process 1")] {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let mut union = Vec::new();
+    for o in &outs {
+        union.extend(String::from_utf8_lossy(&std::fs::read(o).expect("process output")).lines().map(str::to_string));
+    }
+    union.sort();
+    assert_eq!(single, without_kll(union));
+}
+
+#[test]
+fn help_lists_every_flag_with_its_default() {
+    let out = Command::new(BIN).arg("--help").output().expect("run saams --help");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "-w, --workers",
+        "-n, --processes",
+        "-p, --process",
+        "-h, --hostfile",
+        "--requests",
+        "--data",
+        "--generate",
+        "--out",
+        "--dead-letter",
+        "--snapshots",
+        "--window",
+        "--lateness",
+        "--no-synopses",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+    for default in ["[default: 1]", "[default: stocks:100:2000]", "[default: 60s]", "[default: 0s]", "[default: -]"] {
+        assert!(help.contains(default), "--help lacks {default}");
+    }
+}

@@ -1,0 +1,69 @@
+//! Answering registered queries from a merged synopsis (shared by the operators that hold
+//! merged state: the owner in `update`, the home worker in `fold`).
+
+use saams::Synopsis;
+use saams::api::estimation::{Answer, Estimation};
+use saams::api::request::QuerySpec;
+
+use crate::plan::{Plan, QueryReg, SynSpec};
+
+fn estimation(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Option<(i64, i64)>) -> Estimation {
+    let answer = match &q.spec {
+        QuerySpec::Single(query) => match state.estimate(query) {
+            Ok(e) => Answer::Estimate(e),
+            Err(e) => Answer::Error(e.to_string()),
+        },
+        _ => Answer::Error(format!("{} pair queries are not answered by this engine yet", s.kind)),
+    };
+    Estimation {
+        request_id: q.request_id.clone(),
+        uid: q.uid.clone(),
+        synopsis_id: s.synopsis_id,
+        kind: Some(s.kind),
+        stream_id: s.stream.clone(),
+        dataset_key: s.dataset.clone(),
+        field: s.field.clone(),
+        query: q.args.clone(),
+        window,
+        tuples: Some(items),
+        answer,
+    }
+}
+
+/// The continuous queries' answers for synopsis `syn` after window `window` (start, ms) closed.
+pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, window: u64, out: &mut Vec<String>) {
+    let s = &plan.synopses[syn as usize];
+    let w = Some((window as i64, window as i64 + plan.window_ms));
+    for q in &s.continuous {
+        out.push(estimation(s, q, state, items, w).to_json_line());
+    }
+}
+
+/// The ad-hoc answers and SAVEs of synopsis `syn` at the end of the input.
+pub fn at_end(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, out: &mut Vec<String>) {
+    let s = &plan.synopses[syn as usize];
+    for q in &s.adhoc {
+        out.push(estimation(s, q, state, items, None).to_json_line());
+    }
+    for save in &s.saves {
+        let bytes = state.encode();
+        let answer = match plan.store.save(&save.file, &bytes) {
+            Ok(()) => Answer::Saved { file: save.file.clone(), bytes: bytes.len() },
+            Err(e) => Answer::Error(format!("SAVE {}: {e}", save.file)),
+        };
+        let e = Estimation {
+            request_id: save.request_id.clone(),
+            uid: save.uid.clone(),
+            synopsis_id: s.synopsis_id,
+            kind: Some(s.kind),
+            stream_id: s.stream.clone(),
+            dataset_key: s.dataset.clone(),
+            field: s.field.clone(),
+            query: serde_json::Value::Null,
+            window: None,
+            tuples: Some(items),
+            answer,
+        };
+        out.push(e.to_json_line());
+    }
+}

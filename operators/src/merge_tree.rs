@@ -1,0 +1,110 @@
+//! `merge_stage`: one stage of the tree merge of spread synopses' partials.
+//!
+//! Stage k sends a partial from worker i to `root + (((i - root) mod W) >> k << k)`, where the
+//! root is the synopsis' home (rotated per synopsis), so ceil(log2 W) stages bring every partial
+//! home and, worker indices being contiguous per process, the early stages stay in a process.
+//! Exact-merge kinds are merged at every stage (the result does not depend on the tree); the
+//! other kinds' partials travel as a list and are merged at home in bin order, so their answers
+//! do not depend on the number of workers either. Answer lines pass through where they are.
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Stream;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::generic::Operator;
+
+use crate::plan::{Plan, merge_is_exact};
+use crate::record::{Out, Partial};
+
+/// Partials waiting for their window to close, per window: its capability and per synopsis.
+pub(crate) type Pending = BTreeMap<u64, (Capability<u64>, HashMap<u32, Vec<Partial>>)>;
+
+/// Fold a window's partials of one synopsis into one (exact kinds) or one list (others).
+pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
+    let mut first = partials.swap_remove(0);
+    for p in partials {
+        first.items += p.items;
+        first.parts.extend(p.parts);
+    }
+    first.parts.sort_by_key(|(bin, _)| *bin);
+    if merge_is_exact(plan.synopses[first.syn as usize].kind) && first.parts.len() > 1 {
+        let mut parts = std::mem::take(&mut first.parts).into_iter();
+        if let Some((bin, mut acc)) = parts.next() {
+            let mut failed = Vec::new();
+            for (b, p) in parts {
+                if acc.0.merge(p.0.as_ref()).is_err() {
+                    failed.push((b, p));
+                }
+            }
+            first.parts.push((bin, acc));
+            first.parts.extend(failed);
+        }
+    }
+    first
+}
+
+/// Extension trait: one tree-merge stage.
+pub trait MergeTree<'scope> {
+    /// Stage `stage` (1-based) of the tree merge toward each synopsis' home worker.
+    fn merge_stage(self, plan: Rc<Plan>, stage: u32) -> Stream<'scope, u64, Vec<Out>>;
+}
+
+impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
+    fn merge_stage(self, plan: Rc<Plan>, stage: u32) -> Stream<'scope, u64, Vec<Out>> {
+        let scope = self.scope();
+        let (me, peers) = (scope.index(), scope.peers());
+        let route = plan.clone();
+        let pact = Exchange::new(move |o: &Out| match o {
+            Out::Line(_) => me as u64,
+            Out::Partial(p) => {
+                let root = route.synopses[p.syn as usize].home;
+                let rel = (me + peers - root) % peers;
+                ((root + ((rel >> stage) << stage)) % peers) as u64
+            }
+        });
+        self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
+            pact,
+            &format!("MergeStage{stage}"),
+            move |_cap, _info| {
+                let mut pending: Pending = BTreeMap::new();
+                move |(input, frontier), output| {
+                    input.for_each_stamp(|stamp, data| {
+                        let Some(cap) = stamp.retain_least(0) else { return };
+                        let mut lines = Vec::new();
+                        for batch in data {
+                            for o in batch.drain(..) {
+                                match o {
+                                    Out::Line(l) => lines.push(Out::Line(l)),
+                                    Out::Partial(p) => {
+                                        let (_, by_syn) = pending
+                                            .entry(p.window)
+                                            .or_insert_with(|| (cap.delayed(&p.window), HashMap::new()));
+                                        by_syn.entry(p.syn).or_default().push(p);
+                                    }
+                                }
+                            }
+                        }
+                        if !lines.is_empty() {
+                            output.session(&cap).give_iterator(lines.into_iter());
+                        }
+                    });
+                    while let Some((&w, _)) = pending.first_key_value() {
+                        if frontier.less_equal(&w) {
+                            break;
+                        }
+                        let Some((_, (cap, by_syn))) = pending.pop_first() else { break };
+                        let mut by_syn: Vec<_> = by_syn.into_iter().collect();
+                        by_syn.sort_unstable_by_key(|(s, _)| *s);
+                        let mut session = output.session(&cap);
+                        for (_, partials) in by_syn {
+                            session.give(Out::Partial(combine(&plan, partials)));
+                        }
+                    }
+                }
+            },
+        )
+    }
+}

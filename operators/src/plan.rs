@@ -1,0 +1,459 @@
+//! The registry every worker holds: the request script applied in order, compiled into the
+//! synopses to maintain, the update groups tuples are routed to, and the queries to answer.
+//!
+//! Every worker builds its plan from the same broadcast request sequence, so the plans are equal
+//! everywhere (a deterministic broadcast registry). Nothing here touches timely or files:
+//! snapshot files go through the [`SnapshotStore`] the job passes in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use saams::api::estimation::{Answer, Estimation};
+use saams::api::request::{Action, QueryMode, QuerySpec, Request, RequestError, query_spec};
+use saams::hash::hash_bytes;
+use saams::{Kind, Synopsis, registry};
+use serde_json::{Value as Json, json};
+
+/// Where snapshot files are read and written (the job confines them to one directory).
+pub trait SnapshotStore: Send + Sync {
+    /// The bytes of a snapshot file.
+    ///
+    /// # Errors
+    /// When the name leaves the snapshot directory, no directory was configured, or the read fails.
+    fn load(&self, file: &str) -> Result<Vec<u8>, String>;
+    /// Write a snapshot file.
+    ///
+    /// # Errors
+    /// As [`SnapshotStore::load`], for writing.
+    fn save(&self, file: &str, bytes: &[u8]) -> Result<(), String>;
+    /// Check a name before anything is computed for it.
+    ///
+    /// # Errors
+    /// As [`SnapshotStore::load`], without touching the file.
+    fn check(&self, file: &str) -> Result<(), String>;
+}
+
+/// True for kinds whose merge gives bit-identical state whatever the merge tree and the update
+/// order (linear or idempotent sketches): their partials may be built by any worker in any order.
+pub fn merge_is_exact(kind: Kind) -> bool {
+    matches!(kind, Kind::CountMin | Kind::HyperLogLog | Kind::BloomFilter | Kind::Ams)
+}
+
+/// True for kinds that summarize numbers only (a non-numeric value is bad input for them).
+pub fn needs_numbers(kind: Kind) -> bool {
+    matches!(kind, Kind::Dft | Kind::GkQuantiles | Kind::Lsh | Kind::WindowSketchQuantiles | Kind::Kll)
+}
+
+/// How a synopsis is parallelized (the paper's three schemes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Key-based, one owner: the worker owning the stream (or dataset) holds the synopsis and
+    /// answers it; no merge.
+    Owned,
+    /// Exact-merge kinds spread over workers: per-stream over `spread` workers (key + sub-partition
+    /// by arrival sequence), or dataset-wide partition-based (`spread == 0`: each worker keeps a
+    /// partial of the tuples it read, no shuffle). Partials meet in the tree merge.
+    Exact {
+        /// Workers per stream; 0 = partition-based (the reading worker).
+        spread: u32,
+    },
+    /// Other order-insensitive kinds with `noOfP` = P > 1: P bins by hash of the arrival
+    /// sequence, each built in event-time order, merged at the root in bin order (the bins do
+    /// not depend on the number of workers, so neither does the answer).
+    Binned(u32),
+    /// Order-sensitive kinds with `noOfP` = P > 1, window-based: each window of the stream is
+    /// built by one of P workers in event-time order; the root merges windows in time order.
+    Windowed(u32),
+}
+
+/// A registered query.
+#[derive(Clone, Debug)]
+pub struct QueryReg {
+    /// The query request's id (given or generated).
+    pub request_id: Json,
+    /// The query request's `uid`.
+    pub uid: Option<Json>,
+    /// The query arguments as given.
+    pub args: Json,
+    /// What to ask.
+    pub spec: QuerySpec,
+}
+
+/// A registered SAVE.
+#[derive(Clone, Debug)]
+pub struct SaveReg {
+    /// The SAVE request's id.
+    pub request_id: Json,
+    /// Its `uid`.
+    pub uid: Option<Json>,
+    /// File inside the snapshot directory.
+    pub file: String,
+}
+
+/// One maintained synopsis.
+#[derive(Debug)]
+pub struct SynSpec {
+    /// The construct request's id.
+    pub request_id: Json,
+    /// The kind.
+    pub kind: Kind,
+    /// The API's id of the kind.
+    pub synopsis_id: u64,
+    /// Dataset.
+    pub dataset: String,
+    /// Stream ("" = every stream of the dataset).
+    pub stream: String,
+    /// Field.
+    pub field: String,
+    /// An empty synopsis with the construct parameters: every partial starts from a clone.
+    pub fresh: Box<dyn Synopsis>,
+    /// The state the merged synopsis starts from (`fresh` plus any LOADed snapshot).
+    pub initial: Box<dyn Synopsis>,
+    /// How it is parallelized.
+    pub mode: Mode,
+    /// The update group feeding it.
+    pub group: u32,
+    /// The worker holding the merged synopsis and answering its queries.
+    pub home: usize,
+    /// Continuous queries.
+    pub continuous: Vec<QueryReg>,
+    /// Ad-hoc queries (answered once, at the end of the input, from the final merged state).
+    pub adhoc: Vec<QueryReg>,
+    /// SAVE requests (carried out at the end of the input).
+    pub saves: Vec<SaveReg>,
+    deleted: bool,
+}
+
+/// Tuples of one stream (or dataset) and field, routed the same way, feeding some synopses.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// Dataset.
+    pub dataset: String,
+    /// Stream ("" = dataset-wide).
+    pub stream: String,
+    /// The field whose values the synopses take.
+    pub field: String,
+    /// Routing.
+    pub mode: Mode,
+    /// The worker owning the stream (first worker of a spread).
+    pub owner: usize,
+    /// The synopses updated from this group (indices into [`Plan::synopses`]).
+    pub synopses: Vec<u32>,
+    /// Some synopsis depends on update order: sort each window by (event time, arrival sequence).
+    pub ordered: bool,
+    /// Some synopsis takes numbers only.
+    pub numeric: bool,
+}
+
+/// Groups a dataset's tuples feed: per stream and dataset-wide.
+#[derive(Clone, Debug, Default)]
+pub struct DatasetRoutes {
+    /// Per-stream groups.
+    pub streams: HashMap<String, Vec<u32>>,
+    /// Dataset-wide groups (empty streamID).
+    pub wide: Vec<u32>,
+}
+
+/// The compiled registry.
+pub struct Plan {
+    /// Every synopsis ever constructed (deleted ones have no group).
+    pub synopses: Vec<SynSpec>,
+    /// Update groups.
+    pub groups: Vec<Group>,
+    /// dataset → its groups.
+    pub routes: HashMap<String, DatasetRoutes>,
+    /// Answers produced while applying the script (errors, LOAD acknowledgements): written once,
+    /// by worker 0.
+    pub script_answers: Vec<Estimation>,
+    /// Workers in the computation.
+    pub peers: usize,
+    /// Window length in event-time milliseconds.
+    pub window_ms: i64,
+    /// Where SAVE writes.
+    pub store: Arc<dyn SnapshotStore>,
+    /// False for a parse-and-route-only run (`--no-synopses`): values are routed, then dropped.
+    pub update: bool,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan").field("synopses", &self.synopses.len()).field("groups", &self.groups.len()).finish()
+    }
+}
+
+fn spread_hash(parts: &[&str]) -> u64 {
+    let mut bytes = Vec::new();
+    for p in parts {
+        bytes.extend_from_slice(p.as_bytes());
+        bytes.push(0);
+    }
+    hash_bytes(&bytes, 0x5AA5)
+}
+
+impl Plan {
+    /// Apply a request script in order (construct, delete, query, load, save) and compile it
+    /// for `peers` workers. Requests that cannot be carried out become error estimations in
+    /// [`Plan::script_answers`]; nothing here fails.
+    pub fn build(
+        requests: &[Result<Request, RequestError>],
+        peers: usize,
+        window_ms: i64,
+        store: Arc<dyn SnapshotStore>,
+    ) -> Plan {
+        let peers = peers.max(1);
+        let mut plan = Plan {
+            synopses: Vec::new(),
+            groups: Vec::new(),
+            routes: HashMap::new(),
+            script_answers: Vec::new(),
+            peers,
+            window_ms,
+            store,
+            update: true,
+        };
+        for (n, r) in requests.iter().enumerate() {
+            let generated = json!(format!("req-{}", n + 1));
+            match r {
+                Err(e) => plan.script_answers.push(Estimation::error(generated, None, 0, e.0.clone())),
+                Ok(req) => {
+                    let id = req.request_id.clone().unwrap_or(generated);
+                    if let Err(msg) = plan.apply(req, id.clone()) {
+                        let mut e = Estimation::error(id, req.uid.clone(), req.synopsis_id, msg);
+                        e.stream_id = req.stream_id.clone();
+                        e.dataset_key = req.dataset_key.clone();
+                        plan.script_answers.push(e);
+                    }
+                }
+            }
+        }
+        plan.compile();
+        plan
+    }
+
+    fn find(&self, req: &Request, field: Option<&str>) -> Vec<usize> {
+        (0..self.synopses.len())
+            .filter(|&i| {
+                let s = &self.synopses[i];
+                !s.deleted
+                    && s.dataset == req.dataset_key
+                    && s.stream == req.stream_id
+                    && (req.synopsis_id == 0 || s.synopsis_id == req.synopsis_id)
+                    && field.is_none_or(|f| f == s.field)
+            })
+            .collect()
+    }
+
+    fn describe(req: &Request) -> String {
+        format!("synopsisID {} on stream {:?} of dataset {:?}", req.synopsis_id, req.stream_id, req.dataset_key)
+    }
+
+    fn apply(&mut self, req: &Request, id: Json) -> Result<(), String> {
+        match &req.action {
+            Action::Construct { field, params, .. } => {
+                if !self.find(req, Some(field)).is_empty() {
+                    return Ok(()); // duplicate constructs do not duplicate a synopsis
+                }
+                let fresh = registry::construct(req.synopsis_id, params).map_err(|e| e.to_string())?;
+                let kind = fresh.kind();
+                let p = req.no_of_p.max(1);
+                let mode = if kind.is_order_sensitive() {
+                    if p > 1 { Mode::Windowed(p) } else { Mode::Owned }
+                } else if merge_is_exact(kind) {
+                    let spread = p.min(self.peers as u32);
+                    if req.stream_id.is_empty() && self.peers > 1 {
+                        Mode::Exact { spread: 0 }
+                    } else if spread > 1 {
+                        Mode::Exact { spread }
+                    } else {
+                        Mode::Owned
+                    }
+                } else if p > 1 {
+                    Mode::Binned(p)
+                } else {
+                    Mode::Owned
+                };
+                let root = spread_hash(&[&req.dataset_key, &req.stream_id, field, &req.synopsis_id.to_string()]);
+                self.synopses.push(SynSpec {
+                    request_id: id,
+                    kind,
+                    synopsis_id: req.synopsis_id,
+                    dataset: req.dataset_key.clone(),
+                    stream: req.stream_id.clone(),
+                    field: field.clone(),
+                    initial: fresh.clone(),
+                    fresh,
+                    mode,
+                    group: u32::MAX,
+                    home: (root % self.peers as u64) as usize,
+                    continuous: Vec::new(),
+                    adhoc: Vec::new(),
+                    saves: Vec::new(),
+                    deleted: false,
+                });
+                Ok(())
+            }
+            Action::Delete { field } => {
+                let found = self.find(req, field.as_deref());
+                if found.is_empty() {
+                    return Err(format!("nothing to delete: no {}", Plan::describe(req)));
+                }
+                for i in found {
+                    let s = &mut self.synopses[i];
+                    s.deleted = true;
+                    let why = format!("synopsis deleted by request {id} before the query could be answered");
+                    for q in s.continuous.drain(..).chain(s.adhoc.drain(..)) {
+                        let mut e = Estimation::error(q.request_id, q.uid, s.synopsis_id, why.clone());
+                        e.stream_id = s.stream.clone();
+                        e.dataset_key = s.dataset.clone();
+                        e.field = s.field.clone();
+                        e.query = q.args;
+                        self.script_answers.push(e);
+                    }
+                    s.saves.clear();
+                }
+                Ok(())
+            }
+            Action::Query { field, args, mode } => {
+                let found = self.find(req, Some(field));
+                let Some(&i) = found.first() else {
+                    return Err(format!("unknown synopsis: no {} on field {field:?}", Plan::describe(req)));
+                };
+                let s = &mut self.synopses[i];
+                let spec = query_spec(s.kind, args).map_err(|e| e.0)?;
+                if !matches!(spec, QuerySpec::Single(_)) {
+                    return Err(format!("{} pair queries across streams are not answered by this engine yet", s.kind));
+                }
+                let reg = QueryReg { request_id: id, uid: req.uid.clone(), args: Json::Array(args.clone()), spec };
+                match mode {
+                    QueryMode::Continuous => s.continuous.push(reg),
+                    QueryMode::AdHoc => s.adhoc.push(reg),
+                }
+                Ok(())
+            }
+            Action::Save { file } => {
+                self.store.check(file)?;
+                let found = self.find(req, None);
+                let Some(&i) = found.first() else {
+                    return Err(format!("SAVE: no {}", Plan::describe(req)));
+                };
+                self.synopses[i].saves.push(SaveReg { request_id: id, uid: req.uid.clone(), file: file.clone() });
+                Ok(())
+            }
+            Action::Load { file } => {
+                let bytes = self.store.load(file)?;
+                let loaded = registry::decode(&bytes).map_err(|e| format!("LOAD {file}: {e}"))?;
+                let found: Vec<usize> =
+                    self.find(req, None).into_iter().filter(|&i| self.synopses[i].kind == loaded.kind()).collect();
+                let Some(&i) = found.first() else {
+                    return Err(format!(
+                        "LOAD {file}: construct a {} on stream {:?} of dataset {:?} first (the snapshot is merged into it)",
+                        loaded.kind(),
+                        req.stream_id,
+                        req.dataset_key
+                    ));
+                };
+                let s = &mut self.synopses[i];
+                s.initial.merge(loaded.as_ref()).map_err(|e| format!("LOAD {file}: {e}"))?;
+                self.script_answers.push(Estimation {
+                    request_id: id,
+                    uid: req.uid.clone(),
+                    synopsis_id: s.synopsis_id,
+                    kind: Some(s.kind),
+                    stream_id: s.stream.clone(),
+                    dataset_key: s.dataset.clone(),
+                    field: s.field.clone(),
+                    query: Json::Null,
+                    window: None,
+                    tuples: None,
+                    answer: Answer::Loaded { file: file.clone() },
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn compile(&mut self) {
+        let mut index: HashMap<(String, String, String, Mode), u32> = HashMap::new();
+        for i in 0..self.synopses.len() {
+            let s = &self.synopses[i];
+            if s.deleted {
+                continue;
+            }
+            let key = (s.dataset.clone(), s.stream.clone(), s.field.clone(), s.mode);
+            let g = match index.get(&key) {
+                Some(&g) => g,
+                None => {
+                    let g = self.groups.len() as u32;
+                    let owner = (spread_hash(&[&s.dataset, &s.stream]) % self.peers as u64) as usize;
+                    self.groups.push(Group {
+                        dataset: s.dataset.clone(),
+                        stream: s.stream.clone(),
+                        field: s.field.clone(),
+                        mode: s.mode,
+                        owner,
+                        synopses: Vec::new(),
+                        ordered: false,
+                        numeric: false,
+                    });
+                    let routes = self.routes.entry(s.dataset.clone()).or_default();
+                    if s.stream.is_empty() {
+                        routes.wide.push(g);
+                    } else {
+                        routes.streams.entry(s.stream.clone()).or_default().push(g);
+                    }
+                    index.insert(key, g);
+                    g
+                }
+            };
+            let (kind, mode) = (s.kind, s.mode);
+            let group = &mut self.groups[g as usize];
+            group.synopses.push(i as u32);
+            group.ordered |= !merge_is_exact(kind);
+            group.numeric |= needs_numbers(kind);
+            if mode == Mode::Owned {
+                // The owner holds the merged synopsis and answers it.
+                let owner = group.owner;
+                self.synopses[i].home = owner;
+            }
+            self.synopses[i].group = g;
+        }
+    }
+
+    /// The groups a tuple of `stream` in `dataset` feeds: per-stream ones, then dataset-wide ones.
+    pub fn routes(&self, dataset: &str, stream: &str) -> (&[u32], &[u32]) {
+        match self.routes.get(dataset) {
+            None => (&[], &[]),
+            Some(r) => (r.streams.get(stream).map(Vec::as_slice).unwrap_or(&[]), &r.wide),
+        }
+    }
+
+    /// The event-time window (its start, ms) of a time.
+    pub fn window_of(&self, time_ms: i64) -> u64 {
+        time_ms.div_euclid(self.window_ms).max(0) as u64 * self.window_ms as u64
+    }
+
+    /// The worker a tuple of `group` with arrival sequence `seq` in `window` goes to, read by
+    /// worker `me`.
+    pub fn target(&self, group: u32, seq: u64, window: u64, me: usize) -> u32 {
+        let g = &self.groups[group as usize];
+        let w = self.peers as u64;
+        let t = match g.mode {
+            Mode::Owned => g.owner as u64,
+            Mode::Exact { spread: 0 } => me as u64,
+            Mode::Exact { spread } => g.owner as u64 + seq % u64::from(spread),
+            Mode::Binned(p) => g.owner as u64 + saams::hash::hash_u64(seq, 0xB1A5) % u64::from(p),
+            Mode::Windowed(p) => g.owner as u64 + (window / self.window_ms as u64) % u64::from(p),
+        };
+        (t % w) as u32
+    }
+
+    /// The bin of a tuple of `group` (Binned mode): partials are built per bin and merged at the
+    /// root in bin order; 0 for the other modes (windows are merged in time order).
+    pub fn bin(&self, group: u32, seq: u64) -> u64 {
+        match self.groups[group as usize].mode {
+            Mode::Owned | Mode::Exact { .. } => 0,
+            Mode::Binned(p) => saams::hash::hash_u64(seq, 0xB1A5) % u64::from(p),
+            Mode::Windowed(_) => 0,
+        }
+    }
+}

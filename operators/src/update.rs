@@ -1,0 +1,133 @@
+//! `update_synopses`: the operator that routes tuple values to their synopses (the exchange
+//! pact carries the target the reading worker computed), buffers each event-time window, and
+//! when the frontier passes a window feeds it to the synopses in a canonical order.
+//!
+//! Owned synopses (one owner) are merged state right here: the owner updates them and answers
+//! their continuous queries at every window close, and their ad-hoc queries and SAVEs at the end.
+//! Spread synopses get one partial per window (and bin), built from a fresh synopsis, sent on
+//! to the tree merge.
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use saams::Synopsis;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Stream;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::generic::Operator;
+
+use crate::answer;
+use crate::plan::{Mode, Plan};
+use crate::record::{Out, Partial, Rec, SynBox};
+
+/// Feed a window's values (already in canonical order where it matters) to one synopsis.
+fn feed(syn: &mut dyn Synopsis, recs: &[Rec]) {
+    for r in recs {
+        syn.update_at(r.val.datum(), r.time);
+    }
+}
+
+type Buffers = HashMap<(u32, u64), Vec<Rec>>;
+
+/// Extension trait: maintain the plan's synopses from a stream of routed values.
+pub trait UpdateSynopses<'scope> {
+    /// Update every synopsis of `plan` from the values; emits answer lines of owned synopses and
+    /// per-window partials of spread ones (timestamps: the window; the end-of-input answers at
+    /// `u64::MAX`).
+    fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>>;
+}
+
+impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
+    fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>> {
+        let me = self.scope().index();
+        self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
+            Exchange::new(|r: &Rec| u64::from(r.target)),
+            "UpdateSynopses",
+            move |mut cap, _info| {
+                cap.downgrade(&u64::MAX);
+                let mut end_cap = Some(cap);
+                let mut windows: BTreeMap<u64, (Capability<u64>, Buffers)> = BTreeMap::new();
+                let mut merged: HashMap<u32, (Box<dyn Synopsis>, u64)> = HashMap::new();
+                move |(input, frontier), output| {
+                    input.for_each_stamp(|stamp, data| {
+                        if !plan.update {
+                            data.for_each(|batch| batch.clear());
+                            return;
+                        }
+                        for batch in data {
+                            // Records arrive in runs of one stream and window: one lookup per run.
+                            let mut recs = batch.drain(..).peekable();
+                            while let Some(rec) = recs.next() {
+                                let (w, g, bin) = (rec.window, rec.group, plan.bin(rec.group, rec.seq));
+                                let (_, buffers) =
+                                    windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
+                                let buffer = buffers.entry((g, bin)).or_default();
+                                buffer.push(rec);
+                                while let Some(next) =
+                                    recs.next_if(|r| r.window == w && r.group == g && plan.bin(g, r.seq) == bin)
+                                {
+                                    buffer.push(next);
+                                }
+                            }
+                        }
+                    });
+                    while let Some((&w, _)) = windows.first_key_value() {
+                        if frontier.less_equal(&w) {
+                            break;
+                        }
+                        let Some((_, (cap, buffers))) = windows.pop_first() else { break };
+                        let mut lines = Vec::new();
+                        let mut partials = Vec::new();
+                        let mut buffers: Vec<_> = buffers.into_iter().collect();
+                        buffers.sort_unstable_by_key(|(k, _)| *k);
+                        for ((g, bin), mut recs) in buffers {
+                            let group = &plan.groups[g as usize];
+                            if group.ordered {
+                                recs.sort_unstable_by_key(|r| (r.time, r.seq));
+                            }
+                            let n = recs.len() as u64;
+                            for &s in &group.synopses {
+                                let spec = &plan.synopses[s as usize];
+                                if group.mode == Mode::Owned {
+                                    let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+                                    feed(state.as_mut(), &recs);
+                                    *items += n;
+                                    answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
+                                } else {
+                                    let mut part = spec.fresh.clone();
+                                    feed(part.as_mut(), &recs);
+                                    partials.push(Partial {
+                                        syn: s,
+                                        window: w,
+                                        items: n,
+                                        parts: vec![(bin, SynBox(part))],
+                                    });
+                                }
+                            }
+                        }
+                        let mut session = output.session(&cap);
+                        session.give_iterator(lines.into_iter().map(Out::Line));
+                        session.give_iterator(partials.into_iter().map(Out::Partial));
+                    }
+                    if frontier.is_empty()
+                        && let Some(cap) = end_cap.take()
+                    {
+                        let mut lines = Vec::new();
+                        for (s, spec) in plan.synopses.iter().enumerate() {
+                            let s = s as u32;
+                            if spec.home != me || spec.mode != Mode::Owned || spec.group == u32::MAX {
+                                continue;
+                            }
+                            match merged.get(&s) {
+                                Some((state, items)) => answer::at_end(&plan, s, state.as_ref(), *items, &mut lines),
+                                None => answer::at_end(&plan, s, spec.initial.as_ref(), 0, &mut lines),
+                            }
+                        }
+                        output.session(&cap).give_iterator(lines.into_iter().map(Out::Line));
+                    }
+                }
+            },
+        )
+    }
+}

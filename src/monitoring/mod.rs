@@ -1,0 +1,265 @@
+//! Communication-efficient monitoring of k distributed streams over a time-based sliding
+//! window (Chan, Lam, Lee, Ting, STACS 2010), plus the forward/backward protocol of Cormode &
+//! Yi (PODC 2011) for counts and frequent items. No timely, no I/O: the state machines here are
+//! driven by [`sim`] in tests and by `monitor-sim`, and later by edge processes over Kafka.
+//!
+//! # Model
+//! Time is an `i64` (any unit). The window at time `t` holds the items that have **arrived by
+//! `t`** and are stamped in `(t − W, t]`. With tardiness `τ < W`, an item stamped `s` arrives at
+//! some time in `[s, s + τ]`. Each site sees only its own stream; messages go one way, site →
+//! root, and are delivered instantly (the simulator applies them before the next query).
+//!
+//! # Guarantees (deterministic, at every time `t`; `c` = window count over all sites)
+//! * Basic counting ([`Root::count`]): `|ĉ − c| ≤ ε·c`.
+//! * Approximate counting ([`Root::item_count`]): `|ĉ_j − c_j| ≤ ε·c` for every item.
+//! * Frequent items ([`Root::frequent`]): every `j` with `c_j ≥ φc`, none with `c_j < (φ − ε)c`.
+//! * Quantiles ([`Root::quantile`]): an item whose rank interval `[#< v, #≤ v]` meets
+//!   `[(φ − ε)c, (φ + ε)c]`.
+//!
+//! # Error budget (all per site, summed over sites)
+//! Local statistics: window count with relative error `δ_t = ε/96`, item counts with relative
+//! error `δ_i = ε/64` ([`SlidingCounter`]). A count tracker at target `ε'` sends when its
+//! estimate moved by more than `θ = ε'/2` times the current estimate: error
+//! `θ(1 + δ_t) + δ_t ≤ ε'` as `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold
+//! `θ = ε'/2` times the site's estimated total; items at or below it are turned off):
+//! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε_c`
+//! and an item tracker at `ε/2 − ε_c` with the seed's rule `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed
+//! uses `ε_c = ε/24`; forward/backward uses `ε/4` (see [`Config::frequent_count_epsilon`]).
+//! Quantiles: the root holds per site groups of consecutive items (a boundary value and a
+//! weight); a group holding any item other than its boundary weighs at most `g·T` (`g = 0.22ε`,
+//! `T` the sum of the site's item estimates, split when heavier), and the sum `D` of the
+//! differences between the root's and the site's current group weights (items above the last
+//! boundary count fully) stays at most `θ_q·c_σ` (`θ_q = 0.22ε`; the largest differences are
+//! sent when it is exceeded). Rank error per site `D + g(1 + δ_i)c_σ + δ_i c_σ ≤ 0.46ε·c_σ
+//! ≤ ε/2·c_σ`, and the root's answer (the first item whose cumulative weight reaches `φ·Σw`)
+//! is then within `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
+//!
+//! Forward/backward (count at target `ε'`): phases of length `L = W − τ`; in phase `i`
+//! (times `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
+//! `(t − W, p_i]`, all arrived, only shrinking) sent once at phase start as a step function
+//! within `θ·B̂(s)` of the site's estimate at every cut, and a forward part (stamps `> p_i`,
+//! cannot expire within the phase, only growing) counted exactly and sent on up events.
+//! Error `θ·c + δ_t(1 + θ)·c ≤ ε'`; for items `(θ + θδ_t + δ_i)·c ≤ ε'` (backward thresholds
+//! are `θ` times the site's backward total, forward thresholds `θ` times its forward total).
+
+mod counter;
+mod local;
+mod message;
+mod root;
+pub mod sim;
+mod site;
+
+use std::fmt;
+
+pub use counter::{SlidingCounter, SuffixTable};
+pub use local::LocalStats;
+pub use message::{Channel, Message};
+pub use root::Root;
+pub use site::Site;
+
+/// What went wrong in the monitoring library.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MonitorError {
+    /// A parameter out of range, naming it.
+    BadParameter(String),
+    /// Input that breaks the model (time running backwards, an item later than the tardiness).
+    BadInput(String),
+    /// Bytes that are not a valid message.
+    Codec(String),
+}
+
+impl fmt::Display for MonitorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MonitorError::BadParameter(r) => write!(f, "bad monitoring parameter: {r}"),
+            MonitorError::BadInput(r) => write!(f, "bad monitoring input: {r}"),
+            MonitorError::Codec(r) => write!(f, "cannot decode message: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for MonitorError {}
+
+impl From<crate::SynopsisError> for MonitorError {
+    fn from(e: crate::SynopsisError) -> Self {
+        MonitorError::Codec(e.to_string())
+    }
+}
+
+/// Which protocol the sites and the root run for counts and frequent items (quantiles always
+/// use the seed's summaries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// The seed paper's BC / AC-with-turn-off / FI.
+    Seed,
+    /// Cormode & Yi's forward/backward tracking.
+    ForwardBackward,
+}
+
+impl Protocol {
+    /// Parse `seed` or `forward-backward`.
+    ///
+    /// ```
+    /// use saams::monitoring::Protocol;
+    /// assert_eq!(Protocol::parse("seed").unwrap(), Protocol::Seed);
+    /// assert_eq!(Protocol::parse("forward-backward").unwrap(), Protocol::ForwardBackward);
+    /// assert!(Protocol::parse("fb2").is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// For any other name.
+    pub fn parse(s: &str) -> Result<Protocol, MonitorError> {
+        match s {
+            "seed" => Ok(Protocol::Seed),
+            "forward-backward" | "fb" => Ok(Protocol::ForwardBackward),
+            other => Err(MonitorError::BadParameter(format!("unknown protocol {other:?} (seed | forward-backward)"))),
+        }
+    }
+
+    /// The CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Seed => "seed",
+            Protocol::ForwardBackward => "forward-backward",
+        }
+    }
+}
+
+/// The parameters every site and the root share.
+///
+/// ```
+/// use saams::monitoring::{Config, Protocol};
+/// let cfg = Config::new(4, 1000, 500, 0.1, Protocol::ForwardBackward).unwrap();
+/// assert_eq!(cfg.phase_of(cfg.phase_start(3)), 3);
+/// assert_eq!(cfg.phase_of(cfg.phase_start(3) - 1), 2);
+/// assert!(Config::new(4, 1000, 1000, 0.1, Protocol::Seed).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// Number of sites `k`.
+    pub sites: usize,
+    /// Window length `W` in time units.
+    pub window: i64,
+    /// Tardiness `τ < W`.
+    pub tardiness: i64,
+    /// The error ε of every query.
+    pub epsilon: f64,
+    /// The protocol for counts and frequent items.
+    pub protocol: Protocol,
+    /// The error target of the count half of frequent items, `ε_c ∈ (0, 7ε/16]`; the item half
+    /// gets `ε/2 − ε_c`. The seed uses `ε/24` (and `11ε/24`); [`Config::new`] picks that for
+    /// [`Protocol::Seed`] and the balanced `ε/4` for [`Protocol::ForwardBackward`], whose cost
+    /// is proportional to `1/ε_c + 1/ε_a`. Any split with `ε_c + ε_a ≤ ε/2` is correct: if `j`
+    /// is returned, `c_j ≥ (φ − ε/2)(1 − ε_c)c − ε_a·c ≥ (φ − ε)c`; if not,
+    /// `c_j < (φ − ε/2)(1 + ε_c)c + ε_a·c ≤ φc` (using `φ ≤ 1`).
+    pub frequent_count_epsilon: f64,
+}
+
+impl Config {
+    /// A validated configuration.
+    ///
+    /// # Errors
+    /// When `sites` is 0, `window ≤ 0`, `tardiness ∉ [0, W)`, or `epsilon ∉ (0, 1)`.
+    pub fn new(
+        sites: usize,
+        window: i64,
+        tardiness: i64,
+        epsilon: f64,
+        protocol: Protocol,
+    ) -> Result<Config, MonitorError> {
+        let frequent_count_epsilon = match protocol {
+            Protocol::Seed => epsilon / 24.0,
+            Protocol::ForwardBackward => epsilon / 4.0,
+        };
+        let cfg = Config { sites, window, tardiness, epsilon, protocol, frequent_count_epsilon };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Check the ranges (see [`Config::new`]).
+    ///
+    /// # Errors
+    /// As [`Config::new`].
+    pub fn validate(&self) -> Result<(), MonitorError> {
+        if self.sites == 0 {
+            return Err(MonitorError::BadParameter("sites must be at least 1".into()));
+        }
+        if self.window <= 0 {
+            return Err(MonitorError::BadParameter(format!("window must be positive, got {}", self.window)));
+        }
+        if !(0..self.window).contains(&self.tardiness) {
+            return Err(MonitorError::BadParameter(format!(
+                "tardiness must be in [0, window) = [0, {}), got {}",
+                self.window, self.tardiness
+            )));
+        }
+        if !(self.epsilon > 0.0 && self.epsilon < 1.0) {
+            return Err(MonitorError::BadParameter(format!("epsilon must be in (0, 1), got {}", self.epsilon)));
+        }
+        let f = self.frequent_count_epsilon;
+        if !(f > 0.0 && f <= 7.0 * self.epsilon / 16.0) {
+            return Err(MonitorError::BadParameter(format!(
+                "frequent_count_epsilon must be in (0, 7ε/16] = (0, {}], got {f}",
+                7.0 * self.epsilon / 16.0
+            )));
+        }
+        Ok(())
+    }
+
+    /// The error target of one channel.
+    pub fn channel_epsilon(&self, channel: Channel) -> f64 {
+        match channel {
+            Channel::Count | Channel::Items | Channel::Quantiles => self.epsilon,
+            Channel::FrequentTotal => self.frequent_count_epsilon,
+            Channel::FrequentItems => self.epsilon / 2.0 - self.frequent_count_epsilon,
+        }
+    }
+
+    /// The send threshold θ of one channel (half its target; for quantiles the discrepancy
+    /// allowed between the root's and the site's group weights, 0.22ε of the site's count).
+    pub fn theta(&self, channel: Channel) -> f64 {
+        match channel {
+            Channel::Quantiles => 0.22 * self.epsilon,
+            ch => self.channel_epsilon(ch) / 2.0,
+        }
+    }
+
+    /// The weight cap `g` of a multi-item quantile group, as a fraction of the site's total
+    /// (0.22ε).
+    pub fn quantile_group(&self) -> f64 {
+        0.22 * self.epsilon
+    }
+
+    /// Relative error of a site's window count: `min(ε/96, ε_c/4)` (a quarter of the
+    /// frequent-items count target; small enough that the quantile trigger's slack `2δ` stays
+    /// well below its threshold ε/5).
+    pub fn delta_total(&self) -> f64 {
+        (self.epsilon / 96.0).min(self.frequent_count_epsilon / 4.0)
+    }
+
+    /// Relative error of a site's item counts: `ε/64` (for the quantile budget; at most a
+    /// quarter of every item tracker's target since `ε_a ≥ ε/16`).
+    pub fn delta_item(&self) -> f64 {
+        self.epsilon / 64.0
+    }
+
+    /// Forward/backward phase length `W − τ`.
+    pub fn phase_len(&self) -> i64 {
+        self.window - self.tardiness
+    }
+
+    /// The phase running at time `t`.
+    pub fn phase_of(&self, t: i64) -> i64 {
+        (t - self.tardiness).div_euclid(self.phase_len())
+    }
+
+    /// When phase `i` starts: `i·(W − τ) + τ`.
+    pub fn phase_start(&self, i: i64) -> i64 {
+        i * self.phase_len() + self.tardiness
+    }
+
+    /// The split stamp `p_i = i·(W − τ)` of phase `i`.
+    pub fn split(&self, i: i64) -> i64 {
+        i * self.phase_len()
+    }
+}

@@ -1,0 +1,604 @@
+//! The site state machine: local statistics plus one sender per tracked statistic.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{Channel, Config, LocalStats, Message, MonitorError, Protocol};
+
+/// Seed BC: send the estimate when it moved by more than `θ·e` from the last value sent
+/// (an up event when it rose by a factor `1/(1−θ)`, a down event when it fell by `1/(1+θ)`).
+#[derive(Clone, Debug)]
+struct SeedCount {
+    channel: Channel,
+    theta: f64,
+    sent: u64,
+}
+
+impl SeedCount {
+    fn check(&mut self, e: u64, out: &mut Vec<Message>) {
+        if e.abs_diff(self.sent) as f64 > self.theta * e as f64 {
+            self.sent = e;
+            out.push(Message::Count { channel: self.channel, value: e });
+        }
+    }
+}
+
+/// Seed AC: per item, send the estimate when it moved by more than `θ·e_σ` from the value the
+/// root holds (0 for an item that is off); when the item's estimate is itself at most `θ·e_σ`
+/// it is turned off instead. The gap set finds the items to send in `O(log)` when `e_σ` drops.
+#[derive(Clone, Debug)]
+struct SeedItems {
+    channel: Channel,
+    theta: f64,
+    sent: HashMap<u64, u64>,
+    gap_of: HashMap<u64, u64>,
+    gaps: BTreeSet<(u64, u64)>,
+}
+
+impl SeedItems {
+    fn new(channel: Channel, theta: f64) -> Self {
+        SeedItems { channel, theta, sent: HashMap::new(), gap_of: HashMap::new(), gaps: BTreeSet::new() }
+    }
+
+    fn set_gap(&mut self, item: u64, gap: u64) {
+        if let Some(old) = self.gap_of.remove(&item) {
+            self.gaps.remove(&(old, item));
+        }
+        if gap > 0 {
+            self.gap_of.insert(item, gap);
+            self.gaps.insert((gap, item));
+        }
+    }
+
+    fn update(&mut self, item: u64, e: u64) {
+        let r = self.sent.get(&item).copied().unwrap_or(0);
+        self.set_gap(item, e.abs_diff(r));
+    }
+
+    fn trigger(&mut self, e_total: u64, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
+        let threshold = self.theta * e_total as f64;
+        while let Some(&(gap, item)) = self.gaps.last() {
+            if gap as f64 <= threshold {
+                break;
+            }
+            let e = local.item(item, now);
+            if e as f64 <= threshold {
+                self.sent.remove(&item);
+                out.push(Message::ItemOff { channel: self.channel, item });
+                self.set_gap(item, e);
+            } else {
+                self.sent.insert(item, e);
+                out.push(Message::ItemCount { channel: self.channel, item, value: e });
+                self.set_gap(item, 0);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupKey {
+    Group(u64),
+    Tail,
+}
+
+/// Quantiles: the root holds, per site, groups of consecutive items, each represented by a
+/// boundary value `b` (every item of the group is in `(previous boundary, b]`) with a weight.
+/// The site mirrors the root's weights and keeps each group's current weight (the sum of its
+/// items' estimates; items above the last boundary form a tail the root does not have).
+/// * Discrepancy `D = Σ |root weight − current weight|` (tail included): when `D > θ·c_σ`, the
+///   site sends the groups with the largest discrepancy (the tail as new greedy groups) until
+///   `D ≤ θ·c_σ/2`.
+/// * A group holding any item other than its boundary must weigh at most `g·T` (`T` the sum of
+///   the estimates): a heavier one is split greedily and the pieces sent.
+/// * When splits have fragmented the summary beyond `3/g + 2` groups, a fresh greedy grouping
+///   (`≤ 2/g + 1` groups) is shipped whole.
+///
+/// Per-site rank error at any `x`: `D + max group weight + δ_i·c_σ ≤ (θ + g(1 + δ_i) + δ_i)·c_σ`.
+#[derive(Clone, Debug)]
+struct Quantiles {
+    theta: f64,
+    group: f64,
+    delta_total: f64,
+    root_w: BTreeMap<u64, u64>,
+    cur_w: BTreeMap<u64, u64>,
+    tail: u64,
+    known: HashMap<u64, u64>,
+    total: u64,
+    disc: u64,
+    by_disc: BTreeSet<(u64, GroupKey)>,
+    by_weight: BTreeSet<(u64, u64)>,
+}
+
+/// Greedy grouping of `(item, weight)` (ascending) into groups of weight `≤ cap` unless single.
+fn group_items(items: impl IntoIterator<Item = (u64, u64)>, cap: f64, out: &mut Vec<(u64, u64)>) {
+    let (mut cur_w, mut cur_max) = (0u64, 0u64);
+    for (v, w) in items {
+        if w == 0 {
+            continue;
+        }
+        if cur_w > 0 && (cur_w + w) as f64 > cap {
+            out.push((cur_max, cur_w));
+            cur_w = 0;
+        }
+        cur_w += w;
+        cur_max = v;
+    }
+    if cur_w > 0 {
+        out.push((cur_max, cur_w));
+    }
+}
+
+impl Quantiles {
+    fn new(theta: f64, group: f64, delta_total: f64) -> Self {
+        Quantiles {
+            theta,
+            group,
+            delta_total,
+            root_w: BTreeMap::new(),
+            cur_w: BTreeMap::new(),
+            tail: 0,
+            known: HashMap::new(),
+            total: 0,
+            disc: 0,
+            by_disc: BTreeSet::new(),
+            by_weight: BTreeSet::new(),
+        }
+    }
+
+    fn key_of(&self, item: u64) -> GroupKey {
+        self.cur_w.range(item..).next().map_or(GroupKey::Tail, |(&b, _)| GroupKey::Group(b))
+    }
+
+    fn discrepancy(&self, key: GroupKey) -> u64 {
+        match key {
+            GroupKey::Tail => self.tail,
+            GroupKey::Group(b) => {
+                let r = self.root_w.get(&b).copied().unwrap_or(0);
+                r.abs_diff(self.cur_w.get(&b).copied().unwrap_or(0))
+            }
+        }
+    }
+
+    /// Remove `key`'s bookkeeping (its discrepancy and weight entries) before changing it.
+    fn detach(&mut self, key: GroupKey) {
+        let d = self.discrepancy(key);
+        self.disc -= d;
+        self.by_disc.remove(&(d, key));
+        if let GroupKey::Group(b) = key
+            && let Some(&w) = self.cur_w.get(&b)
+        {
+            self.by_weight.remove(&(w, b));
+        }
+    }
+
+    fn attach(&mut self, key: GroupKey) {
+        let d = self.discrepancy(key);
+        self.disc += d;
+        if d > 0 {
+            self.by_disc.insert((d, key));
+        }
+        if let GroupKey::Group(b) = key
+            && let Some(&w) = self.cur_w.get(&b)
+        {
+            self.by_weight.insert((w, b));
+        }
+    }
+
+    /// Account a changed item estimate.
+    fn note(&mut self, item: u64, est: u64) {
+        let old = self.known.get(&item).copied().unwrap_or(0);
+        if old == est {
+            return;
+        }
+        if est == 0 {
+            self.known.remove(&item);
+        } else {
+            self.known.insert(item, est);
+        }
+        self.total = self.total + est - old;
+        let key = self.key_of(item);
+        self.detach(key);
+        match key {
+            GroupKey::Tail => self.tail = self.tail + est - old,
+            GroupKey::Group(b) => {
+                let w = self.cur_w.get_mut(&b).expect("group exists");
+                *w = *w + est - old;
+            }
+        }
+        self.attach(key);
+    }
+
+    /// Replace group `b` (or the tail) by `pieces`, all sent to the root.
+    fn replace(&mut self, key: GroupKey, pieces: &[(u64, u64)], patch: &mut BTreeMap<u64, u64>) {
+        self.detach(key);
+        match key {
+            GroupKey::Tail => self.tail = 0,
+            GroupKey::Group(b) => {
+                self.cur_w.remove(&b);
+                if self.root_w.remove(&b).is_some() {
+                    patch.insert(b, 0);
+                }
+            }
+        }
+        for &(v, w) in pieces {
+            self.cur_w.insert(v, w);
+            self.root_w.insert(v, w);
+            patch.insert(v, w);
+            self.attach(GroupKey::Group(v));
+        }
+    }
+
+    /// The items of group `key` with their estimates.
+    fn members(&self, key: GroupKey, local: &LocalStats, now: i64) -> Vec<(u64, u64)> {
+        let (lo, hi) = match key {
+            GroupKey::Group(b) => (self.cur_w.range(..b).next_back().map(|(&p, _)| p), Some(b)),
+            GroupKey::Tail => (self.cur_w.keys().next_back().copied(), None),
+        };
+        let lower = lo.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        let upper = hi.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
+        local.items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
+    }
+
+    fn check(&mut self, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
+        let c_low = local.total(now) as f64 / (1.0 + self.delta_total);
+        let cap = self.group * self.total as f64;
+        let mut patch: BTreeMap<u64, u64> = BTreeMap::new();
+        // Split every multi-item group heavier than the cap.
+        let heavy: Vec<u64> =
+            self.by_weight.iter().rev().take_while(|&&(w, _)| w as f64 > cap).map(|&(_, b)| b).collect();
+        for b in heavy {
+            let members = self.members(GroupKey::Group(b), local, now);
+            if members.iter().any(|&(v, _)| v != b) {
+                let mut pieces = Vec::new();
+                group_items(members, cap, &mut pieces);
+                self.replace(GroupKey::Group(b), &pieces, &mut patch);
+            }
+        }
+        if self.cur_w.len() as f64 > 3.0 / self.group + 2.0 {
+            let mut fresh = Vec::new();
+            group_items(local.items(now), cap, &mut fresh);
+            self.root_w = fresh.iter().copied().collect();
+            self.cur_w = self.root_w.clone();
+            self.by_weight = fresh.iter().map(|&(v, w)| (w, v)).collect();
+            self.by_disc.clear();
+            self.tail = 0;
+            self.disc = 0;
+            out.push(Message::Summary { entries: fresh });
+            return;
+        }
+        if self.disc as f64 > self.theta * c_low {
+            while self.disc > 0 && self.disc as f64 > self.theta * c_low / 2.0 {
+                let Some(&(_, key)) = self.by_disc.last() else { break };
+                match key {
+                    GroupKey::Tail => {
+                        let mut pieces = Vec::new();
+                        group_items(self.members(GroupKey::Tail, local, now), cap, &mut pieces);
+                        self.replace(GroupKey::Tail, &pieces, &mut patch);
+                    }
+                    GroupKey::Group(b) => {
+                        let w = self.cur_w[&b];
+                        if w == 0 {
+                            self.replace(key, &[], &mut patch);
+                        } else {
+                            self.detach(key);
+                            self.root_w.insert(b, w);
+                            patch.insert(b, w);
+                            self.attach(key);
+                        }
+                    }
+                }
+            }
+        }
+        if !patch.is_empty() {
+            out.push(Message::SummaryPatch { entries: patch.into_iter().collect() });
+        }
+    }
+}
+
+/// Forward/backward state shared by the site's trackers: the phase, and exact counts of the
+/// items stamped after the current split (they cannot expire during the phase) and after the
+/// next split (pre-counted during the τ overlap).
+#[derive(Clone, Debug, Default)]
+struct Forward {
+    phase: Option<i64>,
+    total: u64,
+    items: HashMap<u64, u64>,
+    next_total: u64,
+    next_items: HashMap<u64, u64>,
+    dirty: BTreeSet<u64>,
+    count_sent: Vec<u64>,
+    items_sent: Vec<HashMap<u64, u64>>,
+}
+
+/// Greedy breakpoints of a nonincreasing step function `value` over the cuts `[points[0], end)`
+/// (it changes only at `points`), so that the step function sent stays within
+/// `θ·btot(s)` of `value(s)` at every cut `s`; `btot` changes only at `tot_cuts`.
+fn breakpoints(
+    points: &[i64],
+    end: i64,
+    value: impl Fn(i64) -> u64,
+    btot: &impl Fn(i64) -> u64,
+    tot_cuts: &[i64],
+    theta: f64,
+) -> Vec<(i64, u64)> {
+    let mut out = Vec::new();
+    let mut v = 0u64;
+    for (idx, &sa) in points.iter().enumerate() {
+        let sb = points.get(idx + 1).copied().unwrap_or(end);
+        let x = value(sa);
+        let gap = v.abs_diff(x);
+        if gap == 0 {
+            continue;
+        }
+        let violated = |s: i64| gap as f64 > theta * btot(s) as f64;
+        if violated(sa) {
+            out.push((sa, x));
+            v = x;
+        } else if violated(sb - 1) {
+            let lo = tot_cuts.partition_point(|&c| c <= sa);
+            let hi = tot_cuts.partition_point(|&c| c < sb);
+            let slice = &tot_cuts[lo..hi];
+            let k = slice.partition_point(|&c| !violated(c));
+            out.push((slice.get(k).copied().unwrap_or(sb - 1), x));
+            v = x;
+        }
+    }
+    out
+}
+
+/// One remote site: feed it arrivals with [`Site::insert`], then call [`Site::advance`] at
+/// every time it asks for ([`Site::next_due`]) and after arrivals; it returns the messages for
+/// the root. Messages at time `t` reflect every arrival at `t`.
+///
+/// ```
+/// use saams::monitoring::{Config, Protocol, Root, Site};
+/// let cfg = Config::new(1, 100, 0, 0.1, Protocol::Seed).unwrap();
+/// let (mut site, mut root) = (Site::new(cfg).unwrap(), Root::new(cfg));
+/// for t in 0..50 {
+///     site.insert(t, t, (t % 3) as u64).unwrap();
+///     for m in site.advance(t).unwrap() {
+///         root.receive(0, t, &m).unwrap();
+///     }
+/// }
+/// let c = root.count(49);
+/// assert!((c as f64 - 50.0).abs() <= 0.1 * 50.0);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Site {
+    cfg: Config,
+    local: LocalStats,
+    now: i64,
+    dirty: BTreeSet<u64>,
+    counts: Vec<SeedCount>,
+    items: Vec<SeedItems>,
+    quantiles: Quantiles,
+    forward: Forward,
+    outbox: Vec<Message>,
+}
+
+impl Site {
+    /// A site for `cfg`.
+    ///
+    /// # Errors
+    /// When the configuration is invalid.
+    pub fn new(cfg: Config) -> Result<Self, MonitorError> {
+        cfg.validate()?;
+        let local = LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item())?;
+        let counts = [Channel::Count, Channel::FrequentTotal]
+            .into_iter()
+            .map(|channel| SeedCount { channel, theta: cfg.theta(channel), sent: 0 })
+            .collect();
+        let items = [Channel::Items, Channel::FrequentItems]
+            .into_iter()
+            .map(|channel| SeedItems::new(channel, cfg.theta(channel)))
+            .collect();
+        let quantiles = Quantiles::new(cfg.theta(Channel::Quantiles), cfg.quantile_group(), cfg.delta_total());
+        let forward = Forward { count_sent: vec![0; 2], items_sent: vec![HashMap::new(); 2], ..Forward::default() };
+        Ok(Site {
+            cfg,
+            local,
+            now: i64::MIN,
+            dirty: BTreeSet::new(),
+            counts,
+            items,
+            quantiles,
+            forward,
+            outbox: vec![],
+        })
+    }
+
+    /// An item stamped `stamp` arrives at `now`.
+    ///
+    /// # Errors
+    /// When time runs backwards or the stamp breaks the tardiness.
+    pub fn insert(&mut self, now: i64, stamp: i64, item: u64) -> Result<(), MonitorError> {
+        if now < self.now {
+            return Err(MonitorError::BadInput(format!("time ran backwards: {now} after {}", self.now)));
+        }
+        if stamp > now || stamp < now - self.cfg.tardiness {
+            return Err(MonitorError::BadInput(format!(
+                "item stamped {stamp} arriving at {now} breaks the tardiness {}",
+                self.cfg.tardiness
+            )));
+        }
+        if self.cfg.protocol == Protocol::ForwardBackward {
+            // Phases that started before `now` are computed without `now`'s arrivals.
+            self.roll_phases(now, false);
+        }
+        self.local.insert(now, stamp, item)?;
+        self.now = now;
+        self.dirty.insert(item);
+        if self.cfg.protocol == Protocol::ForwardBackward {
+            // A phase starting exactly now starts after this instant's arrivals (in `advance`).
+            let phase = self.forward.phase.unwrap_or_else(|| {
+                let p = self.cfg.phase_of(now);
+                if self.cfg.phase_start(p) == now { p - 1 } else { p }
+            });
+            self.forward.phase = Some(phase);
+            let f = &mut self.forward;
+            if stamp > self.cfg.split(phase) {
+                f.total += 1;
+                *f.items.entry(item).or_insert(0) += 1;
+                f.dirty.insert(item);
+            }
+            if stamp > self.cfg.split(phase + 1) {
+                f.next_total += 1;
+                *f.next_items.entry(item).or_insert(0) += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Start every phase whose start time is `< now` (or `≤ now` when `inclusive`).
+    fn roll_phases(&mut self, now: i64, inclusive: bool) {
+        if self.local.total_counter().is_empty() && self.forward.total == 0 && self.forward.next_total == 0 {
+            // Nothing to report for any phase in between: jump straight to the current one.
+            if let Some(phase) = self.forward.phase {
+                let current = self.cfg.phase_of(now);
+                let current = if !inclusive && self.cfg.phase_start(current) == now { current - 1 } else { current };
+                if current > phase {
+                    self.forward.phase = Some(current);
+                    self.forward.next_items.clear();
+                    self.forward.items.clear();
+                    self.forward.dirty.clear();
+                    self.forward.count_sent.iter_mut().for_each(|s| *s = 0);
+                    self.forward.items_sent.iter_mut().for_each(HashMap::clear);
+                }
+            }
+        }
+        while let Some(phase) = self.forward.phase {
+            let start = self.cfg.phase_start(phase + 1);
+            if start > now || (start == now && !inclusive) {
+                break;
+            }
+            self.start_phase(phase + 1);
+        }
+    }
+
+    fn start_phase(&mut self, phase: i64) {
+        let f = &mut self.forward;
+        f.phase = Some(phase);
+        f.total = std::mem::take(&mut f.next_total);
+        f.items = std::mem::take(&mut f.next_items);
+        f.dirty = f.items.keys().copied().collect();
+        f.count_sent.iter_mut().for_each(|s| *s = 0);
+        f.items_sent.iter_mut().for_each(HashMap::clear);
+        let (s0, end) = (self.cfg.split(phase - 1), self.cfg.split(phase));
+        let f0 = f.total;
+        let total = self.local.total_counter();
+        let table = total.table();
+        let btot = |s: i64| table.suffix(s).saturating_sub(f0);
+        let mut tot_cuts = vec![s0];
+        tot_cuts.extend(total.cut_points(s0 + 1, end));
+        for channel in [Channel::Count, Channel::FrequentTotal] {
+            let cuts = breakpoints(&tot_cuts, end, btot, &btot, &tot_cuts, self.cfg.theta(channel));
+            if !cuts.is_empty() {
+                self.outbox.push(Message::Backward { channel, cuts });
+            }
+        }
+        for channel in [Channel::Items, Channel::FrequentItems] {
+            let theta = self.cfg.theta(channel);
+            let mut items = Vec::new();
+            for (j, counter) in self.local.item_counters() {
+                let fj = self.forward.items.get(&j).copied().unwrap_or(0);
+                let tj = counter.table();
+                let mut points = vec![s0];
+                points.extend(counter.cut_points(s0 + 1, end));
+                let cuts = breakpoints(&points, end, |s| tj.suffix(s).saturating_sub(fj), &btot, &tot_cuts, theta);
+                if !cuts.is_empty() {
+                    items.push((j, cuts));
+                }
+            }
+            if !items.is_empty() {
+                self.outbox.push(Message::BackwardItems { channel, items });
+            }
+        }
+    }
+
+    /// Process everything up to `now` and return the messages to send.
+    ///
+    /// # Errors
+    /// When time runs backwards.
+    pub fn advance(&mut self, now: i64) -> Result<Vec<Message>, MonitorError> {
+        if now < self.now {
+            return Err(MonitorError::BadInput(format!("time ran backwards: {now} after {}", self.now)));
+        }
+        self.now = now;
+        let changed = self.local.advance(now);
+        self.dirty.extend(changed);
+        let e_total = self.local.total(now);
+        match self.cfg.protocol {
+            Protocol::Seed => {
+                for c in &mut self.counts {
+                    c.check(e_total, &mut self.outbox);
+                }
+                for tracker in &mut self.items {
+                    for &j in &self.dirty {
+                        tracker.update(j, self.local.item(j, now));
+                    }
+                    tracker.trigger(e_total, &self.local, now, &mut self.outbox);
+                }
+            }
+            Protocol::ForwardBackward => {
+                if self.forward.phase.is_none() && !self.local.total_counter().is_empty() {
+                    self.forward.phase = Some(self.cfg.phase_of(now));
+                }
+                self.roll_phases(now, true);
+                let f = &mut self.forward;
+                for (i, channel) in [Channel::Count, Channel::FrequentTotal].into_iter().enumerate() {
+                    if (f.total - f.count_sent[i]) as f64 > self.cfg.theta(channel) * f.total as f64 {
+                        f.count_sent[i] = f.total;
+                        self.outbox.push(Message::Forward { channel, value: f.total });
+                    }
+                }
+                for (i, channel) in [Channel::Items, Channel::FrequentItems].into_iter().enumerate() {
+                    let threshold = self.cfg.theta(channel) * f.total as f64;
+                    for &j in &f.dirty {
+                        let fj = f.items.get(&j).copied().unwrap_or(0);
+                        let sent = f.items_sent[i].entry(j).or_insert(0);
+                        if (fj - *sent) as f64 > threshold {
+                            *sent = fj;
+                            self.outbox.push(Message::ForwardItem { channel, item: j, value: fj });
+                        }
+                    }
+                }
+                f.dirty.clear();
+            }
+        }
+        for &j in &self.dirty {
+            self.quantiles.note(j, self.local.item(j, now));
+        }
+        self.quantiles.check(&self.local, now, &mut self.outbox);
+        self.dirty.clear();
+        Ok(std::mem::take(&mut self.outbox))
+    }
+
+    /// The next time the site must be advanced even without arrivals (an estimate changes or
+    /// a forward/backward phase starts).
+    pub fn next_due(&self) -> Option<i64> {
+        let local = self.local.next_due();
+        let phase = match (self.cfg.protocol, self.forward.phase) {
+            (Protocol::ForwardBackward, Some(p)) => {
+                let active = !self.local.total_counter().is_empty() || self.forward.total > 0;
+                active.then(|| self.cfg.phase_start(p + 1))
+            }
+            _ => None,
+        };
+        match (local, phase) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The local statistics.
+    pub fn local(&self) -> &LocalStats {
+        &self.local
+    }
+
+    /// Memory in words: local statistics plus what the senders remember.
+    pub fn memory_words(&self) -> usize {
+        let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
+        let fwd = 2 * (self.forward.items.len() + self.forward.next_items.len())
+            + self.forward.items_sent.iter().map(|m| 2 * m.len()).sum::<usize>();
+        self.local.memory_words() + seed + fwd + 8
+    }
+}
