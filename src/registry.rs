@@ -99,7 +99,3 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
         // end of kinds
     }
 }
-
-fn not_built(kind: Kind) -> Result<Box<dyn Synopsis>, SynopsisError> {
-    Err(SynopsisError::UnsupportedQuery { kind, query: "construct (kind not built yet)".into() })
-}
