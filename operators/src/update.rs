@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use saams::Synopsis;
+use saams::{Datum, Synopsis};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
@@ -22,10 +22,16 @@ use crate::answer;
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
 
-/// Feed a window's values (already in canonical order where it matters) to one synopsis.
-fn feed(syn: &mut dyn Synopsis, recs: &[Rec]) {
-    for r in recs {
-        syn.update_at(r.val.datum(), r.time);
+/// Feed a window's values (already in canonical order where it matters) to one synopsis:
+/// order-sensitive kinds item by item with the event time (DFT's parameters are in time units),
+/// the others as one batch (kinds speed up batches).
+fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
+    if syn.kind().is_order_sensitive() {
+        for r in recs {
+            syn.update_at(r.val.datum(), r.time);
+        }
+    } else {
+        syn.update_batch(batch);
     }
 }
 
@@ -89,11 +95,12 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                 recs.sort_unstable_by_key(|r| (r.time, r.seq));
                             }
                             let n = recs.len() as u64;
+                            let batch: Vec<Datum<'_>> = recs.iter().map(|r| r.val.datum()).collect();
                             for &s in &group.synopses {
                                 let spec = &plan.synopses[s as usize];
                                 if group.mode == Mode::Owned {
                                     let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-                                    feed(state.as_mut(), &recs);
+                                    feed(state.as_mut(), &recs, &batch);
                                     *items += n;
                                     answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
                                     for &dest in &spec.snapshot_to {
@@ -107,7 +114,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                     }
                                 } else {
                                     let mut part = spec.fresh.clone();
-                                    feed(part.as_mut(), &recs);
+                                    feed(part.as_mut(), &recs, &batch);
                                     partials.push(Partial {
                                         syn: s,
                                         window: w,
