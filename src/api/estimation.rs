@@ -58,16 +58,17 @@ pub struct Estimation {
     pub answer: Answer,
 }
 
-/// Append a number: whole numbers without a fraction, others in Rust's shortest round-trip
-/// form (valid JSON), non-finite ones as `null`.
+/// Append a number: whole numbers without a fraction, others in the shortest round-trip form,
+/// non-finite ones as `null`.
 fn push_number(out: &mut String, x: f64) {
     use std::fmt::Write;
     if !x.is_finite() {
         out.push_str("null");
     } else if x.fract() == 0.0 && x.abs() < 9.0e15 {
         let _ = write!(out, "{}", x as i64);
-    } else {
-        let _ = write!(out, "{x}");
+    } else if let Some(n) = serde_json::Number::from_f64(x) {
+        // serde_json prints floats with ryu (shortest round-trip form).
+        let _ = write!(out, "{n}");
     }
 }
 
