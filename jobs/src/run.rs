@@ -329,9 +329,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut epoch = 0u64;
         while !readers.is_empty() {
             // Read in event-time step: every unit up to a few windows past the unit that is
-            // furthest behind (4 windows), so windows close early and few are open at once.
+            // furthest behind (2 windows), so windows close early and few are open at once.
             let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
-            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(4 * window_ms));
+            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(2 * window_ms));
             readers.retain_mut(|r| {
                 for _ in 0..4096 {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
@@ -366,8 +366,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 stats.epoch.store(epoch as i64, Ordering::Relaxed);
             }
             worker.step();
-            // Keep a bounded number of windows in flight.
-            let behind = epoch.saturating_sub(64 * window_ms as u64);
+            // Keep a bounded number of windows in flight (each holds its tuples until it closes).
+            let behind = epoch.saturating_sub(16 * window_ms as u64);
             while probe.less_than(&behind) {
                 // Park (instead of spinning) while other workers catch up.
                 worker.step_or_park(Some(Duration::from_millis(1)));
