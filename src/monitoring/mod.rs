@@ -42,6 +42,22 @@
 //! Error `θ·c + δ_t(1 + θ)·c ≤ ε'`; for items `(θ + θδ_t + δ_i)·c ≤ ε'` (backward thresholds
 //! are `θ` times the site's backward total, forward thresholds `θ` times its forward total).
 
+//!
+//! # Where this departs from the papers
+//! * The seed's text gives AC's turn-off rule only in outline; here an item is turned off when
+//!   it must be sent and its estimate is at most the send threshold `θ·e_σ` itself, so an off
+//!   item's error is bounded exactly like an on item's.
+//! * Out-of-order input: the local counters keep one exact bucket per distinct stamp of the last
+//!   `τ` time units (a late item may still join them); only older buckets are merged. Memory is
+//!   therefore `O((1/δ)·log n)` plus the distinct stamps of the last `τ`.
+//! * Forward/backward is reconstructed from the idea (phases of `W − τ`, backward step function
+//!   sent once per phase, forward counted exactly with up events), not from Cormode & Yi's text,
+//!   which was not available here; its frequent-items split defaults to `ε/4 + ε/4`.
+//! * Quantiles are sent as patches of a mirrored group summary (module docs above), not as
+//!   fresh summaries each time.
+//! * Words exclude the site id and send time (transport envelope); bytes are the payload's
+//!   [`Message::encode`] length.
+
 mod counter;
 mod local;
 mod message;

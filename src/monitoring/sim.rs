@@ -97,9 +97,12 @@ pub struct SimReport {
     pub n_per_window: f64,
     /// Total of the bound expressions (constant 1) over the run, see [`bound_per_window`].
     pub bound: f64,
-    /// Words if every item were sent (1 word, or 2 with its stamp when τ > 0).
+    /// Words if every item were sent: 1 word (the item; its arrival time is its stamp), or 2 with
+    /// its stamp when τ > 0.
     pub naive_words: u64,
-    /// Words if every site shipped a full synopsis every Δ.
+    /// Words if every site shipped a full synopsis every Δ: each site with a non-empty window
+    /// sends `1 + 4·min(D_σ, ⌈1/ε⌉)` words (its count, `≤ 1/ε` item counts and `≤ 1/ε` quantile
+    /// entries, two words each). This baseline has no deterministic guarantee between shipments.
     pub periodic_words: u64,
     /// The largest site memory seen at a query time, in words.
     pub max_site_memory_words: usize,

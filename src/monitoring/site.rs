@@ -594,11 +594,14 @@ impl Site {
         &self.local
     }
 
-    /// Memory in words: local statistics plus what the senders remember.
+    /// Memory in words: local statistics plus what the senders remember (the values the root
+    /// holds, gap and discrepancy indexes, forward counters).
     pub fn memory_words(&self) -> usize {
         let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
         let fwd = 2 * (self.forward.items.len() + self.forward.next_items.len())
             + self.forward.items_sent.iter().map(|m| 2 * m.len()).sum::<usize>();
-        self.local.memory_words() + seed + fwd + 8
+        let q = &self.quantiles;
+        let quantiles = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
+        self.local.memory_words() + seed + fwd + quantiles + 8
     }
 }

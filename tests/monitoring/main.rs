@@ -38,7 +38,7 @@ fn adversarial_streams_meet_every_guarantee_in_order_and_out_of_order() {
 #[test]
 fn a_smaller_epsilon_and_more_sites_also_hold() {
     for protocol in PROTOCOLS {
-        for (name, tau) in [("mixed", 0), ("late", 150), ("burst", 60)] {
+        for (name, tau) in [("mixed", 0), ("late", 150), ("burst", 60), ("expiry", 270), ("onoff", 299)] {
             let r = run(name, 16, 300, tau, 0.03, protocol, 4);
             assert_eq!(r.violations, 0, "{name} {protocol:?} tau={tau}: {:?}", r.examples);
         }
