@@ -200,7 +200,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     } else {
         None
     };
-    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()))?;
+    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes)?;
     let sink = Arc::new(LineSink::open(&cli.out)?);
     let dead = match &cli.dead_letter {
         Some(p) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),

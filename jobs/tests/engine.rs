@@ -421,3 +421,31 @@ fn malformed_csv_rows_are_dead_lettered_without_changing_answers() {
         "{dead_lines}"
     );
 }
+
+#[test]
+fn byte_ranges_of_a_large_file_read_every_line_once_whatever_the_split() {
+    let dir = tmp("chunks");
+    let mut rows = vec!["Date,Time,Price,Volume".to_string()];
+    for i in 0..500u32 {
+        rows.push(format!("2013-10-07,10:{:02}:{:02}.000,{}.5,{}", i / 60, i % 60, 100 + i % 9, 1 + i % 4));
+    }
+    let file = dir.join("equity_usa_IBM_tick_trade.csv");
+    std::fs::write(&file, rows.join("\n") + "\n").expect("write");
+    let line_len = (rows[1].len() + 1).to_string();
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"streamID":"IBM","synopsisID":5,"dataSetKey":"equity_usa","param":["Lossy","volume","NotQueryable",0.01]}
+{"streamID":"IBM","synopsisID":5,"dataSetKey":"equity_usa","param":[2,"countEstimation","volume","Queryable","Continues"],"requestID":1}"#,
+    )
+    .expect("write requests");
+    let (r, f) = (req.to_string_lossy().to_string(), file.to_string_lossy().to_string());
+    let whole = run(&["-w", "1", "--requests", &r, "--data", &f, "--chunk-bytes", "0"]);
+    assert!(summary(&whole).contains("tuples=500 "), "{}", summary(&whole));
+    for (w, chunk) in [("2", "1"), ("3", "7"), ("2", line_len.as_str()), ("3", "1000")] {
+        let split = run(&["-w", w, "--requests", &r, "--data", &f, "--chunk-bytes", chunk]);
+        assert!(summary(&split).contains("tuples=500 "), "chunk {chunk}: {}", summary(&split));
+        assert!(summary(&split).contains("dead_letters=0"), "chunk {chunk}: {}", summary(&split));
+        assert_eq!(sorted_lines(&whole.stdout), sorted_lines(&split.stdout), "chunk {chunk}");
+    }
+}
