@@ -367,7 +367,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             }
             worker.step();
             // Keep a bounded number of windows in flight (each holds its tuples until it closes).
-            let behind = epoch.saturating_sub(16 * window_ms as u64);
+            let behind = epoch.saturating_sub(64 * window_ms as u64);
             while probe.less_than(&behind) {
                 // Park (instead of spinning) while other workers catch up.
                 worker.step_or_park(Some(Duration::from_millis(1)));
