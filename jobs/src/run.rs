@@ -318,7 +318,6 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         }
         let mut router = Router {
             plan: plan.clone(),
-            me,
             lateness_ms,
             stats: stats.clone(),
             dead: dead2.clone(),
@@ -434,7 +433,6 @@ fn start_progress(
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
     plan: Rc<Plan>,
-    me: usize,
     lateness_ms: i64,
     stats: Arc<Stats>,
     dead: Option<Arc<LineSink>>,
@@ -504,8 +502,7 @@ impl Router {
                     _ => Val::Str(s.to_string()),
                 },
             };
-            let target = self.plan.target(g, seq, window, self.me);
-            self.recs.push(Rec { group: g, target, window, time, seq, val });
+            self.recs.push(Rec { group: g, time, seq, val });
         }
         self.accept(unit, time, window, input);
     }
@@ -568,13 +565,12 @@ impl Router {
         self.recs.clear();
         if let Source::Generated(gen_stream, routes) = &unit.source {
             for &(g, k) in routes {
-                let target = self.plan.target(g, seq, window, self.me);
                 let val = match k {
                     STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.clone()),
                     DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.clone()),
                     k => Val::Num(values[k]),
                 };
-                self.recs.push(Rec { group: g, target, window, time, seq, val });
+                self.recs.push(Rec { group: g, time, seq, val });
             }
         }
         self.accept(unit, time, window, input);

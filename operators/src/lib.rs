@@ -41,9 +41,7 @@
 //!     });
 //!     let (per_stream, _) = plan.routes("F", "A");
 //!     for (seq, x) in [2.5, 2.5, 7.0].into_iter().enumerate() {
-//!         let group = per_stream[0];
-//!         let target = plan.target(group, seq as u64, 0, 0);
-//!         input.send(Rec { group, target, window: 0, time: 1_000 * seq as i64, seq: seq as u64, val: Val::Num(x) });
+//!         input.send(Rec { group: per_stream[0], time: 1_000 * seq as i64, seq: seq as u64, val: Val::Num(x) });
 //!     }
 //!     drop(input);
 //!     while worker.step() {}

@@ -48,8 +48,11 @@ pub trait UpdateSynopses<'scope> {
 impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
     fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
+        let route = plan.clone();
+        // Runs on the reading worker: partition-based values stay where they were read.
+        let pact = Exchange::new(move |r: &Rec| u64::from(route.target(r.group, r.seq, route.window_of(r.time), me)));
         self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
-            Exchange::new(|r: &Rec| u64::from(r.target)),
+            pact,
             "UpdateSynopses",
             move |mut cap, _info| {
                 cap.downgrade(&u64::MAX);
@@ -66,14 +69,15 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             // Records arrive in runs of one stream and window: one lookup per run.
                             let mut recs = batch.drain(..).peekable();
                             while let Some(rec) = recs.next() {
-                                let (w, g, bin) = (rec.window, rec.group, plan.bin(rec.group, rec.seq));
+                                let (w, g, bin) = (plan.window_of(rec.time), rec.group, plan.bin(rec.group, rec.seq));
+                                let end = w as i64 + plan.window_ms;
                                 let (_, buffers) =
                                     windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
                                 let buffer = buffers.entry((g, bin)).or_default();
                                 buffer.push(rec);
-                                while let Some(next) =
-                                    recs.next_if(|r| r.window == w && r.group == g && plan.bin(g, r.seq) == bin)
-                                {
+                                while let Some(next) = recs.next_if(|r| {
+                                    r.group == g && r.time < end && r.time >= w as i64 && plan.bin(g, r.seq) == bin
+                                }) {
                                     buffer.push(next);
                                 }
                             }
