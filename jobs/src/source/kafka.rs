@@ -787,7 +787,11 @@ impl PartitionReader {
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("enable.partition.eof", "true")
-            .set("auto.offset.reset", "earliest");
+            .set("auto.offset.reset", "earliest")
+            // Throughput: prefetch deeply and do not back off for a second once the local queue
+            // is full (librdkafka's defaults stall a fast consumer); -X overrides both.
+            .set("queued.min.messages", "1000000")
+            .set("fetch.queue.backoff.ms", "10");
         opts.apply_extra(&mut config);
         let context = SourceContext::default();
         let consumer: BaseConsumer<SourceContext> =
