@@ -334,3 +334,39 @@ fn unreachable_broker_is_a_clear_error_within_seconds() {
     assert!(stderr.contains(&format!("127.0.0.1:{port}")) && stderr.contains("could not fetch metadata"), "{stderr}");
     assert!(took < Duration::from_secs(15), "took {took:?}");
 }
+
+#[test]
+fn sigterm_closes_the_windows_and_flushes_before_exit() {
+    let Some(brokers) = broker() else { return };
+    let dir = tmp("sigterm");
+    let data = dir.join("ticks.jsonl");
+    generate("stocks:10:1000", &data);
+    let topic = unique("sigterm-data");
+    replay_into(&brokers, &topic, &data, 2);
+    let requests = repo("datasets/requests/paper-workload.json");
+    let out_file = dir.join("out.json");
+    let job = Command::new(SAAMS)
+        .args(["-w", "2", "--requests", &requests, "--brokers", &brokers, "--data-topic", &topic])
+        .args(["--group-id", &unique("sigterm-group"), "--from", "earliest", "--progress", "0", "--out"])
+        .arg(&out_file)
+        .args(CONSUMER_SETTINGS)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run saams");
+    // no --exit-when-idle: the job runs until stopped
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let expected = file_run(&requests, &data, "1");
+    while std::fs::read(&out_file).map(|b| b.is_empty()).unwrap_or(true) {
+        assert!(Instant::now() < deadline, "no estimation within 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let status = Command::new("kill").args(["-TERM", &job.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let out = job.wait_with_output().expect("saams finished");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(summary(&out).contains("tuples=10000 "), "{stderr}");
+    let got = sorted_lines(&std::fs::read(&out_file).expect("estimations"));
+    assert!(got == expected, "the last windows were not closed and flushed at SIGTERM");
+}

@@ -1148,6 +1148,25 @@ impl KafkaBroadcastSource {
 
 /// The Kafka flags of `saams` (flattened into its command line, so its own flags stay untouched).
 /// Kafka and files mix freely: e.g. requests from `--requests FILE`, tuples from `--data-topic`.
+///
+/// ```
+/// use clap::Parser;
+/// use saams_jobs::source::kafka::{KafkaArgs, StartFrom};
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     kafka: KafkaArgs,
+/// }
+/// let cli = Cli::try_parse_from([
+///     "saams", "--brokers", "k1:9092,k2:9092", "--data-topic", "ticks", "--from", "earliest",
+///     "--exit-when-idle", "3s", "-X", "security.protocol=SSL", "-X", "linger.ms=5",
+/// ])
+/// .unwrap();
+/// assert_eq!(cli.kafka.brokers.as_deref(), Some("k1:9092,k2:9092"));
+/// assert_eq!(cli.kafka.from, StartFrom::Earliest);
+/// assert_eq!((cli.kafka.partitions, cli.kafka.group_id.as_str()), (4, "saams"));
+/// assert_eq!(cli.kafka.extra.len(), 2);
+/// ```
 #[derive(Clone, Debug, clap::Args)]
 pub struct KafkaArgs {
     /// Kafka bootstrap brokers `host:port[,host:port…]`; needed by every --*-topic flag.
