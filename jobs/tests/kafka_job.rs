@@ -370,3 +370,31 @@ fn sigterm_closes_the_windows_and_flushes_before_exit() {
     let got = sorted_lines(&std::fs::read(&out_file).expect("estimations"));
     assert!(got == expected, "the last windows were not closed and flushed at SIGTERM");
 }
+
+#[test]
+fn help_lists_the_kafka_flags() {
+    let out = Command::new(SAAMS).arg("--help").output().expect("run saams --help");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--brokers",
+        "--data-topic",
+        "--request-topic",
+        "--output-topic",
+        "--dead-letter-topic",
+        "--group-id",
+        "--from",
+        "--exit-when-idle",
+        "--idle-timeout",
+        "--partitions",
+        "-X <EXTRA>",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+    }
+    for default in ["[default: committed]", "[default: saams]", "[default: 5s]", "[default: 4]"] {
+        assert!(help.contains(default), "--help lacks {default}");
+    }
+    let no_brokers = Command::new(SAAMS).args(["--data-topic", "t", "--requests", "-"]).output().expect("run saams");
+    assert!(!no_brokers.status.success());
+    assert!(String::from_utf8_lossy(&no_brokers.stderr).contains("need --brokers"));
+}
