@@ -270,11 +270,14 @@ fn messages_round_trip_through_the_binary_codec_and_json() {
         Message::ItemOff { channel: Channel::FrequentItems, item: 9 },
         Message::Summary { entries: vec![(1, 5), (16_741, 3), (u64::MAX, 1)] },
         Message::SummaryPatch { entries: vec![(3, 0), (4, 9)] },
-        Message::Backward {
-            channel: Channel::Count,
-            cuts: vec![(-5, 10), (1_380_000_000_000, 4), (1_380_000_000_001, 0)],
+        Message::Backward { channel: Channel::Count, step: 3, ticks: vec![-5, 1_380_000_000_000, 1_380_000_000_000] },
+        Message::BackwardItems {
+            channel: Channel::Items,
+            step: 2,
+            forward_step: 4,
+            items: vec![(2, vec![7]), (5, vec![1, 9, 9])],
         },
-        Message::BackwardItems { channel: Channel::Items, items: vec![(2, vec![(7, 3)]), (5, vec![(1, 2), (9, 1)])] },
+        Message::ForwardTick { channel: Channel::FrequentItems, item: 8 },
         Message::Forward { channel: Channel::FrequentTotal, value: 77 },
         Message::ForwardItem { channel: Channel::FrequentItems, item: 1, value: 2 },
     ];
