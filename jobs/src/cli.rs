@@ -88,6 +88,9 @@ pub struct Cli {
     /// Seconds between progress lines on stderr (0 = none).
     #[arg(long = "progress", default_value_t = 5)]
     pub progress: u64,
+    /// Live metrics.
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Parse a duration: a number with unit `ms`, `s`, `m`, `h` or `d` (no unit = seconds), in ms.
