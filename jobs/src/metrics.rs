@@ -52,7 +52,7 @@ pub struct Metrics {
     pub late: Counter,
     /// Bytes sent by this process to other processes (timely's communication log).
     pub bytes_between_processes: Counter,
-    /// Encoded bytes of the synopsis partials the update operator ships to the tree merge.
+    /// Wire bytes (codec bytes, zero runs packed) of the partials the update operator ships to the tree merge.
     pub partial_bytes: Counter,
     /// Partials shipped to the tree merge.
     pub partials: Counter,
@@ -151,10 +151,11 @@ impl Metrics {
         }
     }
 
-    /// Count the partials among a batch of the update operator's output (their codec size).
+    /// Count a partial among the update operator's output, at its size on the wire between
+    /// processes ([`saams_operators::SynBox::wire_len`]).
     pub fn count_partial(&self, out: &Out) {
         if let Out::Partial(p) = out {
-            let bytes: usize = p.parts.iter().map(|(_, s)| s.0.encode().len() + 8).sum();
+            let bytes: usize = p.parts.iter().map(|(_, s)| s.wire_len() + 8).sum();
             // syn, window, items, list length, as fixed-width integers on the wire.
             self.partial_bytes.inc_by((bytes + 4 + 8 + 8 + 8) as u64);
             self.partials.inc();
