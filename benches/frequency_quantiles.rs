@@ -3,9 +3,10 @@
 //! 1 M keys over a 1 M domain per iteration (the 10 M-key figures scale linearly; bytes
 //! and error on 10 M keys come from `cargo run --release --example frequency_quantiles_report`).
 //!
-//! Frequency parameters: support φ = 0.001; Lossy Counting at ε = φ/5 (the largest ε that keeps
-//! precision = recall = 1 above φN on this stream while staying under 100 KB at its peak) and at
-//! the textbook ε = φ/10; Sticky Sampling at the reference [0.001, 1e-4, 0.001];
+//! Frequency parameters: support φ = 0.001; Lossy Counting at ε = φ/5 (the tightest count bound
+//! whose table stays under 100 KB at its peak on 10 M keys; precision = recall = 1 above φN at
+//! φ/10, φ/5 and φ/2 alike, since items are listed by their upper bound `f + Δ`) and at the
+//! textbook ε = φ/10; Sticky Sampling at the reference [0.001, 1e-4, 0.001];
 //! datasketches at max map size 8192 (ε = 3.5/8192 ≈ 4.3e-4, 213 KB).
 //!
 //! Run: `cargo bench --bench frequency_quantiles -- --warm-up-time 1 --measurement-time 3`

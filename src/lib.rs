@@ -76,3 +76,8 @@ pub use frequent_items::FrequentItems;
 
 pub use error::SynopsisError;
 pub use synopsis::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synopsis, Value, downcast};
+
+/// The README's Rust examples run as doc tests, so the usage shown there stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -165,6 +165,12 @@ pub(crate) fn compress(t: &mut Vec<Tuple>, epsilon: f64, n: u64) {
 impl GkQuantiles {
     /// A summary answering every rank and quantile within `εN`.
     ///
+    /// ```
+    /// use saams::gk_quantiles::GkQuantiles;
+    /// assert!(GkQuantiles::with_epsilon(0.01).is_ok());
+    /// assert!(GkQuantiles::with_epsilon(1.0).is_err());
+    /// ```
+    ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1`.
     pub fn with_epsilon(epsilon: f64) -> Result<Self, SynopsisError> {
@@ -209,6 +215,17 @@ impl GkQuantiles {
     }
 
     /// Add one number (NaN is ignored).
+    ///
+    /// ```
+    /// use saams::gk_quantiles::GkQuantiles;
+    /// let mut gk = GkQuantiles::with_epsilon(0.01).unwrap();
+    /// for i in 0..100_000u32 {
+    ///     gk.insert(f64::from(i));
+    /// }
+    /// gk.insert(f64::NAN);
+    /// assert_eq!(gk.total(), 100_000);
+    /// assert!(gk.tuples() < 1000);
+    /// ```
     #[inline]
     pub fn insert(&mut self, x: f64) {
         if x.is_nan() {

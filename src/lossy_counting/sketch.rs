@@ -17,7 +17,9 @@ use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError
 /// of items summarized: for every item with true count `c`,
 /// `f ≤ c ≤ f + Δ` and `Δ ≤ ⌊N/w⌋ ≤ εN` (an item not tracked has `c ≤ ⌊N/w⌋`). Hence
 /// [`Query::FrequentItems`] at support `s > ε` returns every item with `c ≥ sN` (no false
-/// negatives) and only items with `c ≥ (s − ε)N`.
+/// negatives) and only items with `c ≥ (s − ε)N`: it lists the tracked items whose upper bound
+/// `f + Δ` reaches `sN`, largest `f` first, with `f` as their count; the estimate's `lower` is 0
+/// and `upper` is `⌊N/w⌋`, so every listed count `f` satisfies `f ≤ c ≤ f + upper`.
 ///
 /// **Merge**: counts and `Δ`s of common items are summed; an item tracked on one side only gets
 /// the other side's untracked bound `⌊N_b/w⌋` added to its `Δ`; then items with
@@ -52,6 +54,12 @@ pub struct LossyCounting {
 
 impl LossyCounting {
     /// A summary whose counts are at most `εN` below the truth.
+    ///
+    /// ```
+    /// use saams::lossy_counting::LossyCounting;
+    /// assert!(LossyCounting::with_epsilon(0.001).is_ok());
+    /// assert!(LossyCounting::with_epsilon(0.0).is_err());
+    /// ```
     ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1`.
@@ -98,6 +106,16 @@ impl LossyCounting {
     }
 
     /// The most any count can be below the truth now: `⌊N/w⌋ ≤ εN`.
+    ///
+    /// ```
+    /// use saams::{lossy_counting::LossyCounting, Datum, Synopsis};
+    /// let mut lc = LossyCounting::with_epsilon(0.01).unwrap();
+    /// for i in 0..1000u32 {
+    ///     lc.update(Datum::Num(f64::from(i)));
+    /// }
+    /// assert_eq!((lc.total(), lc.max_error()), (1000, 10));
+    /// assert!(lc.tracked() <= 100);
+    /// ```
     pub fn max_error(&self) -> u64 {
         self.err
     }

@@ -23,7 +23,9 @@ pub const DEFAULT_SEED: u64 = 0x5EED_57C1_C4E5_A3D1;
 /// count is more than `εN` below it with probability at most `s·δ`; hence with probability
 /// ≥ `1 − δ`, [`Query::FrequentItems`] at the synopsis' support `s` returns every item with
 /// count ≥ `sN` (no false negatives), and only items with count ≥ `(s − ε)N` are returned
-/// (always: counts are never overestimated).
+/// (always: counts are never overestimated). Listed counts come with `lower` 0 and `upper`
+/// `⌊εN⌋` (each count `f` satisfies `f ≤ c ≤ f + upper` with the reported confidence);
+/// [`Query::IsFrequent`] answers whether `f ≥ (s − ε)N`, with `[lower, upper] = [f, f + ⌊εN⌋]`.
 ///
 /// **Merge**: the side sampled at the higher rate is brought to the other's lower rate `R`
 /// (its counts diminished by coin tosses, once per halving, as at a rate change), then counts
@@ -70,6 +72,12 @@ fn bad(reason: String) -> SynopsisError {
 impl StickySampling {
     /// A summary finding the items above support `support`, with counts at most `εN` low, each
     /// guarantee holding with probability `1 − delta`; sampling seeded by `seed`.
+    ///
+    /// ```
+    /// use saams::sticky_sampling::StickySampling;
+    /// assert!(StickySampling::with_accuracy(0.01, 0.001, 0.01, 42).is_ok());
+    /// assert!(StickySampling::with_accuracy(0.01, 0.02, 0.01, 42).is_err()); // epsilon ≥ support
+    /// ```
     ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < support < 1` and `0 < delta < 1`.
@@ -159,8 +167,8 @@ impl StickySampling {
     ) -> Result<Self, SynopsisError> {
         let mut ss =
             Self::with_accuracy(params.0, params.1, params.2, seed).map_err(|e| SynopsisError::Codec(e.to_string()))?;
-        if parts == 0 {
-            return Err(SynopsisError::Codec("the number of merged parts must be at least 1".into()));
+        if parts == 0 || (parts > n && parts > 1) {
+            return Err(SynopsisError::Codec("the number of merged parts must be in [1, max(1, n)]".into()));
         }
         let sum = table.sorted().iter().fold(0u64, |a, s| a.saturating_add(s.count));
         if sum > n {
@@ -193,6 +201,17 @@ impl StickySampling {
     }
 
     /// Probability that one item's count is more than `εN` below its true count.
+    ///
+    /// ```
+    /// use saams::{sticky_sampling::StickySampling, Datum, Synopsis};
+    /// let mut ss = StickySampling::with_accuracy(0.1, 0.01, 0.1, 1).unwrap();
+    /// assert_eq!(ss.item_failure_probability(), 0.0); // rate 1: exact
+    /// for i in 0..10_000u32 {
+    ///     ss.update(Datum::Num(f64::from(i % 50)));
+    /// }
+    /// assert!(ss.sampling_divisor() > 1);
+    /// assert!(ss.item_failure_probability() <= 0.1 * 0.1);
+    /// ```
     pub fn item_failure_probability(&self) -> f64 {
         if self.rate == 1 {
             return 0.0;
@@ -202,6 +221,11 @@ impl StickySampling {
         let k = self.parts as f64;
         if m < k {
             return 1.0;
+        }
+        if k > 1000.0 {
+            // Chernoff: P[Bin(m, p) < k] ≤ exp(−(μ − k)²/(2μ)) for k < μ = mp.
+            let mu = m * p;
+            return if k < mu { (-(mu - k) * (mu - k) / (2.0 * mu)).exp().min(1.0) } else { 1.0 };
         }
         // P[Bin(m, p) < k] = Σ_{j<k} C(m, j) p^j (1−p)^(m−j), summed in log space.
         let (lp, lq) = (p.ln(), (-p).ln_1p());

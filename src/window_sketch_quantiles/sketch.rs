@@ -74,7 +74,7 @@ impl Block {
 /// soon as all its items have left the window; only the oldest block can be partly expired, and
 /// since we know *how many* of its items expired (not which), its live count `≤ x` is known
 /// within `min(e, b − e) ≤ ⌊b/2⌋`. `b` and `k` are chosen at construction to minimize memory
-/// subject to `(⌊W/b⌋ + 1)·(k − 1)/2 + ⌊b/2⌋/2 ≤ εW` — a single-level simplification of
+/// subject to `⌈(⌊W/b⌋ + 1)·(k − 1)/2 + ⌊b/2⌋/2⌉ ≤ εW` — a single-level simplification of
 /// Arasu–Manku's block summaries; memory is about `1/ε²` values once `W ≫ 1/ε²`, never more
 /// than `W`.
 ///
@@ -114,25 +114,28 @@ pub struct WindowSketchQuantiles {
     pub(crate) cur: Vec<f64>,
 }
 
-/// The largest rank error (in items) of blocks of `b` with spacing `k` over a window of `w`.
+/// The largest rank error (in items) of blocks of `b` with spacing `k` over a window of `w`:
+/// half the width of the summed count bounds, rounded up because a returned quantile's rank is an
+/// integer (a half-width of `h` bounds the rank error by `⌈h⌉`).
 fn error_bound(w: u64, b: u64, k: u64) -> f64 {
     let nb = (w / b + 1) as f64;
-    nb * (k - 1) as f64 / 2.0 + (b / 2) as f64 / 2.0
+    (nb * (k - 1) as f64 / 2.0 + (b / 2) as f64 / 2.0).ceil()
 }
 
 /// Per-block bookkeeping (the block record and its allocation), in units of stored values.
 const BLOCK_OVERHEAD: u64 = 6;
 
-/// Choose `(b, k)` minimizing memory with `error_bound ≤ εW`.
+/// Choose `(b, k)` minimizing memory with `error_bound ≤ εW` (`b = 1`, `k = 1` — every item kept —
+/// always qualifies).
 fn layout(epsilon: f64, w: u64) -> (u64, u64) {
     let budget = epsilon * w as f64;
     let mut best = (u64::MAX, 1, 1);
     let mut b = 1u64;
     while b <= w {
         let nb = w / b + 1;
-        let avail = budget - (b / 2) as f64 / 2.0;
-        if avail >= 0.0 {
-            let mut k = ((2.0 * avail / nb as f64).floor() as u64).saturating_add(1).min(b.max(1));
+        if error_bound(w, b, 1) <= budget {
+            let avail = budget - (b / 2) as f64 / 2.0;
+            let mut k = ((2.0 * avail / nb as f64).floor() as u64).saturating_add(1).clamp(1, b);
             while k > 1 && error_bound(w, b, k) > budget {
                 k -= 1;
             }
@@ -149,6 +152,14 @@ fn layout(epsilon: f64, w: u64) -> (u64, u64) {
 
 impl WindowSketchQuantiles {
     /// Quantiles of the last `window` items with rank error at most `epsilon · window`.
+    ///
+    /// ```
+    /// use saams::window_sketch_quantiles::WindowSketchQuantiles;
+    /// let w = WindowSketchQuantiles::with_accuracy(0.01, 40_000).unwrap();
+    /// let (b, k) = w.layout();
+    /// assert!(w.max_rank_error() <= 400.0 && b <= 40_000 && k > 1);
+    /// assert!(WindowSketchQuantiles::with_accuracy(0.01, 0).is_err());
+    /// ```
     ///
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1` and `1 ≤ window ≤ 2⁴⁸`.
@@ -211,6 +222,16 @@ impl WindowSketchQuantiles {
     }
 
     /// Add one number (NaN is ignored).
+    ///
+    /// ```
+    /// use saams::window_sketch_quantiles::WindowSketchQuantiles;
+    /// let mut w = WindowSketchQuantiles::with_accuracy(0.05, 100).unwrap();
+    /// for i in 0..1000u32 {
+    ///     w.insert(f64::from(i));
+    /// }
+    /// assert_eq!(w.live(), 100);
+    /// assert!(w.stored_values() <= 100 + w.layout().0 as usize);
+    /// ```
     #[inline]
     pub fn insert(&mut self, x: f64) {
         if x.is_nan() {

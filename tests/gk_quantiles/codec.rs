@@ -57,7 +57,7 @@ fn payload_corruption_behind_a_valid_checksum_never_panics_and_breaks_no_invaria
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_config(64))]
     #[test]
     fn round_trip_is_identity(xs in proptest::collection::vec(proptest::num::f64::ANY, 0..1500)) {
         let gk = build(0.05, &xs);

@@ -11,6 +11,17 @@ mod update;
 use saams::gk_quantiles::GkQuantiles;
 use saams::{Query, Synopsis};
 
+/// Proptest settings: a fixed seed so every run checks the same cases (deterministic CI), and no
+/// failure file shared between test targets.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5AA5_F00D),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 pub fn build(eps: f64, xs: &[f64]) -> GkQuantiles {
     let mut gk = GkQuantiles::with_epsilon(eps).unwrap();
     for x in xs {

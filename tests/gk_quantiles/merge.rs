@@ -65,7 +65,7 @@ fn incompatible_merges_are_errors() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_config(64))]
 
     #[test]
     fn any_split_and_order_keeps_eps(

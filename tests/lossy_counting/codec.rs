@@ -72,7 +72,7 @@ fn payload_corruption_behind_a_valid_checksum_never_panics() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_config(64))]
     #[test]
     fn round_trip_is_identity(xs in proptest::collection::vec(-50i32..50, 0..400), words in proptest::collection::vec("[a-z]{0,3}", 0..20)) {
         let mut lc = LossyCounting::with_epsilon(0.05).unwrap();

@@ -13,6 +13,17 @@ use std::collections::HashMap;
 use saams::lossy_counting::LossyCounting;
 use saams::{Datum, EstimateValue, Query, Synopsis, Value};
 
+/// Proptest settings: a fixed seed so every run checks the same cases (deterministic CI), and no
+/// failure file shared between test targets.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5AA5_F00D),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 /// Exact counts of a stream, by value.
 pub fn exact(items: &[Value]) -> HashMap<Key, u64> {
     let mut m = HashMap::new();

@@ -58,7 +58,7 @@ fn merging_an_empty_summary_changes_nothing() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_config(48))]
 
     #[test]
     fn merge_is_commutative_and_any_tree_keeps_the_bound(

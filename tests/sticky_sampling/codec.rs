@@ -59,7 +59,7 @@ fn payload_corruption_behind_a_valid_checksum_never_panics() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(crate::proptest_config(48))]
     #[test]
     fn round_trip_is_identity(xs in proptest::collection::vec(0u16..500, 0..3000), seed in any::<u64>()) {
         let items: Vec<Value> = xs.iter().map(|x| Value::Num(f64::from(*x))).collect();

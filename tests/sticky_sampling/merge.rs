@@ -50,7 +50,7 @@ fn merging_empty_is_identity_both_ways() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(crate::proptest_config(32))]
 
     #[test]
     fn merges_never_overcount_and_keep_the_total(

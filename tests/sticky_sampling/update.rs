@@ -64,3 +64,21 @@ fn memory_stays_within_the_expected_bound() {
     assert!(ss.sampling_divisor() >= 32);
     assert!(ss.size_bytes() >= ss.tracked() * 24);
 }
+
+#[test]
+fn confidence_shrinks_with_merged_parts_and_stays_in_range() {
+    let p = (0.01, 0.001, 0.01);
+    let items = zipf_values(400_000, 100_000, 9);
+    let mut parts: Vec<StickySampling> = items.chunks(400_000 / 16).map(|c| build(p, 1, c)).collect();
+    let mut acc = parts.remove(0);
+    let mut last = 1.0;
+    for q in &parts {
+        acc.merge(q).unwrap();
+        let f = acc.item_failure_probability();
+        assert!((0.0..=1.0).contains(&f));
+        let c = acc.estimate(&Query::FrequentItems { support: p.0 }).unwrap().confidence;
+        assert!((0.0..=1.0).contains(&c));
+        last = c;
+    }
+    assert!(last >= 1.0 - 16.0 * p.2, "confidence {last} after 16 parts");
+}

@@ -53,7 +53,7 @@ fn payload_corruption_behind_a_valid_checksum_never_panics() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_config(64))]
     #[test]
     fn round_trip_is_identity(xs in proptest::collection::vec(proptest::num::f64::ANY, 0..800), w in 1u64..500) {
         let s = build(0.05, w, &xs);

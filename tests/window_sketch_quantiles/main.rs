@@ -12,6 +12,17 @@ mod update;
 use saams::window_sketch_quantiles::WindowSketchQuantiles;
 use saams::{Query, Synopsis};
 
+/// Proptest settings: a fixed seed so every run checks the same cases (deterministic CI), and no
+/// failure file shared between test targets.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5AA5_F00D),
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 pub fn build(eps: f64, w: u64, xs: &[f64]) -> WindowSketchQuantiles {
     let mut s = WindowSketchQuantiles::with_accuracy(eps, w).unwrap();
     for x in xs {

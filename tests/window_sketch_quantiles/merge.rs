@@ -75,7 +75,7 @@ fn incompatible_merges_are_errors() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(crate::proptest_config(64))]
 
     #[test]
     fn any_time_ordered_split_answers_for_the_last_w(

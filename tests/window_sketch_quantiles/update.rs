@@ -65,3 +65,17 @@ fn errors_for_bad_queries_and_parameters() {
     assert!(WindowSketchQuantiles::with_accuracy(0.1, 0).is_err());
     assert!(WindowSketchQuantiles::with_accuracy(0.1, u64::MAX).is_err());
 }
+
+#[test]
+fn small_windows_and_budgets_below_one_item_are_exact_where_they_must_be() {
+    // εW < 1 forces an exact layout; the bound is on integer ranks, so it must round up.
+    let mut rng = saams::hash::SplitMix64::new(19);
+    let xs: Vec<f64> = (0..300).map(|_| (rng.next_u64() % 1000) as f64 - 500.0).collect();
+    for w in 1..60u64 {
+        for eps in [0.05, 0.2] {
+            let s = build(eps, w, &xs);
+            assert!(s.max_rank_error() <= eps * w as f64);
+            check_window(&s, &xs[xs.len() - w as usize..], eps * w as f64);
+        }
+    }
+}
