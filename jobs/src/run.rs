@@ -611,8 +611,9 @@ impl Router {
         self.stats.tuples.fetch_add(self.tuples - self.reported, Ordering::Relaxed);
         self.reported = self.tuples;
         let (plan, labels) = (&self.plan, &self.syn_labels);
-        self.counts.flush(&self.metrics, self.tuples, |g| {
-            plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect()
+        self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
+            true => plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
+            false => Vec::new(),
         });
     }
 
