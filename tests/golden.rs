@@ -23,3 +23,14 @@ fn every_golden_file_round_trips_to_identical_bytes() {
         assert_eq!(synopsis.encode(), bytes, "{} re-encodes differently", path.display());
     }
 }
+
+#[test]
+fn every_kind_has_golden_files() {
+    let files = golden_files();
+    for kind in saams::Kind::ALL {
+        let found = files.iter().any(|p| {
+            std::fs::read(p).ok().and_then(|b| saams::registry::decode(&b).ok()).is_some_and(|s| s.kind() == kind)
+        });
+        assert!(found, "no golden file holds a {kind}");
+    }
+}

@@ -63,6 +63,10 @@ pub struct Cli {
     /// lines, .txt → stock text, .csv → stock or AIS CSV by its header).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Files longer than this many bytes are split into byte ranges read by different workers
+    /// (0 = never split).
+    #[arg(long = "chunk-bytes", default_value_t = 64 << 20)]
+    pub chunk_bytes: u64,
     /// Seeded generator used when no --data is given: `stocks:N[:T]` or `ais:N[:T]` (N streams of
     /// T tuples each).
     #[arg(long, default_value = "stocks:100:2000")]

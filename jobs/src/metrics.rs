@@ -110,8 +110,8 @@ impl Metrics {
     ///
     /// ```
     /// let m = saams_jobs::metrics::Metrics::new();
-    /// m.raw_bytes.inc_by(44);
-    /// assert!(m.render().contains("saams_raw_bytes_total 44"));
+    /// m.raw_bytes.inc_by(32);
+    /// assert!(m.render().contains("saams_raw_bytes_total 32"));
     /// ```
     pub fn render(&self) -> String {
         let mut text = String::new();
@@ -201,21 +201,21 @@ impl CommFigures {
     }
 }
 
-/// The bytes a routed record takes on the wire as a compact fixed-width record: group and target
-/// (4 bytes each), window, time and sequence (8 each), the value's tag (4) and the number (8) or
-/// the text's length (8) and bytes.
+/// The bytes a routed record takes on the wire as a compact fixed-width record: group (4 bytes),
+/// time and sequence (8 each), the value's tag (4) and the number (8) or the text's length (8)
+/// and bytes.
 ///
 /// ```
 /// use saams_operators::{Rec, Val};
-/// let r = Rec { group: 0, target: 1, window: 0, time: 5, seq: 7, val: Val::Num(1.5) };
-/// assert_eq!(saams_jobs::metrics::record_bytes(&r), 44);
+/// let r = Rec { group: 0, time: 5, seq: 7, val: Val::Num(1.5) };
+/// assert_eq!(saams_jobs::metrics::record_bytes(&r), 32);
 /// ```
 pub fn record_bytes(r: &Rec) -> u64 {
     let val = match &r.val {
         Val::Num(_) => 8,
         Val::Str(s) => 8 + s.len() as u64,
     };
-    4 + 4 + 8 + 8 + 8 + 4 + val
+    4 + 8 + 8 + 4 + val
 }
 
 /// A worker's counts since its last flush: added to the shared counters once per batch.

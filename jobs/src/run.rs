@@ -209,7 +209,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     } else {
         None
     };
-    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()))?;
+    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes)?;
     let sink = Arc::new(LineSink::open(&cli.out)?);
     let dead = match &cli.dead_letter {
         Some(p) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),
@@ -335,7 +335,6 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         }
         let mut router = Router {
             plan: plan.clone(),
-            me,
             lateness_ms,
             stats: stats.clone(),
             dead: dead2.clone(),
@@ -360,9 +359,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut epoch = 0u64;
         while !readers.is_empty() {
             // Read in event-time step: every unit up to a few windows past the unit that is
-            // furthest behind (4 windows), so windows close early and few are open at once.
+            // furthest behind (2 windows), so windows close early and few are open at once.
             let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
-            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(4 * window_ms));
+            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(2 * window_ms));
             readers.retain_mut(|r| {
                 for _ in 0..4096 {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
@@ -397,8 +396,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 stats.epoch.store(epoch as i64, Ordering::Relaxed);
             }
             worker.step();
-            // Keep a bounded number of windows in flight.
-            let behind = epoch.saturating_sub(16 * window_ms as u64);
+            // Keep a bounded number of windows in flight (each holds its tuples until it closes).
+            let behind = epoch.saturating_sub(64 * window_ms as u64);
             while probe.less_than(&behind) {
                 // Park (instead of spinning) while other workers catch up.
                 worker.step_or_park(Some(Duration::from_millis(1)));
@@ -494,7 +493,6 @@ fn start_progress(
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
     plan: Rc<Plan>,
-    me: usize,
     lateness_ms: i64,
     stats: Arc<Stats>,
     dead: Option<Arc<LineSink>>,
@@ -567,8 +565,7 @@ impl Router {
                     _ => Val::Str(s.to_string()),
                 },
             };
-            let target = self.plan.target(g, seq, window, self.me);
-            self.recs.push(Rec { group: g, target, window, time, seq, val });
+            self.recs.push(Rec { group: g, time, seq, val });
         }
         self.accept(unit, time, window, input);
     }
@@ -637,13 +634,12 @@ impl Router {
         self.recs.clear();
         if let Source::Generated(gen_stream, routes) = &unit.source {
             for &(g, k) in routes {
-                let target = self.plan.target(g, seq, window, self.me);
                 let val = match k {
                     STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.clone()),
                     DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.clone()),
                     k => Val::Num(values[k]),
                 };
-                self.recs.push(Rec { group: g, target, window, time, seq, val });
+                self.recs.push(Rec { group: g, time, seq, val });
             }
         }
         self.accept(unit, time, window, input);

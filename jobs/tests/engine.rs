@@ -365,3 +365,87 @@ fn real_ais_file_distinct_vessels_within_the_bound_for_any_worker_count() {
     assert!(lo <= 8469.0 && 8469.0 <= hi, "{distinct}");
     assert!(answer_of(&one, 2)["estimate"].as_f64().is_some());
 }
+
+#[test]
+fn malformed_csv_rows_are_dead_lettered_without_changing_answers() {
+    let dir = tmp("csv");
+    let (clean_dir, dirty_dir) = (dir.join("clean"), dir.join("dirty"));
+    std::fs::create_dir_all(&clean_dir).expect("mkdir");
+    std::fs::create_dir_all(&dirty_dir).expect("mkdir");
+    let mut rows = vec!["Date,Time,Price,Volume,Exchange,SaleCondition,Suspicious".to_string()];
+    for i in 0..300u32 {
+        rows.push(format!(
+            "2013-10-07,09:{:02}:{:02}.000,{}.{:02},{},P,0,0",
+            30 + i / 60,
+            i % 60,
+            160 + i % 5,
+            i % 7,
+            100 * (1 + i % 3)
+        ));
+    }
+    std::fs::write(clean_dir.join("equity_usa_SPY_tick_trade.csv"), rows.join("\n")).expect("write");
+    let mut dirty = rows.clone();
+    dirty.insert(50, "2013-10-07,09:30:50.000,abc,100,P,0,0".to_string());
+    dirty.insert(100, "2013-10-07,not a time,1,1".to_string());
+    dirty.insert(150, "garbage".to_string());
+    std::fs::write(dirty_dir.join("equity_usa_SPY_tick_trade.csv"), dirty.join("\n")).expect("write");
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"streamID":"SPY","synopsisID":1,"dataSetKey":"equity_usa","param":["CountMin","volume","NotQueryable",0.01,0.99,3]}
+{"streamID":"SPY","synopsisID":1,"dataSetKey":"equity_usa","param":[200,"volume","Queryable","Continues"],"requestID":1}
+{"streamID":"","synopsisID":10,"dataSetKey":"equity_usa","param":["WSQ","price","NotQueryable",0.01,100],"noOfP":2}
+{"streamID":"","synopsisID":10,"dataSetKey":"equity_usa","param":[0.5,"price","Queryable","Continues"],"requestID":2}"#,
+    )
+    .expect("write requests");
+    let r = req.to_string_lossy().to_string();
+    let dead = dir.join("dead.jsonl");
+    let good = run(&["-w", "2", "--requests", &r, "--data", &clean_dir.to_string_lossy()]);
+    let bad = run(&[
+        "-w",
+        "3",
+        "--requests",
+        &r,
+        "--data",
+        &dirty_dir.to_string_lossy(),
+        "--dead-letter",
+        &dead.to_string_lossy(),
+    ]);
+    let good_lines = sorted_lines(&good.stdout);
+    assert!(good_lines.iter().any(|l| l.contains(r#""requestID":2,"#) && l.contains(r#""estimate":"#)));
+    assert_eq!(good_lines, sorted_lines(&bad.stdout));
+    assert!(summary(&bad).contains("tuples=300 ") && summary(&bad).contains("dead_letters=3 "), "{}", summary(&bad));
+    let dead_lines = std::fs::read_to_string(&dead).expect("dead letters");
+    assert!(
+        dead_lines.contains("equity_usa_SPY_tick_trade.csv:51") && dead_lines.contains("not a number"),
+        "{dead_lines}"
+    );
+}
+
+#[test]
+fn byte_ranges_of_a_large_file_read_every_line_once_whatever_the_split() {
+    let dir = tmp("chunks");
+    let mut rows = vec!["Date,Time,Price,Volume".to_string()];
+    for i in 0..500u32 {
+        rows.push(format!("2013-10-07,10:{:02}:{:02}.000,{}.5,{}", i / 60, i % 60, 100 + i % 9, 1 + i % 4));
+    }
+    let file = dir.join("equity_usa_IBM_tick_trade.csv");
+    std::fs::write(&file, rows.join("\n") + "\n").expect("write");
+    let line_len = (rows[1].len() + 1).to_string();
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"streamID":"IBM","synopsisID":5,"dataSetKey":"equity_usa","param":["Lossy","volume","NotQueryable",0.01]}
+{"streamID":"IBM","synopsisID":5,"dataSetKey":"equity_usa","param":[2,"countEstimation","volume","Queryable","Continues"],"requestID":1}"#,
+    )
+    .expect("write requests");
+    let (r, f) = (req.to_string_lossy().to_string(), file.to_string_lossy().to_string());
+    let whole = run(&["-w", "1", "--requests", &r, "--data", &f, "--chunk-bytes", "0"]);
+    assert!(summary(&whole).contains("tuples=500 "), "{}", summary(&whole));
+    for (w, chunk) in [("2", "1"), ("3", "7"), ("2", line_len.as_str()), ("3", "1000")] {
+        let split = run(&["-w", w, "--requests", &r, "--data", &f, "--chunk-bytes", chunk]);
+        assert!(summary(&split).contains("tuples=500 "), "chunk {chunk}: {}", summary(&split));
+        assert!(summary(&split).contains("dead_letters=0"), "chunk {chunk}: {}", summary(&split));
+        assert_eq!(sorted_lines(&whole.stdout), sorted_lines(&split.stdout), "chunk {chunk}");
+    }
+}

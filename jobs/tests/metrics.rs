@@ -84,8 +84,8 @@ fn metrics_endpoint_serves_the_counters_of_a_short_run() {
     assert_eq!(updates.len(), 30, "{body}");
     assert!(updates.iter().all(|&v| v == 500.0), "{updates:?}");
     assert!(s.keys().any(|k| k.contains(r#"kind="CountMin""#) && k.contains("EURTRY")), "{body}");
-    // One compact record of 44 bytes per tuple (one update group per stream, numeric values).
-    assert_eq!(s.get("saams_raw_bytes_total"), Some(&(5000.0 * 44.0)));
+    // One compact record of 32 bytes per tuple (one update group per stream, numeric values).
+    assert_eq!(s.get("saams_raw_bytes_total"), Some(&(5000.0 * 32.0)));
     assert_eq!(s.get("saams_dead_letters_total"), Some(&0.0));
     assert_eq!(s.get("saams_late_tuples_total"), Some(&0.0));
     assert_eq!(s.get("saams_bytes_between_processes_total"), Some(&0.0));
@@ -108,7 +108,7 @@ fn metrics_endpoint_serves_the_counters_of_a_short_run() {
     assert_eq!(est, lines, "estimations_out differs from the lines written");
     let f = summary_fields(&out);
     assert_eq!(f["tuples"], 5000);
-    assert_eq!(f["raw_bytes"], 5000 * 44);
+    assert_eq!(f["raw_bytes"], 5000 * 32);
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn two_processes_report_bytes_between_them_and_partials_shipped() {
         assert!(f["bytes_between_processes"] > 0, "{f:?}");
         assert!(f["partials"] > 0 && f["partial_bytes"] > f["partials"], "{f:?}");
     }
-    // Only the Forex streams (0 and 3 of 6) feed a synopsis: one 44-byte record per tuple of theirs.
-    assert_eq!(f0["raw_bytes"] + f1["raw_bytes"], 600 * 44);
+    // Only the Forex streams (0 and 3 of 6) feed a synopsis: one 32-byte record per tuple of theirs.
+    assert_eq!(f0["raw_bytes"] + f1["raw_bytes"], 600 * 32);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,6 +8,49 @@
 //!   inner product).
 //!
 //! [`plan::Plan`] is the registry every worker compiles from the broadcast request script.
+//!
+//! A whole pipeline on one worker: a Count-Min on stream `A`, three values in the first minute.
+//!
+//! ```
+//! use std::{cell::RefCell, rc::Rc, sync::Arc};
+//! use saams_operators::{plan::SnapshotStore, *};
+//! use timely::dataflow::operators::{Input, Inspect};
+//!
+//! struct NoFiles;
+//! impl SnapshotStore for NoFiles {
+//!     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+//!     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+//!     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+//! }
+//! let requests = saams::api::request::parse_requests(
+//!     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}
+//!        {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","Continues"],"requestID":9}"#,
+//! );
+//! let lines = timely::execute_directly(move |worker| {
+//!     let plan = Rc::new(Plan::build(&requests, 1, 60_000, Arc::new(NoFiles)));
+//!     let out = Rc::new(RefCell::new(Vec::new()));
+//!     let sink = out.clone();
+//!     let mut input = worker.dataflow::<u64, _, _>(|scope| {
+//!         let (input, stream) = scope.new_input::<Vec<Rec>>();
+//!         stream
+//!             .update_synopses(plan.clone())
+//!             .fold_partials(plan.clone())
+//!             .answer_pairs(plan.clone())
+//!             .inspect(move |line: &String| sink.borrow_mut().push(line.clone()));
+//!         input
+//!     });
+//!     let (per_stream, _) = plan.routes("F", "A");
+//!     for (seq, x) in [2.5, 2.5, 7.0].into_iter().enumerate() {
+//!         input.send(Rec { group: per_stream[0], time: 1_000 * seq as i64, seq: seq as u64, val: Val::Num(x) });
+//!     }
+//!     drop(input);
+//!     while worker.step() {}
+//!     out.take()
+//! });
+//! assert_eq!(lines.len(), 1);
+//! assert!(lines[0].starts_with(r#"{"requestID":9,"synopsisID":1,"kind":"CountMin","streamID":"A""#));
+//! assert!(lines[0].contains(r#""estimate":2,"#) && lines[0].contains(r#""tuples":3}"#));
+//! ```
 #![deny(missing_docs)]
 
 pub mod answer;

@@ -507,6 +507,7 @@ impl Plan {
     }
 
     /// The groups a tuple of `stream` in `dataset` feeds: per-stream ones, then dataset-wide ones.
+    #[inline]
     pub fn routes(&self, dataset: &str, stream: &str) -> (&[u32], &[u32]) {
         match self.routes.get(dataset) {
             None => (&[], &[]),
@@ -515,12 +516,14 @@ impl Plan {
     }
 
     /// The event-time window (its start, ms) of a time.
+    #[inline]
     pub fn window_of(&self, time_ms: i64) -> u64 {
         time_ms.div_euclid(self.window_ms).max(0) as u64 * self.window_ms as u64
     }
 
     /// The worker a tuple of `group` with arrival sequence `seq` in `window` goes to, read by
     /// worker `me`.
+    #[inline]
     pub fn target(&self, group: u32, seq: u64, window: u64, me: usize) -> u32 {
         let g = &self.groups[group as usize];
         let w = self.peers as u64;
@@ -536,6 +539,7 @@ impl Plan {
 
     /// The bin of a tuple of `group` (Binned mode): partials are built per bin and merged at the
     /// root in bin order; 0 for the other modes (windows are merged in time order).
+    #[inline]
     pub fn bin(&self, group: u32, seq: u64) -> u64 {
         match self.groups[group as usize].mode {
             Mode::Owned | Mode::Exact { .. } => 0,

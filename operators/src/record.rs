@@ -24,17 +24,14 @@ impl Val {
     }
 }
 
-/// One tuple's value for one update group, with where it goes: the compact form that crosses
-/// the exchange (no stream names, no field names: the group says which).
+/// One tuple's value for one update group: the compact form that crosses the exchange (no stream
+/// names, no field names: the group says which; the target worker follows from group, sequence
+/// and window, [`crate::plan::Plan::target`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rec {
     /// The update group ([`crate::plan::Plan::groups`]).
     pub group: u32,
-    /// The worker it is routed to (computed once, by the reading worker).
-    pub target: u32,
-    /// Event-time window start (ms).
-    pub window: u64,
-    /// Event time (ms since the epoch).
+    /// Event time (ms since the epoch); its window is [`crate::plan::Plan::window_of`] it.
     pub time: i64,
     /// Arrival sequence, independent of the number of workers (input unit, line).
     pub seq: u64,

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use saams::Synopsis;
+use saams::{Datum, Synopsis};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
@@ -22,10 +22,16 @@ use crate::answer;
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
 
-/// Feed a window's values (already in canonical order where it matters) to one synopsis.
-fn feed(syn: &mut dyn Synopsis, recs: &[Rec]) {
-    for r in recs {
-        syn.update_at(r.val.datum(), r.time);
+/// Feed a window's values (already in canonical order where it matters) to one synopsis:
+/// order-sensitive kinds item by item with the event time (DFT's parameters are in time units),
+/// the others as one batch (kinds speed up batches).
+fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
+    if syn.kind().is_order_sensitive() {
+        for r in recs {
+            syn.update_at(r.val.datum(), r.time);
+        }
+    } else {
+        syn.update_batch(batch);
     }
 }
 
@@ -42,8 +48,11 @@ pub trait UpdateSynopses<'scope> {
 impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
     fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
+        let route = plan.clone();
+        // Runs on the reading worker: partition-based values stay where they were read.
+        let pact = Exchange::new(move |r: &Rec| u64::from(route.target(r.group, r.seq, route.window_of(r.time), me)));
         self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
-            Exchange::new(|r: &Rec| u64::from(r.target)),
+            pact,
             "UpdateSynopses",
             move |mut cap, _info| {
                 cap.downgrade(&u64::MAX);
@@ -60,14 +69,15 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             // Records arrive in runs of one stream and window: one lookup per run.
                             let mut recs = batch.drain(..).peekable();
                             while let Some(rec) = recs.next() {
-                                let (w, g, bin) = (rec.window, rec.group, plan.bin(rec.group, rec.seq));
+                                let (w, g, bin) = (plan.window_of(rec.time), rec.group, plan.bin(rec.group, rec.seq));
+                                let end = w as i64 + plan.window_ms;
                                 let (_, buffers) =
                                     windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
                                 let buffer = buffers.entry((g, bin)).or_default();
                                 buffer.push(rec);
-                                while let Some(next) =
-                                    recs.next_if(|r| r.window == w && r.group == g && plan.bin(g, r.seq) == bin)
-                                {
+                                while let Some(next) = recs.next_if(|r| {
+                                    r.group == g && r.time < end && r.time >= w as i64 && plan.bin(g, r.seq) == bin
+                                }) {
                                     buffer.push(next);
                                 }
                             }
@@ -89,11 +99,12 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                 recs.sort_unstable_by_key(|r| (r.time, r.seq));
                             }
                             let n = recs.len() as u64;
+                            let batch: Vec<Datum<'_>> = recs.iter().map(|r| r.val.datum()).collect();
                             for &s in &group.synopses {
                                 let spec = &plan.synopses[s as usize];
                                 if group.mode == Mode::Owned {
                                     let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-                                    feed(state.as_mut(), &recs);
+                                    feed(state.as_mut(), &recs, &batch);
                                     *items += n;
                                     answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
                                     for &dest in &spec.snapshot_to {
@@ -107,7 +118,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                     }
                                 } else {
                                     let mut part = spec.fresh.clone();
-                                    feed(part.as_mut(), &recs);
+                                    feed(part.as_mut(), &recs, &batch);
                                     partials.push(Partial {
                                         syn: s,
                                         window: w,

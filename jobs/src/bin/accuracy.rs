@@ -421,6 +421,41 @@ fn dft(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
     })
 }
 
+/// LSH similarity between two real EURUSD feeds: the signatures of the last `window` values
+/// (mean-centred, so the similarity is their Pearson correlation), queried every `window` points.
+fn lsh(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
+    let w = params.get(0).and_then(|v| v.as_f64()).unwrap_or(100.0) as usize;
+    let n = x.len().min(y.len());
+    let (mut a, mut b) = (build(9, &params)?, build(9, &params)?);
+    let (mut covered, mut queries, mut max_err, mut confidence) = (0, 0, 0.0f64, 1.0);
+    for i in 0..n {
+        a.update(Datum::Num(x[i]));
+        b.update(Datum::Num(y[i]));
+        let seen = i + 1;
+        if seen >= w && seen % w == 0 {
+            let Some(truth) = pearson(&x[seen - w..seen], &y[seen - w..seen]) else { continue };
+            let e = a.estimate_pair(b.as_ref(), &PairQuery::Similarity).map_err(|e| e.to_string())?;
+            queries += 1;
+            if e.lower - 1e-9 <= truth && truth <= e.upper + 1e-9 {
+                covered += 1;
+            }
+            max_err = max_err.max((e.as_f64().unwrap_or(f64::NAN) - truth).abs());
+            confidence = e.confidence;
+        }
+    }
+    Ok(Row {
+        kind: "LSH",
+        params: params_text(&params),
+        data: "EURUSD fxcm vs oanda",
+        query: "similarity",
+        queries,
+        covered,
+        confidence,
+        error: format!("max|err|={max_err:.4}"),
+        bound: "Hoeffding on the Hamming distance".into(),
+    })
+}
+
 /// Every evaluation of the report; an evaluation that fails (a kind that cannot be built or
 /// asked) is reported as an error line and the others still run.
 fn run(args: &Args) -> Result<(Vec<Row>, Vec<String>), String> {
@@ -444,6 +479,7 @@ fn run(args: &Args) -> Result<(Vec<Row>, Vec<String>), String> {
         ams(json!([10, 10000]), &mmsi),
         one(quantiles("GKQuantiles", 8, json!([0.01]), 0.01, "SPY price", &data.spy_price)),
         one(window_quantiles(json!([0.01, 40000]), "SPY price", &data.spy_price)),
+        one(lsh(json!([100, 500, 20]), &data.eurusd_fxcm, &data.eurusd_oanda)),
         one(quantiles("KLL", 11, json!([200]), 0.0133, "SPY price", &data.spy_price)),
         distinct("CPC", 12, json!([11]), &sets),
         one(point_counts("FrequentItems", 13, json!([10]), "SPY volume", &volumes)),

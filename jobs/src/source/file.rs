@@ -1,12 +1,13 @@
 //! File sources: input files, directories and stdin, split into units that workers read whole.
 //!
-//! A unit is one file (or stdin). Unit `u` is read by worker `u mod W`; a tuple's arrival
-//! sequence is (unit, line), so it does not depend on the number of workers, and neither does the
-//! lateness decision (made per unit, in the unit's own order). Lines are parsed by
-//! `saams_datasets` (JSON lines, stock text, stock CSV, AIS CSV).
+//! A unit is one file, one fixed-size byte range of a large file (so several workers parse it),
+//! or stdin. Unit `u` is read by worker `u mod W`; a tuple's arrival sequence is (unit, line), so
+//! it does not depend on the number of workers, and neither does the lateness decision (made per
+//! unit, in the unit's own order). Lines are parsed by `saams_datasets` (JSON lines, stock text,
+//! stock CSV, AIS CSV).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use saams::api::Tuple;
@@ -17,16 +18,43 @@ use saams_datasets::{Format, LineContext};
 pub enum Input {
     /// A file; the format is detected from name and first line unless given.
     File(PathBuf, Option<Format>),
+    /// The lines of a file that start in the byte range `[start, end)`.
+    Range(PathBuf, Option<Format>, u64, u64),
     /// Standard input (JSON lines unless a format is given).
     Stdin(Option<Format>),
 }
 
 /// Expand `--data` arguments into units: directories to their files (sorted, recursively;
-/// README and other unrecognized files are skipped), `-` to stdin.
+/// README and other unrecognized files are skipped), files longer than `chunk_bytes` to byte
+/// ranges of that length, `-` to stdin.
 ///
 /// # Errors
 /// For a path that does not exist.
-pub fn expand_inputs(data: &[String], forced: Option<Format>) -> Result<Vec<Input>, String> {
+pub fn expand_inputs(data: &[String], forced: Option<Format>, chunk_bytes: u64) -> Result<Vec<Input>, String> {
+    let files = expand_files(data, forced)?;
+    let mut out = Vec::new();
+    for input in files {
+        match input {
+            Input::File(path, f) => {
+                let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                if chunk_bytes == 0 || len <= chunk_bytes {
+                    out.push(Input::File(path, f));
+                } else {
+                    let mut start = 0;
+                    while start < len {
+                        let end = (start + chunk_bytes).min(len);
+                        out.push(Input::Range(path.clone(), f, start, end));
+                        start = end;
+                    }
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+fn expand_files(data: &[String], forced: Option<Format>) -> Result<Vec<Input>, String> {
     let mut out = Vec::new();
     for d in data {
         if d == "-" {
@@ -72,6 +100,9 @@ pub struct UnitReader {
     lines: Box<dyn BufRead>,
     buf: String,
     line_no: u64,
+    /// Bytes of lines that may still start in this unit (byte ranges), else `u64::MAX`.
+    budget: u64,
+    name: String,
 }
 
 impl UnitReader {
@@ -85,6 +116,25 @@ impl UnitReader {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
                 let file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 Ok(UnitReader::new(ctx, Box::new(BufReader::with_capacity(1 << 20, file))))
+            }
+            Input::Range(p, f, start, end) => {
+                let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
+                let mut file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let mut budget = end - start;
+                if *start > 0 {
+                    // The line holding byte start-1 belongs to the previous range.
+                    file.seek(SeekFrom::Start(start - 1)).map_err(|e| format!("{}: {e}", p.display()))?;
+                }
+                let mut reader = BufReader::with_capacity(1 << 20, file);
+                if *start > 0 {
+                    let mut skip = Vec::new();
+                    let n = reader.read_until(b'\n', &mut skip).map_err(|e| format!("{}: {e}", p.display()))?;
+                    budget = if n == 0 { 0 } else { budget.saturating_sub(n as u64 - 1) };
+                }
+                let mut r = UnitReader::new(ctx, Box::new(reader));
+                r.budget = budget;
+                r.name = format!("{}@{start}", p.display());
+                Ok(r)
             }
             Input::Stdin(f) => {
                 let mut reader = BufReader::with_capacity(1 << 20, std::io::stdin());
@@ -106,7 +156,8 @@ impl UnitReader {
     }
 
     fn new(ctx: LineContext, lines: Box<dyn BufRead>) -> UnitReader {
-        UnitReader { ctx, lines, buf: String::new(), line_no: 0 }
+        let name = ctx.file().to_string();
+        UnitReader { ctx, lines, buf: String::new(), line_no: 0, budget: u64::MAX, name }
     }
 
     /// A reader over in-memory text (for tests and `Read` sources).
@@ -123,20 +174,28 @@ impl UnitReader {
         Ok(UnitReader::new(ctx, Box::new(BufReader::new(r))))
     }
 
-    /// The unit's name (for dead letters).
+    /// The unit's name (for dead letters): the file, with `@offset` for a byte range (line
+    /// numbers then count from the range's first line).
     pub fn name(&self) -> &str {
-        self.ctx.file()
+        &self.name
     }
 
     /// The next tuple (or bad line) with its line number (1-based), or `None` at the end.
     /// Blank lines and header rows are skipped.
     pub fn next_tuple(&mut self) -> Option<(u64, Parsed)> {
         loop {
+            if self.budget == 0 {
+                return None;
+            }
             self.buf.clear();
             self.line_no += 1;
             match self.lines.read_line(&mut self.buf) {
                 Ok(0) => return None,
-                Ok(_) => {}
+                Ok(n) => {
+                    if self.budget != u64::MAX {
+                        self.budget = self.budget.saturating_sub(n as u64);
+                    }
+                }
                 Err(e) => return Some((self.line_no, Err((String::new(), format!("read error: {e}"))))),
             }
             match self.ctx.parse_line(self.line_no, &self.buf) {
