@@ -42,6 +42,10 @@ struct Args {
     /// A small version (a few seconds; CI's smoke test).
     #[arg(long)]
     quick: bool,
+    /// Tuples per run (default 200 000 with --quick, else 5 000 000): 100 streams share them in the
+    /// horizontal and federated experiments, 10 → 500 streams in the vertical one.
+    #[arg(long)]
+    tuples: Option<u64>,
     /// Runs per setting (the median is reported); at least 3.
     #[arg(long, default_value_t = 3)]
     repeats: usize,
@@ -498,8 +502,12 @@ fn run(a: &Args) -> Result<(), String> {
             return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated)"));
         }
     }
-    let (per_stream, total) = if a.quick { (2_000u64, 200_000u64) } else { (50_000, 5_000_000) };
-    let params = format!("{}-r{}", if a.quick { "quick" } else { "full" }, a.repeats);
+    let total = a.tuples.unwrap_or(if a.quick { 200_000 } else { 5_000_000 });
+    if total < 1_000 {
+        return Err("--tuples must be at least 1000".into());
+    }
+    let per_stream = total / 100;
+    let params = format!("{}-t{total}-r{}", if a.quick { "quick" } else { "full" }, a.repeats);
     let dir = a.out.join(format!("{}-{params}", git_commit()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let r = Runner { saams, dir: dir.clone(), repeats: a.repeats };
