@@ -37,6 +37,10 @@ pub struct HyperLogLog {
     seed: u64,
     p: u8,
     registers: Vec<u8>,
+    /// `histogram[r]` = number of registers holding `r`, kept up to date on every register
+    /// change so an estimate costs O(64) instead of a scan of all `m` registers (the engine
+    /// answers continuous distinct-count queries at every window close).
+    histogram: Vec<u32>,
 }
 
 /// The precision for a target relative standard error.
@@ -85,7 +89,9 @@ impl HyperLogLog {
     /// As [`HyperLogLog::with_rsd`].
     pub fn with_rsd_seed(rsd: f64, seed: u64) -> Result<Self, SynopsisError> {
         let p = precision_for(rsd)?;
-        Ok(HyperLogLog { rsd, seed, p, registers: vec![0; 1 << p] })
+        let mut histogram = vec![0u32; usize::from(65 - p) + 1];
+        histogram[0] = 1 << p;
+        Ok(HyperLogLog { rsd, seed, p, registers: vec![0; 1 << p], histogram })
     }
 
     /// A sketch from the reference request parameters `[rsd]`, or `[rsd, seed]`.
@@ -138,6 +144,15 @@ impl HyperLogLog {
 
     pub(crate) fn set_registers(&mut self, registers: Vec<u8>) {
         self.registers = registers;
+        self.rebuild_histogram();
+    }
+
+    fn rebuild_histogram(&mut self) {
+        let top = self.histogram.len() - 1;
+        self.histogram.iter_mut().for_each(|c| *c = 0);
+        for r in &self.registers {
+            self.histogram[usize::from(*r).min(top)] += 1;
+        }
     }
 
     #[inline]
@@ -146,8 +161,13 @@ impl HyperLogLog {
         let idx = (h >> (64 - p)) as usize;
         // Rank of the remaining 64 − p bits: position of the first 1, or 65 − p when all are 0.
         let rank = (((h << p) | (1 << (p - 1))).leading_zeros() + 1) as u8;
-        if let Some(r) = self.registers.get_mut(idx) {
-            *r = (*r).max(rank);
+        if let Some(r) = self.registers.get_mut(idx)
+            && rank > *r
+        {
+            // Ranks never exceed 65 − p, the histogram's last index.
+            self.histogram[usize::from(*r)] -= 1;
+            self.histogram[usize::from(rank)] += 1;
+            *r = rank;
         }
     }
 
@@ -162,10 +182,7 @@ impl HyperLogLog {
     /// ```
     pub fn distinct(&self) -> f64 {
         let q = 64 - usize::from(self.p);
-        let mut hist = [0u32; 66];
-        for r in &self.registers {
-            hist[usize::from(*r).min(q + 1)] += 1;
-        }
+        let hist = &self.histogram;
         let m = self.registers.len() as f64;
         let mut z = m * tau(1.0 - f64::from(hist[q + 1]) / m);
         for k in (1..=q).rev() {
@@ -252,6 +269,7 @@ impl Synopsis for HyperLogLog {
         for (a, b) in self.registers.iter_mut().zip(&other.registers) {
             *a = (*a).max(*b);
         }
+        self.rebuild_histogram();
         Ok(())
     }
 
@@ -260,7 +278,7 @@ impl Synopsis for HyperLogLog {
             Query::Distinct => {
                 let est = self.distinct();
                 let sigma = self.standard_error();
-                let nonzero = self.registers.iter().filter(|r| **r != 0).count() as f64;
+                let nonzero = f64::from(self.registers.len() as u32 - self.histogram[0]);
                 let lower = (est * (1.0 - 2.0 * sigma)).max(nonzero).min(est);
                 Ok(Estimate::number(est, lower, est * (1.0 + 2.0 * sigma), 0.95))
             }
@@ -269,7 +287,7 @@ impl Synopsis for HyperLogLog {
     }
 
     fn size_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.registers.capacity()
+        std::mem::size_of::<Self>() + self.registers.capacity() + 4 * self.histogram.capacity()
     }
 
     fn encode(&self) -> Vec<u8> {

@@ -103,30 +103,38 @@ pub enum Message {
         /// The changed entries, ascending by item.
         entries: Vec<(u64, u64)>,
     },
-    /// Forward/backward: the backward step function of the window count for this phase:
-    /// `(cut, value)` ascending by cut; for a cut `s` the value of the last entry at or before `s`
-    /// estimates the items stamped in `(s, p]` (`p` the phase's split), 0 before the first.
+    /// Forward/backward: the backward part of the window count (items stamped in `(s, p]` for
+    /// the cut `s = t − W`, `p` the phase's split) as level crossings: the root's estimate at cut
+    /// `s` is `step × #{ticks > s}`. Sent at a phase start and when the site's total leaves the
+    /// range its granularity was chosen for; it replaces the previous one.
     Backward {
         /// The tracker.
         channel: Channel,
-        /// The breakpoints.
-        cuts: Vec<(i64, u64)>,
+        /// The level spacing.
+        step: u64,
+        /// The cuts at which the backward count falls below the next level, ascending.
+        ticks: Vec<i64>,
     },
-    /// Forward/backward: per-item backward step functions (items not listed are 0).
+    /// Forward/backward: per-item backward level crossings (items not listed are 0) and the
+    /// forward step of [`Message::ForwardTick`]; replaces every item's backward part.
     BackwardItems {
         /// The tracker.
         channel: Channel,
-        /// `(item, breakpoints)`, ascending by item.
-        items: Vec<(u64, Vec<(i64, u64)>)>,
+        /// The level spacing.
+        step: u64,
+        /// What one [`Message::ForwardTick`] adds.
+        forward_step: u64,
+        /// `(item, ticks)`, ascending by item, each tick list ascending.
+        items: Vec<(u64, Vec<i64>)>,
     },
-    /// Forward/backward: the count of items stamped after the phase's split.
+    /// Forward/backward: the estimated count of items stamped after the phase's split.
     Forward {
         /// The tracker.
         channel: Channel,
         /// The count.
         value: u64,
     },
-    /// Forward/backward: one item's count stamped after the phase's split.
+    /// Forward/backward: one item's estimated count stamped after the phase's split.
     ForwardItem {
         /// The tracker.
         channel: Channel,
@@ -134,6 +142,13 @@ pub enum Message {
         item: u64,
         /// Its count.
         value: u64,
+    },
+    /// Forward/backward: one item's forward count rose by another forward step.
+    ForwardTick {
+        /// The tracker.
+        channel: Channel,
+        /// The item.
+        item: u64,
     },
 }
 
@@ -145,29 +160,28 @@ fn unzigzag(x: u64) -> i64 {
     ((x >> 1) as i64) ^ -((x & 1) as i64)
 }
 
-fn write_cuts(w: &mut Writer, cuts: &[(i64, u64)]) {
-    w.varint(cuts.len() as u64);
+fn write_ticks(w: &mut Writer, ticks: &[i64]) {
+    w.varint(ticks.len() as u64);
     let mut prev = 0i64;
-    for (i, &(s, v)) in cuts.iter().enumerate() {
+    for (i, &s) in ticks.iter().enumerate() {
         if i == 0 {
             w.varint(zigzag(s));
         } else {
             w.varint(zigzag(s.wrapping_sub(prev)));
         }
         prev = s;
-        w.varint(v);
     }
 }
 
-fn read_cuts(r: &mut Reader<'_>) -> Result<Vec<(i64, u64)>, MonitorError> {
-    let n = r.count(2)?;
+fn read_ticks(r: &mut Reader<'_>) -> Result<Vec<i64>, MonitorError> {
+    let n = r.count(1)?;
     let mut out = Vec::with_capacity(n);
     let mut prev = 0i64;
     for i in 0..n {
         let d = unzigzag(r.varint()?);
         let s = if i == 0 { d } else { prev.wrapping_add(d) };
         prev = s;
-        out.push((s, r.varint()?));
+        out.push(s);
     }
     Ok(out)
 }
@@ -176,12 +190,14 @@ impl Message {
     /// The words this message costs (see the module docs).
     pub fn words(&self) -> u64 {
         match self {
-            Message::Count { .. } | Message::ItemOff { .. } | Message::Forward { .. } => 1,
+            Message::Count { .. } | Message::ItemOff { .. } | Message::Forward { .. } | Message::ForwardTick { .. } => {
+                1
+            }
             Message::ItemCount { .. } | Message::ForwardItem { .. } => 2,
             Message::Summary { entries } | Message::SummaryPatch { entries } => 1 + 2 * entries.len() as u64,
-            Message::Backward { cuts, .. } => 1 + 2 * cuts.len() as u64,
+            Message::Backward { ticks, .. } => 2 + ticks.len() as u64,
             Message::BackwardItems { items, .. } => {
-                1 + items.iter().map(|(_, cuts)| 2 + 2 * cuts.len() as u64).sum::<u64>()
+                3 + items.iter().map(|(_, ticks)| 2 + ticks.len() as u64).sum::<u64>()
             }
         }
     }
@@ -195,7 +211,8 @@ impl Message {
             | Message::Backward { channel, .. }
             | Message::BackwardItems { channel, .. }
             | Message::Forward { channel, .. }
-            | Message::ForwardItem { channel, .. } => *channel,
+            | Message::ForwardItem { channel, .. }
+            | Message::ForwardTick { channel, .. } => *channel,
             Message::Summary { .. } | Message::SummaryPatch { .. } => Channel::Quantiles,
         }
     }
@@ -213,6 +230,7 @@ impl Message {
             Message::BackwardItems { channel, .. } => (5, *channel),
             Message::Forward { channel, .. } => (6, *channel),
             Message::ForwardItem { channel, .. } => (7, *channel),
+            Message::ForwardTick { channel, .. } => (9, *channel),
         };
         w.u8((kind << 3) | channel.tag());
         match self {
@@ -221,7 +239,7 @@ impl Message {
                 w.varint(*item);
                 w.varint(*value);
             }
-            Message::ItemOff { item, .. } => w.varint(*item),
+            Message::ItemOff { item, .. } | Message::ForwardTick { item, .. } => w.varint(*item),
             Message::Summary { entries } | Message::SummaryPatch { entries } => {
                 w.varint(entries.len() as u64);
                 let mut prev = 0u64;
@@ -231,14 +249,19 @@ impl Message {
                     w.varint(weight);
                 }
             }
-            Message::Backward { cuts, .. } => write_cuts(&mut w, cuts),
-            Message::BackwardItems { items, .. } => {
+            Message::Backward { step, ticks, .. } => {
+                w.varint(*step);
+                write_ticks(&mut w, ticks);
+            }
+            Message::BackwardItems { step, forward_step, items, .. } => {
+                w.varint(*step);
+                w.varint(*forward_step);
                 w.varint(items.len() as u64);
                 let mut prev = 0u64;
-                for (item, cuts) in items {
+                for (item, ticks) in items {
                     w.varint(item.wrapping_sub(prev));
                     prev = *item;
-                    write_cuts(&mut w, cuts);
+                    write_ticks(&mut w, ticks);
                 }
             }
         }
@@ -269,20 +292,23 @@ impl Message {
                 }
                 if tag >> 3 == 3 { Message::Summary { entries } } else { Message::SummaryPatch { entries } }
             }
-            4 => Message::Backward { channel, cuts: read_cuts(&mut r)? },
+            4 => Message::Backward { channel, step: r.varint()?, ticks: read_ticks(&mut r)? },
             5 => {
+                let step = r.varint()?;
+                let forward_step = r.varint()?;
                 let n = r.count(2)?;
                 let mut items = Vec::with_capacity(n);
                 let mut prev = 0u64;
                 for _ in 0..n {
                     let item = prev.wrapping_add(r.varint()?);
                     prev = item;
-                    items.push((item, read_cuts(&mut r)?));
+                    items.push((item, read_ticks(&mut r)?));
                 }
-                Message::BackwardItems { channel, items }
+                Message::BackwardItems { channel, step, forward_step, items }
             }
             6 => Message::Forward { channel, value: r.varint()? },
             7 => Message::ForwardItem { channel, item: r.varint()?, value: r.varint()? },
+            9 => Message::ForwardTick { channel, item: r.varint()? },
             k => return Err(MonitorError::Codec(format!("unknown message kind {k}"))),
         };
         r.finish()?;

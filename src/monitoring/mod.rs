@@ -24,7 +24,7 @@
 //! `θ = ε'/2` times the site's estimated total; items at or below it are turned off):
 //! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε_c`
 //! and an item tracker at `ε/2 − ε_c` with the seed's rule `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed
-//! uses `ε_c = ε/24`; forward/backward uses `ε/4` (see [`Config::frequent_count_epsilon`]).
+//! uses `ε_c = ε/24`; forward/backward uses `ε/5` (see [`Config::frequent_count_epsilon`]).
 //! Quantiles: the root holds per site groups of consecutive items (a boundary value and a
 //! weight); a group holding any item other than its boundary weighs at most `g·T` (`g = 0.22ε`,
 //! `T` the sum of the site's item estimates, split when heavier), and the sum `D` of the
@@ -34,14 +34,22 @@
 //! ≤ ε/2·c_σ`, and the root's answer (the first item whose cumulative weight reaches `φ·Σw`)
 //! is then within `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
 //!
-//! Forward/backward (count at target `ε'`): phases of length `L = W − τ`; in phase `i`
-//! (times `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
-//! `(t − W, p_i]`, all arrived, only shrinking) sent once at phase start as a step function
-//! within `θ·B̂(s)` of the site's estimate at every cut, and a forward part (stamps `> p_i`,
-//! cannot expire within the phase, only growing) counted exactly and sent on up events.
-//! Error `θ·c + δ_t(1 + θ)·c ≤ ε'`; for items `(θ + θδ_t + δ_i)·c ≤ ε'` (backward thresholds
-//! are `θ` times the site's backward total, forward thresholds `θ` times its forward total).
-
+//! Forward/backward (target `ε'`, `θ = (ε' − δ)/2` with `δ` the local counters' error,
+//! [`Config::fb_theta`]): phases of length `L = W − τ`; in phase `i` (times
+//! `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
+//! `(t − W, p_i]`, all arrived, only shrinking) and a forward part (stamps `> p_i`, cannot expire
+//! within the phase, only growing, counted exactly). Granularities are relative to a reference
+//! `R` = the site's total (lower estimate) when they were chosen: backward level spacing `G` and
+//! forward step `T` with `G/2 + T/2 ≤ 2θ·ρ·R` (`ρ = 3/4`). The backward part is sent once as
+//! *level crossings*: for the levels `(m − ½)G` the first cut where the count falls below each;
+//! the root's estimate `G × #levels not yet crossed` is within `G/2`. The forward part is sent
+//! in steps of `T` (rounded to the nearest multiple: within `T/2`); an item's step costs one word.
+//! Items whose backward count is below `G/2` are not listed, and items whose forward count is
+//! below `T/2` are never sent, so a summary costs `O(1/θ)` words whatever the item counts. The
+//! per-site error is `δ·c + (G + T)/2 ≤ δ·c + 2θρR ≤ ε'·c` while `c ≥ ρR`; when the site's total
+//! drops below `ρR` (or grows past `2R`, only to save words) it resends the backward part for
+//! the rest of the phase with the new `R` and re-bases the forward values the new step does not
+//! cover. Frequent items split `ε/5` (total) + `3ε/10` (items).
 //!
 //! # Where this departs from the papers
 //! * The seed's text gives AC's turn-off rule only in outline; here an item is turned off when
@@ -50,9 +58,11 @@
 //! * Out-of-order input: the local counters keep one exact bucket per distinct stamp of the last
 //!   `τ` time units (a late item may still join them); only older buckets are merged. Memory is
 //!   therefore `O((1/δ)·log n)` plus the distinct stamps of the last `τ`.
-//! * Forward/backward is reconstructed from the idea (phases of `W − τ`, backward step function
-//!   sent once per phase, forward counted exactly with up events), not from Cormode & Yi's text,
-//!   which was not available here; its frequent-items split defaults to `ε/4 + ε/4`.
+//! * Forward/backward is reconstructed from the idea (phases of `W − τ`, backward level crossings
+//!   sent once per phase, forward counted exactly and sent in steps), not from Cormode & Yi's
+//!   text, which was not available here; granularities follow the site's total (a resend when
+//!   it falls below `3R/4`) rather than a fixed per-phase schedule; its frequent-items split is
+//!   `ε/5 + 3ε/10`.
 //! * Quantiles are sent as patches of a mirrored group summary (module docs above), not as
 //!   fresh summaries each time.
 //! * Words exclude the site id and send time (transport envelope); bytes are the payload's
@@ -164,8 +174,8 @@ pub struct Config {
     pub protocol: Protocol,
     /// The error target of the count half of frequent items, `ε_c ∈ (0, 7ε/16]`; the item half
     /// gets `ε/2 − ε_c`. The seed uses `ε/24` (and `11ε/24`); [`Config::new`] picks that for
-    /// [`Protocol::Seed`] and the balanced `ε/4` for [`Protocol::ForwardBackward`], whose cost
-    /// is proportional to `1/ε_c + 1/ε_a`. Any split with `ε_c + ε_a ≤ ε/2` is correct: if `j`
+    /// [`Protocol::Seed`] and `ε/5` for [`Protocol::ForwardBackward`], whose cost is about
+    /// `a/ε_c + b/ε_a` with the item side dearer (item ids), so it gets the larger share. Any split with `ε_c + ε_a ≤ ε/2` is correct: if `j`
     /// is returned, `c_j ≥ (φ − ε/2)(1 − ε_c)c − ε_a·c ≥ (φ − ε)c`; if not,
     /// `c_j < (φ − ε/2)(1 + ε_c)c + ε_a·c ≤ φc` (using `φ ≤ 1`).
     pub frequent_count_epsilon: f64,
@@ -185,7 +195,7 @@ impl Config {
     ) -> Result<Config, MonitorError> {
         let frequent_count_epsilon = match protocol {
             Protocol::Seed => epsilon / 24.0,
-            Protocol::ForwardBackward => epsilon / 4.0,
+            Protocol::ForwardBackward => epsilon / 5.0,
         };
         let cfg = Config { sites, window, tardiness, epsilon, protocol, frequent_count_epsilon };
         cfg.validate()?;
@@ -238,6 +248,17 @@ impl Config {
             Channel::Quantiles => 0.22 * self.epsilon,
             ch => self.channel_epsilon(ch) / 2.0,
         }
+    }
+
+    /// Forward/backward: the share θ of the channel's target given to each of the backward and
+    /// the forward part, relative to the reference total `R`: `(ε' − δ)/2` with `δ` the local
+    /// counters' relative error, so `δ + θ + θ ≤ ε'` (a hair below, against rounding).
+    pub fn fb_theta(&self, channel: Channel) -> f64 {
+        let delta = match channel {
+            Channel::Count | Channel::FrequentTotal => self.delta_total(),
+            _ => self.delta_item(),
+        };
+        (self.channel_epsilon(channel) - delta) / 2.0 * (1.0 - 1e-9)
     }
 
     /// The weight cap `g` of a multi-item quantile group, as a fraction of the site's total

@@ -8,15 +8,18 @@ use super::{Channel, Config, Message, MonitorError, Protocol};
 #[derive(Clone, Debug, Default)]
 struct FbSite {
     phase: Option<i64>,
-    cuts: Vec<(i64, u64)>,
+    step: u64,
+    ticks: Vec<i64>,
     forward: u64,
-    item_cuts: HashMap<u64, Vec<(i64, u64)>>,
+    forward_step: u64,
+    item_ticks: HashMap<u64, Vec<i64>>,
     item_forward: HashMap<u64, u64>,
 }
 
-fn step(cuts: &[(i64, u64)], s: i64) -> u64 {
-    let idx = cuts.partition_point(|&(c, _)| c <= s);
-    if idx == 0 { 0 } else { cuts[idx - 1].1 }
+/// The backward estimate at cut `s`: `step` per level not yet crossed (ticks after `s`).
+fn levels_after(ticks: &[i64], step: u64, s: i64) -> u64 {
+    let left = ticks.len() - ticks.partition_point(|&c| c <= s);
+    step.saturating_mul(left as u64)
 }
 
 /// The root (coordinator): feed it every site's messages with [`Root::receive`]; it answers at
@@ -96,20 +99,27 @@ impl Root {
                     }
                 }
             }
-            Message::Backward { channel, cuts } => {
-                self.fb_mut(*channel, site, phase).cuts = cuts.clone();
-            }
-            Message::BackwardItems { channel, items } => {
+            Message::Backward { channel, step, ticks } => {
                 let s = self.fb_mut(*channel, site, phase);
-                for (item, cuts) in items {
-                    s.item_cuts.insert(*item, cuts.clone());
-                }
+                s.step = *step;
+                s.ticks = ticks.clone();
+            }
+            Message::BackwardItems { channel, step, forward_step, items } => {
+                let s = self.fb_mut(*channel, site, phase);
+                s.step = *step;
+                s.forward_step = *forward_step;
+                s.item_ticks = items.iter().cloned().collect();
             }
             Message::Forward { channel, value } => {
                 self.fb_mut(*channel, site, phase).forward = *value;
             }
             Message::ForwardItem { channel, item, value } => {
                 self.fb_mut(*channel, site, phase).item_forward.insert(*item, *value);
+            }
+            Message::ForwardTick { channel, item } => {
+                let s = self.fb_mut(*channel, site, phase);
+                let f = s.item_forward.entry(*item).or_insert(0);
+                *f = f.saturating_add(s.forward_step);
             }
         }
         Ok(())
@@ -132,7 +142,11 @@ impl Root {
             Protocol::ForwardBackward => {
                 let phase = Some(self.cfg.phase_of(now));
                 let cut = now - self.cfg.window;
-                self.fb[&channel].iter().filter(|s| s.phase == phase).map(|s| step(&s.cuts, cut) + s.forward).sum()
+                self.fb[&channel]
+                    .iter()
+                    .filter(|s| s.phase == phase)
+                    .map(|s| levels_after(&s.ticks, s.step, cut).saturating_add(s.forward))
+                    .sum()
             }
         }
     }
@@ -152,8 +166,8 @@ impl Root {
                 let cut = now - self.cfg.window;
                 let mut out: HashMap<u64, u64> = HashMap::new();
                 for s in self.fb[&channel].iter().filter(|s| s.phase == phase) {
-                    for (&j, cuts) in &s.item_cuts {
-                        let v = step(cuts, cut);
+                    for (&j, ticks) in &s.item_ticks {
+                        let v = levels_after(ticks, s.step, cut);
                         if v > 0 {
                             *out.entry(j).or_insert(0) += v;
                         }

@@ -113,6 +113,7 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
     let w = 1_800_000; // 30 minutes
     for (label, rows) in [("ais", ais_rows()), ("stocks", stock_rows())] {
         assert!(rows.len() > 50_000, "{label}: {} rows", rows.len());
+        let mut seed_frequent = BTreeMap::new();
         for protocol in PROTOCOLS {
             for tau in [0, w / 2] {
                 let k = 8;
@@ -127,6 +128,25 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
                     // The counting queries cost less than sending every item.
                     let counting = r.channel(Channel::Count).words + r.channel(Channel::Items).words;
                     assert!(counting * 2 < r.naive_words, "{label}: {counting} vs naive {}", r.naive_words);
+                }
+                if protocol == Protocol::Seed {
+                    seed_frequent.insert(tau, r.frequent_words());
+                } else {
+                    let (seed, fb) = (seed_frequent[&tau], r.frequent_words());
+                    println!("{label} tau={tau}: frequent-items words forward/backward {fb}, seed {seed}");
+                    if label == "stocks" {
+                        // Forward/backward's frequent items (ε/5 + 3ε/10, one word per level or
+                        // step) cost about what the seed's ε/24 + 11ε/24 costs on the stock
+                        // stream (measured 327k vs 329k words in order, 377k vs 373k at τ = W/2;
+                        // the previous per-item step functions cost 1.7–5.9× the seed). On the
+                        // AIS sample the seed is cheaper (vessels report at a steady rate, so its
+                        // net counts barely move while forward/backward pays for every arrival
+                        // and expiry).
+                        assert!(
+                            (fb as f64) < 1.1 * seed as f64,
+                            "{label} tau={tau}: forward/backward FI {fb} words vs seed {seed}"
+                        );
+                    }
                 }
             }
         }
@@ -270,11 +290,14 @@ fn messages_round_trip_through_the_binary_codec_and_json() {
         Message::ItemOff { channel: Channel::FrequentItems, item: 9 },
         Message::Summary { entries: vec![(1, 5), (16_741, 3), (u64::MAX, 1)] },
         Message::SummaryPatch { entries: vec![(3, 0), (4, 9)] },
-        Message::Backward {
-            channel: Channel::Count,
-            cuts: vec![(-5, 10), (1_380_000_000_000, 4), (1_380_000_000_001, 0)],
+        Message::Backward { channel: Channel::Count, step: 3, ticks: vec![-5, 1_380_000_000_000, 1_380_000_000_000] },
+        Message::BackwardItems {
+            channel: Channel::Items,
+            step: 2,
+            forward_step: 4,
+            items: vec![(2, vec![7]), (5, vec![1, 9, 9])],
         },
-        Message::BackwardItems { channel: Channel::Items, items: vec![(2, vec![(7, 3)]), (5, vec![(1, 2), (9, 1)])] },
+        Message::ForwardTick { channel: Channel::FrequentItems, item: 8 },
         Message::Forward { channel: Channel::FrequentTotal, value: 77 },
         Message::ForwardItem { channel: Channel::FrequentItems, item: 1, value: 2 },
     ];
