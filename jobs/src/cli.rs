@@ -95,6 +95,9 @@ pub struct Cli {
     /// Kafka sources and sinks.
     #[command(flatten)]
     pub kafka: crate::source::kafka::KafkaArgs,
+    /// Live metrics.
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
 }
 
 /// Parse a duration: a number with unit `ms`, `s`, `m`, `h` or `d` (no unit = seconds), in ms.

@@ -19,6 +19,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::{Config, WorkerConfig};
 
 use crate::cli::{Cli, parse_duration_ms};
+use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
 use crate::source::generated::Generated;
@@ -89,6 +90,8 @@ pub struct Summary {
     pub dead_letters: u64,
     /// Late tuples.
     pub late: u64,
+    /// Bytes between processes, of partials shipped and of the routed tuples.
+    pub comm: CommFigures,
 }
 
 impl Summary {
@@ -96,8 +99,14 @@ impl Summary {
     pub fn line(&self) -> String {
         let rate = if self.seconds > 0.0 { self.tuples as f64 / self.seconds } else { 0.0 };
         format!(
-            "summary tuples={} seconds={:.3} tuples_per_s={:.0} estimations={} dead_letters={} late={}",
-            self.tuples, self.seconds, rate, self.estimations, self.dead_letters, self.late
+            "summary tuples={} seconds={:.3} tuples_per_s={:.0} estimations={} dead_letters={} late={} {}",
+            self.tuples,
+            self.seconds,
+            rate,
+            self.estimations,
+            self.dead_letters,
+            self.late,
+            self.comm.fields()
         )
     }
 }
@@ -236,14 +245,20 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let finished = Arc::new(AtomicU64::new(0));
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
     let no_synopses = cli.no_synopses;
-    let (s2, sink2, dead2) = (stats.clone(), sink.clone(), dead.clone());
+    let metrics = Arc::new(Metrics::new());
+    let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
+    let server = start_metrics(&cli, &metrics, &stats, &sink)?;
+    let (s2, sink2, dead2, m2) = (stats.clone(), sink.clone(), dead.clone(), metrics.clone());
     let requests = Arc::new(requests);
     let kafka_job2 = kafka_job.clone();
 
-    let guards = timely::execute(config, move |worker| {
+    let (builders, others) =
+        config.communication.try_build_with(metrics.hooks()).map_err(|e| format!("timely: {e}"))?;
+    let guards = timely::execute::execute_from(builders, others, config.worker, move |worker| {
         let me = worker.index();
         let peers = worker.peers();
         let stats = s2.clone();
+        let metrics = m2.clone();
 
         // 1. The request script, broadcast from worker 0 to every worker, in order.
         let received: Rc<RefCell<Vec<String>>> = Rc::default();
@@ -277,7 +292,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>> = InputHandle::new();
         let probe = ProbeHandle::new();
         worker.dataflow::<u64, _, _>(|scope| {
-            let mut stream = scope.input_from(&mut input).update_synopses(plan.clone());
+            let counted = metrics.clone();
+            let mut stream =
+                scope.input_from(&mut input).update_synopses(plan.clone()).inspect(move |o| counted.count_partial(o));
             for k in 1..=merge_stages(peers) {
                 stream = stream.merge_stage(plan.clone(), k);
             }
@@ -350,6 +367,20 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             recs: Vec::new(),
             tuples: 0,
             reported: 0,
+            counts: LocalCounts::new(&metrics, me, plan.groups.len()),
+            syn_labels: plan
+                .synopses
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    vec![
+                        ("synopsis".to_string(), i.to_string()),
+                        ("kind".to_string(), s.kind.to_string()),
+                        ("stream".to_string(), format!("{}/{}", s.dataset, s.stream)),
+                    ]
+                })
+                .collect(),
+            metrics: metrics.clone(),
         };
         let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
         let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
@@ -425,6 +456,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
     finished.store(1, Ordering::Relaxed);
+    if let Some((stop, handle)) = server {
+        std::thread::sleep(Duration::from_millis(linger_ms as u64));
+        stop.store(1, Ordering::Relaxed);
+        let _ = handle.join();
+    }
     for r in results {
         r.map_err(|e| format!("worker failed: {e}"))?;
     }
@@ -446,7 +482,31 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         estimations: sink.count(),
         dead_letters: stats.dead_letters.load(Ordering::Relaxed),
         late: stats.late.load(Ordering::Relaxed),
+        comm: metrics.comm(),
     })
+}
+
+/// Start the `--metrics-addr` server (if asked for); it stops when the returned flag is set.
+type Server = (Arc<AtomicU64>, std::thread::JoinHandle<()>);
+
+fn start_metrics(
+    cli: &Cli,
+    metrics: &Arc<Metrics>,
+    stats: &Arc<Stats>,
+    sink: &Arc<LineSink>,
+) -> Result<Option<Server>, String> {
+    let Some(addr) = &cli.metrics.metrics_addr else { return Ok(None) };
+    let stop = Arc::new(AtomicU64::new(0));
+    let (stats, sink) = (stats.clone(), sink.clone());
+    let totals = move || Totals {
+        estimations: sink.count(),
+        dead_letters: stats.dead_letters.load(Ordering::Relaxed),
+        late: stats.late.load(Ordering::Relaxed),
+        window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
+    };
+    let (bound, handle) = crate::metrics::serve(addr, metrics.clone(), totals, stop.clone())?;
+    eprintln!("saams: metrics on http://{bound}/metrics");
+    Ok(Some((stop, handle)))
 }
 
 fn start_progress(
@@ -486,6 +546,9 @@ struct Router {
     recs: Vec<Rec>,
     tuples: u64,
     reported: u64,
+    counts: LocalCounts,
+    syn_labels: Vec<WorkerLabels>,
+    metrics: Arc<Metrics>,
 }
 
 impl Router {
@@ -582,6 +645,7 @@ impl Router {
             self.flush_stats(window);
         }
         for r in self.recs.drain(..) {
+            self.counts.record(&r);
             input.send(r);
         }
     }
@@ -590,6 +654,11 @@ impl Router {
         self.stats.newest.fetch_max(window as i64, Ordering::Relaxed);
         self.stats.tuples.fetch_add(self.tuples - self.reported, Ordering::Relaxed);
         self.reported = self.tuples;
+        let (plan, labels) = (&self.plan, &self.syn_labels);
+        self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
+            true => plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
+            false => Vec::new(),
+        });
     }
 
     /// The generator's path: values of known fields, routes resolved once per stream.

@@ -1,0 +1,532 @@
+//! `experiment`: the paper's figures (§6) measured on this machine with the `saams` binary.
+//!
+//! ```text
+//! experiment                 # the full set (scripts/experiments.sh)
+//! experiment --quick         # a small version (CI's smoke test)
+//! ```
+//!
+//! It spawns `saams` (found next to its own executable) with different `-w`/`-n`/`--generate`/
+//! `--window` settings, parses the `summary` line each process prints, repeats every setting
+//! (`--repeats`, at least 3) and reports the median. Three experiments:
+//!
+//! * horizontal (figure 9): the paper's workload (100 streams × CountMin + HyperLogLog + DFT) at
+//!   1, 2, 4 workers in one process and 1, 2 workers in each of 2 processes on loopback;
+//! * vertical (figure 10): 10 → 500 streams at a fixed number of workers, the same number of
+//!   tuples in total;
+//! * federated (figure 11): CountMin + HyperLogLog on 100 streams, 2 processes on loopback. Bytes
+//!   that cross between the processes (timely's communication log) when the raw tuples go to each
+//!   stream's owner, against the bytes when every process summarizes what it reads (dataset-wide,
+//!   partition-based synopses) and ships partials per window; and the sizes of all tuples as
+//!   compact records (shipping the raw streams) against the encoded partials shipped, at 5 s, 60 s
+//!   (600 s in the full set) and 1 d event-time windows. A 1 d window covers the whole input: one
+//!   shipment per site and synopsis, which is what the paper's partials shipped every 5 s of
+//!   processing time amount to when the whole input replays in less than 5 s.
+//!
+//! Output: `<out>/<git-commit>-<params>/` with `horizontal.tsv`, `vertical.tsv`, `federated.tsv`
+//! and one PNG per figure; the directory is printed at the end. Streams are the seeded
+//! generator's (random-walk prices, Zipf volumes), replayed as fast as possible.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Parser;
+use plotters::prelude::*;
+use saams_datasets::GeneratorSpec;
+
+/// Run the paper's experiments on this machine and write TSVs and PNGs.
+#[derive(Debug, Parser)]
+#[command(name = "experiment", version)]
+struct Args {
+    /// A small version (a few seconds; CI's smoke test).
+    #[arg(long)]
+    quick: bool,
+    /// Tuples per run (default 200 000 with --quick, else 5 000 000): 100 streams share them in the
+    /// horizontal and federated experiments, 10 → 500 streams in the vertical one.
+    #[arg(long)]
+    tuples: Option<u64>,
+    /// Runs per setting (the median is reported); at least 3.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Directory under which the run's directory is created.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// The paper's request workload (100 streams × CountMin + HyperLogLog + DFT).
+    #[arg(long, default_value = "datasets/requests/paper-workload.json")]
+    requests: PathBuf,
+    /// Experiments to run (comma separated: horizontal, vertical, federated).
+    #[arg(long, default_value = "horizontal,vertical,federated")]
+    only: String,
+    /// The `saams` binary (default: next to this executable).
+    #[arg(long)]
+    saams: Option<PathBuf>,
+}
+
+/// One process' summary line, as numbers.
+type Fields = HashMap<String, f64>;
+
+/// A setting's result: summed over processes (tuples, bytes), slowest process (seconds).
+#[derive(Clone, Debug, Default)]
+struct RunResult {
+    tuples: f64,
+    seconds: f64,
+    bytes_between_processes: f64,
+    partial_bytes: f64,
+    raw_bytes: f64,
+    estimations: f64,
+}
+
+impl RunResult {
+    fn rate(&self) -> f64 {
+        if self.seconds > 0.0 { self.tuples / self.seconds } else { 0.0 }
+    }
+}
+
+fn parse_summary(stderr: &str) -> Result<Fields, String> {
+    let line = stderr
+        .lines()
+        .rfind(|l| l.starts_with("summary "))
+        .ok_or_else(|| format!("no summary line in saams' stderr:\n{stderr}"))?;
+    let mut fields = HashMap::new();
+    for kv in line.split_whitespace().skip(1) {
+        if let Some((k, v)) = kv.split_once('=') {
+            let x: f64 = v.parse().map_err(|_| format!("summary field {kv:?} is not a number"))?;
+            fields.insert(k.to_string(), x);
+        }
+    }
+    Ok(fields)
+}
+
+struct Runner {
+    saams: PathBuf,
+    dir: PathBuf,
+    repeats: usize,
+}
+
+impl Runner {
+    /// Run saams once on `processes` processes (loopback) and combine their summaries.
+    fn once(&self, processes: usize, workers: usize, args: &[String]) -> Result<RunResult, String> {
+        let mut common: Vec<String> = vec!["-w".into(), workers.to_string(), "--out".into(), null_device()];
+        common.extend(["--progress".into(), "0".into()]);
+        common.extend(args.iter().cloned());
+        let mut children = Vec::new();
+        if processes > 1 {
+            let hostfile = self.dir.join("hostfile.txt");
+            let ports = free_ports(processes)?;
+            let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
+            std::fs::write(&hostfile, text).map_err(|e| format!("{}: {e}", hostfile.display()))?;
+            for p in 0..processes {
+                let mut c = Command::new(&self.saams);
+                c.args(&common).args(["-n", &processes.to_string(), "-p", &p.to_string(), "-h"]).arg(&hostfile);
+                children.push(spawn(c)?);
+            }
+        } else {
+            let mut c = Command::new(&self.saams);
+            c.args(&common);
+            children.push(spawn(c)?);
+        }
+        let mut r = RunResult::default();
+        for child in children {
+            let out = child.wait_with_output().map_err(|e| format!("saams: {e}"))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() {
+                return Err(format!("saams {} failed ({}):\n{stderr}", common.join(" "), out.status));
+            }
+            let f = parse_summary(&stderr)?;
+            let get = |k: &str| f.get(k).copied().unwrap_or(0.0);
+            r.tuples += get("tuples");
+            r.seconds = r.seconds.max(get("seconds"));
+            r.bytes_between_processes += get("bytes_between_processes");
+            r.partial_bytes += get("partial_bytes");
+            r.raw_bytes += get("raw_bytes");
+            r.estimations += get("estimations");
+        }
+        Ok(r)
+    }
+
+    /// Repeat a setting and keep the run with the median throughput.
+    fn median(&self, label: &str, processes: usize, workers: usize, args: &[String]) -> Result<RunResult, String> {
+        let mut runs = Vec::new();
+        for _ in 0..self.repeats {
+            runs.push(self.once(processes, workers, args)?);
+        }
+        runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+        let m = runs[runs.len() / 2].clone();
+        let rates: Vec<String> = runs.iter().map(|r| format!("{:.0}", r.rate())).collect();
+        eprintln!("experiment: {label}: median {:.0} tuples/s (runs {})", m.rate(), rates.join(", "));
+        Ok(m)
+    }
+}
+
+fn null_device() -> String {
+    if cfg!(windows) { "NUL".into() } else { "/dev/null".into() }
+}
+
+fn spawn(mut c: Command) -> Result<std::process::Child, String> {
+    c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("saams: {e}"))
+}
+
+/// Ports free right now on loopback (the OS picks them; released before saams binds them).
+fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let listeners: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("free port: {e}")))
+        .collect::<Result<_, _>>()?;
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| format!("free port: {e}"))).collect()
+}
+
+/// The paper's per-stream workload for the generator's first `n` streams (as
+/// `datasets/requests/paper-workload.json` does for 100).
+fn per_stream_requests(n: usize) -> String {
+    let spec = GeneratorSpec::parse(&format!("stocks:{n}:1"));
+    let mut text = String::new();
+    let mut id = 1;
+    for i in 0..n {
+        let (stream, ds) = match &spec {
+            Ok(s) => (s.stream_id(i), s.dataset_key(i)),
+            Err(_) => (format!("S{i}"), "Forex"),
+        };
+        let params = [
+            (1, r#"["CountMin","price","NotQueryable",0.002,0.99,12345]"#),
+            (2, r#"["HyperLogLog","price","NotQueryable",0.02]"#),
+            (4, r#"["DFT","price","NotQueryable",1,500,2000,8]"#),
+            (1, r#"[3.2478,"price","Queryable","Continues"]"#),
+            (2, r#"["distinct","price","Queryable","Continues"]"#),
+            (4, r#"["coefficients","price","Queryable","Continues"]"#),
+        ];
+        for (syn, p) in params {
+            let _ = writeln!(
+                text,
+                r#"{{"dataSetKey":"{ds}","noOfP":1,"param":{p},"requestID":{id},"streamID":"{stream}","synopsisID":{syn}}}"#
+            );
+            id += 1;
+        }
+    }
+    text
+}
+
+/// CountMin + HyperLogLog (+ a continuous distinct count) on `price`. Dataset-wide (`streams` =
+/// 0): the engine makes exact-merge synopses partition-based, each worker summarizes what it
+/// reads and ships a partial per window to the tree merge. Per stream (`streams` > 0, `noOfP` 1):
+/// each stream's synopses have one owner and the raw tuples go there.
+fn federated_requests(streams: usize) -> String {
+    let targets: Vec<(String, String)> = if streams == 0 {
+        ["Forex", "Equity", "Crypto"].iter().map(|d| (d.to_string(), String::new())).collect()
+    } else {
+        match GeneratorSpec::parse(&format!("stocks:{streams}:1")) {
+            Ok(s) => (0..streams).map(|i| (s.dataset_key(i).to_string(), s.stream_id(i))).collect(),
+            Err(_) => Vec::new(),
+        }
+    };
+    let mut text = String::new();
+    let mut id = 1;
+    for (ds, stream) in targets {
+        for (syn, p) in [
+            (1, r#"["CountMin","price","NotQueryable",0.002,0.99,12345]"#),
+            (2, r#"["HyperLogLog","price","NotQueryable",0.02]"#),
+            (2, r#"["distinct","price","Queryable","Continues"]"#),
+        ] {
+            let _ = writeln!(
+                text,
+                r#"{{"dataSetKey":"{ds}","noOfP":1,"param":{p},"requestID":{id},"streamID":"{stream}","synopsisID":{syn}}}"#
+            );
+            id += 1;
+        }
+    }
+    text
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn git_commit() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "nogit".into())
+}
+
+/// One series of a chart: its name and points.
+type Series = (String, Vec<(f64, f64)>);
+
+/// A line chart with points (log-scaled y when asked), written as a PNG.
+fn chart(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series], log_y: bool) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let points = series.iter().flat_map(|(_, p)| p.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in points {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        return Err(format!("{}: no points to draw", path.display()));
+    }
+    let pad = ((x1 - x0) * 0.05).max(0.5);
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let colors = [RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(148, 103, 189)];
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut c = $chart;
+            c.configure_mesh()
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .x_label_formatter(&|x| human(*x))
+                .y_label_formatter(&|y| human(*y))
+                .draw()
+                .map_err(|e| err(&e))?;
+            for (i, (name, pts)) in series.iter().enumerate() {
+                let color = colors[i % colors.len()];
+                c.draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                    .map_err(|e| err(&e))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+                c.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled()))).map_err(|e| err(&e))?;
+            }
+            c.configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(if log_y { SeriesLabelPosition::LowerLeft } else { SeriesLabelPosition::LowerRight })
+                .draw()
+                .map_err(|e| err(&e))?;
+        }};
+    }
+    let mut builder = ChartBuilder::on(&root);
+    let (xl, xh) = (x0 / 1.5, x1 * 1.5);
+    builder.caption(title, ("sans-serif", 24)).margin(16).x_label_area_size(48).y_label_area_size(90);
+    if log_y {
+        // Log scales on both axes (the federated figure: windows 5 s → 600 s, bytes).
+        let (lo, hi) = (y0.max(1.0) / 2.0, y1.max(2.0) * 2.0);
+        draw!(builder.build_cartesian_2d((xl..xh).log_scale(), (lo..hi).log_scale()).map_err(|e| err(&e))?);
+    } else {
+        draw!(builder.build_cartesian_2d(x0 - pad..x1 + pad, 0.0..y1 * 1.15).map_err(|e| err(&e))?);
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// A number for an axis label: 1.2M, 350k, 12, 0.5.
+fn human(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", x / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.0}k", x / 1e3)
+    } else if a >= 10.0 || a == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn horizontal(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
+    let settings: &[(usize, usize)] =
+        if a.quick { &[(1, 1), (1, 2), (2, 1)] } else { &[(1, 1), (1, 2), (1, 4), (2, 1), (2, 2)] };
+    let gen_spec = format!("stocks:100:{tuples_per_stream}");
+    let args: Vec<String> =
+        vec!["--requests".into(), a.requests.display().to_string(), "--generate".into(), gen_spec.clone()];
+    let mut tsv = String::from(
+        "experiment\tprocesses\tworkers_per_process\tworkers\tstreams\tgenerate\twindow\ttuples\tseconds\ttuples_per_s\tbytes_between_processes\tspeedup_vs_1\n",
+    );
+    let mut base = None;
+    let mut by_procs: HashMap<usize, Vec<(f64, f64)>> = HashMap::new();
+    for &(n, w) in settings {
+        let m = r.median(&format!("horizontal n={n} w={w}"), n, w, &args)?;
+        let base_rate = *base.get_or_insert(m.rate());
+        let _ = writeln!(
+            tsv,
+            "horizontal\t{n}\t{w}\t{}\t100\t{gen_spec}\t60s\t{:.0}\t{:.3}\t{:.0}\t{:.0}\t{:.2}",
+            n * w,
+            m.tuples,
+            m.seconds,
+            m.rate(),
+            m.bytes_between_processes,
+            m.rate() / base_rate
+        );
+        by_procs.entry(n).or_default().push(((n * w) as f64, m.rate()));
+    }
+    write(&r.dir.join("horizontal.tsv"), &tsv)?;
+    let mut series: Vec<Series> = by_procs
+        .into_iter()
+        .map(|(n, pts)| (format!("{n} process{}", if n > 1 { "es (loopback)" } else { "" }), pts))
+        .collect();
+    series.sort_by(|a, b| a.0.cmp(&b.0));
+    chart(
+        &r.dir.join("fig9-horizontal.png"),
+        "Horizontal: 100 streams x CM+HLL+DFT",
+        "workers in total",
+        "tuples/s (median)",
+        &series,
+        false,
+    )
+}
+
+fn vertical(r: &Runner, a: &Args, total: u64) -> Result<(), String> {
+    let streams: &[usize] = if a.quick { &[10, 100] } else { &[10, 50, 100, 200, 500] };
+    let workers = 2;
+    let mut tsv = String::from(
+        "experiment\tprocesses\tworkers\tstreams\tsynopses\tgenerate\twindow\ttuples\tseconds\ttuples_per_s\testimations\n",
+    );
+    let mut pts = Vec::new();
+    for &n in streams {
+        let req = r.dir.join(format!("requests-{n}-streams.json"));
+        write(&req, &per_stream_requests(n))?;
+        let gen_spec = format!("stocks:{n}:{}", (total / n as u64).max(1));
+        let args = vec!["--requests".into(), req.display().to_string(), "--generate".into(), gen_spec.clone()];
+        let m = r.median(&format!("vertical streams={n}"), 1, workers, &args)?;
+        let _ = writeln!(
+            tsv,
+            "vertical\t1\t{workers}\t{n}\t{}\t{gen_spec}\t60s\t{:.0}\t{:.3}\t{:.0}\t{:.0}",
+            3 * n,
+            m.tuples,
+            m.seconds,
+            m.rate(),
+            m.estimations
+        );
+        pts.push((n as f64, m.rate()));
+    }
+    write(&r.dir.join("vertical.tsv"), &tsv)?;
+    chart(
+        &r.dir.join("fig10-vertical.png"),
+        "Vertical: streams x CM+HLL+DFT at 2 workers",
+        "streams",
+        "tuples/s (median)",
+        &[("1 process, 2 workers".into(), pts)],
+        false,
+    )
+}
+
+fn federated(r: &Runner, tuples_per_stream: u64, windows: &[(&str, f64)]) -> Result<(), String> {
+    let (processes, workers) = (2, 1);
+    let gen_spec = format!("stocks:100:{tuples_per_stream}");
+    let raw_req = r.dir.join("federated-raw.json");
+    let syn_req = r.dir.join("federated-synopses.json");
+    write(&raw_req, &federated_requests(100))?;
+    write(&syn_req, &federated_requests(0))?;
+    let mut tsv = String::from(
+        "experiment\tscheme\tprocesses\tworkers_per_process\tgenerate\twindow\ttuples\tseconds\ttuples_per_s\tbytes_between_processes\traw_record_bytes\tpartial_bytes\twire_ratio_raw_over_synopses\tcodec_ratio_raw_over_partials\tpaper_ratio\n",
+    );
+    let (mut raw_pts, mut syn_pts, mut codec_pts, mut compact_pts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for &(window, secs) in windows {
+        let run = |req: &Path, scheme: &str| {
+            let args = vec![
+                "--requests".into(),
+                req.display().to_string(),
+                "--generate".into(),
+                gen_spec.clone(),
+                "--window".into(),
+                window.into(),
+            ];
+            r.median(&format!("federated {scheme} window={window}"), processes, workers, &args)
+        };
+        let raw = run(&raw_req, "raw")?;
+        let syn = run(&syn_req, "synopses")?;
+        let wire = if syn.bytes_between_processes > 0.0 {
+            raw.bytes_between_processes / syn.bytes_between_processes
+        } else {
+            0.0
+        };
+        let codec = if syn.partial_bytes > 0.0 { syn.raw_bytes / syn.partial_bytes } else { 0.0 };
+        for (scheme, m) in [("raw", &raw), ("synopses", &syn)] {
+            let _ = writeln!(
+                tsv,
+                "federated\t{scheme}\t{processes}\t{workers}\t{gen_spec}\t{window}\t{:.0}\t{:.3}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{wire:.3}\t{codec:.3}\t28 (cloud) / 215 (continuum)",
+                m.tuples,
+                m.seconds,
+                m.rate(),
+                m.bytes_between_processes,
+                m.raw_bytes,
+                m.partial_bytes
+            );
+        }
+        raw_pts.push((secs, raw.bytes_between_processes));
+        syn_pts.push((secs, syn.bytes_between_processes));
+        codec_pts.push((secs, syn.partial_bytes));
+        compact_pts.push((secs, syn.raw_bytes));
+    }
+    write(&r.dir.join("federated.tsv"), &tsv)?;
+    chart(
+        &r.dir.join("fig11-federated.png"),
+        "Federated: bytes between 2 processes (100 streams)",
+        "event-time window (s, log)",
+        "bytes (log)",
+        &[
+            ("all tuples as compact records".into(), compact_pts),
+            ("raw tuples to owners (measured, between processes)".into(), raw_pts),
+            ("partials shipped (encoded, all processes)".into(), codec_pts),
+            ("partials (measured, between processes)".into(), syn_pts),
+        ],
+        true,
+    )
+}
+
+fn main() {
+    let a = Args::parse();
+    if let Err(e) = run(&a) {
+        eprintln!("experiment: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    if a.repeats < 3 {
+        return Err("--repeats must be at least 3 (medians of several runs)".into());
+    }
+    let saams = match &a.saams {
+        Some(p) => p.clone(),
+        None => {
+            let me = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
+            me.with_file_name(format!("saams{}", std::env::consts::EXE_SUFFIX))
+        }
+    };
+    if !saams.is_file() {
+        return Err(format!("{} not found: build it with `cargo build --release -p saams-jobs`", saams.display()));
+    }
+    if !a.requests.is_file() {
+        return Err(format!("--requests {} not found (run from the repository root)", a.requests.display()));
+    }
+    plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+        .map_err(|_| "the embedded DejaVu Sans font did not load".to_string())?;
+    let only: Vec<&str> = a.only.split(',').map(str::trim).collect();
+    for o in &only {
+        if !["horizontal", "vertical", "federated"].contains(o) {
+            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated)"));
+        }
+    }
+    let total = a.tuples.unwrap_or(if a.quick { 200_000 } else { 5_000_000 });
+    if total < 1_000 {
+        return Err("--tuples must be at least 1000".into());
+    }
+    let per_stream = total / 100;
+    let params = format!("{}-t{total}-r{}", if a.quick { "quick" } else { "full" }, a.repeats);
+    let dir = a.out.join(format!("{}-{params}", git_commit()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let r = Runner { saams, dir: dir.clone(), repeats: a.repeats };
+    if only.contains(&"horizontal") {
+        horizontal(&r, a, per_stream)?;
+    }
+    if only.contains(&"vertical") {
+        vertical(&r, a, total)?;
+    }
+    if only.contains(&"federated") {
+        // 1d covers the whole input: one shipment per site and synopsis, as the paper's 5 s of
+        // processing time does when the input replays as fast as possible in under 5 s.
+        let windows: &[(&str, f64)] = if a.quick {
+            &[("5s", 5.0), ("60s", 60.0), ("1d", 86_400.0)]
+        } else {
+            &[("5s", 5.0), ("60s", 60.0), ("600s", 600.0), ("1d", 86_400.0)]
+        };
+        federated(&r, per_stream, windows)?;
+    }
+    println!("experiment: results in {}", dir.display());
+    Ok(())
+}

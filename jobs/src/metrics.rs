@@ -1,0 +1,348 @@
+//! Live metrics of the `saams` job and the communication figures of its summary line.
+//!
+//! The counters are `prometheus-client` metrics (shared atomics). Workers count locally and add
+//! their counts here once per batch of tuples ([`LocalCounts::flush`]), never per tuple. Bytes
+//! between processes come from timely's communication hooks (the sending side's
+//! `MessageHeader.length`), so only traffic that really crosses a process boundary is counted.
+//! `--metrics-addr` serves the registry in Prometheus text format from a plain
+//! [`std::net::TcpListener`] thread.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use saams_operators::{Out, Rec, Val};
+use timely::communication::initialize::Hooks;
+use timely::communication::logging::{CommunicationEvent, CommunicationEventBuilder};
+
+/// The metrics flags of `saams` (flattened into its CLI).
+#[derive(Clone, Debug, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve live metrics in Prometheus text format on HOST:PORT (e.g. 127.0.0.1:9898).
+    #[arg(long = "metrics-addr")]
+    pub metrics_addr: Option<String>,
+    /// Keep serving metrics this long after the input ends (e.g. 2s), so a scraper sees the totals.
+    #[arg(long = "metrics-linger", default_value = "0s")]
+    pub metrics_linger: String,
+}
+
+/// Labels of a per-worker counter.
+pub type WorkerLabels = Vec<(String, String)>;
+
+/// The job's metrics, shared by its workers, the communication threads and the HTTP thread.
+pub struct Metrics {
+    registry: Registry,
+    /// Valid tuples read, per reading worker.
+    pub tuples_in: Family<WorkerLabels, Counter>,
+    /// Values fed to each synopsis (label `synopsis` = its index in the plan, plus kind and stream).
+    pub synopsis_updates: Family<WorkerLabels, Counter>,
+    /// Estimation lines written.
+    pub estimations_out: Counter,
+    /// Rejected input lines.
+    pub dead_letters: Counter,
+    /// Tuples older than the lateness bound.
+    pub late: Counter,
+    /// Bytes sent by this process to other processes (timely's communication log).
+    pub bytes_between_processes: Counter,
+    /// Wire bytes (codec bytes, zero runs packed) of the partials the update operator ships to the tree merge.
+    pub partial_bytes: Counter,
+    /// Partials shipped to the tree merge.
+    pub partials: Counter,
+    /// Bytes the routed tuples take as compact records (what shipping the raw streams costs).
+    pub raw_bytes: Counter,
+    /// Event-time lag between the newest window read and the oldest window still open (ms).
+    pub window_lag_ms: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every metric registered.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("saams");
+        let m = Metrics {
+            registry: Registry::default(),
+            tuples_in: Family::default(),
+            synopsis_updates: Family::default(),
+            estimations_out: Counter::default(),
+            dead_letters: Counter::default(),
+            late: Counter::default(),
+            bytes_between_processes: Counter::default(),
+            partial_bytes: Counter::default(),
+            partials: Counter::default(),
+            raw_bytes: Counter::default(),
+            window_lag_ms: Gauge::default(),
+        };
+        registry.register("tuples_in", "Valid tuples read, per worker", m.tuples_in.clone());
+        registry.register("synopsis_updates", "Values fed to each synopsis", m.synopsis_updates.clone());
+        registry.register("estimations_out", "Estimation lines written", m.estimations_out.clone());
+        registry.register("dead_letters", "Rejected input lines (malformed or late)", m.dead_letters.clone());
+        registry.register("late_tuples", "Tuples older than the lateness bound", m.late.clone());
+        registry.register(
+            "bytes_between_processes",
+            "Bytes this process sent to other processes (timely communication log)",
+            m.bytes_between_processes.clone(),
+        );
+        registry.register(
+            "partial_bytes",
+            "Encoded bytes of partials shipped to the tree merge",
+            m.partial_bytes.clone(),
+        );
+        registry.register("partials", "Partials shipped to the tree merge", m.partials.clone());
+        registry.register("raw_bytes", "Bytes of the routed tuples as compact records", m.raw_bytes.clone());
+        registry.register("window_lag_ms", "Newest window read minus oldest open window (ms)", m.window_lag_ms.clone());
+        Metrics { registry, ..m }
+    }
+
+    /// The registry in Prometheus text format.
+    ///
+    /// ```
+    /// let m = saams_jobs::metrics::Metrics::new();
+    /// m.raw_bytes.inc_by(32);
+    /// assert!(m.render().contains("saams_raw_bytes_total 32"));
+    /// ```
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+
+    /// Timely communication hooks adding every message this process sends to another process
+    /// to [`Metrics::bytes_between_processes`] (the loggers are batched by timely).
+    pub fn hooks(self: &Arc<Self>) -> Hooks {
+        let metrics = self.clone();
+        Hooks {
+            log_fn: Arc::new(move |setup| {
+                if !setup.sender {
+                    return None;
+                }
+                let counter = metrics.bytes_between_processes.clone();
+                Some(timely::logging_core::Logger::<CommunicationEventBuilder>::new(
+                    Instant::now(),
+                    Duration::default(),
+                    move |_t, data: &mut Option<Vec<(Duration, CommunicationEvent)>>| {
+                        if let Some(data) = data {
+                            let bytes: usize = data
+                                .iter()
+                                .map(|(_, ev)| match ev {
+                                    CommunicationEvent::Message(msg) if msg.is_send => msg.header.length,
+                                    _ => 0,
+                                })
+                                .sum();
+                            counter.inc_by(bytes as u64);
+                        }
+                    },
+                ))
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Count a partial among the update operator's output, at its size on the wire between
+    /// processes ([`saams_operators::SynBox::wire_len`]).
+    pub fn count_partial(&self, out: &Out) {
+        if let Out::Partial(p) = out {
+            let bytes: usize = p.parts.iter().map(|(_, s)| s.wire_len() + 8).sum();
+            // syn, window, items, list length, as fixed-width integers on the wire.
+            self.partial_bytes.inc_by((bytes + 4 + 8 + 8 + 8) as u64);
+            self.partials.inc();
+        }
+    }
+
+    /// The communication figures of the summary line.
+    pub fn comm(&self) -> CommFigures {
+        CommFigures {
+            bytes_between_processes: self.bytes_between_processes.get(),
+            partial_bytes: self.partial_bytes.get(),
+            partials: self.partials.get(),
+            raw_bytes: self.raw_bytes.get(),
+        }
+    }
+}
+
+/// Bytes figures of one run (see [`Metrics`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommFigures {
+    /// Bytes this process sent to other processes.
+    pub bytes_between_processes: u64,
+    /// Encoded bytes of the partials shipped to the tree merge.
+    pub partial_bytes: u64,
+    /// Partials shipped.
+    pub partials: u64,
+    /// Bytes of the routed tuples as compact records.
+    pub raw_bytes: u64,
+}
+
+impl CommFigures {
+    /// `key=value` pairs appended to the summary line.
+    ///
+    /// ```
+    /// let c = saams_jobs::metrics::CommFigures { raw_bytes: 88, ..Default::default() };
+    /// assert_eq!(c.fields(), "bytes_between_processes=0 partial_bytes=0 partials=0 raw_bytes=88");
+    /// ```
+    pub fn fields(&self) -> String {
+        format!(
+            "bytes_between_processes={} partial_bytes={} partials={} raw_bytes={}",
+            self.bytes_between_processes, self.partial_bytes, self.partials, self.raw_bytes
+        )
+    }
+}
+
+/// The bytes a routed record takes on the wire as a compact fixed-width record: group (4 bytes),
+/// time and sequence (8 each), the value's tag (4) and the number (8) or the text's length (8)
+/// and bytes.
+///
+/// ```
+/// use saams_operators::{Rec, Val};
+/// let r = Rec { group: 0, time: 5, seq: 7, val: Val::Num(1.5) };
+/// assert_eq!(saams_jobs::metrics::record_bytes(&r), 32);
+/// ```
+pub fn record_bytes(r: &Rec) -> u64 {
+    let val = match &r.val {
+        Val::Num(_) => 8,
+        Val::Str(s) => 8 + s.len() as u64,
+    };
+    4 + 8 + 8 + 4 + val
+}
+
+/// A worker's counts since its last flush: added to the shared counters once per batch.
+pub struct LocalCounts {
+    tuples: Counter,
+    group_updates: Vec<u64>,
+    raw_bytes: u64,
+    reported_tuples: u64,
+}
+
+impl LocalCounts {
+    /// Counts for worker `me` over `groups` update groups.
+    pub fn new(metrics: &Metrics, me: usize, groups: usize) -> LocalCounts {
+        let tuples = metrics.tuples_in.get_or_create(&vec![("worker".to_string(), me.to_string())]).clone();
+        LocalCounts { tuples, group_updates: vec![0; groups], raw_bytes: 0, reported_tuples: 0 }
+    }
+
+    /// Count one routed record (local, no atomics).
+    #[inline]
+    pub fn record(&mut self, r: &Rec) {
+        if let Some(c) = self.group_updates.get_mut(r.group as usize) {
+            *c += 1;
+        }
+        self.raw_bytes += record_bytes(r);
+    }
+
+    /// Add the counts since the last flush to the shared counters; `tuples` is the worker's
+    /// running total of valid tuples. `synopses(g)` lists group g's synopses with their labels.
+    pub fn flush<'a, F>(&mut self, metrics: &Metrics, tuples: u64, synopses: F)
+    where
+        F: Fn(usize) -> Vec<&'a WorkerLabels>,
+    {
+        self.tuples.inc_by(tuples - self.reported_tuples);
+        self.reported_tuples = tuples;
+        metrics.raw_bytes.inc_by(std::mem::take(&mut self.raw_bytes));
+        for (g, n) in self.group_updates.iter_mut().enumerate() {
+            if *n == 0 {
+                continue;
+            }
+            for labels in synopses(g) {
+                metrics.synopsis_updates.get_or_create(labels).inc_by(*n);
+            }
+            *n = 0;
+        }
+    }
+}
+
+/// Values the job keeps elsewhere, copied into the registry at each scrape.
+pub struct Totals {
+    /// Estimation lines written.
+    pub estimations: u64,
+    /// Rejected lines.
+    pub dead_letters: u64,
+    /// Late tuples.
+    pub late: u64,
+    /// Window lag (ms).
+    pub window_lag_ms: i64,
+}
+
+impl Metrics {
+    /// Bring the counters kept elsewhere up to `t` (counters only grow).
+    pub fn sync(&self, t: &Totals) {
+        for (c, v) in
+            [(&self.estimations_out, t.estimations), (&self.dead_letters, t.dead_letters), (&self.late, t.late)]
+        {
+            c.inc_by(v.saturating_sub(c.get()));
+        }
+        self.window_lag_ms.set(t.window_lag_ms);
+    }
+}
+
+/// Serve `GET` requests on `addr` with the metrics (refreshed by `totals` at every scrape) until
+/// `stop` is set; returns the bound address.
+///
+/// # Errors
+/// When the address cannot be bound.
+pub fn serve<F>(
+    addr: &str,
+    metrics: Arc<Metrics>,
+    totals: F,
+    stop: Arc<AtomicU64>,
+) -> Result<(std::net::SocketAddr, std::thread::JoinHandle<()>), String>
+where
+    F: Fn() -> Totals + Send + 'static,
+{
+    let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
+    let handle = std::thread::spawn(move || {
+        while stop.load(Ordering::Relaxed) == 0 {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nonblocking(false);
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                    metrics.sync(&totals());
+                    answer(stream, &metrics);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+    Ok((local, handle))
+}
+
+/// Answer one HTTP request: the metrics for `GET /metrics` (or `/`), 404 otherwise.
+fn answer(stream: std::net::TcpStream, metrics: &Metrics) {
+    let mut reader = BufReader::new(&stream);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    // Skip the headers up to the blank line.
+    let mut line = String::new();
+    while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+        line.clear();
+    }
+    let path = request_line.split_whitespace().nth(1).unwrap_or("");
+    let (status, body) = if request_line.starts_with("GET ") && (path == "/metrics" || path == "/") {
+        ("200 OK", metrics.render())
+    } else {
+        ("404 Not Found", "not found: try GET /metrics\n".to_string())
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut w = &stream;
+    let _ = w.write_all(head.as_bytes()).and_then(|_| w.write_all(body.as_bytes()));
+}
