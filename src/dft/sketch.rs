@@ -298,41 +298,31 @@ impl Dft {
         st.shift = shift;
         st.sum = sum;
         st.sumsq = sumsq;
-        if m == self.window {
-            let tw = st.twiddle.get_or_insert_with(|| twiddles(self.window)).clone();
-            for f in 0..self.coeffs {
-                let step = f + 1;
-                let (mut k, mut re, mut im) = (0usize, 0.0, 0.0);
-                for x in self.buf.range(start..end) {
-                    let v = x - shift;
-                    let (c, s) = tw[k];
-                    re += v * c;
-                    im -= v * s;
-                    k += step;
-                    if k >= m {
-                        k -= m;
-                    }
-                }
-                st.re[f] = re;
-                st.im[f] = im;
-            }
+        // The twiddles cos/sin(2πk/m): shared per window length while the window is full or
+        // filling in whole basic windows (a handful of lengths), built locally otherwise. Either
+        // way each is computed once per recomputation, not once per coefficient and point.
+        let tw: Twiddles = if m == self.window {
+            st.twiddle.get_or_insert_with(|| twiddles(self.window)).clone()
+        } else if m.is_multiple_of(self.basic) {
+            twiddles(m)
         } else {
-            for f in 0..self.coeffs {
-                let step = (f + 1) % m;
-                let (mut k, mut re, mut im) = (0usize, 0.0, 0.0);
-                for x in self.buf.range(start..end) {
-                    let v = x - shift;
-                    let (s, c) = (2.0 * PI * k as f64 / m as f64).sin_cos();
-                    re += v * c;
-                    im -= v * s;
-                    k += step;
-                    if k >= m {
-                        k -= m;
-                    }
+            (0..m).map(|k| (2.0 * PI * k as f64 / m as f64).sin_cos()).map(|(s, c)| (c, s)).collect()
+        };
+        for f in 0..self.coeffs {
+            let step = (f + 1) % m;
+            let (mut k, mut re, mut im) = (0usize, 0.0, 0.0);
+            for x in self.buf.range(start..end) {
+                let v = x - shift;
+                let (c, s) = tw[k];
+                re += v * c;
+                im -= v * s;
+                k += step;
+                if k >= m {
+                    k -= m;
                 }
-                st.re[f] = re;
-                st.im[f] = im;
             }
+            st.re[f] = re;
+            st.im[f] = im;
         }
     }
 
