@@ -57,3 +57,15 @@ pub fn ais_speed() -> Vec<f64> {
         .filter(|s| *s != 102.3)
         .collect()
 }
+
+/// Every single-byte flip and every truncation of an encoding must be refused by the decoder
+/// (the envelope's CRC and length checks, then the kind's own payload checks), never accepted
+/// and never a panic.
+pub fn assert_every_flip_and_truncation_fails(bytes: &[u8]) {
+    for i in 0..bytes.len() {
+        let mut flipped = bytes.to_vec();
+        flipped[i] ^= 0x5a;
+        assert!(saams::registry::decode(&flipped).is_err(), "flip at byte {i} was accepted");
+        assert!(saams::registry::decode(&bytes[..i]).is_err(), "truncation to {i} bytes was accepted");
+    }
+}
