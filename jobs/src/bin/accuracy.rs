@@ -385,21 +385,31 @@ fn ams(params: serde_json::Value, items: &[Datum<'_>]) -> Result<Vec<Row>, Strin
     Ok(rows)
 }
 
-/// DFT correlation between two real EURUSD feeds over the sliding window, against the exact
-/// Pearson correlation of the same window, queried every basic window.
-fn dft(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
-    let w = params.get(2).and_then(|v| v.as_f64()).unwrap_or(2000.0) as usize;
-    let basic = params.get(1).and_then(|v| v.as_f64()).unwrap_or(500.0) as usize;
+/// A pair query of two synopses fed two real series point by point, asked every `every`
+/// points once `window` points were seen, against the exact Pearson correlation of the last
+/// `window` points (DFT correlation; LSH similarity of mean-centred windows is the same
+/// quantity).
+#[allow(clippy::too_many_arguments)]
+fn pair_series(
+    kind: &'static str,
+    id: u64,
+    params: serde_json::Value,
+    query: (&'static str, PairQuery),
+    bound: &str,
+    (window, every): (usize, usize),
+    x: &[f64],
+    y: &[f64],
+) -> Result<Row, String> {
     let n = x.len().min(y.len());
-    let (mut a, mut b) = (build(4, &params)?, build(4, &params)?);
+    let (mut a, mut b) = (build(id, &params)?, build(id, &params)?);
     let (mut covered, mut queries, mut max_err, mut confidence) = (0, 0, 0.0f64, 1.0);
     for i in 0..n {
         a.update(Datum::Num(x[i]));
         b.update(Datum::Num(y[i]));
         let seen = i + 1;
-        if seen >= w && seen % basic == 0 {
-            let Some(truth) = pearson(&x[seen - w..seen], &y[seen - w..seen]) else { continue };
-            let e = a.estimate_pair(b.as_ref(), &PairQuery::Correlation).map_err(|e| e.to_string())?;
+        if seen >= window && seen % every == 0 {
+            let Some(truth) = pearson(&x[seen - window..seen], &y[seen - window..seen]) else { continue };
+            let e = a.estimate_pair(b.as_ref(), &query.1).map_err(|e| e.to_string())?;
             queries += 1;
             if e.lower - 1e-9 <= truth && truth <= e.upper + 1e-9 {
                 covered += 1;
@@ -409,51 +419,31 @@ fn dft(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
         }
     }
     Ok(Row {
-        kind: "DFT",
+        kind,
         params: params_text(&params),
         data: "EURUSD fxcm vs oanda",
-        query: "correlation",
+        query: query.0,
         queries,
         covered,
         confidence,
         error: format!("max|err|={max_err:.4}"),
-        bound: "dropped-coefficient energy".into(),
+        bound: bound.into(),
     })
 }
 
-/// LSH similarity between two real EURUSD feeds: the signatures of the last `window` values
-/// (mean-centred, so the similarity is their Pearson correlation), queried every `window` points.
+/// DFT correlation over the sliding window, queried every basic window.
+fn dft(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
+    let window = params.get(2).and_then(|v| v.as_f64()).unwrap_or(2000.0) as usize;
+    let basic = params.get(1).and_then(|v| v.as_f64()).unwrap_or(500.0) as usize;
+    let query = ("correlation", PairQuery::Correlation);
+    pair_series("DFT", 4, params, query, "dropped-coefficient energy", (window, basic), x, y)
+}
+
+/// LSH similarity of the last `window` values, queried every window.
 fn lsh(params: serde_json::Value, x: &[f64], y: &[f64]) -> Result<Row, String> {
-    let w = params.get(0).and_then(|v| v.as_f64()).unwrap_or(100.0) as usize;
-    let n = x.len().min(y.len());
-    let (mut a, mut b) = (build(9, &params)?, build(9, &params)?);
-    let (mut covered, mut queries, mut max_err, mut confidence) = (0, 0, 0.0f64, 1.0);
-    for i in 0..n {
-        a.update(Datum::Num(x[i]));
-        b.update(Datum::Num(y[i]));
-        let seen = i + 1;
-        if seen >= w && seen % w == 0 {
-            let Some(truth) = pearson(&x[seen - w..seen], &y[seen - w..seen]) else { continue };
-            let e = a.estimate_pair(b.as_ref(), &PairQuery::Similarity).map_err(|e| e.to_string())?;
-            queries += 1;
-            if e.lower - 1e-9 <= truth && truth <= e.upper + 1e-9 {
-                covered += 1;
-            }
-            max_err = max_err.max((e.as_f64().unwrap_or(f64::NAN) - truth).abs());
-            confidence = e.confidence;
-        }
-    }
-    Ok(Row {
-        kind: "LSH",
-        params: params_text(&params),
-        data: "EURUSD fxcm vs oanda",
-        query: "similarity",
-        queries,
-        covered,
-        confidence,
-        error: format!("max|err|={max_err:.4}"),
-        bound: "Hoeffding on the Hamming distance".into(),
-    })
+    let window = params.get(0).and_then(|v| v.as_f64()).unwrap_or(100.0) as usize;
+    let query = ("similarity", PairQuery::Similarity);
+    pair_series("LSH", 9, params, query, "Hoeffding on the Hamming distance", (window, window), x, y)
 }
 
 /// Every evaluation of the report; an evaluation that fails (a kind that cannot be built or
