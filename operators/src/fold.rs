@@ -14,7 +14,7 @@ use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
-use crate::merge_tree::{Pending, combine};
+use crate::merge_tree::{Pending, combine, stash_partials};
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Snapshot, SynBox};
 
@@ -41,17 +41,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
                         for batch in data {
-                            for o in batch.drain(..) {
-                                match o {
-                                    o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
-                                    Out::Partial(p) => {
-                                        let (_, by_syn) = pending
-                                            .entry(p.window)
-                                            .or_insert_with(|| (cap.delayed(&p.window), HashMap::new()));
-                                        by_syn.entry(p.syn).or_default().push(p);
-                                    }
-                                }
-                            }
+                            stash_partials(batch, &cap, &mut pending, &mut lines);
                         }
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());

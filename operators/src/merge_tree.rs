@@ -22,6 +22,20 @@ use crate::record::{Out, Partial};
 /// Partials waiting for their window to close, per window: its capability and per synopsis.
 pub(crate) type Pending = BTreeMap<u64, (Capability<u64>, HashMap<u32, Vec<Partial>>)>;
 
+/// Sort one incoming batch: answer lines and snapshots pass straight through (into `lines`),
+/// partials wait in `pending` by window and synopsis until the frontier passes their window.
+pub(crate) fn stash_partials(batch: &mut Vec<Out>, cap: &Capability<u64>, pending: &mut Pending, lines: &mut Vec<Out>) {
+    for o in batch.drain(..) {
+        match o {
+            o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
+            Out::Partial(p) => {
+                let (_, by_syn) = pending.entry(p.window).or_insert_with(|| (cap.delayed(&p.window), HashMap::new()));
+                by_syn.entry(p.syn).or_default().push(p);
+            }
+        }
+    }
+}
+
 /// Fold a window's partials of one synopsis into one (exact kinds) or one list (others).
 pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
     let mut first = partials.swap_remove(0);
@@ -75,17 +89,7 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
                         for batch in data {
-                            for o in batch.drain(..) {
-                                match o {
-                                    o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
-                                    Out::Partial(p) => {
-                                        let (_, by_syn) = pending
-                                            .entry(p.window)
-                                            .or_insert_with(|| (cap.delayed(&p.window), HashMap::new()));
-                                        by_syn.entry(p.syn).or_default().push(p);
-                                    }
-                                }
-                            }
+                            stash_partials(batch, &cap, &mut pending, &mut lines);
                         }
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());
