@@ -148,6 +148,8 @@ impl CountingProducer {
         let mut config = ClientConfig::new();
         // topics are created explicitly (`ensure_topics`), never as a side effect of a metadata fetch
         config.set("bootstrap.servers", &opts.brokers).set("allow.auto.create.topics", "false");
+        // after a broker restart, deliver within a second of its return (librdkafka's backoff grows to 10 s)
+        config.set("reconnect.backoff.max.ms", "1000");
         for (k, v) in defaults {
             config.set(*k, *v);
         }

@@ -589,6 +589,31 @@ impl PartitionWatermarks {
         self.parts[i].max_event_ms.map(|t| t.saturating_sub(self.lateness_ms))
     }
 
+    /// Marks every tracked partition active at `now`, keeping its event time: the consumer met an
+    /// error (a broker down or reconnecting), and silence caused by an outage is not idleness.
+    /// Otherwise all partitions would go idle during the outage, and after it the first partition
+    /// whose records come back would drive the watermark past the others' on-time records.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// let t0 = Instant::now();
+    /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(1), t0);
+    /// w.observe(0, 1_000, t0);
+    /// w.observe(1, 1_000, t0);
+    /// // the broker goes away for 5 s; the consumer keeps reporting errors
+    /// let back = t0 + Duration::from_secs(5);
+    /// w.hold_active(back);
+    /// // partition 0 returns first, far ahead: partition 1 still holds the watermark
+    /// w.observe(0, 60_000, back);
+    /// assert_eq!(w.watermark(back), Some(1_000));
+    /// ```
+    pub fn hold_active(&mut self, now: Instant) {
+        for part in &mut self.parts {
+            part.last_active = part.last_active.max(now);
+        }
+    }
+
     /// True when no tracked partition is active at `now` (also when none is tracked): this worker
     /// should then not hold the dataflow's frontier back.
     pub fn is_idle(&self, now: Instant) -> bool {
@@ -791,7 +816,10 @@ impl PartitionReader {
             // Throughput: prefetch deeply and do not back off for a second once the local queue
             // is full (librdkafka's defaults stall a fast consumer); -X overrides both.
             .set("queued.min.messages", "1000000")
-            .set("fetch.queue.backoff.ms", "10");
+            .set("fetch.queue.backoff.ms", "10")
+            // After a broker restart, reconnect within a second of its return: librdkafka's default
+            // backoff grows to 10 s, longer than a partition's idle timeout.
+            .set("reconnect.backoff.max.ms", "1000");
         opts.apply_extra(&mut config);
         let context = SourceContext::default();
         let consumer: BaseConsumer<SourceContext> =
@@ -959,6 +987,8 @@ impl KafkaTupleSource {
 
     /// Hands up to `max` available records to `f` without copying them; waits at most `wait` for
     /// the first one (use `Duration::ZERO` inside a dataflow step). Returns how many were handed.
+    /// While the consumer reports errors (broker down, reconnecting) its partitions count as active,
+    /// not idle (see [`PartitionWatermarks::hold_active`]).
     ///
     /// # Errors
     /// [`AdapterError::Kafka`] only when the consumer failed fatally; transient errors are counted
@@ -969,7 +999,12 @@ impl KafkaTupleSource {
         wait: Duration,
         f: F,
     ) -> Result<usize, AdapterError> {
-        self.reader.poll_with(max, wait, f)
+        let errors = self.reader.errors;
+        let n = self.reader.poll_with(max, wait, f)?;
+        if self.reader.errors != errors {
+            self.clock.hold_active(Instant::now());
+        }
+        Ok(n)
     }
 
     /// As [`poll_with`](Self::poll_with), returning owned records.
@@ -978,7 +1013,7 @@ impl KafkaTupleSource {
     /// As [`poll_with`](Self::poll_with).
     pub fn poll_batch(&mut self, max: usize, wait: Duration) -> Result<Vec<KafkaRecord>, AdapterError> {
         let mut out = Vec::new();
-        self.reader.poll_with(max, wait, |r| out.push(r.to_owned_record()))?;
+        self.poll_with(max, wait, |r| out.push(r.to_owned_record()))?;
         Ok(out)
     }
 

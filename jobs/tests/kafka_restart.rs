@@ -1,0 +1,200 @@
+//! A broker restarted while `saams` runs: the job reconnects and keeps consuming new records.
+//!
+//! Needs a broker whose storage outlives it, as a real Kafka cluster's does: start one with
+//! `scripts/start-kafka.sh --durable` (Tansu on S3 storage kept by a local object store) and set
+//! `SAAMS_KAFKA_DURABLE_BROKERS` to it (127.0.0.1:9192 by default; `.ci/run` does both). The test
+//! restarts it with `scripts/restart-kafka.sh` (kill -9, start again on the same storage), which reads
+//! the same `KAFKA_*` environment as the start script. Skipped, with a notice, without that variable.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use saams_jobs::source::kafka::{AdapterError, KafkaBroadcastSource, KafkaOptions, StartFrom};
+
+const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
+const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+/// Seconds the broker stays down: longer than the job's `--idle-timeout`, so a job that took the
+/// outage for idle partitions would turn on-time tuples of the second batch into late ones.
+const DOWN_S: &str = "3";
+const IDLE_TIMEOUT: &str = "2s";
+/// Longer than the time from the first batch's last record to the second batch's first.
+const EXIT_WHEN_IDLE: &str = "12s";
+
+fn durable_broker() -> Option<String> {
+    let Ok(brokers) = std::env::var("SAAMS_KAFKA_DURABLE_BROKERS") else {
+        println!(
+            "SKIPPED: SAAMS_KAFKA_DURABLE_BROKERS not set; start a durable broker with \
+             scripts/start-kafka.sh --durable and set it to 127.0.0.1:9192"
+        );
+        return None;
+    };
+    let first = brokers.split(',').next().unwrap_or_default().trim().to_string();
+    let addr = first.to_socket_addrs().ok().and_then(|mut a| a.next());
+    match addr.map(|a| TcpStream::connect_timeout(&a, Duration::from_secs(1))) {
+        Some(Ok(_)) => Some(brokers),
+        other => panic!("SAAMS_KAFKA_DURABLE_BROKERS={brokers} is set but nothing listens there: {other:?}"),
+    }
+}
+
+fn unique(what: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_nanos();
+    format!("saams-restart-{what}-{}-{nanos}", std::process::id())
+}
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+fn check(out: Output, what: &str) -> Output {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn replay_into(brokers: &str, topic: &str, file: &Path) {
+    check(
+        Command::new(REPLAY)
+            .arg(file)
+            .args(["--brokers", brokers, "--topic", topic, "--partitions", "4", "--progress", "none"])
+            .output()
+            .expect("run replay"),
+        "replay --brokers",
+    );
+}
+
+/// Sorted, distinct estimation lines of a file run (the sink is at-least-once across a restart:
+/// a produce request retried after the broker came back may be stored twice).
+fn file_run(requests: &Path, data: &Path) -> Vec<String> {
+    let out = check(
+        Command::new(SAAMS)
+            .args(["-w", "2", "--progress", "0", "--requests"])
+            .arg(requests)
+            .arg("--data")
+            .arg(data)
+            .output()
+            .expect("run saams"),
+        "saams from a file",
+    );
+    distinct(String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect())
+}
+
+fn distinct(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn reader(brokers: &str, topic: &str) -> KafkaBroadcastSource {
+    let mut opts = KafkaOptions::new(brokers, unique("reader"));
+    opts.from = StartFrom::Earliest;
+    KafkaBroadcastSource::new(&opts, topic, 0).expect("reader of the output topic")
+}
+
+/// Every record of `topic`, read to its end, as text.
+fn read_topic(brokers: &str, topic: &str) -> Vec<String> {
+    let mut source = reader(brokers, topic);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    loop {
+        assert!(Instant::now() < deadline, "topic {topic} not read to its end");
+        let batch = source.poll_batch(10_000, Duration::from_millis(20)).expect("poll");
+        let empty = batch.is_empty();
+        got.extend(batch.into_iter().map(|r| String::from_utf8(r.payload).expect("UTF-8 estimation")));
+        if empty && source.at_end() {
+            return got;
+        }
+    }
+}
+
+fn window_start(line: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(line).expect("estimation JSON");
+    v["window"]["start"].as_str().expect("window start").to_string()
+}
+
+#[test]
+fn broker_restart_while_the_job_runs_reconnects_and_consumes_the_new_records() {
+    let Some(brokers) = durable_broker() else { return };
+    let dir = std::env::temp_dir().join(format!("saams-kafka-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let all = dir.join("all.jsonl");
+    check(
+        Command::new(REPLAY)
+            .args(["--generate", "stocks:100:2000", "--progress", "none", "--output"])
+            .arg(&all)
+            .output()
+            .expect("run replay"),
+        "replay --generate",
+    );
+    // in event-time order: the second half is newer than the first
+    let text = std::fs::read_to_string(&all).expect("generated tuples");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 200_000);
+    let (first, second) = (dir.join("batch1.jsonl"), dir.join("batch2.jsonl"));
+    std::fs::write(&first, lines[..100_000].join("\n") + "\n").expect("batch 1");
+    std::fs::write(&second, lines[100_000..].join("\n") + "\n").expect("batch 2");
+    let requests = repo("datasets/requests/paper-workload.json");
+
+    let (data_topic, out_topic) = (unique("data"), unique("out"));
+    replay_into(&brokers, &data_topic, &first);
+    let started = Instant::now();
+    let job = Command::new(SAAMS)
+        .args(["-w", "2", "--brokers", &brokers, "--data-topic", &data_topic, "--output-topic", &out_topic])
+        .arg("--requests")
+        .arg(&requests)
+        .args(["--group-id", &unique("group"), "--from", "earliest", "--progress", "0"])
+        .args(["--idle-timeout", IDLE_TIMEOUT, "--exit-when-idle", EXIT_WHEN_IDLE])
+        .args(["-X", "session.timeout.ms=2000", "-X", "heartbeat.interval.ms=500"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run saams");
+
+    // the first estimations of batch 1 reach the output topic (which the job creates)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut out_reader = loop {
+        let mut opts = KafkaOptions::new(&brokers, unique("reader"));
+        opts.from = StartFrom::Earliest;
+        match KafkaBroadcastSource::new(&opts, &out_topic, 0) {
+            Ok(r) => break r,
+            Err(AdapterError::MissingTopic { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            Err(e) => panic!("reader of the output topic: {e}"),
+        }
+    };
+    while out_reader.poll_batch(100, Duration::from_millis(50)).expect("poll").is_empty() {
+        assert!(Instant::now() < deadline, "no estimation within 30 s");
+    }
+    drop(out_reader);
+    let first_estimation = started.elapsed();
+
+    let restart = Command::new(repo("scripts/restart-kafka.sh")).arg(DOWN_S).output().expect("run restart-kafka.sh");
+    check(restart, "scripts/restart-kafka.sh");
+    let restarted = started.elapsed();
+    replay_into(&brokers, &data_topic, &second);
+
+    let out = job.wait_with_output().expect("saams finished");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    println!(
+        "first estimation at {first_estimation:.2?}, broker back at {restarted:.2?}, job done at {took:.2?}\n{stderr}"
+    );
+    assert!(stderr.contains("poll error"), "the job did not see the broker go away:\n{stderr}");
+    let summary = stderr.lines().find(|l| l.starts_with("summary ")).expect("summary line");
+    assert!(summary.contains("tuples=200000 "), "both batches counted: {summary}");
+    assert!(summary.contains(" late=0 ") && summary.contains(" dead_letters=0 "), "{summary}");
+    assert!(stderr.contains(" failed=0"), "every estimation delivered:\n{stderr}");
+
+    // what the job wrote, before and after the restart, is what a file run of both batches gives
+    let from_kafka = distinct(read_topic(&brokers, &out_topic));
+    let expected = file_run(&requests, &all);
+    assert_eq!(from_kafka.len(), expected.len());
+    assert!(from_kafka == expected, "estimations across the restart differ from the file run's");
+    // and it covers windows that only batch 2 has
+    let last_of_batch1 = file_run(&requests, &first).iter().map(|l| window_start(l)).max().expect("batch 1 windows");
+    let newer = from_kafka.iter().filter(|l| window_start(l) > last_of_batch1).count();
+    assert!(newer > 1000, "only {newer} estimations of windows after {last_of_batch1}");
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Restart the durable broker of `scripts/start-kafka.sh --durable` as a crash would: kill -9 by its
+# PID, stay down for DOWN seconds (first argument, default 0), then start it again on the same
+# storage and wait until it accepts connections. Topics, records and committed offsets survive.
+# The same KAFKA_* environment as for start-kafka.sh applies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DOWN=${1:-0}
+PIDFILE=${KAFKA_PIDFILE:-kafka-durable.pid}
+S3_PIDFILE=${KAFKA_S3_PIDFILE:-kafka-s3.pid}
+if ! [ -f "$S3_PIDFILE" ] || ! kill -0 "$(cat "$S3_PIDFILE")" 2>/dev/null; then
+  echo "error: no object store running ($S3_PIDFILE): start the broker with scripts/start-kafka.sh --durable" >&2
+  exit 1
+fi
+if [ -f "$PIDFILE" ]; then
+  PID=$(cat "$PIDFILE")
+  if kill -0 "$PID" 2>/dev/null; then
+    kill -9 "$PID"
+    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    echo "broker $PID killed"
+  fi
+  rm -f "$PIDFILE"
+fi
+sleep "$DOWN"
+exec scripts/start-kafka.sh --durable
