@@ -3,8 +3,8 @@
 //! Needs a broker whose storage outlives it, as a real Kafka cluster's does: start one with
 //! `scripts/start-kafka.sh --durable` (Tansu on S3 storage kept by a local object store) and set
 //! `SAAMS_KAFKA_DURABLE_BROKERS` to it (127.0.0.1:9192 by default; `.ci/run` does both). The test
-//! restarts it with `scripts/restart-kafka.sh` (kill -9, start again on the same storage), which reads
-//! the same `KAFKA_*` environment as the start script. Skipped, with a notice, without that variable.
+//! restarts it with `scripts/restart-kafka.sh` (kill -9, start again on the same address and
+//! storage). Skipped, with a notice, without that variable.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
