@@ -1744,6 +1744,38 @@ mod tests {
     }
 
     #[test]
+    fn an_outage_is_not_idleness() {
+        let t0 = Instant::now();
+        let idle = Duration::from_secs(2);
+        let run = |hold: bool| {
+            let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+            w.observe(0, 1_000, t0);
+            w.observe(1, 1_000, t0);
+            // the broker is down for 5 s; the consumer reports errors until it is back
+            let mut now = t0;
+            while now < t0 + Duration::from_secs(5) {
+                now += Duration::from_millis(500);
+                if hold {
+                    w.hold_active(now);
+                }
+            }
+            // partition 0's records come back first, an hour ahead of partition 1's next ones
+            w.observe(0, 3_600_000, now);
+            let after = now + Duration::from_millis(1500);
+            (w.watermark(after), w.is_idle(after))
+        };
+        assert_eq!(run(false), (Some(3_600_000), false), "without holding, partition 1 counted as idle");
+        assert_eq!(run(true), (Some(1_000), false), "partition 1 still holds the watermark");
+        // a partition silent for the idle timeout after the outage is idle again
+        let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+        w.observe(0, 1_000, t0);
+        w.observe(1, 1_000, t0);
+        w.hold_active(t0 + Duration::from_secs(5));
+        w.observe(0, 9_000, t0 + Duration::from_secs(6));
+        assert_eq!(w.watermark(t0 + Duration::from_secs(7) + Duration::from_millis(1)), Some(9_000));
+    }
+
+    #[test]
     fn no_partitions_is_idle_without_watermark() {
         let t0 = Instant::now();
         let mut w = PartitionWatermarks::new(&[], 0, Duration::from_secs(1), t0);
