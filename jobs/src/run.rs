@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use saams::Datum;
 use saams::api::request::parse_requests;
 use saams_datasets::GeneratorSpec;
-use saams_operators::{AnswerPairs, FoldPartials, MergeTree, Plan, Rec, UpdateSynopses, Val, merge_stages};
+use saams_operators::{AnswerPairs, FoldPartials, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val, merge_stages};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::Broadcast;
@@ -302,6 +302,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             stream
                 .fold_partials(plan.clone())
                 .answer_pairs(plan.clone())
+                .set_changes(plan.clone())
                 .inspect_core(move |event| {
                     if let Ok((_, lines)) = event {
                         sink.write_all(lines.iter());

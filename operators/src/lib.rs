@@ -5,7 +5,9 @@
 //! - [`merge_tree::MergeTree::merge_stage`]: one stage of the log2(W) tree merge of partials;
 //! - [`fold::FoldPartials::fold_partials`]: merged state and answers at each synopsis' home;
 //! - [`pairs::AnswerPairs::answer_pairs`]: queries over pairs of synopses (correlation, similarity,
-//!   inner product).
+//!   inner product) and continuous set-valued queries;
+//! - [`changes::SetChanges::set_changes`]: continuous set-valued answers as changes (+member /
+//!   −member) of a differential collection.
 //!
 //! [`plan::Plan`] is the registry every worker compiles from the broadcast request script.
 //!
@@ -36,6 +38,7 @@
 //!             .update_synopses(plan.clone())
 //!             .fold_partials(plan.clone())
 //!             .answer_pairs(plan.clone())
+//!             .set_changes(plan.clone())
 //!             .inspect(move |line: &String| sink.borrow_mut().push(line.clone()));
 //!         input
 //!     });
@@ -54,6 +57,7 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+pub mod changes;
 pub mod fold;
 pub mod merge_tree;
 pub mod pairs;
@@ -61,6 +65,7 @@ pub mod plan;
 pub mod record;
 pub mod update;
 
+pub use changes::SetChanges;
 pub use fold::FoldPartials;
 pub use merge_tree::MergeTree;
 pub use pairs::AnswerPairs;

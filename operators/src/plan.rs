@@ -11,7 +11,7 @@ use std::sync::Arc;
 use saams::api::estimation::{Answer, Estimation};
 use saams::api::request::{Action, QueryMode, QuerySpec, Request, RequestError, query_spec};
 use saams::hash::hash_bytes;
-use saams::{Kind, Synopsis, registry};
+use saams::{Kind, Query, Synopsis, registry};
 use serde_json::{Value as Json, json};
 
 /// Where snapshot files are read and written (the job confines them to one directory).
@@ -127,7 +127,24 @@ pub struct SynSpec {
     deleted: bool,
 }
 
-/// A query over pairs of synopses (DFT correlation, LSH similarity, AMS inner product).
+/// True for queries whose answer is a set (correlated or similar stream pairs, frequent items):
+/// answered continuously, they are emitted as changes of that set ([`crate::changes`]).
+///
+/// ```
+/// use saams::api::request::QuerySpec;
+/// use saams::{PairQuery, Query};
+/// use saams_operators::plan::is_set_valued;
+/// assert!(is_set_valued(&QuerySpec::PairsAbove { query: PairQuery::Correlation, threshold: 0.9 }));
+/// assert!(is_set_valued(&QuerySpec::Single(Query::FrequentItems { support: 0.01 })));
+/// assert!(!is_set_valued(&QuerySpec::Single(Query::Distinct)));
+/// ```
+pub fn is_set_valued(spec: &QuerySpec) -> bool {
+    matches!(spec, QuerySpec::PairsAbove { .. } | QuerySpec::Single(Query::FrequentItems { .. }))
+}
+
+/// A query answered at its home worker from the merged states of its participants: a query over
+/// pairs of synopses (DFT correlation, LSH similarity, AMS inner product), or a continuous
+/// set-valued query of one synopsis (frequent items), whose answers become set changes there.
 #[derive(Clone, Debug)]
 pub struct PairQueryReg {
     /// The synopsis the request named.
@@ -191,7 +208,7 @@ pub struct Plan {
     pub store: Arc<dyn SnapshotStore>,
     /// False for a parse-and-route-only run (`--no-synopses`): values are routed, then dropped.
     pub update: bool,
-    /// Queries over pairs of synopses.
+    /// Queries over pairs of synopses and continuous set-valued queries ([`PairQueryReg`]).
     pub pair_queries: Vec<PairQueryReg>,
 }
 
@@ -439,8 +456,8 @@ impl Plan {
         self.compile_pairs();
     }
 
-    /// Move pair queries out of their synopses, resolve their participants, and tell each
-    /// participant where to send its state.
+    /// Move pair queries and continuous set-valued queries out of their synopses, resolve their
+    /// participants, and tell each participant where to send its state.
     fn compile_pairs(&mut self) {
         let params: Vec<Vec<u8>> = self.synopses.iter().map(|s| s.fresh.encode()).collect();
         for i in 0..self.synopses.len() {
@@ -450,8 +467,9 @@ impl Plan {
             let mut regs = Vec::new();
             for continuous in [true, false] {
                 let list = if continuous { &mut self.synopses[i].continuous } else { &mut self.synopses[i].adhoc };
-                let (pairs, singles): (Vec<QueryReg>, Vec<QueryReg>) =
-                    list.drain(..).partition(|q| !matches!(q.spec, QuerySpec::Single(_)));
+                let (pairs, singles): (Vec<QueryReg>, Vec<QueryReg>) = list
+                    .drain(..)
+                    .partition(|q| !matches!(q.spec, QuerySpec::Single(_)) || continuous && is_set_valued(&q.spec));
                 *list = singles;
                 regs.extend(pairs.into_iter().map(|q| (q, continuous)));
             }
