@@ -1,5 +1,7 @@
 //! Timely operators that maintain saams synopses, one operator per file:
 //!
+//! - [`registry_join::JoinRegistry::join_registry`]: routed values meet the registry (a
+//!   differential collection arranged by dataset and stream) at their window;
 //! - [`update::UpdateSynopses::update_synopses`]: routing pacts (key-, partition- and
 //!   window-based), per-window buffering in event-time order, synopsis updates;
 //! - [`merge_tree::MergeTree::merge_stage`]: one stage of the log2(W) tree merge of partials;
@@ -9,7 +11,8 @@
 //! - [`changes::SetChanges::set_changes`]: continuous set-valued answers as changes (+member /
 //!   −member) of a differential collection.
 //!
-//! [`plan::Plan`] is the registry every worker compiles from the broadcast request script.
+//! [`plan::Plan`] is what every worker compiles from the broadcast request script; which of its
+//! synopses are registered at which window comes from the registry collection.
 //!
 //! A whole pipeline on one worker: a Count-Min on stream `A`, three values in the first minute.
 //!
@@ -63,6 +66,7 @@ pub mod merge_tree;
 pub mod pairs;
 pub mod plan;
 pub mod record;
+pub mod registry_join;
 pub mod update;
 
 pub use changes::SetChanges;
@@ -71,6 +75,7 @@ pub use merge_tree::MergeTree;
 pub use pairs::AnswerPairs;
 pub use plan::{Plan, SnapshotStore};
 pub use record::{Out, Partial, Rec, Snapshot, SynBox, Val};
+pub use registry_join::JoinRegistry;
 pub use update::UpdateSynopses;
 
 /// Number of tree-merge stages for `peers` workers: ceil(log2 peers).

@@ -12,6 +12,8 @@ use saams::api::estimation::{Answer, Estimation};
 use saams::api::request::{Action, QueryMode, QuerySpec, Request, RequestError, query_spec};
 use saams::hash::hash_bytes;
 use saams::{Kind, Query, Synopsis, registry};
+
+use crate::registry_join::{Entry, LiveRegistry};
 use serde_json::{Value as Json, json};
 
 /// Where snapshot files are read and written (the job confines them to one directory).
@@ -210,6 +212,12 @@ pub struct Plan {
     pub update: bool,
     /// Queries over pairs of synopses and continuous set-valued queries ([`PairQueryReg`]).
     pub pair_queries: Vec<PairQueryReg>,
+    /// The script's registry changes in request order: a construct registers its synopsis (+1),
+    /// a delete unregisters it (−1) ([`Plan::registry_updates`]).
+    pub registry: Vec<(u32, isize)>,
+    /// Which synopses are registered at which window, as the registry collection's changes
+    /// arrive ([`crate::registry_join`]).
+    pub live: LiveRegistry,
 }
 
 impl std::fmt::Debug for Plan {
@@ -248,6 +256,8 @@ impl Plan {
             store,
             update: true,
             pair_queries: Vec::new(),
+            registry: Vec::new(),
+            live: LiveRegistry::default(),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = json!(format!("req-{}", n + 1));
@@ -329,6 +339,7 @@ impl Plan {
                     snapshot_to: Vec::new(),
                     deleted: false,
                 });
+                self.registry.push((self.synopses.len() as u32 - 1, 1));
                 Ok(())
             }
             Action::Delete { field } => {
@@ -337,6 +348,7 @@ impl Plan {
                     return Err(format!("nothing to delete: no {}", Plan::describe(req)));
                 }
                 for i in found {
+                    self.registry.push((i as u32, -1));
                     let s = &mut self.synopses[i];
                     s.deleted = true;
                     let why = format!("synopsis deleted by request {id} before the query could be answered");
@@ -522,6 +534,37 @@ impl Plan {
                 self.pair_queries.push(PairQueryReg { syn: i as u32, reg, continuous, participants, home });
             }
         }
+    }
+
+    /// The registry changes of the request script, as updates of the registry collection
+    /// ([`crate::registry_join::Entry`]): all at time 0, the script taking effect before the first
+    /// window; a synopsis constructed and deleted in the script adds up to nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use saams_operators::{Plan, SnapshotStore};
+    /// struct NoFiles;
+    /// impl SnapshotStore for NoFiles {
+    ///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    ///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    ///     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// }
+    /// let script = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":2,"dataSetKey":"F","param":["HLL","price","NotQueryable",0.05]}
+    ///        {"streamID":"A","synopsisID":2,"dataSetKey":"F","param":["DELETE_REQUEST","price"]}"#,
+    /// );
+    /// let plan = Plan::build(&script, 2, 60_000, Arc::new(NoFiles));
+    /// let key = ("F".to_string(), "A".to_string());
+    /// assert_eq!(plan.registry_updates(), vec![((key.clone(), 0), 0, 1), ((key, 0), 0, -1)]);
+    /// ```
+    pub fn registry_updates(&self) -> Vec<(Entry, u64, isize)> {
+        self.registry
+            .iter()
+            .map(|&(syn, diff)| {
+                let s = &self.synopses[syn as usize];
+                (((s.dataset.clone(), s.stream.clone()), syn), 0, diff)
+            })
+            .collect()
     }
 
     /// The groups a tuple of `stream` in `dataset` feeds: per-stream ones, then dataset-wide ones.
