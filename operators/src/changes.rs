@@ -32,7 +32,7 @@ use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Map;
-use timely::dataflow::operators::{Capability, Concat};
+use timely::dataflow::operators::{Capability, Concat, OkErr};
 
 use crate::plan::Plan;
 
@@ -117,13 +117,9 @@ pub trait SetChanges<'scope> {
 
 impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
     fn set_changes(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>> {
-        let lines = self.clone().flat_map(|a| match a {
-            Answered::Line(l) => Some(l),
-            Answered::Set(_) => None,
-        });
-        let sets = self.flat_map(|a| match a {
-            Answered::Set(s) => Some(s),
-            Answered::Line(_) => None,
+        let (lines, sets) = self.ok_err::<Vec<String>, _, Vec<SetAnswer>, _, _>(|a| match a {
+            Answered::Line(l) => Ok(l),
+            Answered::Set(s) => Err(s),
         });
         // The collection of every query's members: the new set enters, the previous one leaves.
         let changes = sets
