@@ -12,7 +12,6 @@
 //! that window has been applied here, on every worker alike.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use differential_dataflow::VecCollection;
@@ -35,7 +34,9 @@ pub type Entry = ((String, String), u32);
 #[derive(Debug, Default)]
 pub struct LiveRegistry {
     joined: Cell<bool>,
-    changes: RefCell<HashMap<u32, BTreeMap<u64, isize>>>,
+    /// Per synopsis, its registry changes (window, diff) in time order (a handful at most: it
+    /// is read at every window close of every synopsis, so a dense vector, no hashing).
+    changes: RefCell<Vec<Vec<(u64, isize)>>>,
 }
 
 impl LiveRegistry {
@@ -55,14 +56,23 @@ impl LiveRegistry {
         if !self.joined.get() {
             return true;
         }
-        self.changes.borrow().get(&syn).is_some_and(|c| c.range(..=window).map(|(_, d)| d).sum::<isize>() > 0)
+        self.changes
+            .borrow()
+            .get(syn as usize)
+            .is_some_and(|c| c.iter().take_while(|(t, _)| *t <= window).map(|(_, d)| d).sum::<isize>() > 0)
     }
 
     /// Apply one registry change: `diff` registrations of `syn` from window `time` on. Applying
     /// a change also marks the registry as joined (from then on only registered synopses are live).
     pub fn apply(&self, syn: u32, time: u64, diff: isize) {
         self.joined.set(true);
-        *self.changes.borrow_mut().entry(syn).or_default().entry(time).or_default() += diff;
+        let mut changes = self.changes.borrow_mut();
+        if changes.len() <= syn as usize {
+            changes.resize_with(syn as usize + 1, Vec::new);
+        }
+        let list = &mut changes[syn as usize];
+        let at = list.partition_point(|(t, _)| *t <= time);
+        list.insert(at, (time, diff));
     }
 
     fn join(&self) {
