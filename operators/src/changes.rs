@@ -5,10 +5,11 @@
 //! Every continuous set-valued query is a differential collection of its members (`(query,
 //! member)`), timestamped by window: the members of the set answered at window `w` enter with +1
 //! at `w` and the members of the query's previous answered set leave with −1 at `w`, so the
-//! collection's content at any window is the latest answered set (a window with no answer, or an
-//! error, answers the empty set). `consolidate()` cancels the members that stayed; what is left at
-//! `w` are exactly the set's changes at that window's close, which become one estimation line per
-//! change at the query's home worker:
+//! collection's content at any window is the latest answered set. A query is answered at the
+//! windows in which one of its synopses changed (otherwise its set stands); a window whose answer
+//! is an error (an error line) answers the empty set. `consolidate()` cancels the members that
+//! stayed; what is left at `w` are exactly the set's changes at that window's close, which become
+//! one estimation line per change at the query's home worker:
 //!
 //! - `"change":"+"`, `"member"`, `"estimate"`: the member entered the set; the estimate is its
 //!   value at that window (the pair's correlation or similarity, the item's count);
