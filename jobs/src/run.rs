@@ -1,5 +1,6 @@
 //! The `saams` job: timely configuration from the CLI, the request broadcast, the dataflow
-//! (update → tree merge → fold → sink), and the reading loop with event-time windows.
+//! (registry join → update → tree merge → fold → answers → set changes → sink), and the reading
+//! loop with event-time windows.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -7,10 +8,14 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use differential_dataflow::input::Input as _;
 use saams::Datum;
 use saams::api::request::parse_requests;
 use saams_datasets::GeneratorSpec;
-use saams_operators::{AnswerPairs, FoldPartials, MergeTree, Plan, Rec, UpdateSynopses, Val, merge_stages};
+use saams_operators::registry_join::Entry;
+use saams_operators::{
+    AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val, merge_stages,
+};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::Broadcast;
@@ -291,10 +296,16 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         // 2. The dataflow.
         let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>> = InputHandle::new();
         let probe = ProbeHandle::new();
-        worker.dataflow::<u64, _, _>(|scope| {
+        let mut registry = worker.dataflow::<u64, _, _>(|scope| {
             let counted = metrics.clone();
-            let mut stream =
-                scope.input_from(&mut input).update_synopses(plan.clone()).inspect(move |o| counted.count_partial(o));
+            // The registry: a differential collection of (dataset, stream) → synopsis entries
+            // that the routed values join at their window (raw tuples never enter differential).
+            let (registry, entries) = scope.new_collection::<Entry, isize>();
+            let mut stream = scope
+                .input_from(&mut input)
+                .join_registry(entries, plan.clone())
+                .update_synopses(plan.clone())
+                .inspect(move |o| counted.count_partial(o));
             for k in 1..=merge_stages(peers) {
                 stream = stream.merge_stage(plan.clone(), k);
             }
@@ -302,13 +313,22 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             stream
                 .fold_partials(plan.clone())
                 .answer_pairs(plan.clone())
+                .set_changes(plan.clone())
                 .inspect_core(move |event| {
                     if let Ok((_, lines)) = event {
                         sink.write_all(lines.iter());
                     }
                 })
                 .probe_with(&probe);
+            registry
         });
+        // The request script takes effect at time 0, before the first window; worker 0 feeds it.
+        if me == 0 {
+            for (entry, time, diff) in plan.registry_updates() {
+                registry.update_at(entry, time, diff);
+            }
+        }
+        registry.close();
 
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
         //    oldest window any unit can still produce (its newest time minus the lateness).

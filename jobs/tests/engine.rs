@@ -86,7 +86,9 @@ fn every_kind_and_request_type_is_the_same_for_one_two_and_three_workers() {
     assert!(has(r#""requestID":6,"synopsisID":2,"kind":"HyperLogLog","streamID":"","dataSetKey":"Forex""#));
     // Pair queries: correlated stream pairs of a dataset (DFT), inner product of two streams (AMS).
     assert!(has(r#""requestID":45,"synopsisID":4,"kind":"DFT""#) && has(r#""estimate":[["EURTRY","XAUUSD","#));
+    // A continuous pair query answers with the changes of its set.
     assert!(has(r#""requestID":46,"synopsisID":4,"kind":"DFT","streamID":"XAUUSD""#));
+    assert!(has(r#""change":"+","member":["EURTRY","XAUUSD"],"estimate":"#));
     assert!(has(r#""query":["NOSUCH","innerProduct"],"error":"no AMS with the same parameters"#));
     for (id, kind) in [
         (4, "CountMin"),
@@ -448,4 +450,87 @@ fn byte_ranges_of_a_large_file_read_every_line_once_whatever_the_split() {
         assert!(summary(&split).contains("dead_letters=0"), "chunk {chunk}: {}", summary(&split));
         assert_eq!(sorted_lines(&whole.stdout), sorted_lines(&split.stdout), "chunk {chunk}");
     }
+}
+
+/// Continuous set-valued answers are changes: over four 30 s windows, streams A and B move
+/// together throughout (a stable pair: one `+` line in the first window, nothing after), C moves
+/// with them for the first minute and against them after it (its pairs get a `-` line in the
+/// third window); frequent item 2 leaves the set in the second window while item 1 stays.
+#[test]
+fn continuous_set_answers_are_emitted_as_changes() {
+    let dir = tmp("changes");
+    let req = dir.join("req.json");
+    let mut requests = Vec::new();
+    for s in ["A", "B", "C"] {
+        requests.push(format!(
+            r#"{{"streamID":"{s}","synopsisID":4,"dataSetKey":"Forex","param":["DFT","price","NotQueryable",1,4,8,2]}}"#
+        ));
+    }
+    requests.push(
+        r#"{"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":[0.9,"correlation","price","Queryable","Continues"],"requestID":1}"#.into(),
+    );
+    requests.push(
+        r#"{"streamID":"S","synopsisID":5,"dataSetKey":"Forex","param":["LossyCounting","volume","NotQueryable",0.01],"noOfP":2}"#.into(),
+    );
+    requests.push(
+        r#"{"streamID":"S","synopsisID":5,"dataSetKey":"Forex","param":[0.3,"FrequentItems","volume","Queryable","Continues"],"requestID":2}"#.into(),
+    );
+    std::fs::write(&req, requests.join("\n")).expect("write requests");
+    let mut data = Vec::new();
+    for sec in 0..120u32 {
+        let t = f64::from(sec);
+        let x = (t * 0.9).sin() + 0.5 * (t * 0.37).sin() + 2.0;
+        let c = if sec < 60 { x } else { 5.0 - x };
+        for (s, p) in [("A", x), ("B", 2.0 * x + 1.0), ("C", c)] {
+            data.push(tuple(s, sec, &format!("{p}")));
+        }
+        // Volumes of S: window 1: 1 ×20, 2 ×10; window 2: 1 ×20, 3 ×10; then only 1s.
+        let volume = match (sec / 30, sec % 3) {
+            (0, 0) => 2,
+            (1, 0) => 3,
+            _ => 1,
+        };
+        data.push(tuple("S", sec, "1").replace(r#""volume":1"#, &format!(r#""volume":{volume}"#)));
+    }
+    let path = dir.join("data.json");
+    std::fs::write(&path, data.join("\n")).expect("write data");
+    let (r, d) = (req.to_string_lossy().to_string(), path.to_string_lossy().to_string());
+    let base = sorted_lines(&run(&["-w", "1", "--requests", &r, "--data", &d, "--window", "30s"]).stdout);
+    for w in ["2", "3"] {
+        let other = sorted_lines(&run(&["-w", w, "--requests", &r, "--data", &d, "--window", "30s"]).stdout);
+        assert_eq!(base, other, "-w {w} differs from -w 1");
+    }
+    let changes = |id: u64| -> Vec<(String, String, String)> {
+        let needle = format!(r#""requestID":{id},"#);
+        let mut v: Vec<_> = base
+            .iter()
+            .filter(|l| l.contains(&needle))
+            .map(|l| {
+                let j: serde_json::Value = serde_json::from_str(l).expect("estimation is JSON");
+                let change = j["change"].as_str().unwrap_or_else(|| panic!("not a change line: {l}")).to_string();
+                assert_eq!(j["estimate"].is_number(), change == "+", "{l}");
+                (j["window"]["start"].as_str().expect("window").to_string(), change, j["member"].to_string())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let at = |m: u32, s: u32| format!("2019-01-02T00:{m:02}:{s:02}Z");
+    let expect = |v: &[(String, &str, &str)]| -> Vec<(String, String, String)> {
+        let mut v: Vec<_> = v.iter().map(|(w, c, m)| (w.clone(), c.to_string(), m.to_string())).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        changes(1),
+        expect(&[
+            (at(0, 0), "+", r#"["A","B"]"#),
+            (at(0, 0), "+", r#"["A","C"]"#),
+            (at(0, 0), "+", r#"["B","C"]"#),
+            (at(1, 0), "-", r#"["A","C"]"#),
+            (at(1, 0), "-", r#"["B","C"]"#),
+        ]),
+        "{base:#?}"
+    );
+    assert_eq!(changes(2), expect(&[(at(0, 0), "+", "1"), (at(0, 0), "+", "2"), (at(0, 30), "-", "2")]), "{base:#?}");
 }

@@ -1,13 +1,18 @@
 //! Timely operators that maintain saams synopses, one operator per file:
 //!
+//! - [`registry_join::JoinRegistry::join_registry`]: routed values meet the registry (a
+//!   differential collection arranged by dataset and stream) at their window;
 //! - [`update::UpdateSynopses::update_synopses`]: routing pacts (key-, partition- and
 //!   window-based), per-window buffering in event-time order, synopsis updates;
 //! - [`merge_tree::MergeTree::merge_stage`]: one stage of the log2(W) tree merge of partials;
 //! - [`fold::FoldPartials::fold_partials`]: merged state and answers at each synopsis' home;
 //! - [`pairs::AnswerPairs::answer_pairs`]: queries over pairs of synopses (correlation, similarity,
-//!   inner product).
+//!   inner product) and continuous set-valued queries;
+//! - [`changes::SetChanges::set_changes`]: continuous set-valued answers as changes (+member /
+//!   −member) of a differential collection.
 //!
-//! [`plan::Plan`] is the registry every worker compiles from the broadcast request script.
+//! [`plan::Plan`] is what every worker compiles from the broadcast request script; which of its
+//! synopses are registered at which window comes from the registry collection.
 //!
 //! A whole pipeline on one worker: a Count-Min on stream `A`, three values in the first minute.
 //!
@@ -36,6 +41,7 @@
 //!             .update_synopses(plan.clone())
 //!             .fold_partials(plan.clone())
 //!             .answer_pairs(plan.clone())
+//!             .set_changes(plan.clone())
 //!             .inspect(move |line: &String| sink.borrow_mut().push(line.clone()));
 //!         input
 //!     });
@@ -54,18 +60,22 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+pub mod changes;
 pub mod fold;
 pub mod merge_tree;
 pub mod pairs;
 pub mod plan;
 pub mod record;
+pub mod registry_join;
 pub mod update;
 
+pub use changes::SetChanges;
 pub use fold::FoldPartials;
 pub use merge_tree::MergeTree;
 pub use pairs::AnswerPairs;
 pub use plan::{Plan, SnapshotStore};
 pub use record::{Out, Partial, Rec, Snapshot, SynBox, Val};
+pub use registry_join::JoinRegistry;
 pub use update::UpdateSynopses;
 
 /// Number of tree-merge stages for `peers` workers: ceil(log2 peers).

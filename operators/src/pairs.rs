@@ -1,22 +1,27 @@
 //! `answer_pairs`: queries over pairs of synopses — correlated streams of a dataset (DFT),
-//! similar streams (LSH), the inner product of two streams (AMS). Each participant's merged state
-//! arrives as a snapshot at the query's home worker after every window close in which it changed;
-//! continuous pair queries answer at those window closes from the latest state of every
-//! participant, ad-hoc ones once at the end of the input. Answer lines pass through.
+//! similar streams (LSH), the inner product of two streams (AMS) — and continuous set-valued
+//! queries of one synopsis (frequent items). Each participant's merged state arrives as a
+//! snapshot at the query's home worker after every window close in which it changed; continuous
+//! queries answer at those window closes from the latest state of every participant, ad-hoc ones
+//! once at the end of the input. Continuous set-valued answers leave as [`SetAnswer`]s (the set
+//! with the previous one, for [`crate::changes`]); every other answer as a line. Answer lines
+//! pass through.
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use saams::Synopsis;
 use saams::api::estimation::{Answer, Estimation};
 use saams::api::request::QuerySpec;
+use saams::{EstimateValue, PairQuery, Synopsis};
+use serde_json::Value as Json;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
-use crate::plan::{PairQueryReg, Plan};
+use crate::changes::{Answered, SetAnswer, member_text};
+use crate::plan::{PairQueryReg, Plan, is_set_valued};
 use crate::record::{Out, Snapshot};
 
 /// Latest state and item count per synopsis.
@@ -29,30 +34,59 @@ fn state_of<'a>(plan: &'a Plan, latest: &'a Latest, s: u32) -> (&'a dyn Synopsis
     }
 }
 
-/// Answer one pair query from the latest states.
+/// The stream pairs among the participants whose pair answer reaches the threshold, sorted.
+fn pairs_above(
+    plan: &Plan,
+    q: &PairQueryReg,
+    latest: &Latest,
+    query: &PairQuery,
+    t: f64,
+) -> Vec<(String, String, f64)> {
+    let mut pairs = Vec::new();
+    for (i, &a) in q.participants.iter().enumerate() {
+        for &b in &q.participants[i + 1..] {
+            let (sa, sb) = (state_of(plan, latest, a).0, state_of(plan, latest, b).0);
+            // Pairs without enough data to compare (e.g. no complete DFT window) are left out.
+            if let Ok(e) = sa.estimate_pair(sb, query)
+                && let Some(x) = e.as_f64()
+                && x >= t
+            {
+                let (na, nb) = (&plan.synopses[a as usize].stream, &plan.synopses[b as usize].stream);
+                let (na, nb) = if na <= nb { (na, nb) } else { (nb, na) };
+                pairs.push((na.clone(), nb.clone(), x));
+            }
+        }
+    }
+    pairs.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+    pairs
+}
+
+/// The members of a set-valued query's answer from the latest states, as (member JSON text,
+/// value), sorted by member; an error when the synopsis cannot answer.
+fn members(plan: &Plan, q: &PairQueryReg, latest: &Latest) -> Result<Vec<(String, f64)>, String> {
+    let mut members: Vec<(String, f64)> = match &q.reg.spec {
+        QuerySpec::PairsAbove { query, threshold } => pairs_above(plan, q, latest, query, *threshold)
+            .into_iter()
+            .map(|(a, b, x)| (Json::Array(vec![Json::String(a), Json::String(b)]).to_string(), x))
+            .collect(),
+        QuerySpec::Single(query) => match state_of(plan, latest, q.syn).0.estimate(query).map(|e| e.value) {
+            Ok(EstimateValue::Items(items)) => items.iter().map(|(v, c)| (member_text(v), *c)).collect(),
+            Ok(other) => return Err(format!("expected a set of items, the synopsis answered {other:?}")),
+            Err(e) => return Err(e.to_string()),
+        },
+        QuerySpec::PairWith { .. } => return Err("an inner product is not a set".into()),
+    };
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    members.dedup_by(|a, b| a.0 == b.0);
+    Ok(members)
+}
+
+/// Answer one query from the latest states, whole (ad-hoc answers, continuous ones that are not sets).
 pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Option<(i64, i64)>) -> String {
     let s = &plan.synopses[q.syn as usize];
     let (mine, items) = state_of(plan, latest, q.syn);
     let answer = match &q.reg.spec {
-        QuerySpec::PairsAbove { query, threshold } => {
-            let mut pairs = Vec::new();
-            for (i, &a) in q.participants.iter().enumerate() {
-                for &b in &q.participants[i + 1..] {
-                    let (sa, sb) = (state_of(plan, latest, a).0, state_of(plan, latest, b).0);
-                    // Pairs without enough data to compare (e.g. no complete DFT window) are left out.
-                    if let Ok(e) = sa.estimate_pair(sb, query)
-                        && let Some(x) = e.as_f64()
-                        && x >= *threshold
-                    {
-                        let (na, nb) = (&plan.synopses[a as usize].stream, &plan.synopses[b as usize].stream);
-                        let (na, nb) = if na <= nb { (na, nb) } else { (nb, na) };
-                        pairs.push((na.clone(), nb.clone(), x));
-                    }
-                }
-            }
-            pairs.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
-            Answer::Pairs(pairs)
-        }
+        QuerySpec::PairsAbove { query, threshold } => Answer::Pairs(pairs_above(plan, q, latest, query, *threshold)),
         QuerySpec::PairWith { query, .. } => {
             let other = q.participants.get(1).map(|&o| state_of(plan, latest, o).0);
             match other.map(|o| mine.estimate_pair(o, query)) {
@@ -82,76 +116,115 @@ pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Opt
     .to_json_line()
 }
 
-/// Extension trait: answer pair queries and emit every answer line.
+/// The error line of a set-valued query that could not be answered at a window.
+fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<(i64, i64)>, items: u64) -> String {
+    let s = &plan.synopses[q.syn as usize];
+    let mut e = Estimation::error(q.reg.request_id.clone(), q.reg.uid.clone(), s.synopsis_id, msg);
+    e.stream_id = s.stream.clone();
+    e.dataset_key = s.dataset.clone();
+    e.field = s.field.clone();
+    e.query = q.reg.args.clone();
+    e.window = window;
+    e.tuples = Some(items);
+    e.to_json_line()
+}
+
+/// Extension trait: answer pair queries and continuous set-valued queries.
 pub trait AnswerPairs<'scope> {
-    /// Collect snapshots at the pair queries' homes, answer them, and emit all answer lines.
-    fn answer_pairs(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>>;
+    /// Collect snapshots at the queries' homes and answer them: every answer line passes on as
+    /// [`Answered::Line`], each continuous set-valued answer as [`Answered::Set`] (at the window
+    /// whose close produced it). An answer that fails at a window is an error line and an empty set.
+    fn answer_pairs(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Answered>>;
 }
 
 impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
-    fn answer_pairs(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>> {
+    fn answer_pairs(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Answered>> {
         let me = self.scope().index();
         let pact = Exchange::new(move |o: &Out| match o {
             Out::Snapshot(s) => u64::from(s.dest),
             _ => me as u64,
         });
-        self.unary_frontier::<CapacityContainerBuilder<Vec<String>>, _, _, _>(pact, "AnswerPairs", move |mut cap, _| {
-            cap.downgrade(&u64::MAX);
-            let mut end_cap = Some(cap);
-            let mut pending: BTreeMap<u64, (Capability<u64>, Vec<Snapshot>)> = BTreeMap::new();
-            let mut latest: Latest = HashMap::new();
-            move |(input, frontier), output| {
-                input.for_each_stamp(|stamp, data| {
-                    let Some(cap) = stamp.retain_least(0) else { return };
-                    let mut lines = Vec::new();
-                    for batch in data {
-                        for o in batch.drain(..) {
-                            match o {
-                                Out::Line(l) => lines.push(l),
-                                Out::Snapshot(s) => {
-                                    let w = s.window;
-                                    pending.entry(w).or_insert_with(|| (cap.delayed(&w), Vec::new())).1.push(s);
+        self.unary_frontier::<CapacityContainerBuilder<Vec<Answered>>, _, _, _>(
+            pact,
+            "AnswerPairs",
+            move |mut cap, _| {
+                cap.downgrade(&u64::MAX);
+                let mut end_cap = Some(cap);
+                let mut pending: BTreeMap<u64, (Capability<u64>, Vec<Snapshot>)> = BTreeMap::new();
+                let mut latest: Latest = HashMap::new();
+                // The last answered set of each continuous set-valued query (by index in the plan).
+                let mut previous: HashMap<u32, Vec<String>> = HashMap::new();
+                move |(input, frontier), output| {
+                    input.for_each_stamp(|stamp, data| {
+                        let Some(cap) = stamp.retain_least(0) else { return };
+                        let mut lines = Vec::new();
+                        for batch in data {
+                            for o in batch.drain(..) {
+                                match o {
+                                    Out::Line(l) => lines.push(Answered::Line(l)),
+                                    Out::Snapshot(s) => {
+                                        let w = s.window;
+                                        pending.entry(w).or_insert_with(|| (cap.delayed(&w), Vec::new())).1.push(s);
+                                    }
+                                    // Partials never reach this operator (fold merges them).
+                                    Out::Partial(_) => {}
                                 }
-                                // Partials never reach this operator (fold merges them).
-                                Out::Partial(_) => {}
                             }
                         }
+                        if !lines.is_empty() {
+                            output.session(&cap).give_iterator(lines.into_iter());
+                        }
+                    });
+                    while let Some((&w, _)) = pending.first_key_value() {
+                        if frontier.less_equal(&w) {
+                            break;
+                        }
+                        let Some((_, (cap, mut snaps))) = pending.pop_first() else { break };
+                        snaps.sort_unstable_by_key(|s| s.syn);
+                        let changed: Vec<u32> = snaps.iter().map(|s| s.syn).collect();
+                        for s in snaps {
+                            latest.insert(s.syn, (s.state.0, s.items));
+                        }
+                        let window = Some((w as i64, w as i64 + plan.window_ms));
+                        let mut answers = Vec::new();
+                        for (i, q) in plan.pair_queries.iter().enumerate() {
+                            if q.home != me || !q.continuous || !q.participants.iter().any(|p| changed.contains(p)) {
+                                continue;
+                            }
+                            if !is_set_valued(&q.reg.spec) {
+                                answers.push(Answered::Line(answer(&plan, q, &latest, window)));
+                                continue;
+                            }
+                            let tuples = state_of(&plan, &latest, q.syn).1;
+                            let members = members(&plan, q, &latest).unwrap_or_else(|msg| {
+                                answers.push(Answered::Line(error_line(&plan, q, msg, window, tuples)));
+                                Vec::new()
+                            });
+                            let keys = members.iter().map(|(m, _)| m.clone()).collect();
+                            let previous = previous.insert(i as u32, keys).unwrap_or_default();
+                            answers.push(Answered::Set(SetAnswer {
+                                query: i as u32,
+                                window: w,
+                                tuples,
+                                members,
+                                previous,
+                            }));
+                        }
+                        output.session(&cap).give_iterator(answers.into_iter());
                     }
-                    if !lines.is_empty() {
+                    if frontier.is_empty()
+                        && let Some(cap) = end_cap.take()
+                    {
+                        let lines: Vec<Answered> = plan
+                            .pair_queries
+                            .iter()
+                            .filter(|q| q.home == me && !q.continuous)
+                            .map(|q| Answered::Line(answer(&plan, q, &latest, None)))
+                            .collect();
                         output.session(&cap).give_iterator(lines.into_iter());
                     }
-                });
-                while let Some((&w, _)) = pending.first_key_value() {
-                    if frontier.less_equal(&w) {
-                        break;
-                    }
-                    let Some((_, (cap, mut snaps))) = pending.pop_first() else { break };
-                    snaps.sort_unstable_by_key(|s| s.syn);
-                    let changed: Vec<u32> = snaps.iter().map(|s| s.syn).collect();
-                    for s in snaps {
-                        latest.insert(s.syn, (s.state.0, s.items));
-                    }
-                    let window = Some((w as i64, w as i64 + plan.window_ms));
-                    let lines: Vec<String> = plan
-                        .pair_queries
-                        .iter()
-                        .filter(|q| q.home == me && q.continuous && q.participants.iter().any(|p| changed.contains(p)))
-                        .map(|q| answer(&plan, q, &latest, window))
-                        .collect();
-                    output.session(&cap).give_iterator(lines.into_iter());
                 }
-                if frontier.is_empty()
-                    && let Some(cap) = end_cap.take()
-                {
-                    let lines: Vec<String> = plan
-                        .pair_queries
-                        .iter()
-                        .filter(|q| q.home == me && !q.continuous)
-                        .map(|q| answer(&plan, q, &latest, None))
-                        .collect();
-                    output.session(&cap).give_iterator(lines.into_iter());
-                }
-            }
-        })
+            },
+        )
     }
 }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use saams::api::estimation::{Answer, Estimation};
 use saams::api::request::{Action, QueryMode, QuerySpec, Request, RequestError, query_spec};
 use saams::hash::hash_bytes;
-use saams::{Kind, Synopsis, registry};
+use saams::{Kind, Query, Synopsis, registry};
+
+use crate::registry_join::{Entry, LiveRegistry};
 use serde_json::{Value as Json, json};
 
 /// Where snapshot files are read and written (the job confines them to one directory).
@@ -127,7 +129,24 @@ pub struct SynSpec {
     deleted: bool,
 }
 
-/// A query over pairs of synopses (DFT correlation, LSH similarity, AMS inner product).
+/// True for queries whose answer is a set (correlated or similar stream pairs, frequent items):
+/// answered continuously, they are emitted as changes of that set ([`crate::changes`]).
+///
+/// ```
+/// use saams::api::request::QuerySpec;
+/// use saams::{PairQuery, Query};
+/// use saams_operators::plan::is_set_valued;
+/// assert!(is_set_valued(&QuerySpec::PairsAbove { query: PairQuery::Correlation, threshold: 0.9 }));
+/// assert!(is_set_valued(&QuerySpec::Single(Query::FrequentItems { support: 0.01 })));
+/// assert!(!is_set_valued(&QuerySpec::Single(Query::Distinct)));
+/// ```
+pub fn is_set_valued(spec: &QuerySpec) -> bool {
+    matches!(spec, QuerySpec::PairsAbove { .. } | QuerySpec::Single(Query::FrequentItems { .. }))
+}
+
+/// A query answered at its home worker from the merged states of its participants: a query over
+/// pairs of synopses (DFT correlation, LSH similarity, AMS inner product), or a continuous
+/// set-valued query of one synopsis (frequent items), whose answers become set changes there.
 #[derive(Clone, Debug)]
 pub struct PairQueryReg {
     /// The synopsis the request named.
@@ -191,8 +210,14 @@ pub struct Plan {
     pub store: Arc<dyn SnapshotStore>,
     /// False for a parse-and-route-only run (`--no-synopses`): values are routed, then dropped.
     pub update: bool,
-    /// Queries over pairs of synopses.
+    /// Queries over pairs of synopses and continuous set-valued queries ([`PairQueryReg`]).
     pub pair_queries: Vec<PairQueryReg>,
+    /// The script's registry changes in request order: a construct registers its synopsis (+1),
+    /// a delete unregisters it (−1) ([`Plan::registry_updates`]).
+    pub registry: Vec<(u32, isize)>,
+    /// Which synopses are registered at which window, as the registry collection's changes
+    /// arrive ([`crate::registry_join`]).
+    pub live: LiveRegistry,
 }
 
 impl std::fmt::Debug for Plan {
@@ -231,6 +256,8 @@ impl Plan {
             store,
             update: true,
             pair_queries: Vec::new(),
+            registry: Vec::new(),
+            live: LiveRegistry::default(),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = json!(format!("req-{}", n + 1));
@@ -312,6 +339,7 @@ impl Plan {
                     snapshot_to: Vec::new(),
                     deleted: false,
                 });
+                self.registry.push((self.synopses.len() as u32 - 1, 1));
                 Ok(())
             }
             Action::Delete { field } => {
@@ -320,6 +348,7 @@ impl Plan {
                     return Err(format!("nothing to delete: no {}", Plan::describe(req)));
                 }
                 for i in found {
+                    self.registry.push((i as u32, -1));
                     let s = &mut self.synopses[i];
                     s.deleted = true;
                     let why = format!("synopsis deleted by request {id} before the query could be answered");
@@ -439,8 +468,8 @@ impl Plan {
         self.compile_pairs();
     }
 
-    /// Move pair queries out of their synopses, resolve their participants, and tell each
-    /// participant where to send its state.
+    /// Move pair queries and continuous set-valued queries out of their synopses, resolve their
+    /// participants, and tell each participant where to send its state.
     fn compile_pairs(&mut self) {
         let params: Vec<Vec<u8>> = self.synopses.iter().map(|s| s.fresh.encode()).collect();
         for i in 0..self.synopses.len() {
@@ -450,8 +479,9 @@ impl Plan {
             let mut regs = Vec::new();
             for continuous in [true, false] {
                 let list = if continuous { &mut self.synopses[i].continuous } else { &mut self.synopses[i].adhoc };
-                let (pairs, singles): (Vec<QueryReg>, Vec<QueryReg>) =
-                    list.drain(..).partition(|q| !matches!(q.spec, QuerySpec::Single(_)));
+                let (pairs, singles): (Vec<QueryReg>, Vec<QueryReg>) = list
+                    .drain(..)
+                    .partition(|q| !matches!(q.spec, QuerySpec::Single(_)) || continuous && is_set_valued(&q.spec));
                 *list = singles;
                 regs.extend(pairs.into_iter().map(|q| (q, continuous)));
             }
@@ -504,6 +534,37 @@ impl Plan {
                 self.pair_queries.push(PairQueryReg { syn: i as u32, reg, continuous, participants, home });
             }
         }
+    }
+
+    /// The registry changes of the request script, as updates of the registry collection
+    /// ([`crate::registry_join::Entry`]): all at time 0, the script taking effect before the first
+    /// window; a synopsis constructed and deleted in the script adds up to nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use saams_operators::{Plan, SnapshotStore};
+    /// struct NoFiles;
+    /// impl SnapshotStore for NoFiles {
+    ///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    ///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    ///     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// }
+    /// let script = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":2,"dataSetKey":"F","param":["HLL","price","NotQueryable",0.05]}
+    ///        {"streamID":"A","synopsisID":2,"dataSetKey":"F","param":["DELETE_REQUEST","price"]}"#,
+    /// );
+    /// let plan = Plan::build(&script, 2, 60_000, Arc::new(NoFiles));
+    /// let key = ("F".to_string(), "A".to_string());
+    /// assert_eq!(plan.registry_updates(), vec![((key.clone(), 0), 0, 1), ((key, 0), 0, -1)]);
+    /// ```
+    pub fn registry_updates(&self) -> Vec<(Entry, u64, isize)> {
+        self.registry
+            .iter()
+            .map(|&(syn, diff)| {
+                let s = &self.synopses[syn as usize];
+                (((s.dataset.clone(), s.stream.clone()), syn), 0, diff)
+            })
+            .collect()
     }
 
     /// The groups a tuple of `stream` in `dataset` feeds: per-stream ones, then dataset-wide ones.

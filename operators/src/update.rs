@@ -101,6 +101,9 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             let n = recs.len() as u64;
                             let batch: Vec<Datum<'_>> = recs.iter().map(|r| r.val.datum()).collect();
                             for &s in &group.synopses {
+                                if !plan.live.is_live(s, w) {
+                                    continue;
+                                }
                                 let spec = &plan.synopses[s as usize];
                                 if group.mode == Mode::Owned {
                                     let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));

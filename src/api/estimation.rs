@@ -27,6 +27,20 @@ pub enum Answer {
         /// File name inside the snapshot directory.
         file: String,
     },
+    /// One change of a continuous set-valued answer (correlated or similar stream pairs,
+    /// frequent items), changelog style: at the window's close `member` entered (`added`) or
+    /// left the set. A member that stays in the set yields no line, so a consumer keeps the
+    /// current set by applying the changes in window order, as it would a Kafka Streams or
+    /// Flink changelog (`+I` / `-D` rows keyed by the member).
+    Change {
+        /// True when the member entered the set, false when it left.
+        added: bool,
+        /// The member as JSON text: `["A","B"]` for a stream pair, the item for frequent items.
+        member: String,
+        /// For an added member, its value at that window (pair correlation or similarity, item
+        /// count); none for a removed one.
+        value: Option<f64>,
+    },
     /// The request could not be carried out, and why.
     Error(String),
 }
@@ -244,6 +258,16 @@ impl Estimation {
                 key(&mut o, "loaded");
                 push_str_lit(&mut o, file);
             }
+            Answer::Change { added, member, value } => {
+                key(&mut o, "change");
+                o.push_str(if *added { "\"+\"" } else { "\"-\"" });
+                key(&mut o, "member");
+                o.push_str(member);
+                if let Some(x) = value {
+                    key(&mut o, "estimate");
+                    push_number(&mut o, *x);
+                }
+            }
             Answer::Error(msg) => {
                 key(&mut o, "error");
                 push_str_lit(&mut o, msg);
@@ -299,6 +323,13 @@ mod tests {
         let v = line(Answer::Pairs(vec![("A".into(), "B".into(), 0.75)]));
         assert_eq!(v["estimate"], serde_json::json!([["A", "B", 0.75]]));
         assert_eq!(line(Answer::Error("bad \"x\"".into()))["error"], "bad \"x\"");
+        let v = line(Answer::Change { added: true, member: r#"["A","B"]"#.into(), value: Some(0.5) });
+        assert_eq!(
+            (v["change"].clone(), v["member"].clone(), v["estimate"].clone()),
+            ("+".into(), serde_json::json!(["A", "B"]), 0.5.into())
+        );
+        let v = line(Answer::Change { added: false, member: "7".into(), value: None });
+        assert_eq!((v["change"].clone(), v["member"].clone(), v.get("estimate")), ("-".into(), 7.into(), None));
         assert_eq!(line(Answer::Saved { file: "f".into(), bytes: 9 })["bytes"], 9);
     }
 }
