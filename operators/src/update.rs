@@ -59,6 +59,9 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 let mut end_cap = Some(cap);
                 let mut windows: BTreeMap<u64, (Capability<u64>, Buffers)> = BTreeMap::new();
                 let mut merged: HashMap<u32, (Box<dyn Synopsis>, u64)> = HashMap::new();
+                // Emptied buffers of closed windows, reused (with their capacity) by new ones: a
+                // buffer grown from empty for every window and group was ~3 % of the job.
+                let mut spare: Vec<Vec<Rec>> = Vec::new();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|stamp, data| {
                         if !plan.update {
@@ -73,7 +76,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                 let end = w as i64 + plan.window_ms;
                                 let (_, buffers) =
                                     windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
-                                let buffer = buffers.entry((g, bin)).or_default();
+                                let buffer = buffers.entry((g, bin)).or_insert_with(|| spare.pop().unwrap_or_default());
                                 buffer.push(rec);
                                 while let Some(next) = recs.next_if(|r| {
                                     r.group == g && r.time < end && r.time >= w as i64 && plan.bin(g, r.seq) == bin
@@ -127,6 +130,9 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                     });
                                 }
                             }
+                            drop(batch);
+                            recs.clear();
+                            spare.push(recs);
                         }
                         let mut session = output.session(&cap);
                         session.give_iterator(lines.into_iter().map(Out::Line));
