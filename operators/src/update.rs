@@ -62,6 +62,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 // Emptied buffers of closed windows, reused (with their capacity) by new ones: a
                 // buffer grown from empty for every window and group was ~3 % of the job.
                 let mut spare: Vec<Vec<Rec>> = Vec::new();
+                // Runs of one incoming batch: (window, group, bin, length).
+                let mut runs: Vec<(u64, u32, u64, usize)> = Vec::new();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|stamp, data| {
                         if !plan.update {
@@ -69,20 +71,33 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             return;
                         }
                         for batch in data {
-                            // Records arrive in runs of one stream and window: one lookup per run.
-                            let mut recs = batch.drain(..).peekable();
-                            while let Some(rec) = recs.next() {
+                            // Records arrive in runs of one stream and window: find the runs on
+                            // the slice, then move each into its buffer in one go (one lookup per run).
+                            runs.clear();
+                            let mut i = 0;
+                            while i < batch.len() {
+                                let rec = &batch[i];
                                 let (w, g, bin) = (plan.window_of(rec.time), rec.group, plan.bin(rec.group, rec.seq));
-                                let end = w as i64 + plan.window_ms;
+                                let (start, end) = (w as i64, w as i64 + plan.window_ms);
+                                let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
+                                let more = batch[i + 1..]
+                                    .iter()
+                                    .take_while(|r| {
+                                        r.group == g
+                                            && r.time < end
+                                            && r.time >= start
+                                            && (!binned || plan.bin(g, r.seq) == bin)
+                                    })
+                                    .count();
+                                runs.push((w, g, bin, more + 1));
+                                i += more + 1;
+                            }
+                            let mut recs = batch.drain(..);
+                            for &(w, g, bin, len) in &runs {
                                 let (_, buffers) =
                                     windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
                                 let buffer = buffers.entry((g, bin)).or_insert_with(|| spare.pop().unwrap_or_default());
-                                buffer.push(rec);
-                                while let Some(next) = recs.next_if(|r| {
-                                    r.group == g && r.time < end && r.time >= w as i64 && plan.bin(g, r.seq) == bin
-                                }) {
-                                    buffer.push(next);
-                                }
+                                buffer.extend(recs.by_ref().take(len));
                             }
                         }
                     });
