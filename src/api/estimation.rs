@@ -111,8 +111,10 @@ fn push_json(out: &mut Vec<u8>, v: &Json) {
 }
 
 /// Append a JSON string literal (serde_json's escaping).
+#[inline]
 fn push_str_lit(out: &mut Vec<u8>, s: &str) {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
@@ -159,12 +161,10 @@ fn push_estimate_value(out: &mut Vec<u8>, v: &EstimateValue) {
     }
 }
 
-/// Append `,"key":` (or `{"key":` for the first key).
-fn key(out: &mut Vec<u8>, k: &str) {
-    out.push(if out.is_empty() { b'{' } else { b',' });
-    out.push(b'"');
-    out.extend_from_slice(k.as_bytes());
-    out.extend_from_slice(b"\":");
+/// Append a key with its separator, e.g. `,"streamID":` (one constant-length copy).
+#[inline(always)]
+fn key(out: &mut Vec<u8>, k: &'static [u8]) {
+    out.extend_from_slice(k);
 }
 
 thread_local! {
@@ -224,45 +224,45 @@ impl Estimation {
             _ => 0,
         };
         let mut o = Vec::with_capacity(320 + 24 * numbers);
-        key(&mut o, "requestID");
+        key(&mut o, b"{\"requestID\":");
         push_json(&mut o, &self.request_id);
         if let Some(uid) = &self.uid {
-            key(&mut o, "uid");
+            key(&mut o, b",\"uid\":");
             push_json(&mut o, uid);
         }
-        key(&mut o, "synopsisID");
+        key(&mut o, b",\"synopsisID\":");
         push_u64(&mut o, self.synopsis_id);
         if let Some(k) = self.kind {
-            key(&mut o, "kind");
+            key(&mut o, b",\"kind\":");
             push_str_lit(&mut o, k.name());
         }
-        key(&mut o, "streamID");
+        key(&mut o, b",\"streamID\":");
         push_str_lit(&mut o, &self.stream_id);
-        key(&mut o, "dataSetKey");
+        key(&mut o, b",\"dataSetKey\":");
         push_str_lit(&mut o, &self.dataset_key);
-        key(&mut o, "field");
+        key(&mut o, b",\"field\":");
         push_str_lit(&mut o, &self.field);
         if !self.query.is_null() {
-            key(&mut o, "query");
+            key(&mut o, b",\"query\":");
             push_json(&mut o, &self.query);
         }
         if let Some((s, e)) = self.window {
-            key(&mut o, "window");
+            key(&mut o, b",\"window\":");
             window_json(s, e, &mut o);
         }
         match &self.answer {
             Answer::Estimate(est) => {
-                key(&mut o, "estimate");
+                key(&mut o, b",\"estimate\":");
                 push_estimate_value(&mut o, &est.value);
-                key(&mut o, "lower");
+                key(&mut o, b",\"lower\":");
                 push_number(&mut o, est.lower);
-                key(&mut o, "upper");
+                key(&mut o, b",\"upper\":");
                 push_number(&mut o, est.upper);
-                key(&mut o, "confidence");
+                key(&mut o, b",\"confidence\":");
                 push_number(&mut o, est.confidence);
             }
             Answer::Pairs(pairs) => {
-                key(&mut o, "estimate");
+                key(&mut o, b",\"estimate\":");
                 o.push(b'[');
                 for (i, (a, b, x)) in pairs.iter().enumerate() {
                     if i > 0 {
@@ -279,22 +279,22 @@ impl Estimation {
                 o.push(b']');
             }
             Answer::Saved { file, bytes } => {
-                key(&mut o, "saved");
+                key(&mut o, b",\"saved\":");
                 push_str_lit(&mut o, file);
-                key(&mut o, "bytes");
+                key(&mut o, b",\"bytes\":");
                 push_u64(&mut o, *bytes as u64);
             }
             Answer::Loaded { file } => {
-                key(&mut o, "loaded");
+                key(&mut o, b",\"loaded\":");
                 push_str_lit(&mut o, file);
             }
             Answer::Error(msg) => {
-                key(&mut o, "error");
+                key(&mut o, b",\"error\":");
                 push_str_lit(&mut o, msg);
             }
         }
         if let Some(n) = self.tuples {
-            key(&mut o, "tuples");
+            key(&mut o, b",\"tuples\":");
             push_u64(&mut o, n);
         }
         o.push(b'}');
