@@ -222,7 +222,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         buffers.sort_unstable_by_key(|(k, _)| *k);
                         for ((g, bin), mut recs) in buffers {
                             let group = &plan.groups[g as usize];
-                            if group.ordered {
+                            // (time, seq) is unique per record; runs usually arrive in order already.
+                            if group.ordered && !recs.is_sorted_by_key(|r| (r.time, r.seq)) {
                                 recs.sort_unstable_by_key(|r| (r.time, r.seq));
                             }
                             let n = recs.len() as u64;
