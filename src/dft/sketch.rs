@@ -413,6 +413,22 @@ impl Dft {
         self
     }
 
+    /// [`Synopsis::update_at`] for an item outside the open interval (or the first item).
+    #[inline(never)]
+    fn update_at_new_interval(&mut self, x: f64, time_ms: i64) {
+        let bucket = self.bucket_of(time_ms);
+        self.first_bucket.get_or_insert(bucket);
+        match self.open {
+            None => self.open = Some((bucket, x)),
+            Some((ob, _)) if bucket <= ob => self.open = Some((ob, x)),
+            Some((ob, ov)) => {
+                self.push(ov);
+                self.push_repeat(ov, bucket.abs_diff(ob) - 1);
+                self.open = Some((bucket, x));
+            }
+        }
+    }
+
     /// `time_ms.div_euclid(interval_ms)`, without the division when the time falls in the open
     /// interval or the next one (in-order items almost always do).
     #[inline]
@@ -460,17 +476,16 @@ impl Synopsis for Dft {
         if !x.is_finite() {
             return;
         }
-        let bucket = self.bucket_of(time_ms);
-        self.first_bucket.get_or_insert(bucket);
-        match self.open {
-            None => self.open = Some((bucket, x)),
-            Some((ob, _)) if bucket <= ob => self.open = Some((ob, x)),
-            Some((ob, ov)) => {
-                self.push(ov);
-                self.push_repeat(ov, bucket.abs_diff(ob) - 1);
-                self.open = Some((bucket, x));
-            }
+        // Most items fall in the open interval: only its value changes.
+        if let (Some((ob, _)), Some(_)) = (self.open, self.first_bucket)
+            && ob.checked_mul(self.interval_ms).is_some_and(|start| {
+                time_ms >= start && time_ms.checked_sub(start).is_some_and(|d| d < self.interval_ms)
+            })
+        {
+            self.open = Some((ob, x));
+            return;
         }
+        self.update_at_new_interval(x, time_ms);
     }
 
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
