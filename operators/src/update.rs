@@ -103,6 +103,16 @@ impl Distributor<Vec<Rec>> for RunDistributor {
             }
             i += len;
         }
+        if let [(target, _)] = self.runs[..] {
+            // The whole container (typically a batch of one stream's tuples) goes to one worker:
+            // send it on as it is, after what was waiting for that worker (order per worker kept).
+            if !self.pending[target].is_empty() {
+                self.ship(target, stamp, &mut pushers[target]);
+            }
+            Message::push_at(container, stamp.clone(), &mut pushers[target]);
+            container.clear();
+            return;
+        }
         let runs = std::mem::take(&mut self.runs);
         let mut recs = container.drain(..);
         for &(target, len) in &runs {
