@@ -72,7 +72,12 @@ struct State {
     rot_im: Vec<f64>,
     /// cos/sin(2πk/window) for k < window, shared between synopses of the same window.
     twiddle: Option<Arc<[(f64, f64)]>>,
+    /// Scratch: `new − old` of the points a commit slides in.
+    diffs: Vec<f64>,
 }
+
+/// Coefficients updated side by side (kept in registers) by the slide and the recomputation.
+const LANES: usize = 8;
 
 type Twiddles = Arc<[(f64, f64)]>;
 
@@ -252,17 +257,32 @@ impl Dft {
         let shift = st.shift;
         let leaving = self.buf.range(len - b - w..len - w);
         let entering = self.buf.range(len - b..len);
+        st.diffs.clear();
         for (&old, &new) in leaving.zip(entering) {
             let d = new - old;
-            let coeffs = st.re.iter_mut().zip(st.im.iter_mut()).zip(st.rot_re.iter().zip(&st.rot_im));
-            for ((re, im), (cr, ci)) in coeffs {
-                let a = *re + d;
-                let b = *im;
-                *re = a * cr - b * ci;
-                *im = a * ci + b * cr;
-            }
+            st.diffs.push(d);
             st.sum += d;
             st.sumsq += (new - shift) * (new - shift) - (old - shift) * (old - shift);
+        }
+        // Each coefficient sees the same operations in the same order as one point at a time;
+        // only the loops are swapped, so a lane's values stay in registers over the block.
+        for f0 in (0..self.coeffs).step_by(LANES) {
+            let n = (self.coeffs - f0).min(LANES);
+            let (mut re, mut im, mut cr, mut ci) = ([0.0; LANES], [0.0; LANES], [0.0; LANES], [0.0; LANES]);
+            re[..n].copy_from_slice(&st.re[f0..f0 + n]);
+            im[..n].copy_from_slice(&st.im[f0..f0 + n]);
+            cr[..n].copy_from_slice(&st.rot_re[f0..f0 + n]);
+            ci[..n].copy_from_slice(&st.rot_im[f0..f0 + n]);
+            for &d in &st.diffs {
+                for j in 0..LANES {
+                    let a = re[j] + d;
+                    let b = im[j];
+                    re[j] = a * cr[j] - b * ci[j];
+                    im[j] = a * ci[j] + b * cr[j];
+                }
+            }
+            st.re[f0..f0 + n].copy_from_slice(&re[..n]);
+            st.im[f0..f0 + n].copy_from_slice(&im[..n]);
         }
         self.state.slides += b;
         if self.state.slides >= RECOMPUTE_WINDOWS * w {
@@ -308,21 +328,31 @@ impl Dft {
         } else {
             (0..m).map(|k| (2.0 * PI * k as f64 / m as f64).sin_cos()).map(|(s, c)| (c, s)).collect()
         };
-        for f in 0..self.coeffs {
-            let step = (f + 1) % m;
-            let (mut k, mut re, mut im) = (0usize, 0.0, 0.0);
-            for x in self.buf.range(start..end) {
+        // LANES coefficients per pass over the window (independent sums side by side); each
+        // coefficient's sum still adds its terms in window order.
+        self.buf.make_contiguous();
+        let (points, _) = self.buf.as_slices();
+        let points = &points[start..end];
+        for f0 in (0..self.coeffs).step_by(LANES) {
+            let n = (self.coeffs - f0).min(LANES);
+            let (mut k, mut step, mut re, mut im) = ([0usize; LANES], [0usize; LANES], [0.0; LANES], [0.0; LANES]);
+            for (j, s) in step.iter_mut().enumerate().take(n) {
+                *s = (f0 + j + 1) % m;
+            }
+            for x in points {
                 let v = x - shift;
-                let (c, s) = tw[k];
-                re += v * c;
-                im -= v * s;
-                k += step;
-                if k >= m {
-                    k -= m;
+                for j in 0..LANES {
+                    let (c, s) = tw[k[j]];
+                    re[j] += v * c;
+                    im[j] -= v * s;
+                    k[j] += step[j];
+                    if k[j] >= m {
+                        k[j] -= m;
+                    }
                 }
             }
-            st.re[f] = re;
-            st.im[f] = im;
+            st.re[f0..f0 + n].copy_from_slice(&re[..n]);
+            st.im[f0..f0 + n].copy_from_slice(&im[..n]);
         }
     }
 
@@ -383,6 +413,42 @@ impl Dft {
         self
     }
 
+    /// [`Synopsis::update_at`] for an item outside the open interval (or the first item).
+    #[inline(never)]
+    fn update_at_new_interval(&mut self, x: f64, time_ms: i64) {
+        let bucket = self.bucket_of(time_ms);
+        self.first_bucket.get_or_insert(bucket);
+        match self.open {
+            None => self.open = Some((bucket, x)),
+            Some((ob, _)) if bucket <= ob => self.open = Some((ob, x)),
+            Some((ob, ov)) => {
+                self.push(ov);
+                self.push_repeat(ov, bucket.abs_diff(ob) - 1);
+                self.open = Some((bucket, x));
+            }
+        }
+    }
+
+    /// `time_ms.div_euclid(interval_ms)`, without the division when the time falls in the open
+    /// interval or the next one (in-order items almost always do).
+    #[inline]
+    fn bucket_of(&self, time_ms: i64) -> i64 {
+        let i = self.interval_ms;
+        if let Some((ob, _)) = self.open
+            && let Some(start) = ob.checked_mul(i)
+            && let Some(d) = time_ms.checked_sub(start)
+            && d >= 0
+        {
+            if d < i {
+                return ob;
+            }
+            if d - i < i {
+                return ob + 1;
+            }
+        }
+        time_ms.div_euclid(i)
+    }
+
     fn bad_query(reason: impl Into<String>) -> SynopsisError {
         SynopsisError::BadQuery { kind: Kind::Dft, reason: reason.into() }
     }
@@ -410,17 +476,16 @@ impl Synopsis for Dft {
         if !x.is_finite() {
             return;
         }
-        let bucket = time_ms.div_euclid(self.interval_ms);
-        self.first_bucket.get_or_insert(bucket);
-        match self.open {
-            None => self.open = Some((bucket, x)),
-            Some((ob, _)) if bucket <= ob => self.open = Some((ob, x)),
-            Some((ob, ov)) => {
-                self.push(ov);
-                self.push_repeat(ov, bucket.abs_diff(ob) - 1);
-                self.open = Some((bucket, x));
-            }
+        // Most items fall in the open interval: only its value changes.
+        if let (Some((ob, _)), Some(_)) = (self.open, self.first_bucket)
+            && ob.checked_mul(self.interval_ms).is_some_and(|start| {
+                time_ms >= start && time_ms.checked_sub(start).is_some_and(|d| d < self.interval_ms)
+            })
+        {
+            self.open = Some((ob, x));
+            return;
         }
+        self.update_at_new_interval(x, time_ms);
     }
 
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
@@ -521,5 +586,30 @@ impl Synopsis for Dft {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_of_equals_the_euclidean_division_whatever_the_open_interval() {
+        let mut rng = crate::hash::SplitMix64::new(5);
+        for interval_s in [0.001, 1.0, 2.5, 60.0, 1e9] {
+            let mut s = Dft::new(interval_s, 2, 8, 1).expect("valid parameters");
+            let i = s.interval_ms;
+            let times = [0, 1, -1, i - 1, i, 2 * i - 1, 2 * i, 3 * i + 1, -i, -i - 1, i64::MAX, i64::MIN, i64::MIN + 1];
+            for &open in &[None, Some(0), Some(-1), Some(1), Some(i64::MAX / i), Some(i64::MIN / i), Some(i64::MAX)] {
+                s.open = open.map(|b| (b, 0.0));
+                let random = (0..2_000).map(|_| {
+                    let base = open.unwrap_or(0).saturating_mul(i);
+                    base.saturating_add((rng.next_u64() % (4 * i as u64 + 4)) as i64 - i - 2)
+                });
+                for t in times.into_iter().chain(random) {
+                    assert_eq!(s.bucket_of(t), t.div_euclid(i), "interval {i} ms, open {open:?}, time {t}");
+                }
+            }
+        }
     }
 }
