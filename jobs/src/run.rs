@@ -2,7 +2,7 @@
 //! (registry join → update → tree merge → fold → answers → set changes → sink), and the reading
 //! loop with event-time windows.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -330,6 +330,21 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         }
         registry.close();
 
+        // 2b. Epoch gossip for Kafka input: every worker's own epoch (while it has active
+        //     partitions) reaches every worker of every process, so a process whose partitions are
+        //     all idle follows the others instead of holding their windows open.
+        let heard = Rc::new(Cell::new(0u64));
+        let mut gossip: Option<InputHandle<u64, CapacityContainerBuilder<Vec<u64>>>> = None;
+        if kafka_job2.is_some() {
+            let mut handle = InputHandle::new();
+            let heard = heard.clone();
+            worker.dataflow::<u64, _, _>(|scope| {
+                scope.input_from(&mut handle).broadcast().inspect(move |low: &u64| heard.set(heard.get().max(*low)));
+            });
+            gossip = Some(handle);
+        }
+        let mut told = 0u64;
+
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
         //    oldest window any unit can still produce (its newest time minus the lateness).
         let mut readers = Vec::new();
@@ -437,6 +452,15 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                     router.route(&mut kafka_unit, seq, Ok(t), &mut input);
                     window
                 });
+                if let Some(own) = k.own_low(|t| plan.window_of(t))
+                    && own > told
+                    && let Some(g) = gossip.as_mut()
+                {
+                    told = own;
+                    g.send(own);
+                    g.flush(); // an input hands data on only when flushed or advanced
+                }
+                k.follow(heard.get());
                 k.low(|t| plan.window_of(t))
             });
             let low = readers
@@ -466,6 +490,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         }
         router.flush_stats(0);
         drop(input);
+        drop(gossip);
         while !probe.done() {
             worker.step_or_park(Some(Duration::from_millis(1)));
         }

@@ -217,6 +217,65 @@ fn two_processes_split_the_partitions_and_give_the_file_estimations() {
     assert!(union == file_run(&requests, &data, "2"), "two-process Kafka estimations differ from the file run's");
 }
 
+/// One stream, two partitions, two processes of one worker each: only one partition (so one
+/// process) has records. The other process is all idle; it must follow the active one's epoch
+/// (gossiped between processes), not hold its windows open until `--exit-when-idle` — which is set
+/// far beyond the wait below, so only a job that closes windows while running passes.
+#[test]
+fn an_all_idle_process_does_not_hold_the_other_processes_windows_open() {
+    let Some(brokers) = broker() else { return };
+    let dir = tmp("idle-process");
+    let data = dir.join("ticks.jsonl");
+    generate("stocks:1:30000", &data);
+    let topic = unique("idle-process-data");
+    replay_into(&brokers, &topic, &data, 2);
+    let requests = repo("datasets/requests/paper-workload.json");
+    let expected = file_run(&requests, &data, "1");
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let group = unique("idle-process-group");
+    let outs: Vec<PathBuf> = (0..2).map(|p| dir.join(format!("out{p}.json"))).collect();
+    let jobs: Vec<_> = (0..2)
+        .map(|p| {
+            Command::new(SAAMS)
+                .args(["-w", "1", "-n", "2", "-p", &p.to_string(), "-h", &hostfile.to_string_lossy()])
+                .args(["--requests", &requests, "--brokers", &brokers, "--data-topic", &topic])
+                .args(["--group-id", &group, "--from", "earliest", "--exit-when-idle", "120s", "--progress", "0"])
+                .args(["--idle-timeout", "1s"])
+                .args(CONSUMER_SETTINGS)
+                .args(["--out", &outs[p].to_string_lossy()])
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run saams")
+        })
+        .collect();
+    let count = || outs.iter().map(|o| std::fs::read(o).map(|b| sorted_lines(&b).len()).unwrap_or(0)).sum::<usize>();
+    // every window but the last few closes while the job runs
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count() * 10 < expected.len() * 9 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let reached = count();
+    for job in &jobs {
+        Command::new("kill").args(["-TERM", &job.id().to_string()]).status().expect("kill");
+    }
+    let outputs: Vec<Output> = jobs.into_iter().map(|j| j.wait_with_output().expect("saams finished")).collect();
+    assert!(
+        reached * 10 >= expected.len() * 9,
+        "only {reached} of {} estimations while running: the idle process held the windows open",
+        expected.len()
+    );
+    for (p, o) in outputs.iter().enumerate() {
+        assert!(o.status.success(), "process {p}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let mut union = Vec::new();
+    for o in &outs {
+        union.extend(sorted_lines(&std::fs::read(o).expect("process output")));
+    }
+    union.sort();
+    assert!(union == expected, "estimations differ from the file run's");
+}
+
 /// Produces raw values to `topic`, waiting for every acknowledgement.
 fn produce_raw(brokers: &str, topic: &str, values: &[Vec<u8>]) {
     let producer: ThreadedProducer<DefaultProducerContext> =

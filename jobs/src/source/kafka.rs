@@ -1632,8 +1632,9 @@ impl KafkaInput {
     }
 
     /// The oldest window this worker may still send to (its input epoch): the window of its
-    /// watermark; while all of its partitions are idle, the newest epoch of the process' active
-    /// workers, so silent partitions do not hold windows open.
+    /// watermark; while all of its partitions are idle, the newest epoch any active worker reached
+    /// (of this process, or of another one through [`KafkaInput::follow`]), so silent partitions do
+    /// not hold windows open.
     pub fn low(&mut self, window_of: impl Fn(i64) -> u64) -> u64 {
         let low = if self.source.is_idle() {
             self.job.epoch_hint.load(Ordering::Relaxed)
@@ -1644,6 +1645,20 @@ impl KafkaInput {
         };
         self.floor_ms = self.floor_ms.max(i64::try_from(low).unwrap_or(i64::MAX));
         low
+    }
+
+    /// The input epoch this worker reached from its own partitions, `None` while they are all idle
+    /// (it then follows the others, [`KafkaInput::low`]). The job gossips it to every worker of every
+    /// process ([`KafkaInput::follow`]).
+    pub fn own_low(&mut self, window_of: impl Fn(i64) -> u64) -> Option<u64> {
+        if self.source.is_idle() { None } else { Some(self.source.watermark().map_or(0, window_of)) }
+    }
+
+    /// Raises the epoch that this process' idle workers follow to `low`, an epoch an active worker
+    /// of any process reached. Without it a process whose partitions are all idle holds its input
+    /// at the last epoch it saw, and the other processes' windows can never close.
+    pub fn follow(&self, low: u64) {
+        self.job.epoch_hint.fetch_max(low, Ordering::Relaxed);
     }
 
     /// At most once a second: when the dataflow's frontier (`None`: everything done) shows
