@@ -78,10 +78,10 @@ mod site;
 use std::fmt;
 
 pub use counter::{SlidingCounter, SuffixTable};
-pub use local::LocalStats;
+pub use local::{LocalMemory, LocalStats};
 pub use message::{Channel, Message};
 pub use root::Root;
-pub use site::Site;
+pub use site::{Site, SiteMemory};
 
 /// What went wrong in the monitoring library.
 #[derive(Clone, Debug, PartialEq)]
@@ -274,9 +274,14 @@ impl Config {
         (self.epsilon / 96.0).min(self.frequent_count_epsilon / 4.0)
     }
 
-    /// Relative error of a site's item counts: `ε/64` (for the quantile budget; at most a
-    /// quarter of every item tracker's target since `ε_a ≥ ε/16`).
+    /// Error of a site's item counts, as a fraction of the site's count after the cut:
+    /// `ε/64` (at most a quarter of every item tracker's target since `ε_a ≥ ε/16`).
     pub fn delta_item(&self) -> f64 {
+        self.epsilon / 64.0
+    }
+
+    /// Relative error of the per-item counts the quantile sender sums: `ε/64`.
+    pub fn delta_quantile(&self) -> f64 {
         self.epsilon / 64.0
     }
 

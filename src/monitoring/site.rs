@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Channel, Config, LocalStats, Message, MonitorError, Protocol};
+use super::{Channel, Config, LocalMemory, LocalStats, Message, MonitorError, Protocol};
 
 /// Seed BC: send the estimate when it moved by more than `θ·e` from the last value sent
 /// (an up event when it rose by a factor `1/(1−θ)`, a down event when it fell by `1/(1+θ)`).
@@ -235,7 +235,7 @@ impl Quantiles {
         };
         let lower = lo.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let upper = hi.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
-        local.items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
+        local.quantile_items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
     }
 
     fn check(&mut self, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
@@ -255,7 +255,7 @@ impl Quantiles {
         }
         if self.cur_w.len() as f64 > 3.0 / self.group + 2.0 {
             let mut fresh = Vec::new();
-            group_items(local.items(now), cap, &mut fresh);
+            group_items(local.quantile_items(now), cap, &mut fresh);
             self.root_w = fresh.iter().copied().collect();
             self.cur_w = self.root_w.clone();
             self.by_weight = fresh.iter().map(|&(v, w)| (w, v)).collect();
@@ -356,6 +356,36 @@ fn level_ticks(points: &[i64], end: i64, value: impl Fn(i64) -> u64, step: u64) 
     out
 }
 
+/// A site's memory in words, by part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteMemory {
+    /// The local statistics.
+    pub local: LocalMemory,
+    /// The count and item senders (seed trackers' sent values and gap index, forward/backward
+    /// counters) plus a few scalars.
+    pub senders: usize,
+    /// The quantile sender's mirror of the root's groups and its indexes.
+    pub quantile_sender: usize,
+}
+
+impl SiteMemory {
+    /// Everything.
+    pub fn sum(&self) -> usize {
+        self.local.sum() + self.senders + self.quantile_sender
+    }
+
+    /// What counting, approximate counting, frequent items and forward/backward use: the total
+    /// counter, the item records, their schedule and the senders.
+    pub fn counting(&self) -> usize {
+        self.local.total + self.local.items + self.local.schedule + self.senders
+    }
+
+    /// What quantiles use: the quantile records, their schedule and the quantile sender.
+    pub fn quantiles(&self) -> usize {
+        self.local.quantiles + self.local.quantile_schedule + self.quantile_sender
+    }
+}
+
 /// One remote site: feed it arrivals with [`Site::insert`], then call [`Site::advance`] at
 /// every time it asks for ([`Site::next_due`]) and after arrivals; it returns the messages for
 /// the root. Messages at time `t` reflect every arrival at `t`.
@@ -393,7 +423,8 @@ impl Site {
     /// When the configuration is invalid.
     pub fn new(cfg: Config) -> Result<Self, MonitorError> {
         cfg.validate()?;
-        let local = LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item())?;
+        let local =
+            LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item(), cfg.delta_quantile())?;
         let counts = [Channel::Count, Channel::FrequentTotal]
             .into_iter()
             .map(|channel| SeedCount { channel, theta: cfg.theta(channel), sent: 0 })
@@ -634,7 +665,7 @@ impl Site {
             }
         }
         for &j in &self.dirty {
-            self.quantiles.note(j, self.local.item(j, now));
+            self.quantiles.note(j, self.local.quantile_item(j, now));
         }
         self.quantiles.check(&self.local, now, &mut self.outbox);
         self.dirty.clear();
@@ -663,14 +694,19 @@ impl Site {
         &self.local
     }
 
-    /// Memory in words: local statistics plus what the senders remember (the values the root
-    /// holds, gap and discrepancy indexes, forward counters).
-    pub fn memory_words(&self) -> usize {
+    /// Memory in words by part (see [`SiteMemory`]).
+    pub fn memory(&self) -> SiteMemory {
         let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
         let fwd = 2 * (self.forward.items.len() + self.forward.next_items.len())
             + self.forward.item_est.iter().map(|m| 2 * m.len()).sum::<usize>();
         let q = &self.quantiles;
-        let quantiles = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
-        self.local.memory_words() + seed + fwd + quantiles + 8
+        let quantile_sender = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
+        SiteMemory { local: self.local.memory(), senders: seed + fwd + 8, quantile_sender }
+    }
+
+    /// Memory in words: local statistics plus what the senders remember (the values the root
+    /// holds, gap and discrepancy indexes, forward counters).
+    pub fn memory_words(&self) -> usize {
+        self.memory().sum()
     }
 }
