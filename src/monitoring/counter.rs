@@ -145,14 +145,16 @@ impl SlidingCounter {
     }
 
     fn compact(&mut self, now: i64) {
-        self.compact_against(now, |_, newer| (newer + 1) as f64);
+        self.compact_against(now, |_, newer| (newer + 1) as f64, None);
     }
 
     /// Merge buckets newest first, with the cap of a bucket ending at `hi` computed from
     /// `lower(hi, newer)`: a lower bound on the reference stream's items stamped `≥ hi`, given the
     /// count `newer` of this counter's newer buckets (module docs). Then move overlay stamps into
-    /// their buckets where there is room.
-    pub(crate) fn compact_against(&mut self, now: i64, lower: impl Fn(i64, u64) -> f64) {
+    /// their buckets where there is room. With `split = Some(L)`, no bucket is merged across a
+    /// multiple of `L` (a bucket's stamps stay within one `(mL, (m+1)L]`), so the suffix at every
+    /// such cut is exact up to what the record lost.
+    pub(crate) fn compact_against(&mut self, now: i64, lower: impl Fn(i64, u64) -> f64, split: Option<i64>) {
         if self.buckets.is_empty() {
             return;
         }
@@ -168,7 +170,8 @@ impl SlidingCounter {
             let b = self.buckets[idx];
             let l = lower(cur.hi, newer);
             let limit = if cur.hi < seal { cap_of(l) } else { half_of(l) };
-            if cur.count + b.count <= limit {
+            let same_block = split.is_none_or(|len| (b.lo - 1).div_euclid(len) == (cur.hi - 1).div_euclid(len));
+            if same_block && cur.count + b.count <= limit {
                 cur = Bucket { lo: b.lo, hi: cur.hi, count: cur.count + b.count, cap: cap_of(l) };
             } else {
                 cur.cap = cur.cap.max(cap_of(l));
@@ -194,6 +197,20 @@ impl SlidingCounter {
                 }
             }
         }
+    }
+
+    /// True when `ok(C, hi)` holds for every bucket, `C` the count held in that bucket and all
+    /// newer ones (overlay stamps included) and `hi` the bucket's newest stamp: `C` bounds the
+    /// count after any cut below `hi` and above the previous bucket's newest stamp.
+    pub(crate) fn all_suffixes(&self, ok: impl Fn(u64, i64) -> bool) -> bool {
+        let mut acc = 0u64;
+        for b in self.buckets.iter().rev() {
+            acc += b.count + self.overlay.range(b.lo..=b.hi).map(|(_, &o)| o).sum::<u64>();
+            if !ok(acc, b.hi) {
+                return false;
+            }
+        }
+        true
     }
 
     /// Drop the buckets that left the window at `now` (stamps `≤ now − W`).
@@ -247,13 +264,6 @@ impl SlidingCounter {
         self.total
     }
 
-    /// The newest stamp held.
-    pub(crate) fn newest(&self) -> Option<i64> {
-        let b = self.buckets.back().map(|b| b.hi);
-        let o = self.overlay.last_key_value().map(|(&s, _)| s);
-        b.max(o)
-    }
-
     /// The next time the estimate can change without an arrival: when the oldest bucket starts
     /// straddling the window edge, or leaves the window, or the oldest overlay stamp leaves it.
     pub fn next_change(&self, now: i64) -> Option<i64> {
@@ -273,7 +283,8 @@ impl SlidingCounter {
         self.total == 0
     }
 
-    /// Buckets held (each is 4 words: two stamps, a count and a cap).
+    /// Buckets held (each is 3 words: two stamps and a count, plus a cap while it may still
+    /// receive late items).
     pub fn buckets(&self) -> usize {
         self.buckets.len()
     }
@@ -283,9 +294,11 @@ impl SlidingCounter {
         self.overlay.len()
     }
 
-    /// Memory in words: 4 per bucket, 2 per overlay stamp.
-    pub fn memory_words(&self) -> usize {
-        4 * self.buckets.len() + 2 * self.overlay.len()
+    /// Memory in words: 3 per bucket plus its cap while it is not sealed at `now` (its newest
+    /// stamp `≥ now − τ`, so late items may join it), 2 per overlay stamp.
+    pub fn memory_words(&self, now: i64) -> usize {
+        let unsealed = self.buckets.len() - self.buckets.partition_point(|b| b.hi < now - self.tardiness);
+        3 * self.buckets.len() + unsealed + 2 * self.overlay.len()
     }
 
     /// The stamps where [`SlidingCounter::suffix`] changes (every bucket's `lo` and `hi`, every

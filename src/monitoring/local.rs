@@ -4,24 +4,29 @@
 //! estimate can next change without an arrival.
 //!
 //! # Item records (error relative to the site)
-//! Each item's record is a [`SlidingCounter`] whose bucket caps are computed from the site's
-//! total counter (`L` = a lower bound on the site's items stamped `≥ hi`), so at every cut `s`
-//! inside the window the record's error is at most `δ_i·S(s)`, `S(s)` the site's items stamped
-//! after `s`. A record whose buckets are all sealed (newest stamp `< now − τ`) is deleted when its
-//! count `C` is at most `δ_i·min(L(newest stamp), A)`, `A` the site's arrivals since the record
-//! was created (Lossy Counting's rule, moved to time). Invariant: the copies of an item lost to
-//! deletions and stamped after `s` number at most `δ_i·S(s)`, for every cut `s`:
-//! * cuts `s ≥ t₀ − τ` (`t₀` the record's creation): earlier deletions removed only sealed copies
-//!   stamped `< t₀ − τ`, so the loss after `s` is this record's `C ≤ δ_i·L ≤ δ_i·S(s)` (for
-//!   `s` below its newest stamp; none after it);
-//! * cuts `s < t₀ − τ`: the earlier loss was `≤ δ_i·S(s)` at `t₀`, and every one of the `A`
-//!   arrivals since is stamped `≥ t₀ − τ > s`, so `S(s)` grew by `A ≥ C/δ_i`.
+//! `S(s)` is the site's count of items stamped after the cut `s`; it only grows while `s` is
+//! inside the window. Each item's record is a [`SlidingCounter`] whose bucket caps use `δ_i/2`
+//! and `L` = a lower bound on the site's items stamped `≥ hi` (from the total counter), so the
+//! record's own error at any cut `s` is at most `(δ_i/2)·S(s)`. Records are deleted (Lossy
+//! Counting's rule, moved to time) when, at a compaction at time `t`, a record created at `t₀`
+//! after `A` site arrivals holds `C ≤ (δ_i/2)·min(A, L(t₀ + 1))` copies and, for every bucket
+//! `b`, the copies in `b` and newer buckets number at most `(δ_i/2)·L(hi_b)`.
+//! Invariant: the copies of the item lost to deletions and stamped after `s` number at most
+//! `(δ_i/2)·S(s)`, for every cut `s`. When a record is deleted (copies stamped `≥ t₀ − τ`;
+//! earlier losses all stamped before `t₀`):
+//! * `s < t₀ − τ`: the earlier loss was `≤ (δ_i/2)·S(s)` at `t₀`, and all `A` arrivals since are
+//!   stamped `≥ t₀ − τ > s`, so `S(s)` grew by `A ≥ C/(δ_i/2)`;
+//! * `t₀ − τ ≤ s < t₀`: likewise, with the arrivals since `t₀` stamped after `t₀` (all of the
+//!   site's items stamped `> t₀`, at least `L(t₀ + 1)`) in place of `A`;
+//! * `s ≥ t₀`: no earlier loss is stamped after `s`, and the record's copies after `s` are at
+//!   most the count of the buckets ending after `s`, checked against `L(hi_b) ≤ S(s)`.
 //!
-//! While a record exists its own error (one straddling bucket, only at cuts `≥ t₀ − τ`) and the
-//! earlier loss (only at cuts `< t₀ − τ`) never apply at the same cut, so an item's error stays
-//! `≤ δ_i·S(s)`. Memory: a kept sealed record has `C > δ_i·L` or `C > δ_i·A`; at most `2/δ_i`
-//! records per doubling of `L` or of `A` qualify, so `O((1/δ_i)·log n)` records, each with
-//! `O(log n)` buckets, plus the items seen in the last `τ`.
+//! An item's error is its record's error plus the earlier loss: at most `δ_i·S(s)`.
+//! Memory: a record survives a compaction only if some cut has `c_j(s) > (δ_i/2)·S(s)` — at most
+//! `2/(δ_i/2)` items per doubling of `S` — or it is young (`C > (δ_i/2)·A`: at most `2/(δ_i/2)`
+//! per doubling of `A`, as in Lossy Counting, and with tardiness also the records whose
+//! `L(t₀ + 1)` is still small, i.e. created within about the last `τ`). So `O((1/δ_i)·log n)`
+//! records, each with `O(log n)` buckets, for in-order input.
 //!
 //! # Quantile records (error relative to the item)
 //! The quantile sender sums item estimates over ranges of items, so it needs errors that sum to
@@ -46,6 +51,8 @@ struct Record {
     counter: SlidingCounter,
     /// The site's arrival count when the record was created.
     created: u64,
+    /// When the record was created.
+    born: i64,
     due: Option<i64>,
 }
 
@@ -110,6 +117,8 @@ pub struct LocalStats {
     compact_at: usize,
     /// Items whose record estimate changed outside an arrival or expiry (compaction, deletion).
     changed: Vec<u64>,
+    /// Item record buckets never span a multiple of this (forward/backward splits).
+    split: Option<i64>,
 }
 
 impl LocalStats {
@@ -142,7 +151,21 @@ impl LocalStats {
             item_units: 0,
             compact_at: 64,
             changed: Vec::new(),
+            split: None,
         })
+    }
+
+    /// Keep every item record's buckets within one `(mL, (m+1)L]` (`L = len`), so that item
+    /// suffixes at the forward/backward splits `mL` carry no bucket error.
+    ///
+    /// # Errors
+    /// When `len ≤ 0`.
+    pub fn with_splits(mut self, len: i64) -> Result<Self, MonitorError> {
+        if len <= 0 {
+            return Err(MonitorError::BadParameter(format!("split length must be positive, got {len}")));
+        }
+        self.split = Some(len);
+        Ok(self)
     }
 
     fn set_due(&mut self, key: Key, new: Option<i64>) {
@@ -189,8 +212,8 @@ impl LocalStats {
         self.set_due(Key::Total, due);
         let (window, tardiness) = (self.window, self.tardiness);
         if !self.items.contains_key(&item) {
-            let counter = SlidingCounter::new_record(window, tardiness, self.delta_item)?;
-            self.items.insert(item, Record { counter, created: self.arrivals, due: None });
+            let counter = SlidingCounter::new_record(window, tardiness, self.delta_item / 2.0)?;
+            self.items.insert(item, Record { counter, created: self.arrivals, born: now, due: None });
         }
         let record = self.items.get_mut(&item).expect("inserted above");
         record.counter.insert(now, stamp)?;
@@ -217,18 +240,18 @@ impl LocalStats {
         let table = self.total.table();
         let shrink = 1.0 + self.delta_total;
         let lower = |hi: i64| table.suffix(hi - 1) as f64 / shrink;
-        let seal = now - self.tardiness;
-        let (delta, arrivals) = (self.delta_item, self.arrivals);
+        // Bucket caps and deletions each get half of δ_i (module docs).
+        let delta = self.delta_item / 2.0;
+        let (arrivals, split) = (self.arrivals, self.split);
         let mut units = 0;
         let mut dead = Vec::new();
         let mut dues = Vec::new();
         for (&j, r) in self.items.iter_mut() {
             let before = r.counter.estimate(now);
-            r.counter.compact_against(now, |hi, _| lower(hi));
-            let newest = r.counter.newest();
-            let deletable = newest.is_some_and(|h| {
-                h < seal && r.counter.held() as f64 <= delta * lower(h).min((arrivals - r.created) as f64)
-            });
+            r.counter.compact_against(now, |hi, _| lower(hi), split);
+            let young = (arrivals - r.created) as f64;
+            let deletable = r.counter.held() as f64 <= delta * young.min(lower(r.born + 1))
+                && r.counter.all_suffixes(|c, hi| c as f64 <= delta * lower(hi));
             if deletable {
                 dead.push(j);
             } else {
@@ -352,15 +375,15 @@ impl LocalStats {
         self.items.len()
     }
 
-    /// Memory in words by part: 4 per bucket and 2 per overlay stamp in every counter, plus
-    /// per item record its id, creation count and due time, per quantile record its id and due
+    /// Memory in words by part: every counter's [`SlidingCounter::memory_words`], plus per item
+    /// record its id, creation count and time, and due time, per quantile record its id and due
     /// time, and 2 per schedule entry.
     pub fn memory(&self) -> LocalMemory {
         let quantile_entries = self.schedule.iter().filter(|(_, k)| matches!(k, Key::Quantile(_))).count();
         LocalMemory {
-            total: self.total.memory_words(),
-            items: self.items.values().map(|r| r.counter.memory_words() + 3).sum(),
-            quantiles: self.quantiles.values().map(|(c, _)| c.memory_words() + 2).sum(),
+            total: self.total.memory_words(self.now),
+            items: self.items.values().map(|r| r.counter.memory_words(self.now) + 4).sum(),
+            quantiles: self.quantiles.values().map(|(c, _)| c.memory_words(self.now) + 2).sum(),
             schedule: 2 * (self.schedule.len() - quantile_entries),
             quantile_schedule: 2 * quantile_entries,
         }

@@ -17,22 +17,48 @@
 //!   `[(φ − ε)c, (φ + ε)c]`.
 //!
 //! # Error budget (all per site, summed over sites)
-//! Local statistics: window count with relative error `δ_t = ε/96`, item counts with relative
-//! error `δ_i = ε/64` ([`SlidingCounter`]). A count tracker at target `ε'` sends when its
-//! estimate moved by more than `θ = ε'/2` times the current estimate: error
-//! `θ(1 + δ_t) + δ_t ≤ ε'` as `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold
-//! `θ = ε'/2` times the site's estimated total; items at or below it are turned off):
-//! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε_c`
-//! and an item tracker at `ε/2 − ε_c` with the seed's rule `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed
-//! uses `ε_c = ε/24`; forward/backward uses `ε/5` (see [`Config::frequent_count_epsilon`]).
+//! Local statistics ([`LocalStats`]): the site's window count with relative error
+//! `δ_t = min(ε/96, ε_c/4)` ([`SlidingCounter`]); item counts (counting, frequent items,
+//! forward/backward) with error `δ_i·S(s)` at every cut `s` inside the window, where `S(s)` is
+//! the SITE's count of items stamped after `s` and `δ_i = min(ε/16, ε_a/4)` (`ε_a` the
+//! frequent-items item target) — at the window edge that is `δ_i·c_σ`, and for a cut `s` used
+//! later at time `t'` it is at most `δ_i·c_σ(t')`; and, for quantiles only, item counts with
+//! relative error `δ_q = ε/64` on each item's own count, so that their errors sum to at most
+//! `δ_q·c_σ` over any set of items. A count tracker at target `ε'` sends when its estimate moved
+//! by more than `θ = ε'/2` times the current estimate: error `θ(1 + δ_t) + δ_t ≤ ε'` as
+//! `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold `θ = ε'/2` times the site's estimated
+//! total; items at or below it are turned off): error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`
+//! (the item error is additive, `δ_i·c_σ`, exactly the form the proof uses). Frequent items use
+//! a count tracker at `ε_c` and an item tracker at `ε_a = ε/2 − ε_c` with the seed's rule
+//! `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed uses `ε_c = ε/24`; forward/backward uses `ε/5` (see
+//! [`Config::frequent_count_epsilon`]).
 //! Quantiles: the root holds per site groups of consecutive items (a boundary value and a
 //! weight); a group holding any item other than its boundary weighs at most `g·T` (`g = 0.22ε`,
-//! `T` the sum of the site's item estimates, split when heavier), and the sum `D` of the
+//! `T` the sum of the site's quantile item estimates, split when heavier), and the sum `D` of the
 //! differences between the root's and the site's current group weights (items above the last
 //! boundary count fully) stays at most `θ_q·c_σ` (`θ_q = 0.22ε`; the largest differences are
-//! sent when it is exceeded). Rank error per site `D + g(1 + δ_i)c_σ + δ_i c_σ ≤ 0.46ε·c_σ
+//! sent when it is exceeded). Rank error per site `D + g(1 + δ_q)c_σ + δ_q c_σ ≤ 0.46ε·c_σ
 //! ≤ ε/2·c_σ`, and the root's answer (the first item whose cumulative weight reaches `φ·Σw`)
 //! is then within `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
+//!
+//! # Site memory
+//! Reported by [`Site::memory`] in parts ([`SiteMemory`]); `monitor-sim` prints the peaks.
+//! * Counting part (total counter, item records, their schedule, the count/item senders):
+//!   `O((1/ε)·log n)` words for in-order input. The total counter merges buckets relative to its
+//!   own count; item records merge relative to the site's count and rare records are deleted by
+//!   a Lossy-Counting rule moved to time (details and proof in [`LocalStats`]'s module), so a
+//!   rare item costs nothing once it is older than about `1/δ_i` of the site's newer items. With
+//!   tardiness, the records of items seen in the last `τ` are kept (a late copy could still
+//!   land before a deleted stamp), so the memory grows by the distinct items of the last `τ`.
+//!   [`sim::counting_memory_bound`] states the bound the tests check.
+//! * Quantile part: NOT `O((1/ε)·polylog)`. The quantile sender's budget leaves the local
+//!   structure a rank error of `δ_q = ε/64` of the site's count; item-relative records keep rare
+//!   items exactly (about the window's item count, 3–4 words per item). A sliding-window
+//!   quantile summary with additive rank error `δ_q·c_σ` (exponential-histogram levels of
+//!   mergeable blocks, Arasu–Manku style) would need `O((1/δ_q)·log²(1/δ_q)·log n)` words — on
+//!   this data (site windows of 10⁴–4·10⁴ items, `1/δ_q = 640` at ε = 0.1) still several times
+//!   the window — so meeting a tenth of the window needs a larger local share of the quantile
+//!   budget (more words) as well as the new structure.
 //!
 //! Forward/backward (target `ε'`, `θ = (ε' − δ)/2` with `δ` the local counters' error,
 //! [`Config::fb_theta`]): phases of length `L = W − τ`; in phase `i` (times
@@ -55,9 +81,10 @@
 //! * The seed's text gives AC's turn-off rule only in outline; here an item is turned off when
 //!   it must be sent and its estimate is at most the send threshold `θ·e_σ` itself, so an off
 //!   item's error is bounded exactly like an on item's.
-//! * Out-of-order input: the local counters keep one exact bucket per distinct stamp of the last
-//!   `τ` time units (a late item may still join them); only older buckets are merged. Memory is
-//!   therefore `O((1/δ)·log n)` plus the distinct stamps of the last `τ`.
+//! * Out-of-order input: the local counters also merge buckets that may still receive late items,
+//!   but only to half their cap; a late item joins the bucket whose stamp range covers it while
+//!   the bucket has room, else it is kept in an exact per-stamp overlay until a compaction finds
+//!   room (see [`SlidingCounter`]). Item records of the last `τ` are never deleted.
 //! * Forward/backward is reconstructed from the idea (phases of `W − τ`, backward level crossings
 //!   sent once per phase, forward counted exactly and sent in steps), not from Cormode & Yi's
 //!   text, which was not available here; granularities follow the site's total (a resend when
@@ -275,9 +302,11 @@ impl Config {
     }
 
     /// Error of a site's item counts, as a fraction of the site's count after the cut:
-    /// `ε/64` (at most a quarter of every item tracker's target since `ε_a ≥ ε/16`).
+    /// `min(ε/16, ε_a/4)` with `ε_a = ε/2 − ε_c` the frequent-items item target, so at most a
+    /// quarter of every item tracker's target (`ε_a ≤ ε`). Memory of the item records is
+    /// proportional to `1/δ_i`.
     pub fn delta_item(&self) -> f64 {
-        self.epsilon / 64.0
+        (self.epsilon / 16.0).min((self.epsilon / 2.0 - self.frequent_count_epsilon) / 4.0)
     }
 
     /// Relative error of the per-item counts the quantile sender sums: `ε/64`.

@@ -294,17 +294,17 @@ impl Quantiles {
     }
 }
 
-/// Forward/backward state shared by the site's trackers: the phase, exact counts of the items
-/// stamped after the current split (they cannot expire during the phase) and after the next
-/// split (pre-counted during the τ overlap), the reference total `R` the granularities were
-/// chosen for, and what the root holds of the forward part.
+/// Forward/backward state shared by the site's trackers: the phase, the exact count of the
+/// site's items stamped after the current split (they cannot expire during the phase) and after
+/// the next split (pre-counted during the τ overlap), the items whose forward count may have
+/// changed, the reference total `R` the granularities were chosen for, and what the root holds of
+/// the forward part. An item's forward count is its record's suffix at the split, which carries
+/// no bucket error (records never merge across a split) and may only miss what the record lost.
 #[derive(Clone, Debug, Default)]
 struct Forward {
     phase: Option<i64>,
     total: u64,
-    items: HashMap<u64, u64>,
     next_total: u64,
-    next_items: HashMap<u64, u64>,
     dirty: BTreeSet<u64>,
     /// The backward summaries and forward steps must be (re)sent at the next advance.
     resend: bool,
@@ -330,6 +330,11 @@ const ITEM_CHANNELS: [Channel; 2] = [Channel::Items, Channel::FrequentItems];
 /// `G/2 ≤ θ·ρ·R` (at least 1; with `G = 1` integer counts are tracked exactly).
 fn grain(theta: f64, r: f64) -> u64 {
     ((2.0 * theta * RHO * r).floor() as u64).max(1)
+}
+
+/// An item's forward count: its record's count after the split `p` (0 without a record).
+fn forward_of(local: &LocalStats, item: u64, p: i64) -> u64 {
+    local.item_counter(item).map_or(0, |c| c.suffix(p))
 }
 
 /// Level crossings of a nonincreasing `value` over the cuts `[points[0], end)` (it changes only
@@ -425,6 +430,10 @@ impl Site {
         cfg.validate()?;
         let local =
             LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item(), cfg.delta_quantile())?;
+        let local = match cfg.protocol {
+            Protocol::Seed => local,
+            Protocol::ForwardBackward => local.with_splits(cfg.phase_len())?,
+        };
         let counts = [Channel::Count, Channel::FrequentTotal]
             .into_iter()
             .map(|channel| SeedCount { channel, theta: cfg.theta(channel), sent: 0 })
@@ -480,12 +489,10 @@ impl Site {
             let f = &mut self.forward;
             if stamp > self.cfg.split(phase) {
                 f.total += 1;
-                *f.items.entry(item).or_insert(0) += 1;
                 f.dirty.insert(item);
             }
             if stamp > self.cfg.split(phase + 1) {
                 f.next_total += 1;
-                *f.next_items.entry(item).or_insert(0) += 1;
             }
         }
         Ok(())
@@ -500,8 +507,6 @@ impl Site {
                 let current = if !inclusive && self.cfg.phase_start(current) == now { current - 1 } else { current };
                 if current > phase {
                     self.forward.phase = Some(current);
-                    self.forward.next_items.clear();
-                    self.forward.items.clear();
                     self.forward.dirty.clear();
                     self.forward.count_est = [0; 2];
                     self.forward.item_est.iter_mut().for_each(HashMap::clear);
@@ -522,8 +527,8 @@ impl Site {
         let f = &mut self.forward;
         f.phase = Some(phase);
         f.total = std::mem::take(&mut f.next_total);
-        f.items = std::mem::take(&mut f.next_items);
-        f.dirty = f.items.keys().copied().collect();
+        let p = self.cfg.split(phase);
+        f.dirty = self.local.item_counters().filter(|(_, c)| c.suffix(p) > 0).map(|(j, _)| j).collect();
         f.count_est = [0; 2];
         f.item_est.iter_mut().for_each(HashMap::clear);
         self.send_backward(self.cfg.phase_start(phase));
@@ -561,7 +566,7 @@ impl Site {
             let forward_step = grain(theta * (2.0 - ITEM_BACKWARD_SHARE), r);
             let mut items = Vec::new();
             for (j, counter) in self.local.item_counters() {
-                let fj = f.items.get(&j).copied().unwrap_or(0);
+                let fj = counter.suffix(end);
                 if 2 * counter.suffix(start).saturating_sub(fj) < step {
                     continue;
                 }
@@ -577,7 +582,7 @@ impl Site {
             f.item_step[i] = forward_step;
             let mut rebase: Vec<(u64, u64)> = Vec::new();
             for (&j, &e) in &f.item_est[i] {
-                let fj = f.items.get(&j).copied().unwrap_or(0);
+                let fj = forward_of(&self.local, j, end);
                 if 2 * fj.abs_diff(e) > forward_step {
                     rebase.push((j, fj));
                 }
@@ -587,7 +592,7 @@ impl Site {
                 f.item_est[i].insert(j, fj);
                 self.outbox.push(Message::ForwardItem { channel, item: j, value: fj });
             }
-            f.dirty.extend(f.items.keys().copied());
+            f.dirty.extend(self.local.item_counters().filter(|(_, c)| c.suffix(end) > 0).map(|(j, _)| j));
         }
     }
 
@@ -595,6 +600,8 @@ impl Site {
     /// a forward step of the exact forward counts.
     fn send_forward(&mut self) {
         let f = &mut self.forward;
+        let Some(phase) = f.phase else { return };
+        let p = self.cfg.split(phase);
         for (i, channel) in COUNT_CHANNELS.into_iter().enumerate() {
             let step = f.count_step[i];
             if f.total > f.count_est[i] && 2 * (f.total - f.count_est[i]) >= step {
@@ -606,9 +613,13 @@ impl Site {
         for (i, channel) in ITEM_CHANNELS.into_iter().enumerate() {
             let step = f.item_step[i];
             for &j in &f.dirty {
-                let fj = f.items.get(&j).copied().unwrap_or(0);
+                let fj = forward_of(&self.local, j, p);
                 let e = f.item_est[i].entry(j).or_insert(0);
-                if fj > *e && 2 * (fj - *e) >= step {
+                if *e > fj && 2 * (*e - fj) > step {
+                    // The record lost copies (deleted as rare): follow it down.
+                    *e = fj;
+                    self.outbox.push(Message::ForwardItem { channel, item: j, value: fj });
+                } else if fj > *e && 2 * (fj - *e) >= step {
                     let k = (fj - *e + step / 2) / step;
                     if k == 1 {
                         *e += step;
@@ -636,6 +647,9 @@ impl Site {
         }
         self.now = now;
         let changed = self.local.advance(now);
+        if self.cfg.protocol == Protocol::ForwardBackward {
+            self.forward.dirty.extend(changed.iter().copied());
+        }
         self.dirty.extend(changed);
         let e_total = self.local.total(now);
         match self.cfg.protocol {
@@ -697,8 +711,7 @@ impl Site {
     /// Memory in words by part (see [`SiteMemory`]).
     pub fn memory(&self) -> SiteMemory {
         let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
-        let fwd = 2 * (self.forward.items.len() + self.forward.next_items.len())
-            + self.forward.item_est.iter().map(|m| 2 * m.len()).sum::<usize>();
+        let fwd = self.forward.dirty.len() + self.forward.item_est.iter().map(|m| 2 * m.len()).sum::<usize>();
         let q = &self.quantiles;
         let quantile_sender = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
         SiteMemory { local: self.local.memory(), senders: seed + fwd + 8, quantile_sender }
