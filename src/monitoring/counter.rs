@@ -134,7 +134,9 @@ impl SlidingCounter {
         self.total += 1;
         if self.self_compact && self.units() > self.compact_at {
             self.compact(now);
-            self.compact_at = 2 * self.units() + 16;
+            // Compact again after a quarter more units: memory peaks at 1.25× the compacted size,
+            // and each unit costs O(1) amortized compaction work.
+            self.compact_at = self.units() + self.units() / 4 + 16;
         }
         Ok(())
     }

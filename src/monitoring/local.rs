@@ -271,7 +271,7 @@ impl LocalStats {
             self.changed.push(j);
         }
         self.item_units = units;
-        self.compact_at = 2 * units + 64;
+        self.compact_at = units + units / 4 + 64;
     }
 
     /// Process every scheduled change up to `now`; returns the items whose estimates may have

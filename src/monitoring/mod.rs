@@ -46,10 +46,11 @@
 //! * Counting part (total counter, item records, their schedule, the count/item senders):
 //!   `O((1/ε)·log n)` words for in-order input. The total counter merges buckets relative to its
 //!   own count; item records merge relative to the site's count and rare records are deleted by
-//!   a Lossy-Counting rule moved to time (details and proof in [`LocalStats`]'s module), so a
-//!   rare item costs nothing once it is older than about `1/δ_i` of the site's newer items. With
-//!   tardiness, the records of items seen in the last `τ` are kept (a late copy could still
-//!   land before a deleted stamp), so the memory grows by the distinct items of the last `τ`.
+//!   a Lossy-Counting rule moved to time (details and proof in [`LocalStats`]), so a rare item
+//!   costs nothing once about `2/δ_i` of the site's items are newer than its copies. With
+//!   tardiness, a record created at `t₀` waits until `2/δ_i` items stamped after `t₀` arrived,
+//!   so the memory grows by the distinct items of about the last `τ`. Counters compact when
+//!   they grew by a quarter, so memory peaks at 1.25× the compacted size.
 //!   [`sim::counting_memory_bound`] states the bound the tests check.
 //! * Quantile part: NOT `O((1/ε)·polylog)`. The quantile sender's budget leaves the local
 //!   structure a rank error of `δ_q = ε/64` of the site's count; item-relative records keep rare
@@ -64,15 +65,22 @@
 //! [`Config::fb_theta`]): phases of length `L = W − τ`; in phase `i` (times
 //! `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
 //! `(t − W, p_i]`, all arrived, only shrinking) and a forward part (stamps `> p_i`, cannot expire
-//! within the phase, only growing, counted exactly). Granularities are relative to a reference
+//! within the phase, only growing; the site's forward total is counted exactly, an item's
+//! forward count is its record's suffix at `p_i`, exact up to what the record lost, since records
+//! never merge buckets across a split). Granularities are relative to a reference
 //! `R` = the site's total (lower estimate) when they were chosen: backward level spacing `G` and
 //! forward step `T` with `G/2 + T/2 ≤ 2θ·ρ·R` (`ρ = 3/4`). The backward part is sent once as
 //! *level crossings*: for the levels `(m − ½)G` the first cut where the count falls below each;
 //! the root's estimate `G × #levels not yet crossed` is within `G/2`. The forward part is sent
 //! in steps of `T` (rounded to the nearest multiple: within `T/2`); an item's step costs one word.
 //! Items whose backward count is below `G/2` are not listed, and items whose forward count is
-//! below `T/2` are never sent, so a summary costs `O(1/θ)` words whatever the item counts. The
-//! per-site error is `δ·c + (G + T)/2 ≤ δ·c + 2θρR ≤ ε'·c` while `c ≥ ρR`; when the site's total
+//! below `T/2` are never sent, so a summary costs `O(1/θ)` words whatever the item counts (an
+//! item whose record is deleted is sent down to its new forward count). The per-site error is
+//! `δ·c + (G + T)/2 ≤ δ·c + 2θρR ≤ ε'·c` while `c ≥ ρR`: for an item, the backward value sent at
+//! `t₀` is `ê(s) − ê(p)` and the forward value `ê'(p)` at the query time `t'` (`ê` the record's
+//! estimates), so the bucket error enters once, at the cut `s` (`≤ (δ_i/2)·c`), and the copies
+//! lost before `t₀` in `(s, p]` plus those lost by `t'` after `p` are at most the loss after `s`
+//! at `t'` (`≤ (δ_i/2)·c`, [`LocalStats`]); when the site's total
 //! drops below `ρR` (or grows past `2R`, only to save words) it resends the backward part for
 //! the rest of the phase with the new `R` and re-bases the forward values the new step does not
 //! cover. Frequent items split `ε/5` (total) + `3ε/10` (items).
@@ -84,9 +92,11 @@
 //! * Out-of-order input: the local counters also merge buckets that may still receive late items,
 //!   but only to half their cap; a late item joins the bucket whose stamp range covers it while
 //!   the bucket has room, else it is kept in an exact per-stamp overlay until a compaction finds
-//!   room (see [`SlidingCounter`]). Item records of the last `τ` are never deleted.
+//!   room (see [`SlidingCounter`]). An item record created at `t₀` is only deleted once the
+//!   site holds enough items stamped after `t₀` ([`LocalStats`]), so with tardiness the records
+//!   of about the last `τ` are kept.
 //! * Forward/backward is reconstructed from the idea (phases of `W − τ`, backward level crossings
-//!   sent once per phase, forward counted exactly and sent in steps), not from Cormode & Yi's
+//!   sent once per phase, forward counted and sent in steps), not from Cormode & Yi's
 //!   text, which was not available here; granularities follow the site's total (a resend when
 //!   it falls below `3R/4`) rather than a fixed per-phase schedule; its frequent-items split is
 //!   `ε/5 + 3ε/10`.
