@@ -18,7 +18,7 @@
 //!
 //! # Error budget (all per site, summed over sites)
 //! Local statistics ([`LocalStats`]): the site's window count with relative error
-//! `δ_t = min(ε/96, ε_c/4)` ([`SlidingCounter`]); item counts (counting, frequent items,
+//! `δ_t = min(ε/72, ε_c/3)` ([`SlidingCounter`]); item counts (counting, frequent items,
 //! forward/backward) with error `δ_i·S(s)` at every cut `s` inside the window, where `S(s)` is
 //! the SITE's count of items stamped after `s` and `δ_i = min(ε/16, ε_a/4)` (`ε_a` the
 //! frequent-items item target) — at the window edge that is `δ_i·c_σ`, and for a cut `s` used
@@ -26,7 +26,7 @@
 //! relative error `δ_q = ε/64` on each item's own count, so that their errors sum to at most
 //! `δ_q·c_σ` over any set of items. A count tracker at target `ε'` sends when its estimate moved
 //! by more than `θ = ε'/2` times the current estimate: error `θ(1 + δ_t) + δ_t ≤ ε'` as
-//! `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold `θ = ε'/2` times the site's estimated
+//! `δ_t ≤ ε'/3` (`ε'/2 + ε'²/6 + ε'/3 ≤ ε'`). An item tracker at target `ε'` (threshold `θ = ε'/2` times the site's estimated
 //! total; items at or below it are turned off): error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`
 //! (the item error is additive, `δ_i·c_σ`, exactly the form the proof uses). Frequent items use
 //! a count tracker at `ε_c` and an item tracker at `ε_a = ε/2 − ε_c` with the seed's rule
@@ -304,11 +304,12 @@ impl Config {
         0.22 * self.epsilon
     }
 
-    /// Relative error of a site's window count: `min(ε/96, ε_c/4)` (a quarter of the
-    /// frequent-items count target; small enough that the quantile trigger's slack `2δ` stays
-    /// well below its threshold ε/5).
+    /// Relative error of a site's window count: `min(ε/72, ε_c/3)` (a third of the
+    /// frequent-items count target, which a count tracker with `θ = ε'/2` allows:
+    /// `θ(1 + δ_t) + δ_t ≤ ε'/2 + ε'²/6 + ε'/3 ≤ ε'`). The total counter's memory is
+    /// proportional to `1/δ_t`.
     pub fn delta_total(&self) -> f64 {
-        (self.epsilon / 96.0).min(self.frequent_count_epsilon / 4.0)
+        (self.epsilon / 72.0).min(self.frequent_count_epsilon / 3.0)
     }
 
     /// Error of a site's item counts, as a fraction of the site's count after the cut:

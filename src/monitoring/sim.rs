@@ -162,9 +162,10 @@ pub fn bound_per_window(k: usize, epsilon: f64, n: f64, tardiness_fraction: f64)
 
 /// The memory bound the counting part of a site ([`super::SiteMemory::counting`]) stays below,
 /// in words, for a site whose window holds at most `n` items: `(c/ε)·log₂(2 + n)` with
-/// `c = 4·(96 + 64) + 8 = 648` — 4 words per bucket, `1/(2δ)` buckets per factor `e` of the
-/// reference count for the total counter (`δ_t ≥ ε/96`) and for the item records (`δ_i = ε/64`,
-/// measured against the site's count), plus the records' and senders' bookkeeping.
+/// `c = 648` — up to 4 words per bucket, `1/(2δ)` buckets per factor `e` of the reference count
+/// (twice that where late items may still arrive) for the total counter (`δ_t ≥ ε/96`, so
+/// `4·96`) and for the item records (`δ_i/2 ≥ ε/64`, measured against the site's count, so
+/// `4·64`), plus the records' and senders' bookkeeping (8).
 ///
 /// ```
 /// use saams::monitoring::{Config, Protocol};
