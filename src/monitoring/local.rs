@@ -1,5 +1,39 @@
-//! A site's local window statistics: one [`SlidingCounter`] for all its items and one per
-//! distinct item, with a schedule of when each estimate can next change without an arrival.
+//! A site's local window statistics: the window count, per-item counts with error relative to
+//! the site's count (for counting, frequent items and forward/backward), and per-item counts
+//! with error relative to each item's own count (for quantiles), with a schedule of when each
+//! estimate can next change without an arrival.
+//!
+//! # Item records (error relative to the site)
+//! `S(s)` is the site's count of items stamped after the cut `s`; it only grows while `s` is
+//! inside the window. Each item's record is a [`SlidingCounter`] whose bucket caps use `δ_i/2`
+//! and `L` = a lower bound on the site's items stamped `≥ hi` (from the total counter), so the
+//! record's own error at any cut `s` is at most `(δ_i/2)·S(s)`. Records are deleted (Lossy
+//! Counting's rule, moved to time) when, at a compaction at time `t`, a record created at `t₀`
+//! after `A` site arrivals holds `C ≤ (δ_i/2)·min(A, L(t₀ + 1))` copies and, for every bucket
+//! `b`, the copies in `b` and newer buckets number at most `(δ_i/2)·L(hi_b)`.
+//! Invariant: the copies of the item lost to deletions and stamped after `s` number at most
+//! `(δ_i/2)·S(s)`, for every cut `s`. When a record is deleted (copies stamped `≥ t₀ − τ`;
+//! earlier losses all stamped before `t₀`):
+//! * `s < t₀ − τ`: the earlier loss was `≤ (δ_i/2)·S(s)` at `t₀`, and all `A` arrivals since are
+//!   stamped `≥ t₀ − τ > s`, so `S(s)` grew by `A ≥ C/(δ_i/2)`;
+//! * `t₀ − τ ≤ s < t₀`: likewise, with the arrivals since `t₀` stamped after `t₀` (all of the
+//!   site's items stamped `> t₀`, at least `L(t₀ + 1)`) in place of `A`;
+//! * `s ≥ t₀`: no earlier loss is stamped after `s`, and the record's copies after `s` are at
+//!   most the count of the buckets ending after `s`, checked against `L(hi_b) ≤ S(s)`.
+//!
+//! An item's error is its record's error plus the earlier loss: at most `δ_i·S(s)`.
+//! Memory: a record survives a compaction only if some cut has `c_j(s) > (δ_i/2)·S(s)` — at most
+//! `2/(δ_i/2)` items per doubling of `S` — or it is young (`C > (δ_i/2)·A`: at most `2/(δ_i/2)`
+//! per doubling of `A`, as in Lossy Counting, and with tardiness also the records whose
+//! `L(t₀ + 1)` is still small, i.e. created within about the last `τ`). So `O((1/δ_i)·log n)`
+//! records, each with `O(log n)` buckets, for in-order input.
+//!
+//! # Quantile records (error relative to the item)
+//! The quantile sender sums item estimates over ranges of items, so it needs errors that sum to
+//! a fraction of the site's count: each item's quantile record is a [`SlidingCounter`] measured
+//! against its own stream (relative error `δ_q`), hence `Σ_j δ_q·c_j = δ_q·c_σ`. Rare items are
+//! kept exactly here; this part is not `O((1/ε)·polylog)` (see the module docs of
+//! [`super`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,20 +43,55 @@ use super::{MonitorError, SlidingCounter};
 enum Key {
     Total,
     Item(u64),
+    Quantile(u64),
 }
 
-/// The ε-approximate local statistics of one site: window count (relative error
-/// `delta_total`) and per-item window counts (relative error `delta_item` on each count, hence
-/// at most `delta_item·c_σ` additive). Items whose window count is zero are forgotten.
+#[derive(Clone, Debug)]
+struct Record {
+    counter: SlidingCounter,
+    /// The site's arrival count when the record was created.
+    created: u64,
+    /// When the record was created.
+    born: i64,
+    due: Option<i64>,
+}
+
+/// Words of memory, by part (see [`LocalStats::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LocalMemory {
+    /// The site's total counter.
+    pub total: usize,
+    /// The per-item records of error `δ_i·S` (counting, frequent items, forward/backward).
+    pub items: usize,
+    /// The per-item quantile records of error `δ_q·c_j`.
+    pub quantiles: usize,
+    /// The schedule of estimate changes of the total and the item records (2 words per entry).
+    pub schedule: usize,
+    /// The schedule entries of the quantile records (2 words per entry).
+    pub quantile_schedule: usize,
+}
+
+impl LocalMemory {
+    /// The sum of the parts.
+    pub fn sum(&self) -> usize {
+        self.total + self.items + self.quantiles + self.schedule + self.quantile_schedule
+    }
+}
+
+/// The ε-approximate local statistics of one site (module docs): window count (relative error
+/// `delta_total`), per-item window counts with additive error `delta_item` times the site's count
+/// after the cut, and per-item quantile counts with relative error `delta_quantile`. Items whose
+/// estimates are zero are forgotten.
 ///
 /// ```
 /// use saams::monitoring::LocalStats;
-/// let mut s = LocalStats::new(10, 0, 0.01, 0.01).unwrap();
+/// let mut s = LocalStats::new(10, 0, 0.01, 0.01, 0.01).unwrap();
 /// s.insert(0, 0, 7).unwrap();
 /// s.insert(1, 1, 7).unwrap();
 /// s.insert(1, 1, 8).unwrap();
 /// assert_eq!(s.total(1), 3);
 /// assert_eq!(s.item(7, 1), 2);
+/// assert_eq!(s.quantile_item(7, 1), 2);
 /// s.advance(10); // stamp 0 leaves the window (0, 10]
 /// assert_eq!(s.item(7, 10), 1);
 /// s.advance(11);
@@ -33,35 +102,78 @@ enum Key {
 pub struct LocalStats {
     window: i64,
     tardiness: i64,
+    delta_total: f64,
     delta_item: f64,
+    delta_quantile: f64,
     total: SlidingCounter,
     total_due: Option<i64>,
-    items: BTreeMap<u64, (SlidingCounter, Option<i64>)>,
+    items: BTreeMap<u64, Record>,
+    quantiles: BTreeMap<u64, (SlidingCounter, Option<i64>)>,
     schedule: BTreeSet<(i64, Key)>,
     now: i64,
+    arrivals: u64,
+    /// Upper bound on the item records' buckets and overlays since the last compaction.
+    item_units: usize,
+    compact_at: usize,
+    /// Items whose record estimate changed outside an arrival or expiry (compaction, deletion).
+    changed: Vec<u64>,
+    /// Item record buckets never span a multiple of this (forward/backward splits).
+    split: Option<i64>,
 }
 
 impl LocalStats {
-    /// Statistics for a window of `window` units, tardiness `tardiness`, and the two relative
-    /// errors.
+    /// Statistics for a window of `window` units, tardiness `tardiness`, and the three errors.
     ///
     /// # Errors
     /// As [`SlidingCounter::new`].
-    pub fn new(window: i64, tardiness: i64, delta_total: f64, delta_item: f64) -> Result<Self, MonitorError> {
+    pub fn new(
+        window: i64,
+        tardiness: i64,
+        delta_total: f64,
+        delta_item: f64,
+        delta_quantile: f64,
+    ) -> Result<Self, MonitorError> {
         SlidingCounter::new(window, tardiness, delta_item)?;
+        SlidingCounter::new(window, tardiness, delta_quantile)?;
         Ok(LocalStats {
             window,
             tardiness,
+            delta_total,
             delta_item,
+            delta_quantile,
             total: SlidingCounter::new(window, tardiness, delta_total)?,
             total_due: None,
             items: BTreeMap::new(),
+            quantiles: BTreeMap::new(),
             schedule: BTreeSet::new(),
             now: i64::MIN,
+            arrivals: 0,
+            item_units: 0,
+            compact_at: 64,
+            changed: Vec::new(),
+            split: None,
         })
     }
 
-    fn reschedule(&mut self, key: Key, old: Option<i64>, new: Option<i64>) {
+    /// Keep every item record's buckets within one `(mL, (m+1)L]` (`L = len`), so that item
+    /// suffixes at the forward/backward splits `mL` carry no bucket error.
+    ///
+    /// # Errors
+    /// When `len ≤ 0`.
+    pub fn with_splits(mut self, len: i64) -> Result<Self, MonitorError> {
+        if len <= 0 {
+            return Err(MonitorError::BadParameter(format!("split length must be positive, got {len}")));
+        }
+        self.split = Some(len);
+        Ok(self)
+    }
+
+    fn set_due(&mut self, key: Key, new: Option<i64>) {
+        let old = match key {
+            Key::Total => self.total_due,
+            Key::Item(j) => self.items.get(&j).and_then(|r| r.due),
+            Key::Quantile(j) => self.quantiles.get(&j).and_then(|q| q.1),
+        };
         if old == new {
             return;
         }
@@ -74,8 +186,13 @@ impl LocalStats {
         match key {
             Key::Total => self.total_due = new,
             Key::Item(j) => {
-                if let Some(e) = self.items.get_mut(&j) {
-                    e.1 = new;
+                if let Some(r) = self.items.get_mut(&j) {
+                    r.due = new;
+                }
+            }
+            Key::Quantile(j) => {
+                if let Some(q) = self.quantiles.get_mut(&j) {
+                    q.1 = new;
                 }
             }
         }
@@ -92,25 +209,76 @@ impl LocalStats {
         self.now = now;
         self.total.insert(now, stamp)?;
         let due = self.total.next_change(now);
-        self.reschedule(Key::Total, self.total_due, due);
-        let (window, tardiness, delta) = (self.window, self.tardiness, self.delta_item);
-        let entry = match self.items.entry(item) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                v.insert((SlidingCounter::new(window, tardiness, delta)?, None))
-            }
-        };
-        entry.0.insert(now, stamp)?;
-        let (old, new) = (entry.1, entry.0.next_change(now));
-        self.reschedule(Key::Item(item), old, new);
+        self.set_due(Key::Total, due);
+        let (window, tardiness) = (self.window, self.tardiness);
+        if !self.items.contains_key(&item) {
+            let counter = SlidingCounter::new_record(window, tardiness, self.delta_item / 2.0)?;
+            self.items.insert(item, Record { counter, created: self.arrivals, born: now, due: None });
+        }
+        let record = self.items.get_mut(&item).expect("inserted above");
+        record.counter.insert(now, stamp)?;
+        let due = record.counter.next_change(now);
+        self.set_due(Key::Item(item), due);
+        if !self.quantiles.contains_key(&item) {
+            self.quantiles.insert(item, (SlidingCounter::new(window, tardiness, self.delta_quantile)?, None));
+        }
+        let q = self.quantiles.get_mut(&item).expect("inserted above");
+        q.0.insert(now, stamp)?;
+        let due = q.0.next_change(now);
+        self.set_due(Key::Quantile(item), due);
+        self.arrivals += 1;
+        self.item_units += 1;
+        if self.item_units > self.compact_at {
+            self.compact_items(now);
+        }
         Ok(())
     }
 
-    /// Process every scheduled change up to `now`; returns the items whose estimate may have
+    /// Merge every item record's buckets against the site total and delete the records the
+    /// deletion rule allows (module docs).
+    fn compact_items(&mut self, now: i64) {
+        let table = self.total.table();
+        let shrink = 1.0 + self.delta_total;
+        let lower = |hi: i64| table.suffix(hi - 1) as f64 / shrink;
+        // Bucket caps and deletions each get half of δ_i (module docs).
+        let delta = self.delta_item / 2.0;
+        let (arrivals, split) = (self.arrivals, self.split);
+        let mut units = 0;
+        let mut dead = Vec::new();
+        let mut dues = Vec::new();
+        for (&j, r) in self.items.iter_mut() {
+            let before = r.counter.estimate(now);
+            r.counter.compact_against(now, |hi, _| lower(hi), split);
+            let young = (arrivals - r.created) as f64;
+            let deletable = r.counter.held() as f64 <= delta * young.min(lower(r.born + 1))
+                && r.counter.all_suffixes(|c, hi| c as f64 <= delta * lower(hi));
+            if deletable {
+                dead.push(j);
+            } else {
+                units += r.counter.buckets() + r.counter.overlays();
+                if r.counter.estimate(now) != before {
+                    self.changed.push(j);
+                }
+                dues.push((j, r.counter.next_change(now)));
+            }
+        }
+        for (j, due) in dues {
+            self.set_due(Key::Item(j), due);
+        }
+        for j in dead {
+            self.set_due(Key::Item(j), None);
+            self.items.remove(&j);
+            self.changed.push(j);
+        }
+        self.item_units = units;
+        self.compact_at = units + units / 4 + 64;
+    }
+
+    /// Process every scheduled change up to `now`; returns the items whose estimates may have
     /// changed (the total may have changed too).
     pub fn advance(&mut self, now: i64) -> Vec<u64> {
         self.now = self.now.max(now);
-        let mut changed = Vec::new();
+        let mut changed = std::mem::take(&mut self.changed);
         while let Some(&(t, key)) = self.schedule.first() {
             if t > now {
                 break;
@@ -121,18 +289,30 @@ impl LocalStats {
                     self.total_due = None;
                     self.total.expire(now);
                     let due = self.total.next_change(now);
-                    self.reschedule(Key::Total, None, due);
+                    self.set_due(Key::Total, due);
                 }
                 Key::Item(j) => {
                     changed.push(j);
-                    let Some(entry) = self.items.get_mut(&j) else { continue };
-                    entry.1 = None;
-                    entry.0.expire(now);
-                    if entry.0.is_empty() {
+                    let Some(r) = self.items.get_mut(&j) else { continue };
+                    r.due = None;
+                    r.counter.expire(now);
+                    if r.counter.is_empty() {
                         self.items.remove(&j);
                     } else {
-                        let due = entry.0.next_change(now);
-                        self.reschedule(Key::Item(j), None, due);
+                        let due = r.counter.next_change(now);
+                        self.set_due(Key::Item(j), due);
+                    }
+                }
+                Key::Quantile(j) => {
+                    changed.push(j);
+                    let Some(q) = self.quantiles.get_mut(&j) else { continue };
+                    q.1 = None;
+                    q.0.expire(now);
+                    if q.0.is_empty() {
+                        self.quantiles.remove(&j);
+                    } else {
+                        let due = q.0.next_change(now);
+                        self.set_due(Key::Quantile(j), due);
                     }
                 }
             }
@@ -150,23 +330,28 @@ impl LocalStats {
         self.total.estimate(now)
     }
 
-    /// Estimated window count of `item` at `now`.
+    /// Estimated window count of `item` at `now` (error `≤ δ_i·c_σ`).
     pub fn item(&self, item: u64, now: i64) -> u64 {
-        self.items.get(&item).map_or(0, |(c, _)| c.estimate(now))
+        self.items.get(&item).map_or(0, |r| r.counter.estimate(now))
     }
 
-    /// Every tracked item with its estimated window count at `now`, ascending by item.
-    pub fn items(&self, now: i64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.items.iter().map(move |(&j, (c, _))| (j, c.estimate(now)))
+    /// Estimated window count of `item` at `now` from its quantile record (error `≤ δ_q·c_j`).
+    pub fn quantile_item(&self, item: u64, now: i64) -> u64 {
+        self.quantiles.get(&item).map_or(0, |q| q.0.estimate(now))
     }
 
-    /// The tracked items in `range` with their estimated window counts at `now`, ascending.
-    pub fn items_range(
+    /// Every item with a quantile record and its estimated window count at `now`, ascending.
+    pub fn quantile_items(&self, now: i64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.quantiles.iter().map(move |(&j, (c, _))| (j, c.estimate(now)))
+    }
+
+    /// The quantile records in `range` with their estimated window counts at `now`, ascending.
+    pub fn quantile_items_range(
         &self,
         range: impl std::ops::RangeBounds<u64>,
         now: i64,
     ) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.items.range(range).map(move |(&j, (c, _))| (j, c.estimate(now)))
+        self.quantiles.range(range).map(move |(&j, (c, _))| (j, c.estimate(now)))
     }
 
     /// The total counter (for suffix queries at other cuts).
@@ -174,21 +359,38 @@ impl LocalStats {
         &self.total
     }
 
-    /// The per-item counters, ascending by item.
+    /// The per-item records (error `δ_i` times the site's count after the cut), ascending by
+    /// item.
     pub fn item_counters(&self) -> impl Iterator<Item = (u64, &SlidingCounter)> + '_ {
-        self.items.iter().map(|(&j, (c, _))| (j, c))
+        self.items.iter().map(|(&j, r)| (j, &r.counter))
     }
 
-    /// Distinct items tracked.
+    /// The record of one item, if kept.
+    pub fn item_counter(&self, item: u64) -> Option<&SlidingCounter> {
+        self.items.get(&item).map(|r| &r.counter)
+    }
+
+    /// Item records kept.
     pub fn distinct(&self) -> usize {
         self.items.len()
     }
 
-    /// Memory in words: 3 per bucket, plus item id and due time per item, plus 2 per schedule
-    /// entry.
+    /// Memory in words by part: every counter's [`SlidingCounter::memory_words`], plus per item
+    /// record its id, creation count and time, and due time, per quantile record its id and due
+    /// time, and 2 per schedule entry.
+    pub fn memory(&self) -> LocalMemory {
+        let quantile_entries = self.schedule.iter().filter(|(_, k)| matches!(k, Key::Quantile(_))).count();
+        LocalMemory {
+            total: self.total.memory_words(self.now),
+            items: self.items.values().map(|r| r.counter.memory_words(self.now) + 4).sum(),
+            quantiles: self.quantiles.values().map(|(c, _)| c.memory_words(self.now) + 2).sum(),
+            schedule: 2 * (self.schedule.len() - quantile_entries),
+            quantile_schedule: 2 * quantile_entries,
+        }
+    }
+
+    /// Memory in words (the sum of [`LocalStats::memory`]).
     pub fn memory_words(&self) -> usize {
-        3 * self.total.buckets()
-            + self.items.values().map(|(c, _)| 3 * c.buckets() + 2).sum::<usize>()
-            + 2 * self.schedule.len()
+        self.memory().sum()
     }
 }

@@ -17,36 +17,70 @@
 //!   `[(φ − ε)c, (φ + ε)c]`.
 //!
 //! # Error budget (all per site, summed over sites)
-//! Local statistics: window count with relative error `δ_t = ε/96`, item counts with relative
-//! error `δ_i = ε/64` ([`SlidingCounter`]). A count tracker at target `ε'` sends when its
-//! estimate moved by more than `θ = ε'/2` times the current estimate: error
-//! `θ(1 + δ_t) + δ_t ≤ ε'` as `δ_t ≤ ε'/4`. An item tracker at target `ε'` (threshold
-//! `θ = ε'/2` times the site's estimated total; items at or below it are turned off):
-//! error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`. Frequent items use a count tracker at `ε_c`
-//! and an item tracker at `ε/2 − ε_c` with the seed's rule `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed
-//! uses `ε_c = ε/24`; forward/backward uses `ε/5` (see [`Config::frequent_count_epsilon`]).
+//! Local statistics ([`LocalStats`]): the site's window count with relative error
+//! `δ_t = min(ε/72, ε_c/3)` ([`SlidingCounter`]); item counts (counting, frequent items,
+//! forward/backward) with error `δ_i·S(s)` at every cut `s` inside the window, where `S(s)` is
+//! the SITE's count of items stamped after `s` and `δ_i = min(ε/16, ε_a/4)` (`ε_a` the
+//! frequent-items item target) — at the window edge that is `δ_i·c_σ`, and for a cut `s` used
+//! later at time `t'` it is at most `δ_i·c_σ(t')`; and, for quantiles only, item counts with
+//! relative error `δ_q = ε/64` on each item's own count, so that their errors sum to at most
+//! `δ_q·c_σ` over any set of items. A count tracker at target `ε'` sends when its estimate moved
+//! by more than `θ = ε'/2` times the current estimate: error `θ(1 + δ_t) + δ_t ≤ ε'` as
+//! `δ_t ≤ ε'/3` (`ε'/2 + ε'²/6 + ε'/3 ≤ ε'`). An item tracker at target `ε'` (threshold `θ = ε'/2` times the site's estimated
+//! total; items at or below it are turned off): error `θ(1 + δ_t) + δ_i ≤ ε'` as `δ_i ≤ ε'/4`
+//! (the item error is additive, `δ_i·c_σ`, exactly the form the proof uses). Frequent items use
+//! a count tracker at `ε_c` and an item tracker at `ε_a = ε/2 − ε_c` with the seed's rule
+//! `Σ r_j ≥ (φ − ε/2)·Σ r_σ`: the seed uses `ε_c = ε/24`; forward/backward uses `ε/5` (see
+//! [`Config::frequent_count_epsilon`]).
 //! Quantiles: the root holds per site groups of consecutive items (a boundary value and a
 //! weight); a group holding any item other than its boundary weighs at most `g·T` (`g = 0.22ε`,
-//! `T` the sum of the site's item estimates, split when heavier), and the sum `D` of the
+//! `T` the sum of the site's quantile item estimates, split when heavier), and the sum `D` of the
 //! differences between the root's and the site's current group weights (items above the last
 //! boundary count fully) stays at most `θ_q·c_σ` (`θ_q = 0.22ε`; the largest differences are
-//! sent when it is exceeded). Rank error per site `D + g(1 + δ_i)c_σ + δ_i c_σ ≤ 0.46ε·c_σ
+//! sent when it is exceeded). Rank error per site `D + g(1 + δ_q)c_σ + δ_q c_σ ≤ 0.46ε·c_σ
 //! ≤ ε/2·c_σ`, and the root's answer (the first item whose cumulative weight reaches `φ·Σw`)
 //! is then within `(1 + φ)·ε/2 ≤ ε` of rank `φc`.
+//!
+//! # Site memory
+//! Reported by [`Site::memory`] in parts ([`SiteMemory`]); `monitor-sim` prints the peaks.
+//! * Counting part (total counter, item records, their schedule, the count/item senders):
+//!   `O((1/ε)·log n)` words for in-order input. The total counter merges buckets relative to its
+//!   own count; item records merge relative to the site's count and rare records are deleted by
+//!   a Lossy-Counting rule moved to time (details and proof in [`LocalStats`]), so a rare item
+//!   costs nothing once about `2/δ_i` of the site's items are newer than its copies. With
+//!   tardiness, a record created at `t₀` waits until `2/δ_i` items stamped after `t₀` arrived,
+//!   so the memory grows by the distinct items of about the last `τ`. Counters compact when
+//!   they grew by a quarter, so memory peaks at 1.25× the compacted size.
+//!   [`sim::counting_memory_bound`] states the bound the tests check.
+//! * Quantile part: NOT `O((1/ε)·polylog)`. The quantile sender's budget leaves the local
+//!   structure a rank error of `δ_q = ε/64` of the site's count; item-relative records keep rare
+//!   items exactly (about the window's item count, 3–4 words per item). A sliding-window
+//!   quantile summary with additive rank error `δ_q·c_σ` (exponential-histogram levels of
+//!   mergeable blocks, Arasu–Manku style) would need `O((1/δ_q)·log²(1/δ_q)·log n)` words — on
+//!   this data (site windows of 10⁴–4·10⁴ items, `1/δ_q = 640` at ε = 0.1) still several times
+//!   the window — so meeting a tenth of the window needs a larger local share of the quantile
+//!   budget (more words) as well as the new structure.
 //!
 //! Forward/backward (target `ε'`, `θ = (ε' − δ)/2` with `δ` the local counters' error,
 //! [`Config::fb_theta`]): phases of length `L = W − τ`; in phase `i` (times
 //! `[iL + τ, (i+1)L + τ)`) the window splits at `p_i = iL` into a backward part (stamps
 //! `(t − W, p_i]`, all arrived, only shrinking) and a forward part (stamps `> p_i`, cannot expire
-//! within the phase, only growing, counted exactly). Granularities are relative to a reference
+//! within the phase, only growing; the site's forward total is counted exactly, an item's
+//! forward count is its record's suffix at `p_i`, exact up to what the record lost, since records
+//! never merge buckets across a split). Granularities are relative to a reference
 //! `R` = the site's total (lower estimate) when they were chosen: backward level spacing `G` and
 //! forward step `T` with `G/2 + T/2 ≤ 2θ·ρ·R` (`ρ = 3/4`). The backward part is sent once as
 //! *level crossings*: for the levels `(m − ½)G` the first cut where the count falls below each;
 //! the root's estimate `G × #levels not yet crossed` is within `G/2`. The forward part is sent
 //! in steps of `T` (rounded to the nearest multiple: within `T/2`); an item's step costs one word.
 //! Items whose backward count is below `G/2` are not listed, and items whose forward count is
-//! below `T/2` are never sent, so a summary costs `O(1/θ)` words whatever the item counts. The
-//! per-site error is `δ·c + (G + T)/2 ≤ δ·c + 2θρR ≤ ε'·c` while `c ≥ ρR`; when the site's total
+//! below `T/2` are never sent, so a summary costs `O(1/θ)` words whatever the item counts (an
+//! item whose record is deleted is sent down to its new forward count). The per-site error is
+//! `δ·c + (G + T)/2 ≤ δ·c + 2θρR ≤ ε'·c` while `c ≥ ρR`: for an item, the backward value sent at
+//! `t₀` is `ê(s) − ê(p)` and the forward value `ê'(p)` at the query time `t'` (`ê` the record's
+//! estimates), so the bucket error enters once, at the cut `s` (`≤ (δ_i/2)·c`), and the copies
+//! lost before `t₀` in `(s, p]` plus those lost by `t'` after `p` are at most the loss after `s`
+//! at `t'` (`≤ (δ_i/2)·c`, [`LocalStats`]); when the site's total
 //! drops below `ρR` (or grows past `2R`, only to save words) it resends the backward part for
 //! the rest of the phase with the new `R` and re-bases the forward values the new step does not
 //! cover. Frequent items split `ε/5` (total) + `3ε/10` (items).
@@ -55,11 +89,14 @@
 //! * The seed's text gives AC's turn-off rule only in outline; here an item is turned off when
 //!   it must be sent and its estimate is at most the send threshold `θ·e_σ` itself, so an off
 //!   item's error is bounded exactly like an on item's.
-//! * Out-of-order input: the local counters keep one exact bucket per distinct stamp of the last
-//!   `τ` time units (a late item may still join them); only older buckets are merged. Memory is
-//!   therefore `O((1/δ)·log n)` plus the distinct stamps of the last `τ`.
+//! * Out-of-order input: the local counters also merge buckets that may still receive late items,
+//!   but only to half their cap; a late item joins the bucket whose stamp range covers it while
+//!   the bucket has room, else it is kept in an exact per-stamp overlay until a compaction finds
+//!   room (see [`SlidingCounter`]). An item record created at `t₀` is only deleted once the
+//!   site holds enough items stamped after `t₀` ([`LocalStats`]), so with tardiness the records
+//!   of about the last `τ` are kept.
 //! * Forward/backward is reconstructed from the idea (phases of `W − τ`, backward level crossings
-//!   sent once per phase, forward counted exactly and sent in steps), not from Cormode & Yi's
+//!   sent once per phase, forward counted and sent in steps), not from Cormode & Yi's
 //!   text, which was not available here; granularities follow the site's total (a resend when
 //!   it falls below `3R/4`) rather than a fixed per-phase schedule; its frequent-items split is
 //!   `ε/5 + 3ε/10`.
@@ -78,10 +115,10 @@ mod site;
 use std::fmt;
 
 pub use counter::{SlidingCounter, SuffixTable};
-pub use local::LocalStats;
+pub use local::{LocalMemory, LocalStats};
 pub use message::{Channel, Message};
 pub use root::Root;
-pub use site::Site;
+pub use site::{Site, SiteMemory};
 
 /// What went wrong in the monitoring library.
 #[derive(Clone, Debug, PartialEq)]
@@ -267,16 +304,24 @@ impl Config {
         0.22 * self.epsilon
     }
 
-    /// Relative error of a site's window count: `min(ε/96, ε_c/4)` (a quarter of the
-    /// frequent-items count target; small enough that the quantile trigger's slack `2δ` stays
-    /// well below its threshold ε/5).
+    /// Relative error of a site's window count: `min(ε/72, ε_c/3)` (a third of the
+    /// frequent-items count target, which a count tracker with `θ = ε'/2` allows:
+    /// `θ(1 + δ_t) + δ_t ≤ ε'/2 + ε'²/6 + ε'/3 ≤ ε'`). The total counter's memory is
+    /// proportional to `1/δ_t`.
     pub fn delta_total(&self) -> f64 {
-        (self.epsilon / 96.0).min(self.frequent_count_epsilon / 4.0)
+        (self.epsilon / 72.0).min(self.frequent_count_epsilon / 3.0)
     }
 
-    /// Relative error of a site's item counts: `ε/64` (for the quantile budget; at most a
-    /// quarter of every item tracker's target since `ε_a ≥ ε/16`).
+    /// Error of a site's item counts, as a fraction of the site's count after the cut:
+    /// `min(ε/16, ε_a/4)` with `ε_a = ε/2 − ε_c` the frequent-items item target, so at most a
+    /// quarter of every item tracker's target (`ε_a ≤ ε`). Memory of the item records is
+    /// proportional to `1/δ_i`.
     pub fn delta_item(&self) -> f64 {
+        (self.epsilon / 16.0).min((self.epsilon / 2.0 - self.frequent_count_epsilon) / 4.0)
+    }
+
+    /// Relative error of the per-item counts the quantile sender sums: `ε/64`.
+    pub fn delta_quantile(&self) -> f64 {
         self.epsilon / 64.0
     }
 

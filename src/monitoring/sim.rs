@@ -106,6 +106,16 @@ pub struct SimReport {
     pub periodic_words: u64,
     /// The largest site memory seen at a query time, in words.
     pub max_site_memory_words: usize,
+    /// The largest memory of a site's counting part ([`super::SiteMemory::counting`]) seen at a
+    /// query time, in words.
+    pub max_site_counting_words: usize,
+    /// The largest memory of a site's quantile part ([`super::SiteMemory::quantiles`]) seen at a
+    /// query time, in words.
+    pub max_site_quantile_words: usize,
+    /// The parts of the site memory when the counting part was largest.
+    pub max_counting_parts: super::SiteMemory,
+    /// The largest exact window count of one site seen at a query time.
+    pub max_site_window_count: u64,
     /// The largest window count seen at a query time.
     pub max_window_count: u64,
 }
@@ -150,27 +160,47 @@ pub fn bound_per_window(k: usize, epsilon: f64, n: f64, tardiness_fraction: f64)
     per / (1.0 - tardiness_fraction)
 }
 
+/// The memory bound the counting part of a site ([`super::SiteMemory::counting`]) stays below,
+/// in words, for a site whose window holds at most `n` items: `(c/ε)·log₂(2 + n)` with
+/// `c = 648` — up to 4 words per bucket, `1/(2δ)` buckets per factor `e` of the reference count
+/// (twice that where late items may still arrive) for the total counter (`δ_t ≥ ε/96`, so
+/// `4·96`) and for the item records (`δ_i/2 ≥ ε/64`, measured against the site's count, so
+/// `4·64`), plus the records' and senders' bookkeeping (8).
+///
+/// ```
+/// use saams::monitoring::{Config, Protocol};
+/// let cfg = Config::new(4, 1000, 0, 0.1, Protocol::Seed).unwrap();
+/// let b = saams::monitoring::sim::counting_memory_bound(&cfg, 1_000_000);
+/// assert!(b > 6480.0 * 19.0 && b < 6480.0 * 21.0);
+/// ```
+pub fn counting_memory_bound(cfg: &Config, n: u64) -> f64 {
+    648.0 / cfg.epsilon * (2.0 + n as f64).log2()
+}
+
 struct Oracle {
     window: i64,
     counts: BTreeMap<u64, u64>,
     total: u64,
-    heap: BinaryHeap<Reverse<(i64, u64)>>,
+    site_totals: Vec<u64>,
+    heap: BinaryHeap<Reverse<(i64, u64, usize)>>,
 }
 
 impl Oracle {
-    fn insert(&mut self, stamp: i64, item: u64) {
+    fn insert(&mut self, stamp: i64, item: u64, site: usize) {
         *self.counts.entry(item).or_insert(0) += 1;
         self.total += 1;
-        self.heap.push(Reverse((stamp, item)));
+        self.site_totals[site] += 1;
+        self.heap.push(Reverse((stamp, item, site)));
     }
 
     fn expire(&mut self, now: i64) {
-        while let Some(&Reverse((s, j))) = self.heap.peek() {
+        while let Some(&Reverse((s, j, site))) = self.heap.peek() {
             if s + self.window > now {
                 break;
             }
             self.heap.pop();
             self.total -= 1;
+            self.site_totals[site] -= 1;
             let c = self.counts.get_mut(&j).expect("expiring item is counted");
             *c -= 1;
             if *c == 0 {
@@ -233,7 +263,13 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
 
     let mut sites: Vec<Site> = (0..cfg.sites).map(|_| Site::new(cfg)).collect::<Result<_, _>>()?;
     let mut root = Root::new(cfg);
-    let mut oracle = Oracle { window: cfg.window, counts: BTreeMap::new(), total: 0, heap: BinaryHeap::new() };
+    let mut oracle = Oracle {
+        window: cfg.window,
+        counts: BTreeMap::new(),
+        total: 0,
+        site_totals: vec![0; cfg.sites],
+        heap: BinaryHeap::new(),
+    };
     let mut due: BTreeSet<(i64, usize)> = BTreeSet::new();
     let mut due_of: Vec<Option<i64>> = vec![None; cfg.sites];
     let mut cost = vec![Cost::default(); Channel::ALL.len()];
@@ -257,7 +293,7 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
                 break;
             }
             sites[a.site].insert(t, a.stamp, a.item)?;
-            oracle.insert(a.stamp, a.item);
+            oracle.insert(a.stamp, a.item, a.site);
             if !seen[a.site] {
                 seen[a.site] = true;
                 touched.push(a.site);
@@ -308,8 +344,17 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
         }
         if tq == t {
             check(&cfg, opts, &root, &oracle, t, &mut report)?;
-            let mem = sites.iter().map(Site::memory_words).max().unwrap_or(0);
-            report.max_site_memory_words = report.max_site_memory_words.max(mem);
+            for site in &sites {
+                let m = site.memory();
+                report.max_site_memory_words = report.max_site_memory_words.max(m.sum());
+                if m.counting() > report.max_site_counting_words {
+                    report.max_site_counting_words = m.counting();
+                    report.max_counting_parts = m;
+                }
+                report.max_site_quantile_words = report.max_site_quantile_words.max(m.quantiles());
+            }
+            let site_max = oracle.site_totals.iter().copied().max().unwrap_or(0);
+            report.max_site_window_count = report.max_site_window_count.max(site_max);
             report.max_window_count = report.max_window_count.max(oracle.total);
             qi += 1;
         }

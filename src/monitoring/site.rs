@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Channel, Config, LocalStats, Message, MonitorError, Protocol};
+use super::{Channel, Config, LocalMemory, LocalStats, Message, MonitorError, Protocol};
 
 /// Seed BC: send the estimate when it moved by more than `θ·e` from the last value sent
 /// (an up event when it rose by a factor `1/(1−θ)`, a down event when it fell by `1/(1+θ)`).
@@ -235,7 +235,7 @@ impl Quantiles {
         };
         let lower = lo.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let upper = hi.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
-        local.items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
+        local.quantile_items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
     }
 
     fn check(&mut self, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
@@ -255,7 +255,7 @@ impl Quantiles {
         }
         if self.cur_w.len() as f64 > 3.0 / self.group + 2.0 {
             let mut fresh = Vec::new();
-            group_items(local.items(now), cap, &mut fresh);
+            group_items(local.quantile_items(now), cap, &mut fresh);
             self.root_w = fresh.iter().copied().collect();
             self.cur_w = self.root_w.clone();
             self.by_weight = fresh.iter().map(|&(v, w)| (w, v)).collect();
@@ -294,17 +294,17 @@ impl Quantiles {
     }
 }
 
-/// Forward/backward state shared by the site's trackers: the phase, exact counts of the items
-/// stamped after the current split (they cannot expire during the phase) and after the next
-/// split (pre-counted during the τ overlap), the reference total `R` the granularities were
-/// chosen for, and what the root holds of the forward part.
+/// Forward/backward state shared by the site's trackers: the phase, the exact count of the
+/// site's items stamped after the current split (they cannot expire during the phase) and after
+/// the next split (pre-counted during the τ overlap), the items whose forward count may have
+/// changed, the reference total `R` the granularities were chosen for, and what the root holds of
+/// the forward part. An item's forward count is its record's suffix at the split, which carries
+/// no bucket error (records never merge across a split) and may only miss what the record lost.
 #[derive(Clone, Debug, Default)]
 struct Forward {
     phase: Option<i64>,
     total: u64,
-    items: HashMap<u64, u64>,
     next_total: u64,
-    next_items: HashMap<u64, u64>,
     dirty: BTreeSet<u64>,
     /// The backward summaries and forward steps must be (re)sent at the next advance.
     resend: bool,
@@ -332,6 +332,11 @@ fn grain(theta: f64, r: f64) -> u64 {
     ((2.0 * theta * RHO * r).floor() as u64).max(1)
 }
 
+/// An item's forward count: its record's count after the split `p` (0 without a record).
+fn forward_of(local: &LocalStats, item: u64, p: i64) -> u64 {
+    local.item_counter(item).map_or(0, |c| c.suffix(p))
+}
+
 /// Level crossings of a nonincreasing `value` over the cuts `[points[0], end)` (it changes only
 /// at `points`): levels `(m − ½)·step` for `m = 1, 2, …` up to `value(points[0])`; for each,
 /// the first cut where `value` is below it (`end` when it never is). The count of ticks after a
@@ -354,6 +359,36 @@ fn level_ticks(points: &[i64], end: i64, value: impl Fn(i64) -> u64, step: u64) 
     }
     out.extend(std::iter::repeat_n(end, m as usize));
     out
+}
+
+/// A site's memory in words, by part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteMemory {
+    /// The local statistics.
+    pub local: LocalMemory,
+    /// The count and item senders (seed trackers' sent values and gap index, forward/backward
+    /// counters) plus a few scalars.
+    pub senders: usize,
+    /// The quantile sender's mirror of the root's groups and its indexes.
+    pub quantile_sender: usize,
+}
+
+impl SiteMemory {
+    /// Everything.
+    pub fn sum(&self) -> usize {
+        self.local.sum() + self.senders + self.quantile_sender
+    }
+
+    /// What counting, approximate counting, frequent items and forward/backward use: the total
+    /// counter, the item records, their schedule and the senders.
+    pub fn counting(&self) -> usize {
+        self.local.total + self.local.items + self.local.schedule + self.senders
+    }
+
+    /// What quantiles use: the quantile records, their schedule and the quantile sender.
+    pub fn quantiles(&self) -> usize {
+        self.local.quantiles + self.local.quantile_schedule + self.quantile_sender
+    }
 }
 
 /// One remote site: feed it arrivals with [`Site::insert`], then call [`Site::advance`] at
@@ -393,7 +428,12 @@ impl Site {
     /// When the configuration is invalid.
     pub fn new(cfg: Config) -> Result<Self, MonitorError> {
         cfg.validate()?;
-        let local = LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item())?;
+        let local =
+            LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item(), cfg.delta_quantile())?;
+        let local = match cfg.protocol {
+            Protocol::Seed => local,
+            Protocol::ForwardBackward => local.with_splits(cfg.phase_len())?,
+        };
         let counts = [Channel::Count, Channel::FrequentTotal]
             .into_iter()
             .map(|channel| SeedCount { channel, theta: cfg.theta(channel), sent: 0 })
@@ -449,12 +489,10 @@ impl Site {
             let f = &mut self.forward;
             if stamp > self.cfg.split(phase) {
                 f.total += 1;
-                *f.items.entry(item).or_insert(0) += 1;
                 f.dirty.insert(item);
             }
             if stamp > self.cfg.split(phase + 1) {
                 f.next_total += 1;
-                *f.next_items.entry(item).or_insert(0) += 1;
             }
         }
         Ok(())
@@ -469,8 +507,6 @@ impl Site {
                 let current = if !inclusive && self.cfg.phase_start(current) == now { current - 1 } else { current };
                 if current > phase {
                     self.forward.phase = Some(current);
-                    self.forward.next_items.clear();
-                    self.forward.items.clear();
                     self.forward.dirty.clear();
                     self.forward.count_est = [0; 2];
                     self.forward.item_est.iter_mut().for_each(HashMap::clear);
@@ -491,8 +527,8 @@ impl Site {
         let f = &mut self.forward;
         f.phase = Some(phase);
         f.total = std::mem::take(&mut f.next_total);
-        f.items = std::mem::take(&mut f.next_items);
-        f.dirty = f.items.keys().copied().collect();
+        let p = self.cfg.split(phase);
+        f.dirty = self.local.item_counters().filter(|(_, c)| c.suffix(p) > 0).map(|(j, _)| j).collect();
         f.count_est = [0; 2];
         f.item_est.iter_mut().for_each(HashMap::clear);
         self.send_backward(self.cfg.phase_start(phase));
@@ -530,7 +566,7 @@ impl Site {
             let forward_step = grain(theta * (2.0 - ITEM_BACKWARD_SHARE), r);
             let mut items = Vec::new();
             for (j, counter) in self.local.item_counters() {
-                let fj = f.items.get(&j).copied().unwrap_or(0);
+                let fj = counter.suffix(end);
                 if 2 * counter.suffix(start).saturating_sub(fj) < step {
                     continue;
                 }
@@ -546,7 +582,7 @@ impl Site {
             f.item_step[i] = forward_step;
             let mut rebase: Vec<(u64, u64)> = Vec::new();
             for (&j, &e) in &f.item_est[i] {
-                let fj = f.items.get(&j).copied().unwrap_or(0);
+                let fj = forward_of(&self.local, j, end);
                 if 2 * fj.abs_diff(e) > forward_step {
                     rebase.push((j, fj));
                 }
@@ -556,7 +592,7 @@ impl Site {
                 f.item_est[i].insert(j, fj);
                 self.outbox.push(Message::ForwardItem { channel, item: j, value: fj });
             }
-            f.dirty.extend(f.items.keys().copied());
+            f.dirty.extend(self.local.item_counters().filter(|(_, c)| c.suffix(end) > 0).map(|(j, _)| j));
         }
     }
 
@@ -564,6 +600,8 @@ impl Site {
     /// a forward step of the exact forward counts.
     fn send_forward(&mut self) {
         let f = &mut self.forward;
+        let Some(phase) = f.phase else { return };
+        let p = self.cfg.split(phase);
         for (i, channel) in COUNT_CHANNELS.into_iter().enumerate() {
             let step = f.count_step[i];
             if f.total > f.count_est[i] && 2 * (f.total - f.count_est[i]) >= step {
@@ -575,9 +613,13 @@ impl Site {
         for (i, channel) in ITEM_CHANNELS.into_iter().enumerate() {
             let step = f.item_step[i];
             for &j in &f.dirty {
-                let fj = f.items.get(&j).copied().unwrap_or(0);
+                let fj = forward_of(&self.local, j, p);
                 let e = f.item_est[i].entry(j).or_insert(0);
-                if fj > *e && 2 * (fj - *e) >= step {
+                if *e > fj && 2 * (*e - fj) > step {
+                    // The record lost copies (deleted as rare): follow it down.
+                    *e = fj;
+                    self.outbox.push(Message::ForwardItem { channel, item: j, value: fj });
+                } else if fj > *e && 2 * (fj - *e) >= step {
                     let k = (fj - *e + step / 2) / step;
                     if k == 1 {
                         *e += step;
@@ -605,6 +647,9 @@ impl Site {
         }
         self.now = now;
         let changed = self.local.advance(now);
+        if self.cfg.protocol == Protocol::ForwardBackward {
+            self.forward.dirty.extend(changed.iter().copied());
+        }
         self.dirty.extend(changed);
         let e_total = self.local.total(now);
         match self.cfg.protocol {
@@ -634,7 +679,7 @@ impl Site {
             }
         }
         for &j in &self.dirty {
-            self.quantiles.note(j, self.local.item(j, now));
+            self.quantiles.note(j, self.local.quantile_item(j, now));
         }
         self.quantiles.check(&self.local, now, &mut self.outbox);
         self.dirty.clear();
@@ -663,14 +708,18 @@ impl Site {
         &self.local
     }
 
+    /// Memory in words by part (see [`SiteMemory`]).
+    pub fn memory(&self) -> SiteMemory {
+        let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
+        let fwd = self.forward.dirty.len() + self.forward.item_est.iter().map(|m| 2 * m.len()).sum::<usize>();
+        let q = &self.quantiles;
+        let quantile_sender = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
+        SiteMemory { local: self.local.memory(), senders: seed + fwd + 8, quantile_sender }
+    }
+
     /// Memory in words: local statistics plus what the senders remember (the values the root
     /// holds, gap and discrepancy indexes, forward counters).
     pub fn memory_words(&self) -> usize {
-        let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
-        let fwd = 2 * (self.forward.items.len() + self.forward.next_items.len())
-            + self.forward.item_est.iter().map(|m| 2 * m.len()).sum::<usize>();
-        let q = &self.quantiles;
-        let quantiles = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
-        self.local.memory_words() + seed + fwd + quantiles + 8
+        self.memory().sum()
     }
 }

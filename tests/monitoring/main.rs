@@ -9,8 +9,8 @@ mod common;
 use std::collections::{BTreeMap, VecDeque};
 
 use saams::hash::{SplitMix64, hash_u64};
-use saams::monitoring::sim::{Arrival, SimOptions, SimReport, adversary, simulate};
-use saams::monitoring::{Channel, Config, Message, Protocol, Root, Site, SlidingCounter};
+use saams::monitoring::sim::{Arrival, SimOptions, SimReport, adversary, counting_memory_bound, simulate};
+use saams::monitoring::{Channel, Config, LocalStats, Message, Protocol, Root, Site, SlidingCounter};
 
 const ADVERSARIES: [&str; 8] = ["uniform", "burst", "expiry", "distinct", "late", "onoff", "wave", "mixed"];
 const PROTOCOLS: [Protocol; 2] = [Protocol::Seed, Protocol::ForwardBackward];
@@ -124,6 +124,12 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
                 assert!(r.queries >= 1000);
                 assert_eq!(r.violations, 0, "{label} {protocol:?} tau={tau}: {:?}", r.examples);
                 assert!(r.max_window_count > 1000, "{label}: the window is not trivially small");
+                let mem_bound = counting_memory_bound(&cfg, r.max_site_window_count);
+                assert!(
+                    (r.max_site_counting_words as f64) < mem_bound,
+                    "{label} {protocol:?} tau={tau}: counting memory {} words vs bound {mem_bound}",
+                    r.max_site_counting_words
+                );
                 if protocol == Protocol::Seed && tau == 0 {
                     // The counting queries cost less than sending every item.
                     let counting = r.channel(Channel::Count).words + r.channel(Channel::Items).words;
@@ -256,7 +262,7 @@ fn turning_items_off_and_on_keeps_the_ac_guarantee_and_an_empty_window_answers_z
 }
 
 #[test]
-fn words_grow_like_log_n_not_n_when_the_rate_grows_tenfold() {
+fn words_and_counting_memory_grow_like_log_n_not_n_when_the_rate_grows_tenfold() {
     for protocol in PROTOCOLS {
         for name in ["wave", "uniform"] {
             let low = run(name, 4, 200, 0, 0.1, protocol, 20);
@@ -264,6 +270,7 @@ fn words_grow_like_log_n_not_n_when_the_rate_grows_tenfold() {
             assert_eq!(low.violations + high.violations, 0);
             let naive_ratio = high.naive_words as f64 / low.naive_words as f64;
             assert!((9.0..11.0).contains(&naive_ratio));
+            check_counting_memory(name, protocol, &low, &high);
             // log(10·N/k)/log(N/k) for N ≈ 8,000 items per window and k = 4 is about 1.3. The
             // counting channels must stay below 2.5; quantile patches saturate at the full summary
             // size (O(1/ε) entries, 2/θ_q times per window), so the total may reach 4 — far from 10.
@@ -377,5 +384,97 @@ fn the_local_counter_is_within_delta_at_every_cut_with_late_items() {
             stamps.retain(|&s| s + w > now);
         }
         assert!(c.buckets() < 2000, "memory stays small: {} buckets", c.buckets());
+    }
+}
+
+/// The counting part of the site memory of two runs whose rate differs tenfold grows like
+/// `log n` and stays below [`counting_memory_bound`].
+fn check_counting_memory(name: &str, protocol: Protocol, low: &SimReport, high: &SimReport) {
+    let cfg = Config::new(4, 200, 0, 0.1, protocol).unwrap();
+    let window_ratio = high.max_site_window_count as f64 / low.max_site_window_count as f64;
+    assert!(window_ratio > 8.0, "{name}: the site window grew {window_ratio}×");
+    let mem_ratio = high.max_site_counting_words as f64 / low.max_site_counting_words as f64;
+    println!(
+        "{name} {protocol:?}: counting memory {} → {} words ({mem_ratio:.2}×) while the site window grew {} → {} items",
+        low.max_site_counting_words,
+        high.max_site_counting_words,
+        low.max_site_window_count,
+        high.max_site_window_count
+    );
+    // log₂(2 + 10n)/log₂(2 + n) ≈ 1.33 for n ≈ 1,000; a linear structure would grow ≈ 10×.
+    assert!(mem_ratio < 2.0, "{name} {protocol:?}: counting memory grew {mem_ratio:.2}× for a 10× window");
+    for r in [low, high] {
+        let bound = counting_memory_bound(&cfg, r.max_site_window_count);
+        assert!((r.max_site_counting_words as f64) < bound, "{name}: {} vs {bound}", r.max_site_counting_words);
+    }
+}
+
+#[test]
+fn the_counting_memory_of_a_site_with_almost_only_distinct_items_grows_like_log_n() {
+    for protocol in PROTOCOLS {
+        let low = run("distinct", 4, 200, 0, 0.1, protocol, 20);
+        let high = run("distinct", 4, 200, 0, 0.1, protocol, 200);
+        assert_eq!(low.violations + high.violations, 0);
+        check_counting_memory("distinct", protocol, &low, &high);
+    }
+}
+
+#[test]
+fn item_records_are_within_delta_of_the_site_count_and_rare_items_are_deleted() {
+    for tau in [0i64, 40] {
+        let (w, dt, di) = (400i64, 0.01, 0.05);
+        let mut local = LocalStats::new(w, tau, dt, di, 0.01).unwrap();
+        let mut rng = SplitMix64::new(17);
+        let mut window: VecDeque<(i64, u64)> = VecDeque::new();
+        let mut pending: Vec<(i64, i64, u64)> = Vec::new();
+        let mut max_records = 0;
+        let mut next_rare = 1_000u64;
+        for now in 0..4000i64 {
+            // A heavy item, a few mid items, and a rare item that never repeats.
+            for _ in 0..4 {
+                let item = match rng.next_u64() % 8 {
+                    0..=2 => 1,
+                    3 | 4 => 2 + rng.next_u64() % 5,
+                    _ => {
+                        next_rare += 1;
+                        next_rare
+                    }
+                };
+                let delay = if tau > 0 { (rng.next_u64() % (tau as u64 + 1)) as i64 } else { 0 };
+                pending.push((now + delay, now, item));
+            }
+            let (due, later): (Vec<_>, Vec<_>) = pending.iter().partition(|&&(a, _, _)| a == now);
+            pending = later;
+            for (_, stamp, item) in due {
+                local.insert(now, stamp, item).unwrap();
+                window.push_back((stamp, item));
+            }
+            local.advance(now);
+            window.retain(|&(s, _)| s + w > now);
+            max_records = max_records.max(local.distinct());
+            if now % 13 == 0 {
+                let c = window.len() as f64;
+                let mut exact: BTreeMap<u64, u64> = BTreeMap::new();
+                for &(_, j) in &window {
+                    *exact.entry(j).or_insert(0) += 1;
+                }
+                for (&j, &cj) in &exact {
+                    let e = local.item(j, now) as f64;
+                    assert!((e - cj as f64).abs() <= di * c + 1e-9, "τ={tau} t={now} item {j}: {e} vs {cj} (c={c})");
+                }
+                for (j, counter) in local.item_counters() {
+                    if !exact.contains_key(&j) {
+                        assert!(
+                            counter.estimate(now) as f64 <= di * c + 1e-9,
+                            "τ={tau} t={now} item {j} not in window"
+                        );
+                    }
+                }
+            }
+        }
+        // The window holds ≈ 1,600 items, ≈ 1,000 of them distinct rare items; records of rare
+        // items are deleted once about 2/δ_i of the site's items are newer.
+        println!("τ={tau}: at most {max_records} item records");
+        assert!(max_records < 400, "τ={tau}: {max_records} item records for a window of ≈ 1,600 items");
     }
 }

@@ -330,6 +330,20 @@ fn run(args: Args) -> Result<(), String> {
         println!("monitor violation time={} query={} {}", v.time, v.query, v.detail);
     }
     println!(
+        "monitor memory max_site_words={} counting_words={} quantile_words={} max_site_window={} max_window={} \
+         counting_bound={:.0} counting_parts=total:{},items:{},schedule:{},senders:{}",
+        r.max_site_memory_words,
+        r.max_site_counting_words,
+        r.max_site_quantile_words,
+        r.max_site_window_count,
+        r.max_window_count,
+        saams::monitoring::sim::counting_memory_bound(&cfg, r.max_site_window_count),
+        r.max_counting_parts.local.total,
+        r.max_counting_parts.local.items,
+        r.max_counting_parts.local.schedule,
+        r.max_counting_parts.senders,
+    );
+    println!(
         "monitor summary queries={} violations={} words={} bound={:.0} naive_words={} periodic_words={} bytes={}",
         r.queries, r.violations, total.words, r.bound, r.naive_words, r.periodic_words, total.bytes
     );
