@@ -612,7 +612,7 @@ impl Router {
                         let msg = format!("field `{}` is not numeric: {s:?}", group.field);
                         return self.reject(unit, line, &t.to_json(), &msg, false);
                     }
-                    _ => Val::Str(s.to_string()),
+                    _ => Val::Str(s.into()),
                 },
             };
             self.recs.push(Rec { group: g, time, seq, val });
@@ -695,8 +695,8 @@ impl Router {
         if let Source::Generated(gen_stream, routes) = &unit.source {
             for &(g, k) in routes {
                 let val = match k {
-                    STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.clone()),
-                    DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.clone()),
+                    STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.as_str().into()),
+                    DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.as_str().into()),
                     k => Val::Num(values[k]),
                 };
                 self.recs.push(Rec { group: g, time, seq, val });
