@@ -582,6 +582,9 @@ fn start_progress(
     }))
 }
 
+/// Tuples between two flushes of a worker's counts into the metrics registry.
+const METRICS_EVERY: u64 = 1 << 16;
+
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
     plan: Rc<Plan>,
@@ -654,7 +657,7 @@ impl Router {
                         let msg = format!("field `{}` is not numeric: {s:?}", group.field);
                         return self.reject(unit, line, &t.to_json(), &msg, false);
                     }
-                    _ => Val::Str(s.to_string()),
+                    _ => Val::Str(s.into()),
                 },
             };
             self.recs.push(Rec { group: g, time, seq, val });
@@ -686,8 +689,13 @@ impl Router {
     ) {
         unit.max_time = unit.max_time.max(time);
         self.tuples += 1;
-        if self.tuples.is_multiple_of(4096) {
+        // The metrics registry (labelled counters behind a lock, ~600 instructions per synopsis
+        // touched) less often than the progress counters: ~1 % of the paper workload at every
+        // 4096 tuples.
+        if self.tuples.is_multiple_of(METRICS_EVERY) {
             self.flush_stats(window);
+        } else if self.tuples.is_multiple_of(4096) {
+            self.flush_progress(window);
         }
         for r in self.recs.drain(..) {
             self.counts.record(&r);
@@ -695,10 +703,15 @@ impl Router {
         }
     }
 
-    fn flush_stats(&mut self, window: u64) {
+    /// Publish the tuples read and the newest window (progress line, metrics server).
+    fn flush_progress(&mut self, window: u64) {
         self.stats.newest.fetch_max(window as i64, Ordering::Relaxed);
         self.stats.tuples.fetch_add(self.tuples - self.reported, Ordering::Relaxed);
         self.reported = self.tuples;
+    }
+
+    fn flush_stats(&mut self, window: u64) {
+        self.flush_progress(window);
         let (plan, labels) = (&self.plan, &self.syn_labels);
         self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
             true => plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
@@ -727,8 +740,8 @@ impl Router {
         if let Source::Generated(gen_stream, routes) = &unit.source {
             for &(g, k) in routes {
                 let val = match k {
-                    STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.clone()),
-                    DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.clone()),
+                    STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.as_str().into()),
+                    DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.as_str().into()),
                     k => Val::Num(values[k]),
                 };
                 self.recs.push(Rec { group: g, time, seq, val });

@@ -93,6 +93,40 @@ fn twiddles(w: usize) -> Twiddles {
         .clone()
 }
 
+/// Largest lane table (entries per cos/sin half) [`lane_table`] builds: 4 MiB in all.
+const MAX_LANE_TABLE: usize = 1 << 18;
+
+/// cos/sin(2π·i·f/m) for f = 1..=coeffs, per chunk of [`LANES`] coefficients, point i, lane
+/// (zeros in lanes past the last coefficient); shared per (m, coeffs). The values are those of
+/// [`twiddles`]`(m)` at index `i·f mod m`.
+type LaneTable = Arc<(Vec<f64>, Vec<f64>)>;
+
+fn lane_table(m: usize, coeffs: usize) -> LaneTable {
+    static CACHE: OnceLock<Mutex<HashMap<(usize, usize), LaneTable>>> = OnceLock::new();
+    let tw = twiddles(m);
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = match cache.lock() {
+        Ok(map) => map,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    map.entry((m, coeffs))
+        .or_insert_with(|| {
+            let chunks = coeffs.div_ceil(LANES);
+            let (mut cos, mut sin) = (vec![0.0; chunks * m * LANES], vec![0.0; chunks * m * LANES]);
+            for f in 0..coeffs {
+                let (chunk, lane) = (f / LANES, f % LANES);
+                for i in 0..m {
+                    let (c, s) = tw[(i as u64 * (f as u64 + 1) % m as u64) as usize];
+                    let at = (chunk * m + i) * LANES + lane;
+                    cos[at] = c;
+                    sin[at] = s;
+                }
+            }
+            Arc::new((cos, sin))
+        })
+        .clone()
+}
+
 fn bad(reason: String) -> SynopsisError {
     SynopsisError::BadParameter { kind: Kind::Dft, reason }
 }
@@ -318,6 +352,34 @@ impl Dft {
         st.shift = shift;
         st.sum = sum;
         st.sumsq = sumsq;
+        // LANES coefficients per pass over the window (independent sums side by side); each
+        // coefficient's sum still adds its terms in window order.
+        self.buf.make_contiguous();
+        let (points, _) = self.buf.as_slices();
+        let points = &points[start..end];
+        let chunks = self.coeffs.div_ceil(LANES);
+        if m.is_multiple_of(self.basic) && m * chunks * LANES <= MAX_LANE_TABLE {
+            // The twiddle of each (point, coefficient) laid out in lane order: the inner loop
+            // is plain multiply-adds over contiguous rows (the same values as the stepping
+            // below, which reads them from the cos/sin table by index).
+            let table = lane_table(m, self.coeffs);
+            for (chunk, f0) in (0..self.coeffs).step_by(LANES).enumerate() {
+                let n = (self.coeffs - f0).min(LANES);
+                let rows = chunk * m * LANES..(chunk + 1) * m * LANES;
+                let (cos, sin) = (&table.0[rows.clone()], &table.1[rows]);
+                let (mut re, mut im) = ([0.0; LANES], [0.0; LANES]);
+                for ((x, c), s) in points.iter().zip(cos.chunks_exact(LANES)).zip(sin.chunks_exact(LANES)) {
+                    let v = x - shift;
+                    for j in 0..LANES {
+                        re[j] += v * c[j];
+                        im[j] -= v * s[j];
+                    }
+                }
+                st.re[f0..f0 + n].copy_from_slice(&re[..n]);
+                st.im[f0..f0 + n].copy_from_slice(&im[..n]);
+            }
+            return;
+        }
         // The twiddles cos/sin(2πk/m): shared per window length while the window is full or
         // filling in whole basic windows (a handful of lengths), built locally otherwise. Either
         // way each is computed once per recomputation, not once per coefficient and point.
@@ -328,11 +390,6 @@ impl Dft {
         } else {
             (0..m).map(|k| (2.0 * PI * k as f64 / m as f64).sin_cos()).map(|(s, c)| (c, s)).collect()
         };
-        // LANES coefficients per pass over the window (independent sums side by side); each
-        // coefficient's sum still adds its terms in window order.
-        self.buf.make_contiguous();
-        let (points, _) = self.buf.as_slices();
-        let points = &points[start..end];
         for f0 in (0..self.coeffs).step_by(LANES) {
             let n = (self.coeffs - f0).min(LANES);
             let (mut k, mut step, mut re, mut im) = ([0usize; LANES], [0usize; LANES], [0.0; LANES], [0.0; LANES]);
@@ -592,6 +649,37 @@ impl Synopsis for Dft {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recompute_sums_each_coefficient_in_window_order_with_the_shared_twiddles() {
+        // 11 coefficients: one full chunk of lanes and one padded one.
+        let mut s = Dft::new(1.0, 50, 200, 11).expect("valid parameters");
+        let mut rng = crate::hash::SplitMix64::new(3);
+        let mut checked = 0;
+        for i in 0..1_234 {
+            s.update(Datum::Num((rng.next_u64() % 100_000) as f64 / 7.0 - 5_000.0));
+            if i % 97 != 0 {
+                continue;
+            }
+            s.recompute();
+            let (m, shift) = (s.state.m, s.state.shift);
+            if m == 0 {
+                continue;
+            }
+            let (points, tw) = (s.window_points(), twiddles(m));
+            for f in 0..s.coeffs {
+                let (mut re, mut im) = (0.0f64, 0.0f64);
+                for (i, x) in points.iter().enumerate() {
+                    let (c, sn) = tw[i * (f + 1) % m];
+                    re += (x - shift) * c;
+                    im -= (x - shift) * sn;
+                }
+                assert_eq!((re.to_bits(), im.to_bits()), (s.state.re[f].to_bits(), s.state.im[f].to_bits()));
+            }
+            checked += 1;
+        }
+        assert!(checked > 10);
+    }
 
     #[test]
     fn bucket_of_equals_the_euclidean_division_whatever_the_open_interval() {
