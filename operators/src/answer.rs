@@ -2,32 +2,40 @@
 //! merged state: the owner in `update`, the home worker in `fold`).
 
 use saams::Synopsis;
-use saams::api::estimation::{Answer, Estimation};
+use saams::api::estimation::{Answer, Estimation, EstimationRef};
 use saams::api::request::QuerySpec;
 
 use crate::plan::{Plan, QueryReg, SynSpec};
 
-fn estimation(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Option<(i64, i64)>) -> Estimation {
-    let answer = match &q.spec {
+/// The answer of query `q` on `state`.
+fn answer(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis) -> Answer {
+    match &q.spec {
         QuerySpec::Single(query) => match state.estimate(query) {
             Ok(e) => Answer::Estimate(e),
             Err(e) => Answer::Error(e.to_string()),
         },
         _ => Answer::Error(format!("{} pair queries are not answered by this engine yet", s.kind)),
-    };
-    Estimation {
-        request_id: q.request_id.clone(),
-        uid: q.uid.clone(),
+    }
+}
+
+/// The answer line of query `q` on `state`, its fields borrowed from the plan (answers are written
+/// for every continuous query at every window close, so nothing is cloned into an `Estimation`).
+fn line(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Option<(i64, i64)>) -> String {
+    let answer = answer(s, q, state);
+    EstimationRef {
+        request_id: &q.request_id,
+        uid: q.uid.as_ref(),
         synopsis_id: s.synopsis_id,
         kind: Some(s.kind),
-        stream_id: s.stream.clone(),
-        dataset_key: s.dataset.clone(),
-        field: s.field.clone(),
-        query: q.args.clone(),
+        stream_id: &s.stream,
+        dataset_key: &s.dataset,
+        field: &s.field,
+        query: &q.args,
         window,
         tuples: Some(items),
-        answer,
+        answer: &answer,
     }
+    .to_json_line()
 }
 
 /// The continuous queries' answers for synopsis `syn` after window `window` (start, ms) closed.
@@ -35,7 +43,7 @@ pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, windo
     let s = &plan.synopses[syn as usize];
     let w = Some((window as i64, window as i64 + plan.window_ms));
     for q in &s.continuous {
-        out.push(estimation(s, q, state, items, w).to_json_line());
+        out.push(line(s, q, state, items, w));
     }
 }
 
@@ -43,7 +51,7 @@ pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, windo
 pub fn at_end(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, out: &mut Vec<String>) {
     let s = &plan.synopses[syn as usize];
     for q in &s.adhoc {
-        out.push(estimation(s, q, state, items, None).to_json_line());
+        out.push(line(s, q, state, items, None));
     }
     for save in &s.saves {
         let bytes = state.encode();
