@@ -18,10 +18,21 @@ fn answer(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis) -> Answer {
     }
 }
 
-/// The answer line of query `q` on `state`, its fields borrowed from the plan (answers are written
-/// for every continuous query at every window close, so nothing is cloned into an `Estimation`).
+/// The answer line of query `q` on `state`.
 fn line(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Option<(i64, i64)>) -> String {
-    let answer = answer(s, q, state);
+    query_line(s, q, window, Some(items), &answer(s, q, state))
+}
+
+/// One answer line to query `q` of synopsis `s`, its fields borrowed from the plan (answers are
+/// written for every continuous query at every window close, so nothing is cloned into an
+/// `Estimation`). Shared by every operator that answers queries.
+pub fn query_line(
+    s: &SynSpec,
+    q: &QueryReg,
+    window: Option<(i64, i64)>,
+    tuples: Option<u64>,
+    answer: &Answer,
+) -> String {
     EstimationRef {
         request_id: &q.request_id,
         uid: q.uid.as_ref(),
@@ -32,8 +43,8 @@ fn line(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Opt
         field: &s.field,
         query: &q.args,
         window,
-        tuples: Some(items),
-        answer: &answer,
+        tuples,
+        answer,
     }
     .to_json_line()
 }

@@ -25,7 +25,7 @@ use std::rc::Rc;
 
 use differential_dataflow::AsCollection;
 use saams::Value;
-use saams::api::estimation::{Answer, Estimation};
+use saams::api::estimation::Answer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use timely::container::CapacityContainerBuilder;
@@ -93,20 +93,8 @@ fn change_line(plan: &Plan, w: u64, (query, member): (u32, String), diff: isize,
         Some(a) if diff > 0 => a.members.binary_search_by(|(m, _)| m.cmp(&member)).ok().map(|i| a.members[i].1),
         _ => None,
     };
-    Estimation {
-        request_id: q.reg.request_id.clone(),
-        uid: q.reg.uid.clone(),
-        synopsis_id: s.synopsis_id,
-        kind: Some(s.kind),
-        stream_id: s.stream.clone(),
-        dataset_key: s.dataset.clone(),
-        field: s.field.clone(),
-        query: q.reg.args.clone(),
-        window: Some((w as i64, w as i64 + plan.window_ms)),
-        tuples: set.map(|a| a.tuples),
-        answer: Answer::Change { added: diff > 0, member, value },
-    }
-    .to_json_line()
+    let answer = Answer::Change { added: diff > 0, member, value };
+    crate::answer::query_line(s, &q.reg, Some((w as i64, w as i64 + plan.window_ms)), set.map(|a| a.tuples), &answer)
 }
 
 /// Extension trait: turn continuous set answers into changes.

@@ -100,20 +100,7 @@ pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Opt
             Err(e) => Answer::Error(e.to_string()),
         },
     };
-    Estimation {
-        request_id: q.reg.request_id.clone(),
-        uid: q.reg.uid.clone(),
-        synopsis_id: s.synopsis_id,
-        kind: Some(s.kind),
-        stream_id: s.stream.clone(),
-        dataset_key: s.dataset.clone(),
-        field: s.field.clone(),
-        query: q.reg.args.clone(),
-        window,
-        tuples: Some(items),
-        answer,
-    }
-    .to_json_line()
+    crate::answer::query_line(s, &q.reg, window, Some(items), &answer)
 }
 
 /// The error line of a set-valued query that could not be answered at a window.
