@@ -108,6 +108,7 @@
 mod counter;
 mod local;
 mod message;
+mod quantile;
 mod root;
 pub mod sim;
 mod site;
@@ -117,6 +118,7 @@ use std::fmt;
 pub use counter::{SlidingCounter, SuffixTable};
 pub use local::{LocalMemory, LocalStats};
 pub use message::{Channel, Message};
+pub use quantile::QuantileWindow;
 pub use root::Root;
 pub use site::{Site, SiteMemory};
 
@@ -279,10 +281,10 @@ impl Config {
     }
 
     /// The send threshold θ of one channel (half its target; for quantiles the discrepancy
-    /// allowed between the root's and the site's group weights, 0.22ε of the site's count).
+    /// allowed between the root's and the site's group weights, 0.17ε of the site's count).
     pub fn theta(&self, channel: Channel) -> f64 {
         match channel {
-            Channel::Quantiles => 0.22 * self.epsilon,
+            Channel::Quantiles => 0.17 * self.epsilon,
             ch => self.channel_epsilon(ch) / 2.0,
         }
     }
@@ -298,10 +300,10 @@ impl Config {
         (self.channel_epsilon(channel) - delta) / 2.0 * (1.0 - 1e-9)
     }
 
-    /// The weight cap `g` of a multi-item quantile group, as a fraction of the site's total
-    /// (0.22ε).
+    /// The cap `g` on a quantile group's interior (its weight apart from its boundary value), as
+    /// a fraction of the site's count (0.17ε).
     pub fn quantile_group(&self) -> f64 {
-        0.22 * self.epsilon
+        0.17 * self.epsilon
     }
 
     /// Relative error of a site's window count: `min(ε/72, ε_c/3)` (a third of the
@@ -320,9 +322,10 @@ impl Config {
         (self.epsilon / 16.0).min((self.epsilon / 2.0 - self.frequent_count_epsilon) / 4.0)
     }
 
-    /// Relative error of the per-item counts the quantile sender sums: `ε/64`.
+    /// Rank error of the quantile sender's [`QuantileWindow`], as a fraction of the site's
+    /// window count: `0.15ε`, so that `θ_q + g + δ_q = 0.49ε ≤ ε/2`.
     pub fn delta_quantile(&self) -> f64 {
-        self.epsilon / 64.0
+        0.15 * self.epsilon
     }
 
     /// Forward/backward phase length `W − τ`.

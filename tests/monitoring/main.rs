@@ -423,7 +423,7 @@ fn the_counting_memory_of_a_site_with_almost_only_distinct_items_grows_like_log_
 fn item_records_are_within_delta_of_the_site_count_and_rare_items_are_deleted() {
     for tau in [0i64, 40] {
         let (w, dt, di) = (400i64, 0.01, 0.05);
-        let mut local = LocalStats::new(w, tau, dt, di, 0.01).unwrap();
+        let mut local = LocalStats::new(w, tau, dt, di).unwrap();
         let mut rng = SplitMix64::new(17);
         let mut window: VecDeque<(i64, u64)> = VecDeque::new();
         let mut pending: Vec<(i64, i64, u64)> = Vec::new();
