@@ -31,7 +31,9 @@
 //! (`n` items, `t` of them after the cut) contributes `est/2` where the truth is in
 //! `[0, est + u]`: at most `n/2 + u ≤ γL + η·2γL ≤ (γ + 2ηγ)·c_σ` as `L ≤ c_σ` (the newer items
 //! and the block's item at `hi > s` are all in the window). Total: `(η + γ + 2ηγ)·c_σ ≤ δ_q·c_σ`
-//! with `γ = 0.85·δ_q`, `η = 0.1·δ_q` (`0.1 + 0.85·(1 + 2η) ≤ 0.98` as `η < 0.1`).
+//! with `γ = 0.95·δ_q`, `η = 0.03·δ_q` (`0.03 + 0.95·(1 + 2η) ≤ 0.998` as `δ_q ≤ 0.3`). On the
+//! monitored data the blocks are small enough that `η·n_b` rarely allows a compression, so the
+//! budget goes almost all to `γ`, which sets the number of blocks.
 //!
 //! # Memory
 //! `O((1/γ)·log n)` blocks (as [`super::SlidingCounter`]), each holding at most
@@ -47,8 +49,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use super::MonitorError;
 
 /// The straddle share `γ` and the summary share `η` of `δ_q` (module docs).
-const GAMMA_SHARE: f64 = 0.85;
-const ETA_SHARE: f64 = 0.1;
+const GAMMA_SHARE: f64 = 0.95;
+const ETA_SHARE: f64 = 0.03;
 
 #[derive(Clone, Debug)]
 struct Block {
@@ -154,7 +156,7 @@ impl QuantileWindow {
     /// rank error `delta` times the window count.
     ///
     /// # Errors
-    /// When `window ≤ 0`, `tardiness ∉ [0, window)`, or `delta ∉ (0, 1)`.
+    /// When `window ≤ 0`, `tardiness ∉ [0, window)`, or `delta ∉ (0, 0.3]`.
     pub fn new(window: i64, tardiness: i64, delta: f64) -> Result<Self, MonitorError> {
         if window <= 0 {
             return Err(MonitorError::BadParameter(format!("window must be positive, got {window}")));
@@ -164,8 +166,8 @@ impl QuantileWindow {
                 "tardiness must be in 0..window ({window}), got {tardiness}"
             )));
         }
-        if !(delta > 0.0 && delta < 1.0) {
-            return Err(MonitorError::BadParameter(format!("delta must be in (0, 1), got {delta}")));
+        if !(delta > 0.0 && delta <= 0.3) {
+            return Err(MonitorError::BadParameter(format!("delta must be in (0, 0.3], got {delta}")));
         }
         Ok(QuantileWindow {
             window,
