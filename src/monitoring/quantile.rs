@@ -149,6 +149,8 @@ pub struct QuantileWindow {
     overlay: BTreeMap<i64, Vec<(u64, u64)>>,
     compact_at: usize,
     changes: HashMap<u64, i64>,
+    /// The latest time seen (for the memory count of unsealed blocks).
+    now: i64,
 }
 
 impl QuantileWindow {
@@ -178,6 +180,7 @@ impl QuantileWindow {
             overlay: BTreeMap::new(),
             compact_at: 16,
             changes: HashMap::new(),
+            now: i64::MIN,
         })
     }
 
@@ -237,6 +240,7 @@ impl QuantileWindow {
     /// Apply the window edge at `now`: blocks (and overlay stamps) stamped `≤ now − W` leave,
     /// and the oldest block starts straddling when its `lo` leaves.
     pub fn expire(&mut self, now: i64) {
+        self.now = self.now.max(now);
         let edge = now - self.window;
         while self.blocks.front().is_some_and(|b| b.hi <= edge) {
             let b = self.blocks.pop_front().expect("checked");
@@ -380,10 +384,12 @@ impl QuantileWindow {
         self.blocks.len()
     }
 
-    /// Memory in words: per block its range, count, uncertainty, cap and weight (6) plus 2 per
-    /// entry; per overlay stamp 1 plus 2 per entry.
+    /// Memory in words: per block its range, count and uncertainty (4), its cap while it may
+    /// still receive late items (newest stamp `≥ now − τ`), and 2 per entry; per overlay stamp 1
+    /// plus 2 per entry. (Whether a block straddles the edge follows from its range.)
     pub fn memory_words(&self) -> usize {
-        self.blocks.iter().map(|b| 6 + 2 * b.entries.len()).sum::<usize>()
+        let seal = self.now.saturating_sub(self.tardiness);
+        self.blocks.iter().map(|b| 4 + usize::from(b.hi >= seal) + 2 * b.entries.len()).sum::<usize>()
             + self.overlay.values().map(|e| 1 + 2 * e.len()).sum::<usize>()
     }
 }

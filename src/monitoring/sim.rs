@@ -199,7 +199,7 @@ pub fn quantile_blocks_bound(cfg: &Config, n: u64) -> f64 {
 
 /// The memory bound the quantile part of a site ([`super::SiteMemory::quantiles`]) stays below,
 /// in words, for a site whose window holds at most `n` items drawn from `d` distinct values:
-/// [`quantile_blocks_bound`] blocks of 6 words plus at most `min(d, n)` entries of 2 words each,
+/// [`quantile_blocks_bound`] blocks of at most 5 words plus at most `min(d, n)` entries of 2 words each,
 /// plus the sender's groups (`≤ 3/g + 3` before a fresh summary, 8 words each, and 8 scalars).
 /// That is `O((d/ε)·log n)`: logarithmic in `n` for a bounded value domain, but for arbitrary
 /// values it is no better than the window (module docs of [`super`]).
@@ -213,7 +213,7 @@ pub fn quantile_blocks_bound(cfg: &Config, n: u64) -> f64 {
 /// ```
 pub fn quantile_memory_bound(cfg: &Config, n: u64, d: u64) -> f64 {
     let blocks = quantile_blocks_bound(cfg, n);
-    blocks * (6.0 + 2.0 * d.min(n) as f64) + 8.0 * (3.0 / cfg.quantile_group() + 3.0) + 8.0
+    blocks * (5.0 + 2.0 * d.min(n) as f64) + 8.0 * (3.0 / cfg.quantile_group() + 3.0) + 8.0
 }
 
 struct Oracle {
