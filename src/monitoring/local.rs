@@ -1,7 +1,7 @@
-//! A site's local window statistics: the window count, per-item counts with error relative to
-//! the site's count (for counting, frequent items and forward/backward), and per-item counts
-//! with error relative to each item's own count (for quantiles), with a schedule of when each
-//! estimate can next change without an arrival.
+//! A site's local window statistics for counting: the window count and per-item counts with
+//! error relative to the site's count (for counting, frequent items and forward/backward), with
+//! a schedule of when each estimate can next change without an arrival. Quantiles have their own
+//! structure, [`super::QuantileWindow`].
 //!
 //! # Item records (error relative to the site)
 //! `S(s)` is the site's count of items stamped after the cut `s`; it only grows while `s` is
@@ -28,12 +28,6 @@
 //! `L(t₀ + 1)` is still small, i.e. created within about the last `τ`). So `O((1/δ_i)·log n)`
 //! records, each with `O(log n)` buckets, for in-order input.
 //!
-//! # Quantile records (error relative to the item)
-//! The quantile sender sums item estimates over ranges of items, so it needs errors that sum to
-//! a fraction of the site's count: each item's quantile record is a [`SlidingCounter`] measured
-//! against its own stream (relative error `δ_q`), hence `Σ_j δ_q·c_j = δ_q·c_σ`. Rare items are
-//! kept exactly here; this part is not `O((1/ε)·polylog)` (see the module docs of
-//! [`super`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,7 +37,6 @@ use super::{MonitorError, SlidingCounter};
 enum Key {
     Total,
     Item(u64),
-    Quantile(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -63,35 +56,29 @@ pub struct LocalMemory {
     pub total: usize,
     /// The per-item records of error `δ_i·S` (counting, frequent items, forward/backward).
     pub items: usize,
-    /// The per-item quantile records of error `δ_q·c_j`.
-    pub quantiles: usize,
     /// The schedule of estimate changes of the total and the item records (2 words per entry).
     pub schedule: usize,
-    /// The schedule entries of the quantile records (2 words per entry).
-    pub quantile_schedule: usize,
 }
 
 impl LocalMemory {
     /// The sum of the parts.
     pub fn sum(&self) -> usize {
-        self.total + self.items + self.quantiles + self.schedule + self.quantile_schedule
+        self.total + self.items + self.schedule
     }
 }
 
 /// The ε-approximate local statistics of one site (module docs): window count (relative error
 /// `delta_total`), per-item window counts with additive error `delta_item` times the site's count
-/// after the cut, and per-item quantile counts with relative error `delta_quantile`. Items whose
-/// estimates are zero are forgotten.
+/// after the cut. Items whose estimates are zero are forgotten.
 ///
 /// ```
 /// use saams::monitoring::LocalStats;
-/// let mut s = LocalStats::new(10, 0, 0.01, 0.01, 0.01).unwrap();
+/// let mut s = LocalStats::new(10, 0, 0.01, 0.01).unwrap();
 /// s.insert(0, 0, 7).unwrap();
 /// s.insert(1, 1, 7).unwrap();
 /// s.insert(1, 1, 8).unwrap();
 /// assert_eq!(s.total(1), 3);
 /// assert_eq!(s.item(7, 1), 2);
-/// assert_eq!(s.quantile_item(7, 1), 2);
 /// s.advance(10); // stamp 0 leaves the window (0, 10]
 /// assert_eq!(s.item(7, 10), 1);
 /// s.advance(11);
@@ -104,11 +91,9 @@ pub struct LocalStats {
     tardiness: i64,
     delta_total: f64,
     delta_item: f64,
-    delta_quantile: f64,
     total: SlidingCounter,
     total_due: Option<i64>,
     items: BTreeMap<u64, Record>,
-    quantiles: BTreeMap<u64, (SlidingCounter, Option<i64>)>,
     schedule: BTreeSet<(i64, Key)>,
     now: i64,
     arrivals: u64,
@@ -122,29 +107,20 @@ pub struct LocalStats {
 }
 
 impl LocalStats {
-    /// Statistics for a window of `window` units, tardiness `tardiness`, and the three errors.
+    /// Statistics for a window of `window` units, tardiness `tardiness`, and the two errors.
     ///
     /// # Errors
     /// As [`SlidingCounter::new`].
-    pub fn new(
-        window: i64,
-        tardiness: i64,
-        delta_total: f64,
-        delta_item: f64,
-        delta_quantile: f64,
-    ) -> Result<Self, MonitorError> {
+    pub fn new(window: i64, tardiness: i64, delta_total: f64, delta_item: f64) -> Result<Self, MonitorError> {
         SlidingCounter::new(window, tardiness, delta_item)?;
-        SlidingCounter::new(window, tardiness, delta_quantile)?;
         Ok(LocalStats {
             window,
             tardiness,
             delta_total,
             delta_item,
-            delta_quantile,
             total: SlidingCounter::new(window, tardiness, delta_total)?,
             total_due: None,
             items: BTreeMap::new(),
-            quantiles: BTreeMap::new(),
             schedule: BTreeSet::new(),
             now: i64::MIN,
             arrivals: 0,
@@ -172,7 +148,6 @@ impl LocalStats {
         let old = match key {
             Key::Total => self.total_due,
             Key::Item(j) => self.items.get(&j).and_then(|r| r.due),
-            Key::Quantile(j) => self.quantiles.get(&j).and_then(|q| q.1),
         };
         if old == new {
             return;
@@ -188,11 +163,6 @@ impl LocalStats {
             Key::Item(j) => {
                 if let Some(r) = self.items.get_mut(&j) {
                     r.due = new;
-                }
-            }
-            Key::Quantile(j) => {
-                if let Some(q) = self.quantiles.get_mut(&j) {
-                    q.1 = new;
                 }
             }
         }
@@ -219,13 +189,6 @@ impl LocalStats {
         record.counter.insert(now, stamp)?;
         let due = record.counter.next_change(now);
         self.set_due(Key::Item(item), due);
-        if !self.quantiles.contains_key(&item) {
-            self.quantiles.insert(item, (SlidingCounter::new(window, tardiness, self.delta_quantile)?, None));
-        }
-        let q = self.quantiles.get_mut(&item).expect("inserted above");
-        q.0.insert(now, stamp)?;
-        let due = q.0.next_change(now);
-        self.set_due(Key::Quantile(item), due);
         self.arrivals += 1;
         self.item_units += 1;
         if self.item_units > self.compact_at {
@@ -303,18 +266,6 @@ impl LocalStats {
                         self.set_due(Key::Item(j), due);
                     }
                 }
-                Key::Quantile(j) => {
-                    changed.push(j);
-                    let Some(q) = self.quantiles.get_mut(&j) else { continue };
-                    q.1 = None;
-                    q.0.expire(now);
-                    if q.0.is_empty() {
-                        self.quantiles.remove(&j);
-                    } else {
-                        let due = q.0.next_change(now);
-                        self.set_due(Key::Quantile(j), due);
-                    }
-                }
             }
         }
         changed
@@ -333,25 +284,6 @@ impl LocalStats {
     /// Estimated window count of `item` at `now` (error `≤ δ_i·c_σ`).
     pub fn item(&self, item: u64, now: i64) -> u64 {
         self.items.get(&item).map_or(0, |r| r.counter.estimate(now))
-    }
-
-    /// Estimated window count of `item` at `now` from its quantile record (error `≤ δ_q·c_j`).
-    pub fn quantile_item(&self, item: u64, now: i64) -> u64 {
-        self.quantiles.get(&item).map_or(0, |q| q.0.estimate(now))
-    }
-
-    /// Every item with a quantile record and its estimated window count at `now`, ascending.
-    pub fn quantile_items(&self, now: i64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.quantiles.iter().map(move |(&j, (c, _))| (j, c.estimate(now)))
-    }
-
-    /// The quantile records in `range` with their estimated window counts at `now`, ascending.
-    pub fn quantile_items_range(
-        &self,
-        range: impl std::ops::RangeBounds<u64>,
-        now: i64,
-    ) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.quantiles.range(range).map(move |(&j, (c, _))| (j, c.estimate(now)))
     }
 
     /// The total counter (for suffix queries at other cuts).
@@ -376,16 +308,12 @@ impl LocalStats {
     }
 
     /// Memory in words by part: every counter's [`SlidingCounter::memory_words`], plus per item
-    /// record its id, creation count and time, and due time, per quantile record its id and due
-    /// time, and 2 per schedule entry.
+    /// record its id, creation count and time, and due time, and 2 per schedule entry.
     pub fn memory(&self) -> LocalMemory {
-        let quantile_entries = self.schedule.iter().filter(|(_, k)| matches!(k, Key::Quantile(_))).count();
         LocalMemory {
             total: self.total.memory_words(self.now),
             items: self.items.values().map(|r| r.counter.memory_words(self.now) + 4).sum(),
-            quantiles: self.quantiles.values().map(|(c, _)| c.memory_words(self.now) + 2).sum(),
-            schedule: 2 * (self.schedule.len() - quantile_entries),
-            quantile_schedule: 2 * quantile_entries,
+            schedule: 2 * self.schedule.len(),
         }
     }
 

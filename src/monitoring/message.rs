@@ -92,7 +92,8 @@ pub enum Message {
         item: u64,
     },
     /// Quantiles: the site's summary, `(item, weight)` ascending by item; a weight stands for
-    /// that many copies of the item.
+    /// that many half copies of the items up to this one since the previous entry (every site
+    /// uses the same unit, and the root's rule is scale-free).
     Summary {
         /// The summary entries.
         entries: Vec<(u64, u64)>,

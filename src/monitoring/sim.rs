@@ -114,6 +114,8 @@ pub struct SimReport {
     pub max_site_quantile_words: usize,
     /// The parts of the site memory when the counting part was largest.
     pub max_counting_parts: super::SiteMemory,
+    /// The parts of the site memory when the quantile part was largest.
+    pub max_quantile_parts: super::SiteMemory,
     /// The largest exact window count of one site seen at a query time.
     pub max_site_window_count: u64,
     /// The largest window count seen at a query time.
@@ -175,6 +177,43 @@ pub fn bound_per_window(k: usize, epsilon: f64, n: f64, tardiness_fraction: f64)
 /// ```
 pub fn counting_memory_bound(cfg: &Config, n: u64) -> f64 {
     648.0 / cfg.epsilon * (2.0 + n as f64).log2()
+}
+
+/// The number of blocks a site's [`super::QuantileWindow`] holds at most while its window holds
+/// at most `n` items: `(3/γ)·log₂(2 + n) + 1/γ + 16` with `γ = 0.95·δ_q` — after a compaction
+/// two adjacent blocks whose newer count is in `[L, 2L)` hold more than `γL − 1` items together
+/// (or could not merge because one may still receive late items and their span reached
+/// `W − τ`, which adds the blocks of the last `τ` for out-of-order input), the newest `1/γ`
+/// items may sit in single-stamp blocks, and compaction waits for a quarter more blocks.
+///
+/// ```
+/// use saams::monitoring::{Config, Protocol};
+/// let cfg = Config::new(4, 1000, 0, 0.1, Protocol::Seed).unwrap();
+/// let b = saams::monitoring::sim::quantile_blocks_bound(&cfg, 1_000_000);
+/// assert!(b > 4000.0 && b < 5000.0);
+/// ```
+pub fn quantile_blocks_bound(cfg: &Config, n: u64) -> f64 {
+    let gamma = 0.95 * cfg.delta_quantile();
+    3.0 / gamma * (2.0 + n as f64).log2() + 1.0 / gamma + 16.0
+}
+
+/// The memory bound the quantile part of a site ([`super::SiteMemory::quantiles`]) stays below,
+/// in words, for a site whose window holds at most `n` items drawn from `d` distinct values:
+/// [`quantile_blocks_bound`] blocks of at most 5 words plus at most `min(d, n)` entries of 2 words each,
+/// plus the sender's groups (`≤ 3/g + 3` before a fresh summary, 8 words each, and 8 scalars).
+/// That is `O((d/ε)·log n)`: logarithmic in `n` for a bounded value domain, but for arbitrary
+/// values it is no better than the window (module docs of [`super`]).
+///
+/// ```
+/// use saams::monitoring::{Config, Protocol};
+/// let cfg = Config::new(4, 1000, 0, 0.1, Protocol::Seed).unwrap();
+/// let small = saams::monitoring::sim::quantile_memory_bound(&cfg, 1_000_000, 10);
+/// let large = saams::monitoring::sim::quantile_memory_bound(&cfg, 10_000_000, 10);
+/// assert!(large / small < 1.2);
+/// ```
+pub fn quantile_memory_bound(cfg: &Config, n: u64, d: u64) -> f64 {
+    let blocks = quantile_blocks_bound(cfg, n);
+    blocks * (5.0 + 2.0 * d.min(n) as f64) + 8.0 * (3.0 / cfg.quantile_group() + 3.0) + 8.0
 }
 
 struct Oracle {
@@ -351,7 +390,10 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
                     report.max_site_counting_words = m.counting();
                     report.max_counting_parts = m;
                 }
-                report.max_site_quantile_words = report.max_site_quantile_words.max(m.quantiles());
+                if m.quantiles() > report.max_site_quantile_words {
+                    report.max_site_quantile_words = m.quantiles();
+                    report.max_quantile_parts = m;
+                }
             }
             let site_max = oracle.site_totals.iter().copied().max().unwrap_or(0);
             report.max_site_window_count = report.max_site_window_count.max(site_max);

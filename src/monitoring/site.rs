@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{Channel, Config, LocalMemory, LocalStats, Message, MonitorError, Protocol};
+use super::{Channel, Config, LocalMemory, LocalStats, Message, MonitorError, Protocol, QuantileWindow};
 
 /// Seed BC: send the estimate when it moved by more than `θ·e` from the last value sent
 /// (an up event when it rose by a factor `1/(1−θ)`, a down event when it fell by `1/(1+θ)`).
@@ -80,68 +80,81 @@ enum GroupKey {
     Tail,
 }
 
-/// Quantiles: the root holds, per site, groups of consecutive items, each represented by a
-/// boundary value `b` (every item of the group is in `(previous boundary, b]`) with a weight.
-/// The site mirrors the root's weights and keeps each group's current weight (the sum of its
-/// items' estimates; items above the last boundary form a tail the root does not have).
-/// * Discrepancy `D = Σ |root weight − current weight|` (tail included): when `D > θ·c_σ`, the
-///   site sends the groups with the largest discrepancy (the tail as new greedy groups) until
-///   `D ≤ θ·c_σ/2`.
-/// * A group holding any item other than its boundary must weigh at most `g·T` (`T` the sum of
-///   the estimates): a heavier one is split greedily and the pieces sent.
+/// Quantiles: the root holds, per site, groups of consecutive values, each represented by a
+/// boundary value `b` (every value of the group is in `(previous boundary, b]`) with a weight,
+/// in half items. The site keeps the rank estimate `R̂₂` of its [`QuantileWindow`] (error
+/// `δ_q·c_σ`), and each group's current weight is `R̂₂(b) − R̂₂(previous boundary)` (values above
+/// the last boundary form a tail the root does not have), maintained from the structure's
+/// changes. Its *interior* is that weight minus the weight at `b` itself.
+/// * Discrepancy `D = Σ |root weight − current weight|` (tail included): when `D > θ·2c_σ`
+///   (`c_σ` from the site's total counter, lower estimate), the site sends the groups with the
+///   largest discrepancy (the tail as new greedy groups) until `D ≤ θ·c_σ`.
+/// * A group's interior must be at most `g·R̂₂(∞)/(1 + δ_q) ≤ 2g·c_σ`: a heavier group is split
+///   greedily and the pieces sent.
 /// * When splits have fragmented the summary beyond `3/g + 2` groups, a fresh greedy grouping
-///   (`≤ 2/g + 1` groups) is shipped whole.
+///   is shipped whole.
 ///
-/// Per-site rank error at any `x`: `D + max group weight + δ_i·c_σ ≤ (θ + g(1 + δ_i) + δ_i)·c_σ`.
+/// The root's cumulative weight at a boundary is `R̂₂(b)` within `D`, so the local error enters
+/// once per site: per-site rank error (in items) `D/2 + δ_q·c_σ + interior/2 ≤ (θ + δ_q + g)·c_σ`
+/// (module docs of [`super`]).
 #[derive(Clone, Debug)]
 struct Quantiles {
     theta: f64,
     group: f64,
     delta_total: f64,
+    delta_q: f64,
+    window: QuantileWindow,
     root_w: BTreeMap<u64, u64>,
     cur_w: BTreeMap<u64, u64>,
+    /// The current weight at each boundary value itself.
+    at_b: BTreeMap<u64, u64>,
     tail: u64,
-    known: HashMap<u64, u64>,
+    /// `R̂₂(∞)`: the sum of every current weight.
     total: u64,
     disc: u64,
     by_disc: BTreeSet<(u64, GroupKey)>,
-    by_weight: BTreeSet<(u64, u64)>,
+    /// `(interior, boundary)` of every group.
+    by_interior: BTreeSet<(u64, u64)>,
 }
 
-/// Greedy grouping of `(item, weight)` (ascending) into groups of weight `≤ cap` unless single.
-fn group_items(items: impl IntoIterator<Item = (u64, u64)>, cap: f64, out: &mut Vec<(u64, u64)>) {
-    let (mut cur_w, mut cur_max) = (0u64, 0u64);
+/// Greedy grouping of `(value, weight)` (ascending) into groups of weight `≤ cap` unless they
+/// hold a single value: `(boundary, weight, weight at the boundary)`.
+fn group_items(items: impl IntoIterator<Item = (u64, u64)>, cap: f64, out: &mut Vec<(u64, u64, u64)>) {
+    let (mut cur_w, mut cur_max, mut cur_last) = (0u64, 0u64, 0u64);
     for (v, w) in items {
         if w == 0 {
             continue;
         }
         if cur_w > 0 && (cur_w + w) as f64 > cap {
-            out.push((cur_max, cur_w));
+            out.push((cur_max, cur_w, cur_last));
             cur_w = 0;
         }
         cur_w += w;
         cur_max = v;
+        cur_last = w;
     }
     if cur_w > 0 {
-        out.push((cur_max, cur_w));
+        out.push((cur_max, cur_w, cur_last));
     }
 }
 
 impl Quantiles {
-    fn new(theta: f64, group: f64, delta_total: f64) -> Self {
-        Quantiles {
-            theta,
-            group,
-            delta_total,
+    fn new(cfg: &Config) -> Result<Self, MonitorError> {
+        Ok(Quantiles {
+            theta: cfg.theta(Channel::Quantiles),
+            group: cfg.quantile_group(),
+            delta_total: cfg.delta_total(),
+            delta_q: cfg.delta_quantile(),
+            window: QuantileWindow::new(cfg.window, cfg.tardiness, cfg.delta_quantile())?,
             root_w: BTreeMap::new(),
             cur_w: BTreeMap::new(),
+            at_b: BTreeMap::new(),
             tail: 0,
-            known: HashMap::new(),
             total: 0,
             disc: 0,
             by_disc: BTreeSet::new(),
-            by_weight: BTreeSet::new(),
-        }
+            by_interior: BTreeSet::new(),
+        })
     }
 
     fn key_of(&self, item: u64) -> GroupKey {
@@ -158,15 +171,20 @@ impl Quantiles {
         }
     }
 
-    /// Remove `key`'s bookkeeping (its discrepancy and weight entries) before changing it.
+    fn interior(&self, b: u64) -> Option<u64> {
+        let w = self.cur_w.get(&b)?;
+        Some(w - self.at_b.get(&b).copied().unwrap_or(0))
+    }
+
+    /// Remove `key`'s bookkeeping (its discrepancy and interior entries) before changing it.
     fn detach(&mut self, key: GroupKey) {
         let d = self.discrepancy(key);
         self.disc -= d;
         self.by_disc.remove(&(d, key));
         if let GroupKey::Group(b) = key
-            && let Some(&w) = self.cur_w.get(&b)
+            && let Some(i) = self.interior(b)
         {
-            self.by_weight.remove(&(w, b));
+            self.by_interior.remove(&(i, b));
         }
     }
 
@@ -177,101 +195,106 @@ impl Quantiles {
             self.by_disc.insert((d, key));
         }
         if let GroupKey::Group(b) = key
-            && let Some(&w) = self.cur_w.get(&b)
+            && let Some(i) = self.interior(b)
         {
-            self.by_weight.insert((w, b));
+            self.by_interior.insert((i, b));
         }
     }
 
-    /// Account a changed item estimate.
-    fn note(&mut self, item: u64, est: u64) {
-        let old = self.known.get(&item).copied().unwrap_or(0);
-        if old == est {
-            return;
-        }
-        if est == 0 {
-            self.known.remove(&item);
-        } else {
-            self.known.insert(item, est);
-        }
-        self.total = self.total + est - old;
+    /// Account a change `d` (half items) of the estimate's weight at `item`.
+    fn note(&mut self, item: u64, d: i64) {
+        let add = |w: u64| {
+            debug_assert!(w as i64 + d >= 0, "weights stay nonnegative");
+            w.saturating_add_signed(d)
+        };
+        self.total = add(self.total);
         let key = self.key_of(item);
         self.detach(key);
         match key {
-            GroupKey::Tail => self.tail = self.tail + est - old,
+            GroupKey::Tail => self.tail = add(self.tail),
             GroupKey::Group(b) => {
                 let w = self.cur_w.get_mut(&b).expect("group exists");
-                *w = *w + est - old;
+                *w = add(*w);
+                if item == b {
+                    let a = self.at_b.entry(b).or_insert(0);
+                    *a = add(*a);
+                }
             }
         }
         self.attach(key);
     }
 
     /// Replace group `b` (or the tail) by `pieces`, all sent to the root.
-    fn replace(&mut self, key: GroupKey, pieces: &[(u64, u64)], patch: &mut BTreeMap<u64, u64>) {
+    fn replace(&mut self, key: GroupKey, pieces: &[(u64, u64, u64)], patch: &mut BTreeMap<u64, u64>) {
         self.detach(key);
         match key {
             GroupKey::Tail => self.tail = 0,
             GroupKey::Group(b) => {
                 self.cur_w.remove(&b);
+                self.at_b.remove(&b);
                 if self.root_w.remove(&b).is_some() {
                     patch.insert(b, 0);
                 }
             }
         }
-        for &(v, w) in pieces {
+        for &(v, w, wb) in pieces {
             self.cur_w.insert(v, w);
+            self.at_b.insert(v, wb);
             self.root_w.insert(v, w);
             patch.insert(v, w);
             self.attach(GroupKey::Group(v));
         }
     }
 
-    /// The items of group `key` with their estimates.
-    fn members(&self, key: GroupKey, local: &LocalStats, now: i64) -> Vec<(u64, u64)> {
+    /// The values of group `key` with their weights.
+    fn members(&self, key: GroupKey) -> Vec<(u64, u64)> {
         let (lo, hi) = match key {
             GroupKey::Group(b) => (self.cur_w.range(..b).next_back().map(|(&p, _)| p), Some(b)),
             GroupKey::Tail => (self.cur_w.keys().next_back().copied(), None),
         };
         let lower = lo.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         let upper = hi.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included);
-        local.quantile_items_range((lower, upper), now).filter(|&(_, w)| w > 0).collect()
+        self.window.weights((lower, upper))
     }
 
-    fn check(&mut self, local: &LocalStats, now: i64, out: &mut Vec<Message>) {
-        let c_low = local.total(now) as f64 / (1.0 + self.delta_total);
-        let cap = self.group * self.total as f64;
+    /// Apply the structure's changes up to `now` and send what keeps the invariants; `count`
+    /// is the site's estimated window count (total counter).
+    fn check(&mut self, count: u64, out: &mut Vec<Message>) {
+        for (v, d) in self.window.drain_changes() {
+            self.note(v, d);
+        }
+        let c_low2 = 2.0 * count as f64 / (1.0 + self.delta_total);
+        let cap = self.group * self.total as f64 / (1.0 + self.delta_q);
         let mut patch: BTreeMap<u64, u64> = BTreeMap::new();
-        // Split every multi-item group heavier than the cap.
+        // Split every group whose interior is heavier than the cap.
         let heavy: Vec<u64> =
-            self.by_weight.iter().rev().take_while(|&&(w, _)| w as f64 > cap).map(|&(_, b)| b).collect();
+            self.by_interior.iter().rev().take_while(|&&(i, _)| i as f64 > cap).map(|&(_, b)| b).collect();
         for b in heavy {
-            let members = self.members(GroupKey::Group(b), local, now);
-            if members.iter().any(|&(v, _)| v != b) {
-                let mut pieces = Vec::new();
-                group_items(members, cap, &mut pieces);
-                self.replace(GroupKey::Group(b), &pieces, &mut patch);
-            }
+            let members = self.members(GroupKey::Group(b));
+            let mut pieces = Vec::new();
+            group_items(members, cap, &mut pieces);
+            self.replace(GroupKey::Group(b), &pieces, &mut patch);
         }
         if self.cur_w.len() as f64 > 3.0 / self.group + 2.0 {
             let mut fresh = Vec::new();
-            group_items(local.quantile_items(now), cap, &mut fresh);
-            self.root_w = fresh.iter().copied().collect();
+            group_items(self.window.weights(..), cap, &mut fresh);
+            self.root_w = fresh.iter().map(|&(v, w, _)| (v, w)).collect();
             self.cur_w = self.root_w.clone();
-            self.by_weight = fresh.iter().map(|&(v, w)| (w, v)).collect();
+            self.at_b = fresh.iter().map(|&(v, _, wb)| (v, wb)).collect();
+            self.by_interior = fresh.iter().map(|&(v, w, wb)| (w - wb, v)).collect();
             self.by_disc.clear();
             self.tail = 0;
             self.disc = 0;
-            out.push(Message::Summary { entries: fresh });
+            out.push(Message::Summary { entries: fresh.into_iter().map(|(v, w, _)| (v, w)).collect() });
             return;
         }
-        if self.disc as f64 > self.theta * c_low {
-            while self.disc > 0 && self.disc as f64 > self.theta * c_low / 2.0 {
+        if self.disc as f64 > self.theta * c_low2 {
+            while self.disc > 0 && self.disc as f64 > self.theta * c_low2 / 2.0 {
                 let Some(&(_, key)) = self.by_disc.last() else { break };
                 match key {
                     GroupKey::Tail => {
                         let mut pieces = Vec::new();
-                        group_items(self.members(GroupKey::Tail, local, now), cap, &mut pieces);
+                        group_items(self.members(GroupKey::Tail), cap, &mut pieces);
                         self.replace(GroupKey::Tail, &pieces, &mut patch);
                     }
                     GroupKey::Group(b) => {
@@ -291,6 +314,12 @@ impl Quantiles {
         if !patch.is_empty() {
             out.push(Message::SummaryPatch { entries: patch.into_iter().collect() });
         }
+    }
+
+    /// The sender's memory in words: per group its boundary, current and root weight and the
+    /// weight at the boundary, two index entries of 2 words each, plus a few scalars.
+    fn memory_words(&self) -> usize {
+        4 * self.cur_w.len() + 2 * (self.by_disc.len() + self.by_interior.len()) + 8
     }
 }
 
@@ -371,12 +400,14 @@ pub struct SiteMemory {
     pub senders: usize,
     /// The quantile sender's mirror of the root's groups and its indexes.
     pub quantile_sender: usize,
+    /// The quantile sender's sliding-window rank structure ([`QuantileWindow`]).
+    pub quantile_window: usize,
 }
 
 impl SiteMemory {
     /// Everything.
     pub fn sum(&self) -> usize {
-        self.local.sum() + self.senders + self.quantile_sender
+        self.local.sum() + self.senders + self.quantile_sender + self.quantile_window
     }
 
     /// What counting, approximate counting, frequent items and forward/backward use: the total
@@ -385,9 +416,9 @@ impl SiteMemory {
         self.local.total + self.local.items + self.local.schedule + self.senders
     }
 
-    /// What quantiles use: the quantile records, their schedule and the quantile sender.
+    /// What quantiles use: the rank structure and the quantile sender.
     pub fn quantiles(&self) -> usize {
-        self.local.quantiles + self.local.quantile_schedule + self.quantile_sender
+        self.quantile_window + self.quantile_sender
     }
 }
 
@@ -428,8 +459,7 @@ impl Site {
     /// When the configuration is invalid.
     pub fn new(cfg: Config) -> Result<Self, MonitorError> {
         cfg.validate()?;
-        let local =
-            LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item(), cfg.delta_quantile())?;
+        let local = LocalStats::new(cfg.window, cfg.tardiness, cfg.delta_total(), cfg.delta_item())?;
         let local = match cfg.protocol {
             Protocol::Seed => local,
             Protocol::ForwardBackward => local.with_splits(cfg.phase_len())?,
@@ -442,7 +472,7 @@ impl Site {
             .into_iter()
             .map(|channel| SeedItems::new(channel, cfg.theta(channel)))
             .collect();
-        let quantiles = Quantiles::new(cfg.theta(Channel::Quantiles), cfg.quantile_group(), cfg.delta_total());
+        let quantiles = Quantiles::new(&cfg)?;
         let forward = Forward::default();
         Ok(Site {
             cfg,
@@ -476,6 +506,7 @@ impl Site {
             self.roll_phases(now, false);
         }
         self.local.insert(now, stamp, item)?;
+        self.quantiles.window.insert(now, stamp, item)?;
         self.now = now;
         self.dirty.insert(item);
         if self.cfg.protocol == Protocol::ForwardBackward {
@@ -678,10 +709,8 @@ impl Site {
                 self.send_forward();
             }
         }
-        for &j in &self.dirty {
-            self.quantiles.note(j, self.local.quantile_item(j, now));
-        }
-        self.quantiles.check(&self.local, now, &mut self.outbox);
+        self.quantiles.window.expire(now);
+        self.quantiles.check(e_total, &mut self.outbox);
         self.dirty.clear();
         Ok(std::mem::take(&mut self.outbox))
     }
@@ -697,10 +726,7 @@ impl Site {
             }
             _ => None,
         };
-        match (local, phase) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [local, phase, self.quantiles.window.next_change(self.now)].into_iter().flatten().min()
     }
 
     /// The local statistics.
@@ -712,9 +738,12 @@ impl Site {
     pub fn memory(&self) -> SiteMemory {
         let seed: usize = self.items.iter().map(|t| 2 * t.sent.len() + 3 * t.gap_of.len()).sum();
         let fwd = self.forward.dirty.len() + self.forward.item_est.iter().map(|m| 2 * m.len()).sum::<usize>();
-        let q = &self.quantiles;
-        let quantile_sender = 2 * q.known.len() + 3 * q.cur_w.len() + 2 * (q.by_disc.len() + q.by_weight.len());
-        SiteMemory { local: self.local.memory(), senders: seed + fwd + 8, quantile_sender }
+        SiteMemory {
+            local: self.local.memory(),
+            senders: seed + fwd + 8,
+            quantile_sender: self.quantiles.memory_words(),
+            quantile_window: self.quantiles.window.memory_words(),
+        }
     }
 
     /// Memory in words: local statistics plus what the senders remember (the values the root

@@ -9,8 +9,11 @@ mod common;
 use std::collections::{BTreeMap, VecDeque};
 
 use saams::hash::{SplitMix64, hash_u64};
-use saams::monitoring::sim::{Arrival, SimOptions, SimReport, adversary, counting_memory_bound, simulate};
-use saams::monitoring::{Channel, Config, LocalStats, Message, Protocol, Root, Site, SlidingCounter};
+use saams::monitoring::sim::{
+    Arrival, SimOptions, SimReport, adversary, counting_memory_bound, quantile_blocks_bound, quantile_memory_bound,
+    simulate,
+};
+use saams::monitoring::{Channel, Config, LocalStats, Message, Protocol, QuantileWindow, Root, Site, SlidingCounter};
 
 const ADVERSARIES: [&str; 8] = ["uniform", "burst", "expiry", "distinct", "late", "onoff", "wave", "mixed"];
 const PROTOCOLS: [Protocol; 2] = [Protocol::Seed, Protocol::ForwardBackward];
@@ -113,6 +116,7 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
     let w = 1_800_000; // 30 minutes
     for (label, rows) in [("ais", ais_rows()), ("stocks", stock_rows())] {
         assert!(rows.len() > 50_000, "{label}: {} rows", rows.len());
+        let distinct = rows.iter().map(|r| r.2).collect::<std::collections::BTreeSet<u64>>().len() as u64;
         let mut seed_frequent = BTreeMap::new();
         for protocol in PROTOCOLS {
             for tau in [0, w / 2] {
@@ -130,6 +134,18 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
                     "{label} {protocol:?} tau={tau}: counting memory {} words vs bound {mem_bound}",
                     r.max_site_counting_words
                 );
+                println!(
+                    "{label} {protocol:?} tau={tau}: quantile memory {} words, counting {}, peak site window {}",
+                    r.max_site_quantile_words, r.max_site_counting_words, r.max_site_window_count
+                );
+                if tau == 0 {
+                    let q_bound = quantile_memory_bound(&cfg, r.max_site_window_count, distinct);
+                    assert!(
+                        (r.max_site_quantile_words as f64) < q_bound,
+                        "{label} {protocol:?}: quantile memory {} words vs bound {q_bound}",
+                        r.max_site_quantile_words
+                    );
+                }
                 if protocol == Protocol::Seed && tau == 0 {
                     // The counting queries cost less than sending every item.
                     let counting = r.channel(Channel::Count).words + r.channel(Channel::Items).words;
@@ -423,7 +439,7 @@ fn the_counting_memory_of_a_site_with_almost_only_distinct_items_grows_like_log_
 fn item_records_are_within_delta_of_the_site_count_and_rare_items_are_deleted() {
     for tau in [0i64, 40] {
         let (w, dt, di) = (400i64, 0.01, 0.05);
-        let mut local = LocalStats::new(w, tau, dt, di, 0.01).unwrap();
+        let mut local = LocalStats::new(w, tau, dt, di).unwrap();
         let mut rng = SplitMix64::new(17);
         let mut window: VecDeque<(i64, u64)> = VecDeque::new();
         let mut pending: Vec<(i64, i64, u64)> = Vec::new();
@@ -477,4 +493,110 @@ fn item_records_are_within_delta_of_the_site_count_and_rare_items_are_deleted() 
         println!("τ={tau}: at most {max_records} item records");
         assert!(max_records < 400, "τ={tau}: {max_records} item records for a window of ≈ 1,600 items");
     }
+}
+
+/// Exact ranks `#≤x` and `#<x` of a multiset given as sorted values.
+fn exact_ranks(sorted: &[u64], x: u64) -> (u64, u64) {
+    (sorted.partition_point(|&v| v <= x) as u64, sorted.partition_point(|&v| v < x) as u64)
+}
+
+#[test]
+fn the_quantile_window_is_within_delta_of_every_rank_with_late_items_and_bursts() {
+    // (δ_q, τ, value domain): few values, many values with late items, nearly all distinct.
+    for (delta, tau, domain) in [(0.05, 0i64, 40u64), (0.02, 40, 2_000), (0.1, 99, 1 << 40), (0.015, 0, 1 << 40)] {
+        let w = 100i64;
+        let mut q = QuantileWindow::new(w, tau, delta).unwrap();
+        let mut rng = SplitMix64::new(23);
+        let mut pending: Vec<(i64, i64, u64)> = Vec::new();
+        let mut window: Vec<(i64, u64)> = Vec::new();
+        let mut checked = 0;
+        for now in 0..3000i64 {
+            // A steady rate with bursts every 250 steps and a silent stretch, so the window
+            // count swings and whole blocks expire at once.
+            let n = match now % 1000 {
+                0..=99 => 0,
+                t if t % 250 == 7 => 400,
+                _ => rng.next_u64() % 12,
+            };
+            for _ in 0..n {
+                let delay = if tau > 0 { (rng.next_u64() % (tau as u64 + 1)) as i64 } else { 0 };
+                pending.push((now + delay, now, rng.next_u64() % domain));
+            }
+            let (due, later): (Vec<_>, Vec<_>) = pending.iter().partition(|&&(a, _, _)| a == now);
+            pending = later;
+            q.expire(now);
+            for (_, stamp, v) in due {
+                q.insert(now, stamp, v).unwrap();
+                window.push((stamp, v));
+            }
+            window.retain(|&(s, _)| s + w > now);
+            if now % 7 == 0 {
+                let mut sorted: Vec<u64> = window.iter().map(|&(_, v)| v).collect();
+                sorted.sort_unstable();
+                let c = sorted.len() as f64;
+                // R̂₂ steps at the values of `weights`: prefix sums give every rank.
+                let weights = q.weights(..);
+                let mut prefix = vec![0u64];
+                for &(_, wt) in &weights {
+                    prefix.push(prefix.last().unwrap() + wt);
+                }
+                let est = |x: u64, strict: bool| {
+                    let i = if strict {
+                        weights.partition_point(|&(v, _)| v < x)
+                    } else {
+                        weights.partition_point(|&(v, _)| v <= x)
+                    };
+                    prefix[i] as f64 / 2.0
+                };
+                let mut xs: Vec<u64> = sorted.clone();
+                xs.extend(sorted.iter().map(|&v| v.saturating_sub(1)));
+                xs.extend([0, u64::MAX]);
+                for x in xs {
+                    let (le, lt) = exact_ranks(&sorted, x);
+                    for (e, truth, strict) in [(est(x, false), le, "≤"), (est(x, true), lt, "<")] {
+                        assert!(
+                            (e - truth as f64).abs() <= delta * c + 1e-9,
+                            "δ={delta} τ={tau} t={now}: #{strict}{x} estimated {e}, true {truth} (c = {c})"
+                        );
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 400);
+    }
+}
+
+#[test]
+fn quantile_memory_grows_like_log_n_on_a_bounded_domain_and_stays_below_its_bound() {
+    // A window of ≈ 4,000 and ≈ 40,000 items over 20 values: the blocks hold at most 20
+    // entries each, so memory follows the block count, O((1/δ_q)·log n).
+    let cfg = Config::new(1, 200, 0, 0.1, Protocol::Seed).unwrap();
+    let mut peaks = Vec::new();
+    for rate in [20u64, 200] {
+        let mut q = QuantileWindow::new(cfg.window, 0, cfg.delta_quantile()).unwrap();
+        let mut rng = SplitMix64::new(5);
+        let (mut peak, mut peak_blocks) = (0usize, 0usize);
+        for now in 0..2000i64 {
+            q.expire(now);
+            for _ in 0..rate {
+                q.insert(now, now, rng.next_u64() % 20).unwrap();
+            }
+            peak = peak.max(q.memory_words());
+            peak_blocks = peak_blocks.max(q.blocks());
+        }
+        let n = rate * cfg.window as u64;
+        let blocks_bound = quantile_blocks_bound(&cfg, n);
+        let bound = quantile_memory_bound(&cfg, n, 20);
+        println!("rate {rate}: window {n} items, peak {peak} words (bound {bound:.0}), {peak_blocks} blocks");
+        assert!((peak_blocks as f64) < blocks_bound, "{peak_blocks} blocks vs bound {blocks_bound}");
+        assert!((peak as f64) < bound, "{peak} words vs bound {bound}");
+        if rate == 200 {
+            assert!(peak < n as usize / 4, "memory {peak} not below a quarter of the window {n}");
+        }
+        peaks.push(peak);
+    }
+    let ratio = peaks[1] as f64 / peaks[0] as f64;
+    // log₂(2 + 40,000)/log₂(2 + 4,000) ≈ 1.3; a linear structure would grow ≈ 10×.
+    assert!(ratio < 2.0, "quantile memory grew {ratio:.2}× for a 10× window");
 }

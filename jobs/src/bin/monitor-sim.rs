@@ -331,7 +331,8 @@ fn run(args: Args) -> Result<(), String> {
     }
     println!(
         "monitor memory max_site_words={} counting_words={} quantile_words={} max_site_window={} max_window={} \
-         counting_bound={:.0} counting_parts=total:{},items:{},schedule:{},senders:{}",
+         counting_bound={:.0} counting_parts=total:{},items:{},schedule:{},senders:{} \
+         quantile_parts=window:{},sender:{}",
         r.max_site_memory_words,
         r.max_site_counting_words,
         r.max_site_quantile_words,
@@ -342,6 +343,8 @@ fn run(args: Args) -> Result<(), String> {
         r.max_counting_parts.local.items,
         r.max_counting_parts.local.schedule,
         r.max_counting_parts.senders,
+        r.max_quantile_parts.quantile_window,
+        r.max_quantile_parts.quantile_sender,
     );
     println!(
         "monitor summary queries={} violations={} words={} bound={:.0} naive_words={} periodic_words={} bytes={}",

@@ -1,0 +1,395 @@
+//! A site's sliding-window rank structure for the quantile sender: additive rank error
+//! `δ_q·c_σ` over the window (`c_σ` the site's window count), independent of per-item counts.
+//!
+//! # Blocks
+//! The site's items are kept in *blocks* over disjoint stamp ranges `[lo, hi]`, oldest first,
+//! exponential-histogram style, each with a mergeable value summary: a list of entries
+//! `(v, n_v)` sorted by value and a one-sided uncertainty `u`, such that for every `x` the
+//! block's count of items `≤ x` lies in `[est(x), est(x) + u]` with `est(x) = Σ_{v ≤ x} n_v`
+//! (likewise for `< x`). A fresh block is exact (`u = 0`). Merging two blocks merge-sorts their
+//! entries and adds their `u`. Compressing moves the counts of a run of consecutive entries to
+//! the run's last value: `est` only drops, by at most the moved count at any `x` (only the run
+//! containing `x` moves items across it), so a run whose moved count is `≤ b` adds `b` to `u`,
+//! and the runs of a greedy pass each hold more than `b` items (`≤ n/b + 1` entries).
+//! Every block keeps `u ≤ ⌊η·n⌋` (a merge compresses with half the remaining slack).
+//!
+//! # Caps and the window edge
+//! A multi-stamp block holds at most `⌊2γL⌋` items, `L` = one plus the items of the newer
+//! blocks at the last compaction (a lower bound of the site's items stamped `≥ hi`, which only
+//! grows while the block is in the window); blocks that may still receive late items
+//! (`hi ≥ now − τ`) are merged only to `⌊γL⌋` and only while their stamp span stays below
+//! `W − τ`, so such a block never straddles the window edge. A late item joins the block
+//! covering its stamp while that holds fewer items than its cap, else an exact single-stamp
+//! *overlay*; a single-stamp block has no cap (it is never straddled). Blocks whose range
+//! straddles the edge are never merged.
+//!
+//! # The estimate and its error
+//! The estimate counts every block inside the window with weight 2 and the one block straddling
+//! the edge `s = t − W` with weight 1 (half its items), in *half-item* units:
+//! `R̂₂(x) = 2·Σ_inside est_b(x) + est_straddle(x)`. Errors in items, at every `x` and for both
+//! `≤ x` and `< x`: an inside block at most `u_b ≤ η·n_b` (sum `≤ η·c_σ`); the straddling block
+//! (`n` items, `t` of them after the cut) contributes `est/2` where the truth is in
+//! `[0, est + u]`: at most `n/2 + u ≤ γL + η·2γL ≤ (γ + 2ηγ)·c_σ` as `L ≤ c_σ` (the newer items
+//! and the block's item at `hi > s` are all in the window). Total: `(η + γ + 2ηγ)·c_σ ≤ δ_q·c_σ`
+//! with `γ = 0.95·δ_q`, `η = 0.03·δ_q` (`0.03 + 0.95·(1 + 2η) ≤ 0.998` as `δ_q ≤ 0.3`). On the
+//! monitored data the blocks are small enough that `η·n_b` rarely allows a compression, so the
+//! budget goes almost all to `γ`, which sets the number of blocks.
+//!
+//! # Memory
+//! `O((1/γ)·log n)` blocks (as [`super::SlidingCounter`]), each holding at most
+//! `min(distinct values, ⌊η·n⌋-compressed entries)` entries: an exact block costs its distinct
+//! values, a compressed one `O(1/η)` entries per halving of its slack. On streams with few
+//! distinct values per block (prices, ids of a steady population) that is far below the window.
+//!
+//! The sender reads changes of `R̂₂` as `(value, Δ)` pairs ([`QuantileWindow::drain_changes`]):
+//! an arrival, a compression, a block starting to straddle or leaving the window.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use super::MonitorError;
+
+/// The straddle share `γ` and the summary share `η` of `δ_q` (module docs).
+const GAMMA_SHARE: f64 = 0.95;
+const ETA_SHARE: f64 = 0.03;
+
+#[derive(Clone, Debug)]
+struct Block {
+    lo: i64,
+    hi: i64,
+    /// Items held.
+    n: u64,
+    /// One-sided rank uncertainty (module docs).
+    u: u64,
+    /// The cap `⌊2γL⌋` at the last compaction (multi-stamp blocks).
+    cap: u64,
+    /// The weight the sender holds for this block: 2 inside the window, 1 straddling its edge.
+    mult: u64,
+    /// `(value, count)` ascending by value.
+    entries: Vec<(u64, u64)>,
+}
+
+fn add_entry(entries: &mut Vec<(u64, u64)>, v: u64, c: u64) {
+    match entries.binary_search_by_key(&v, |&(x, _)| x) {
+        Ok(i) => entries[i].1 += c,
+        Err(i) => entries.insert(i, (v, c)),
+    }
+}
+
+fn merge_entries(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let take_a = j >= b.len() || (i < a.len() && a[i].0 <= b[j].0);
+        let e = if take_a {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
+        match out.last_mut() {
+            Some(last) if last.0 == e.0 => last.1 += e.1,
+            _ => out.push(e),
+        }
+    }
+    out
+}
+
+/// Greedy compression with budget `b`: runs of consecutive entries whose counts, all but the
+/// last, sum to at most `b` become one entry at the run's last value; every run but the last
+/// holds more than `b` items. Returns the largest moved count (the added uncertainty) and logs
+/// the moves (times `mult`) into `log`.
+fn compress(entries: &mut Vec<(u64, u64)>, b: u64, mult: u64, log: &mut HashMap<u64, i64>) -> u64 {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(entries.len());
+    let mut moved_max = 0u64;
+    let mut i = 0;
+    while i < entries.len() {
+        let (mut moved, mut j) = (0u64, i);
+        while j + 1 < entries.len() && moved + entries[j].1 <= b {
+            moved += entries[j].1;
+            j += 1;
+        }
+        let last = entries[j].0;
+        if moved > 0 {
+            for &(v, c) in &entries[i..j] {
+                *log.entry(v).or_insert(0) -= (mult * c) as i64;
+            }
+            *log.entry(last).or_insert(0) += (mult * moved) as i64;
+        }
+        out.push((last, moved + entries[j].1));
+        moved_max = moved_max.max(moved);
+        i = j + 1;
+    }
+    *entries = out;
+    moved_max
+}
+
+/// The sliding-window rank structure of one site (module docs): insert arrivals, expire at
+/// the times [`QuantileWindow::next_change`] names, and read the estimate's changes.
+///
+/// ```
+/// use saams::monitoring::QuantileWindow;
+/// let mut q = QuantileWindow::new(100, 0, 0.05).unwrap();
+/// for t in 0..300 {
+///     q.insert(t, t, (t % 10) as u64).unwrap();
+/// }
+/// q.expire(299);
+/// // The window (199, 299] holds 10 copies of each value 0..10: 50 items are ≤ 4.
+/// let est = q.rank2(4) as f64 / 2.0;
+/// assert!((est - 50.0).abs() <= 0.05 * 100.0);
+/// assert!(q.blocks() < 100, "old stamps were merged");
+/// ```
+#[derive(Clone, Debug)]
+pub struct QuantileWindow {
+    window: i64,
+    tardiness: i64,
+    gamma: f64,
+    eta: f64,
+    blocks: VecDeque<Block>,
+    overlay: BTreeMap<i64, Vec<(u64, u64)>>,
+    compact_at: usize,
+    changes: HashMap<u64, i64>,
+    /// The latest time seen (for the memory count of unsealed blocks).
+    now: i64,
+}
+
+impl QuantileWindow {
+    /// A structure for a window of `window` time units, items at most `tardiness` late, and
+    /// rank error `delta` times the window count.
+    ///
+    /// # Errors
+    /// When `window ≤ 0`, `tardiness ∉ [0, window)`, or `delta ∉ (0, 0.3]`.
+    pub fn new(window: i64, tardiness: i64, delta: f64) -> Result<Self, MonitorError> {
+        if window <= 0 {
+            return Err(MonitorError::BadParameter(format!("window must be positive, got {window}")));
+        }
+        if !(0..window).contains(&tardiness) {
+            return Err(MonitorError::BadParameter(format!(
+                "tardiness must be in 0..window ({window}), got {tardiness}"
+            )));
+        }
+        if !(delta > 0.0 && delta <= 0.3) {
+            return Err(MonitorError::BadParameter(format!("delta must be in (0, 0.3], got {delta}")));
+        }
+        Ok(QuantileWindow {
+            window,
+            tardiness,
+            gamma: GAMMA_SHARE * delta,
+            eta: ETA_SHARE * delta,
+            blocks: VecDeque::new(),
+            overlay: BTreeMap::new(),
+            compact_at: 16,
+            changes: HashMap::new(),
+            now: i64::MIN,
+        })
+    }
+
+    fn log(&mut self, v: u64, d: i64) {
+        *self.changes.entry(v).or_insert(0) += d;
+    }
+
+    /// Count `item` stamped `stamp`, arriving at `now` (after [`QuantileWindow::expire`] at
+    /// `now`).
+    ///
+    /// # Errors
+    /// When the stamp is in the future or more than the tardiness late.
+    pub fn insert(&mut self, now: i64, stamp: i64, item: u64) -> Result<(), MonitorError> {
+        if stamp > now || stamp < now - self.tardiness {
+            return Err(MonitorError::BadInput(format!(
+                "item stamped {stamp} arriving at {now} breaks the tardiness {}",
+                self.tardiness
+            )));
+        }
+        self.expire(now);
+        let fresh = Block { lo: stamp, hi: stamp, n: 1, u: 0, cap: 1, mult: 2, entries: vec![(item, 1)] };
+        let mult = match self.blocks.back_mut() {
+            None => {
+                self.blocks.push_back(fresh);
+                2
+            }
+            Some(b) if b.hi < stamp => {
+                self.blocks.push_back(fresh);
+                2
+            }
+            Some(_) => {
+                let idx = self.blocks.partition_point(|b| b.hi < stamp);
+                let b = &mut self.blocks[idx];
+                if b.lo > stamp {
+                    self.blocks.insert(idx, fresh);
+                    2
+                } else if b.lo == b.hi || b.n < b.cap {
+                    b.n += 1;
+                    add_entry(&mut b.entries, item, 1);
+                    b.mult
+                } else {
+                    add_entry(self.overlay.entry(stamp).or_default(), item, 1);
+                    2
+                }
+            }
+        };
+        self.log(item, mult as i64);
+        let units = self.blocks.len() + self.overlay.len();
+        if units > self.compact_at {
+            self.compact(now);
+            let units = self.blocks.len() + self.overlay.len();
+            self.compact_at = units + units / 4 + 16;
+        }
+        Ok(())
+    }
+
+    /// Apply the window edge at `now`: blocks (and overlay stamps) stamped `≤ now − W` leave,
+    /// and the oldest block starts straddling when its `lo` leaves.
+    pub fn expire(&mut self, now: i64) {
+        self.now = self.now.max(now);
+        let edge = now - self.window;
+        while self.blocks.front().is_some_and(|b| b.hi <= edge) {
+            let b = self.blocks.pop_front().expect("checked");
+            for (v, c) in b.entries {
+                self.log(v, -((b.mult * c) as i64));
+            }
+        }
+        if let Some(b) = self.blocks.front_mut()
+            && b.lo <= edge
+            && b.mult == 2
+        {
+            b.mult = 1;
+            let entries = b.entries.clone();
+            for (v, c) in entries {
+                self.log(v, -(c as i64));
+            }
+        }
+        while let Some((&s, _)) = self.overlay.first_key_value() {
+            if s > edge {
+                break;
+            }
+            let (_, entries) = self.overlay.pop_first().expect("checked");
+            for (v, c) in entries {
+                self.log(v, -2 * c as i64);
+            }
+        }
+    }
+
+    /// The next time the estimate changes without an arrival.
+    pub fn next_change(&self, now: i64) -> Option<i64> {
+        let b =
+            self.blocks.front().map(|b| if b.lo + self.window > now { b.lo + self.window } else { b.hi + self.window });
+        let o = self.overlay.first_key_value().map(|(&s, _)| s + self.window);
+        match (b, o) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// Merge blocks newest first under the caps (module docs), then move overlay stamps into
+    /// their blocks where there is room.
+    fn compact(&mut self, now: i64) {
+        if self.blocks.is_empty() {
+            return;
+        }
+        let (seal, edge) = (now - self.tardiness, now - self.window);
+        let span = self.window - self.tardiness;
+        let (gamma, eta) = (self.gamma, self.eta);
+        let mut log = std::mem::take(&mut self.changes);
+        let mut newer = 0u64;
+        let mut out: Vec<Block> = Vec::with_capacity(self.blocks.len());
+        let mut cur = self.blocks.pop_back().expect("non-empty");
+        while let Some(b) = self.blocks.pop_back() {
+            let l = (newer + 1) as f64;
+            let sealed = cur.hi < seal;
+            let limit = if sealed { (2.0 * gamma * l).floor() } else { (gamma * l).floor() } as u64;
+            let ok =
+                b.lo > edge && cur.mult == 2 && b.mult == 2 && cur.n + b.n <= limit && (sealed || cur.hi - b.lo < span);
+            if ok {
+                let n = cur.n + b.n;
+                let mut entries = merge_entries(&b.entries, &cur.entries);
+                let mut u = cur.u + b.u;
+                let allowed = (eta * n as f64).floor() as u64;
+                let slack = allowed.saturating_sub(u);
+                if slack >= 2 && entries.len() > 4 {
+                    u += compress(&mut entries, slack / 2, 2, &mut log);
+                }
+                cur = Block { lo: b.lo, hi: cur.hi, n, u, cap: (2.0 * gamma * l).floor() as u64, mult: 2, entries };
+            } else {
+                cur.cap = cur.cap.max((2.0 * gamma * l).floor() as u64);
+                newer += cur.n;
+                out.push(cur);
+                cur = b;
+            }
+        }
+        let l = (newer + 1) as f64;
+        cur.cap = cur.cap.max((2.0 * gamma * l).floor() as u64);
+        out.push(cur);
+        self.blocks.extend(out.into_iter().rev());
+        self.changes = log;
+        if !self.overlay.is_empty() {
+            let overlay = std::mem::take(&mut self.overlay);
+            for (stamp, entries) in overlay {
+                let o: u64 = entries.iter().map(|&(_, c)| c).sum();
+                let idx = self.blocks.partition_point(|b| b.hi < stamp);
+                match self.blocks.get_mut(idx) {
+                    Some(b) if b.lo <= stamp && b.mult == 2 && (b.lo == b.hi || b.n + o <= b.cap) => {
+                        b.n += o;
+                        b.entries = merge_entries(&b.entries, &entries);
+                    }
+                    _ => {
+                        self.overlay.insert(stamp, entries);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The changes of the estimate `R̂₂` since the last call, as `(value, Δ in half items)`
+    /// ascending by value (zero changes left out).
+    pub fn drain_changes(&mut self) -> Vec<(u64, i64)> {
+        let mut out: Vec<(u64, i64)> = self.changes.drain().filter(|&(_, d)| d != 0).collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// `R̂₂` restricted to the values in `range`, aggregated by value, ascending: the weight in
+    /// half items at which the estimate steps at each value.
+    pub fn weights(&self, range: impl std::ops::RangeBounds<u64> + Clone) -> Vec<(u64, u64)> {
+        let mut acc: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut add = |entries: &[(u64, u64)], mult: u64| {
+            let start = match range.start_bound() {
+                std::ops::Bound::Included(&x) => entries.partition_point(|&(v, _)| v < x),
+                std::ops::Bound::Excluded(&x) => entries.partition_point(|&(v, _)| v <= x),
+                std::ops::Bound::Unbounded => 0,
+            };
+            for &(v, c) in &entries[start..] {
+                if !range.contains(&v) {
+                    break;
+                }
+                *acc.entry(v).or_insert(0) += mult * c;
+            }
+        };
+        for b in &self.blocks {
+            add(&b.entries, b.mult);
+        }
+        for entries in self.overlay.values() {
+            add(entries, 2);
+        }
+        acc.into_iter().filter(|&(_, w)| w > 0).collect()
+    }
+
+    /// `R̂₂(x)`: the estimated number of window items `≤ x`, in half items, as of the last
+    /// [`QuantileWindow::expire`] (error `δ_q` times the window count, module docs).
+    pub fn rank2(&self, x: u64) -> u64 {
+        self.weights(..=x).iter().map(|&(_, w)| w).sum()
+    }
+
+    /// Blocks held (overlay stamps not included).
+    pub fn blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Memory in words: per block its range, count and uncertainty (4), its cap while it may
+    /// still receive late items (newest stamp `≥ now − τ`), and 2 per entry; per overlay stamp 1
+    /// plus 2 per entry. (Whether a block straddles the edge follows from its range.)
+    pub fn memory_words(&self) -> usize {
+        let seal = self.now.saturating_sub(self.tardiness);
+        self.blocks.iter().map(|b| 4 + usize::from(b.hi >= seal) + 2 * b.entries.len()).sum::<usize>()
+            + self.overlay.values().map(|e| 1 + 2 * e.len()).sum::<usize>()
+    }
+}
