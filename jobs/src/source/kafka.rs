@@ -1020,7 +1020,13 @@ impl KafkaTupleSource {
     /// Records event time `t_ms` of a record of `partition` (the tuple's time, or the record
     /// timestamp when the tuple has none); the partition counts as active again.
     pub fn observe_event_time(&mut self, partition: i32, t_ms: i64) {
-        self.clock.observe(partition, t_ms, Instant::now());
+        self.observe_event_time_at(partition, t_ms, Instant::now());
+    }
+
+    /// As [`observe_event_time`](Self::observe_event_time), at `now` (a batch of records reads the
+    /// clock once: a clock read per record was a tenth of the consuming workers' time).
+    pub fn observe_event_time_at(&mut self, partition: i32, t_ms: i64, now: Instant) {
+        self.clock.observe(partition, t_ms, now);
     }
 
     /// The worker's watermark (ms): min over its active partitions of (max event time − lateness);
@@ -1615,10 +1621,11 @@ impl KafkaInput {
                 0
             }
         };
+        let now = Instant::now();
         for (p, o, routed) in self.marks.drain(..) {
             match routed {
                 Some((time, window)) => {
-                    self.source.observe_event_time(p, time);
+                    self.source.observe_event_time_at(p, time, now);
                     self.source.mark_processed(p, o, window);
                 }
                 None => self.source.mark_done(p, o),
