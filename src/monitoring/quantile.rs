@@ -307,6 +307,8 @@ pub struct QuantileWindow {
     blocks: VecDeque<Block>,
     overlay: BTreeMap<i64, Vec<(u64, u64)>>,
     compact_at: usize,
+    /// Arrivals since the last compaction (each may have left a block unpacked).
+    since_compact: usize,
     changes: HashMap<u64, i64>,
     /// The latest time seen (for the memory count of unsealed blocks).
     now: i64,
@@ -338,6 +340,7 @@ impl QuantileWindow {
             blocks: VecDeque::new(),
             overlay: BTreeMap::new(),
             compact_at: 16,
+            since_compact: 0,
             changes: HashMap::new(),
             now: i64::MIN,
         })
@@ -389,7 +392,9 @@ impl QuantileWindow {
         };
         self.log(item, mult as i64);
         let units = self.blocks.len() + self.overlay.len();
-        if units > self.compact_at {
+        self.since_compact += 1;
+        if units > self.compact_at || self.since_compact > self.blocks.len() / 8 + 16 {
+            self.since_compact = 0;
             self.compact(now);
             let units = self.blocks.len() + self.overlay.len();
             self.compact_at = units + units / 4 + 16;

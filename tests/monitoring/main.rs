@@ -600,3 +600,47 @@ fn quantile_memory_grows_like_log_n_on_a_bounded_domain_and_stays_below_its_boun
     // log₂(2 + 40,000)/log₂(2 + 4,000) ≈ 1.3; a linear structure would grow ≈ 10×.
     assert!(ratio < 2.0, "quantile memory grew {ratio:.2}× for a 10× window");
 }
+
+#[test]
+fn quantile_memory_on_all_distinct_values_stays_well_below_the_window() {
+    // 10⁵ items in the window, every value distinct (fixed-point decimals, as prices or
+    // coordinates are: an odd multiplier permutes [0, 2²¹), so no value repeats over the run).
+    // The blocks hold one entry per item, but packed (value gaps as varints) they cost about
+    // 3 bytes each instead of 16.
+    let cfg = Config::new(1, 200, 0, 0.1, Protocol::Seed).unwrap();
+    let delta = cfg.delta_quantile();
+    let mut q = QuantileWindow::new(cfg.window, 0, delta).unwrap();
+    let (rate, mut i) = (500u64, 0u64);
+    let mut window: std::collections::VecDeque<(i64, u64)> = std::collections::VecDeque::new();
+    let (mut peak, mut peak_window, mut checked) = (0usize, 0usize, 0);
+    for now in 0..800i64 {
+        q.expire(now);
+        while window.front().is_some_and(|&(s, _)| s + cfg.window <= now) {
+            window.pop_front();
+        }
+        for _ in 0..rate {
+            let v = i.wrapping_mul(611_953) & ((1 << 21) - 1);
+            i += 1;
+            q.insert(now, now, v).unwrap();
+            window.push_back((now, v));
+        }
+        peak = peak.max(q.memory_words());
+        peak_window = peak_window.max(window.len());
+        if now % 50 == 49 {
+            let mut sorted: Vec<u64> = window.iter().map(|&(_, v)| v).collect();
+            sorted.sort_unstable();
+            let c = sorted.len() as f64;
+            for k in 0..=40u64 {
+                let x = sorted[((sorted.len() - 1) as u64 * k / 40) as usize];
+                let (le, _) = exact_ranks(&sorted, x);
+                let est = q.rank2(x) as f64 / 2.0;
+                assert!((est - le as f64).abs() <= delta * c, "t={now}: #≤{x} estimated {est}, true {le} (c = {c})");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(peak_window, 100_000);
+    assert!(checked >= 16);
+    println!("all-distinct window of {peak_window} items: quantile structure peak {peak} words");
+    assert!(peak * 2 < peak_window, "quantile memory {peak} words is not below half the window {peak_window}");
+}
