@@ -380,11 +380,13 @@ impl QuantileWindow {
                 if b.lo > stamp {
                     self.blocks.insert(idx, fresh);
                     2
-                } else if b.lo == b.hi || b.n < b.cap {
+                } else if (b.lo == b.hi || b.n < b.cap) && !(b.entries.is_packed() && b.mult == 2) {
                     b.n += 1;
                     add_entry(b.entries.plain_mut(), item, 1);
                     b.mult
                 } else {
+                    // No room, or packed: an exact overlay stamp (weight 2 like the block's) until a
+                    // compaction moves it into its block.
                     add_entry(self.overlay.entry(stamp).or_default(), item, 1);
                     2
                 }
