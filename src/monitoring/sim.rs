@@ -199,8 +199,9 @@ pub fn quantile_blocks_bound(cfg: &Config, n: u64) -> f64 {
 
 /// The memory bound the quantile part of a site ([`super::SiteMemory::quantiles`]) stays below,
 /// in words, for a site whose window holds at most `n` items drawn from `d` distinct values:
-/// [`quantile_blocks_bound`] blocks of at most 5 words plus at most `min(d, n)` entries of 2 words each,
-/// plus the sender's groups (`≤ 3/g + 3` before a fresh summary, 8 words each, and 8 scalars).
+/// [`quantile_blocks_bound`] blocks of at most 5 words plus at most `min(d, n)` entries of 2 words each
+/// (the plain cost; a block is packed only where that is smaller, and late arrivals for a packed
+/// block wait in exact overlay stamps of `1 + 2·entries` words), plus the sender's groups (`≤ 3/g + 3` before a fresh summary, 8 words each, and 8 scalars).
 /// That is `O((d/ε)·log n)`: logarithmic in `n` for a bounded value domain, but for arbitrary
 /// values it is no better than the window (module docs of [`super`]).
 ///
