@@ -62,8 +62,8 @@
 //!   holds `O((1/δ_q)·log n)` blocks over time (exponential-histogram merging, relative to the
 //!   newer items), each with a value summary of at most its distinct values, compressed to
 //!   `O(1/η)` entries once its own error budget `η·n_b` allows (`η = 0.03δ_q`), and packed
-//!   (varint value gaps and counts) at every compaction, which costs a constant factor less (at
-//!   most 11 bytes an entry, on ids and prices in cents about 3 bytes);
+//!   (varint header, value gaps and counts) at every compaction, which costs a constant factor
+//!   less (at most 11 bytes an entry, on ids and prices in cents about 3 bytes);
 //!   [`sim::quantile_memory_bound`] states the bound the tests check (with the plain cost), for
 //!   streams whose values come from a domain of `d` values: `O((d/ε)·log n)`, not `O(n)`. It is
 //!   NOT `O((1/ε)·polylog n)` for arbitrary values: a block compresses only once `2γL > 2/η`
@@ -73,10 +73,10 @@
 //!   splits `0.7/0.2` and `0.84/0.1` cost 5–20% more than `0.95/0.03`). Arasu–Manku's dyadic
 //!   levels would bring `O((1/δ_q)·log²(1/δ_q)·log n)`, about `L²/η ≈ 5·10³` entries at
 //!   ε = 0.1, also near these windows. Measured peaks per site (k = 4, `monitor-sim`, W = 1h
-//!   stocks / 10m AIS): stocks ε = 0.1: 5.5k words in order and 7.5k at τ = W/2 (site windows
-//!   up to 38k items; 20k and 22k before packing); ε = 0.01: 26k and 33k (51k, 58k; at this ε the
-//!   3k blocks' 4–5 header words dominate). AIS ε = 0.1: 7.3k and 7.3k, below the site windows of
-//!   12k and 9k items (26k and 20k before); ε = 0.01: 14k and 13k (31k, 25k).
+//!   stocks / 10m AIS): stocks ε = 0.1: 4.5k words in order and 5.8k at τ = W/2 (site windows
+//!   up to 38k items; 20k and 22k before packing); ε = 0.01: 19k and 24k (51k, 58k; at this ε
+//!   the 3k blocks' headers weigh most). AIS ε = 0.1: 6.8k and 6.6k, below the site windows of
+//!   12k and 9k items (26k and 20k before); ε = 0.01: 12.5k and 11.6k (31k, 25k).
 //!
 //! Forward/backward (target `ε'`, `θ = (ε' − δ)/2` with `δ` the local counters' error,
 //! [`Config::fb_theta`]): phases of length `L = W − τ`; in phase `i` (times

@@ -42,23 +42,24 @@
 //! `min(distinct values, ⌊η·n⌋-compressed entries)` entries: an exact block costs its distinct
 //! values, a compressed one `O(1/η)` entries per halving of its slack. On streams with few
 //! distinct values per block (prices, ids of a steady population) that is far below the window.
-//! Every compaction *packs* the blocks' entries where that saves words: LEB128 varints of the
-//! first value, then of each value's gap to the previous one, each followed by its count (a
-//! block's values are sorted, so the gaps of `m` values spread over a span `D` take about
-//! `log₁₂₈(D/m) + 1` bytes each). A packed block changes only by a merge or an overlay stamp
-//! moving in (unpack, rebuild, pack); arrivals for it wait in the overlay, and a compaction runs
-//! after every `blocks/8 + 16` arrivals as well as when the blocks grew by a quarter, so at most
-//! that many entries are plain beyond the blocks that do not gain by packing. Memory counts a
-//! packed block as one length word plus its bytes rounded up to words, a plain one 2 words per
-//! entry; packing is kept only where it is smaller (with two or more entries it always is: at
-//! most 11 bytes against 16 per entry). This is a constant factor, not a change of the
-//! asymptotics: the entries are still `min(distinct values, n_b)` per uncompressed block. On
-//! the monitored data it is 3–6 times smaller (ship ids and prices in cents are dense in their
-//! span: about 0.4 words per window item with all values distinct, against 2 plain), and
-//! bounds in [`super::sim`] keep the plain cost. Compression with a larger `η` does not pay on
-//! these windows: a block compresses only once `2γL > 2/η`, i.e. `L > 1/(γη) ≥ 4/δ_q²`
-//! (`1.8·10⁴` items at ε = 0.1), and moving budget from `γ` to `η` multiplies the blocks
-//! (measured: `γ = 0.7δ_q, η = 0.2δ_q` and `0.84/0.1` both cost 5–20% more than `0.95/0.03`).
+//! Every compaction *packs* the blocks where that saves words: LEB128 varints of `hi − lo`, `n` and
+//! `u`, then of the first value, then of each value's gap to the previous one, each followed by its
+//! count (a block's values are sorted, so the gaps of `m` values spread over a span `D` take about
+//! `log₁₂₈(D/m) + 1` bytes each); `lo` stays a word (blocks are searched by range). A packed block
+//! changes only by a merge or an overlay stamp moving in (unpack, rebuild, pack); arrivals for it
+//! wait in the overlay, and a compaction runs after every `blocks/8 + 16` arrivals as well as when
+//! the blocks grew by a quarter, so at most that many entries are plain beyond the blocks that do
+//! not gain by packing. Memory counts a packed block as `lo`, one length word and its bytes rounded
+//! up to words, a plain one 2 words per entry plus 4 for the header; packing is kept only where it
+//! is smaller (the header's three varints take at most 30 bytes against 3 words, an entry at most
+//! 11 bytes against 16). This is a constant factor, not a change of the asymptotics: the entries
+//! are still `min(distinct values, n_b)` per uncompressed block. On the monitored data it is 3–6
+//! times smaller (ship ids and prices in cents are dense in their span: about 0.4 words per window
+//! item with all values distinct, against 2 plain), and bounds in [`super::sim`] keep the plain
+//! cost. Compression with a larger `η` does not pay on these windows: a block compresses only once
+//! `2γL > 2/η`, i.e. `L > 1/(γη) ≥ 4/δ_q²` (`1.8·10⁴` items at ε = 0.1), and moving budget from `γ`
+//! to `η` multiplies the blocks (measured: `γ = 0.7δ_q, η = 0.2δ_q` and `0.84/0.1` both cost 5–20%
+//! more than `0.95/0.03`).
 //!
 //! The sender reads changes of `R̂₂` as `(value, Δ)` pairs ([`QuantileWindow::drain_changes`]):
 //! an arrival, a compression, a block starting to straddle or leaving the window.
@@ -74,26 +75,22 @@ const ETA_SHARE: f64 = 0.03;
 #[derive(Clone, Debug)]
 struct Block {
     lo: i64,
-    hi: i64,
-    /// Items held.
-    n: u64,
-    /// One-sided rank uncertainty (module docs).
-    u: u64,
     /// The cap `⌊2γL⌋` at the last compaction (multi-stamp blocks).
     cap: u64,
     /// The weight the sender holds for this block: 2 inside the window, 1 straddling its edge.
     mult: u64,
-    /// `(value, count)` ascending by value.
-    entries: Entries,
+    /// The rest of the range, the counts and the value summary.
+    body: Body,
 }
 
-/// A block's value summary: plain `(value, count)` pairs while the block may change, and
-/// packed once it is sealed (module docs, *Memory*): LEB128 varints of the first value, then of
-/// each value's gap to the previous one, each followed by its count. Sealed blocks only change by
-/// a merge or an overlay stamp joining, which unpack, rebuild and pack again.
+/// A block's newest stamp `hi`, its item count `n`, its one-sided rank uncertainty `u` (module
+/// docs) and its `(value, count)` entries ascending by value: plain, or packed where that is
+/// smaller (module docs, *Memory*) as LEB128 varints of `hi − lo`, `n`, `u`, then the first
+/// value, then each value's gap to the previous one, each followed by its count. A packed block
+/// only changes by a merge or an overlay stamp moving in, which unpack, rebuild and pack again.
 #[derive(Clone, Debug)]
-enum Entries {
-    Plain(Vec<(u64, u64)>),
+enum Body {
+    Plain { hi: i64, n: u64, u: u64, entries: Vec<(u64, u64)> },
     Packed(Vec<u8>),
 }
 
@@ -105,7 +102,7 @@ fn put_varint(out: &mut Vec<u8>, mut x: u64) {
     out.push(x as u8);
 }
 
-/// Decodes what [`Entries::pack`] wrote; stops at the end of the bytes.
+/// Reads what [`Block::pack`] wrote; stops at the end of the bytes.
 struct Unpack<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -126,6 +123,13 @@ impl Unpack<'_> {
             shift += 7;
         }
     }
+
+    /// The header `(hi − lo, n, u)`, leaving the reader at the first entry.
+    fn header(bytes: &[u8]) -> (Unpack<'_>, [u64; 3]) {
+        let mut r = Unpack { bytes, pos: 0, prev: None };
+        let h = [r.varint().unwrap_or(0), r.varint().unwrap_or(0), r.varint().unwrap_or(0)];
+        (r, h)
+    }
 }
 
 impl Iterator for Unpack<'_> {
@@ -143,9 +147,67 @@ impl Iterator for Unpack<'_> {
     }
 }
 
-impl Entries {
-    fn pack(entries: &[(u64, u64)]) -> Entries {
-        let mut out = Vec::with_capacity(entries.len() * 4);
+impl Block {
+    fn plain(lo: i64, hi: i64, n: u64, u: u64, cap: u64, mult: u64, entries: Vec<(u64, u64)>) -> Block {
+        Block { lo, cap, mult, body: Body::Plain { hi, n, u, entries } }
+    }
+
+    fn header(&self) -> (i64, u64, u64) {
+        match &self.body {
+            Body::Plain { hi, n, u, .. } => (*hi, *n, *u),
+            Body::Packed(bytes) => {
+                let [span, n, u] = Unpack::header(bytes).1;
+                (self.lo.saturating_add(span as i64), n, u)
+            }
+        }
+    }
+
+    fn hi(&self) -> i64 {
+        self.header().0
+    }
+
+    fn n(&self) -> u64 {
+        self.header().1
+    }
+
+    fn u(&self) -> u64 {
+        self.header().2
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+        match &self.body {
+            Body::Plain { entries, .. } => Box::new(entries.iter().copied()),
+            Body::Packed(bytes) => Box::new(Unpack::header(bytes).0),
+        }
+    }
+
+    fn to_vec(&self) -> Vec<(u64, u64)> {
+        self.iter().collect()
+    }
+
+    fn is_packed(&self) -> bool {
+        matches!(self.body, Body::Packed(_))
+    }
+
+    /// Make the body plain (if packed) and give access to it.
+    fn plain_mut(&mut self) -> (&mut u64, &mut Vec<(u64, u64)>) {
+        if self.is_packed() {
+            let (hi, n, u) = self.header();
+            self.body = Body::Plain { hi, n, u, entries: self.to_vec() };
+        }
+        match &mut self.body {
+            Body::Plain { n, entries, .. } => (n, entries),
+            Body::Packed(_) => unreachable!("unpacked above"),
+        }
+    }
+
+    /// Pack the body where that takes fewer words.
+    fn pack(&mut self) {
+        let Body::Plain { hi, n, u, entries } = &self.body else { return };
+        let mut out = Vec::with_capacity(entries.len() * 4 + 6);
+        put_varint(&mut out, hi.abs_diff(self.lo));
+        put_varint(&mut out, *n);
+        put_varint(&mut out, *u);
         let mut prev: Option<u64> = None;
         for &(v, c) in entries {
             put_varint(&mut out, prev.map_or(v, |p| v - p));
@@ -153,51 +215,26 @@ impl Entries {
             prev = Some(v);
         }
         out.shrink_to_fit();
-        Entries::Packed(out)
-    }
-
-    fn iter(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
-        match self {
-            Entries::Plain(e) => Box::new(e.iter().copied()),
-            Entries::Packed(bytes) => Box::new(Unpack { bytes, pos: 0, prev: None }),
+        let packed = Body::Packed(out);
+        if Block::body_words(&packed) < Block::body_words(&self.body) {
+            self.body = packed;
         }
     }
 
-    fn to_vec(&self) -> Vec<(u64, u64)> {
-        match self {
-            Entries::Plain(e) => e.clone(),
-            Entries::Packed(_) => self.iter().collect(),
-        }
-    }
-
-    /// The plain pairs, unpacking first if needed.
-    fn plain_mut(&mut self) -> &mut Vec<(u64, u64)> {
-        if let Entries::Packed(_) = self {
-            *self = Entries::Plain(self.to_vec());
-        }
-        match self {
-            Entries::Plain(e) => e,
-            Entries::Packed(_) => unreachable!("unpacked above"),
-        }
-    }
-
-    fn is_packed(&self) -> bool {
-        matches!(self, Entries::Packed(_))
-    }
-
-    /// Words held: 2 per plain pair; the packed bytes rounded up to words, plus their length.
-    fn words(&self) -> usize {
-        match self {
-            Entries::Plain(e) => 2 * e.len(),
-            Entries::Packed(bytes) => 1 + bytes.len().div_ceil(8),
+    /// Words held besides the cap: `lo`, `hi`, `n`, `u` and 2 per entry when plain; `lo`, the
+    /// byte length and the bytes rounded up to words when packed.
+    fn body_words(body: &Body) -> usize {
+        match body {
+            Body::Plain { entries, .. } => 4 + 2 * entries.len(),
+            Body::Packed(bytes) => 2 + bytes.len().div_ceil(8),
         }
     }
 
     /// Add `weight·c` for every entry with value in `range` to `acc`.
     fn add_weights(&self, range: &impl std::ops::RangeBounds<u64>, weight: u64, acc: &mut BTreeMap<u64, u64>) {
-        match self {
-            Entries::Plain(e) => add_plain_weights(e, range, weight, acc),
-            Entries::Packed(_) => {
+        match &self.body {
+            Body::Plain { entries, .. } => add_plain_weights(entries, range, weight, acc),
+            Body::Packed(_) => {
                 let it = self.iter().skip_while(|&(v, _)| match range.start_bound() {
                     std::ops::Bound::Included(&x) => v < x,
                     std::ops::Bound::Excluded(&x) => v <= x,
@@ -375,26 +412,26 @@ impl QuantileWindow {
             )));
         }
         self.expire(now);
-        let fresh =
-            Block { lo: stamp, hi: stamp, n: 1, u: 0, cap: 1, mult: 2, entries: Entries::Plain(vec![(item, 1)]) };
+        let fresh = Block::plain(stamp, stamp, 1, 0, 1, 2, vec![(item, 1)]);
         let mult = match self.blocks.back_mut() {
             None => {
                 self.blocks.push_back(fresh);
                 2
             }
-            Some(b) if b.hi < stamp => {
+            Some(b) if b.hi() < stamp => {
                 self.blocks.push_back(fresh);
                 2
             }
             Some(_) => {
-                let idx = self.blocks.partition_point(|b| b.hi < stamp);
+                let idx = self.blocks.partition_point(|b| b.hi() < stamp);
                 let b = &mut self.blocks[idx];
                 if b.lo > stamp {
                     self.blocks.insert(idx, fresh);
                     2
-                } else if (b.lo == b.hi || b.n < b.cap) && !(b.entries.is_packed() && b.mult == 2) {
-                    b.n += 1;
-                    add_entry(b.entries.plain_mut(), item, 1);
+                } else if (b.lo == b.hi() || b.n() < b.cap) && !(b.is_packed() && b.mult == 2) {
+                    let (n, entries) = b.plain_mut();
+                    *n += 1;
+                    add_entry(entries, item, 1);
                     b.mult
                 } else {
                     // No room, or packed: an exact overlay stamp (weight 2 like the block's) until a
@@ -421,9 +458,9 @@ impl QuantileWindow {
     pub fn expire(&mut self, now: i64) {
         self.now = self.now.max(now);
         let edge = now - self.window;
-        while self.blocks.front().is_some_and(|b| b.hi <= edge) {
+        while self.blocks.front().is_some_and(|b| b.hi() <= edge) {
             let b = self.blocks.pop_front().expect("checked");
-            for (v, c) in b.entries.iter() {
+            for (v, c) in b.iter() {
                 self.log(v, -((b.mult * c) as i64));
             }
         }
@@ -432,7 +469,7 @@ impl QuantileWindow {
             && b.mult == 2
         {
             b.mult = 1;
-            let entries = b.entries.to_vec();
+            let entries = b.to_vec();
             for (v, c) in entries {
                 self.log(v, -(c as i64));
             }
@@ -450,8 +487,10 @@ impl QuantileWindow {
 
     /// The next time the estimate changes without an arrival.
     pub fn next_change(&self, now: i64) -> Option<i64> {
-        let b =
-            self.blocks.front().map(|b| if b.lo + self.window > now { b.lo + self.window } else { b.hi + self.window });
+        let b = self
+            .blocks
+            .front()
+            .map(|b| if b.lo + self.window > now { b.lo + self.window } else { b.hi() + self.window });
         let o = self.overlay.first_key_value().map(|(&s, _)| s + self.window);
         match (b, o) {
             (Some(x), Some(y)) => Some(x.min(y)),
@@ -474,24 +513,25 @@ impl QuantileWindow {
         let mut cur = self.blocks.pop_back().expect("non-empty");
         while let Some(b) = self.blocks.pop_back() {
             let l = (newer + 1) as f64;
-            let sealed = cur.hi < seal;
+            let (cur_hi, cur_n, cur_u) = cur.header();
+            let (b_n, b_u) = (b.n(), b.u());
+            let sealed = cur_hi < seal;
             let limit = if sealed { (2.0 * gamma * l).floor() } else { (gamma * l).floor() } as u64;
             let ok =
-                b.lo > edge && cur.mult == 2 && b.mult == 2 && cur.n + b.n <= limit && (sealed || cur.hi - b.lo < span);
+                b.lo > edge && cur.mult == 2 && b.mult == 2 && cur_n + b_n <= limit && (sealed || cur_hi - b.lo < span);
             if ok {
-                let n = cur.n + b.n;
-                let mut entries = merge_entries(&b.entries.to_vec(), &cur.entries.to_vec());
-                let mut u = cur.u + b.u;
+                let n = cur_n + b_n;
+                let mut entries = merge_entries(&b.to_vec(), &cur.to_vec());
+                let mut u = cur_u + b_u;
                 let allowed = (eta * n as f64).floor() as u64;
                 let slack = allowed.saturating_sub(u);
                 if slack >= 2 && entries.len() > 4 {
                     u += compress(&mut entries, slack / 2, 2, &mut log);
                 }
-                let entries = Entries::Plain(entries);
-                cur = Block { lo: b.lo, hi: cur.hi, n, u, cap: (2.0 * gamma * l).floor() as u64, mult: 2, entries };
+                cur = Block::plain(b.lo, cur_hi, n, u, (2.0 * gamma * l).floor() as u64, 2, entries);
             } else {
                 cur.cap = cur.cap.max((2.0 * gamma * l).floor() as u64);
-                newer += cur.n;
+                newer += cur_n;
                 out.push(cur);
                 cur = b;
             }
@@ -503,24 +543,23 @@ impl QuantileWindow {
         // Pack every block where that saves words (late arrivals for a packed block wait in the
         // overlay, moved in below).
         for b in self.blocks.iter_mut() {
-            if let Entries::Plain(e) = &b.entries {
-                let packed = Entries::pack(e);
-                if packed.words() < b.entries.words() {
-                    b.entries = packed;
-                }
-            }
+            b.pack();
         }
         self.changes = log;
         if !self.overlay.is_empty() {
             let overlay = std::mem::take(&mut self.overlay);
             for (stamp, entries) in overlay {
                 let o: u64 = entries.iter().map(|&(_, c)| c).sum();
-                let idx = self.blocks.partition_point(|b| b.hi < stamp);
+                let idx = self.blocks.partition_point(|b| b.hi() < stamp);
                 match self.blocks.get_mut(idx) {
-                    Some(b) if b.lo <= stamp && b.mult == 2 && (b.lo == b.hi || b.n + o <= b.cap) => {
-                        b.n += o;
-                        let merged = merge_entries(&b.entries.to_vec(), &entries);
-                        b.entries = if b.entries.is_packed() { Entries::pack(&merged) } else { Entries::Plain(merged) };
+                    Some(b) if b.lo <= stamp && b.mult == 2 && (b.lo == b.hi() || b.n() + o <= b.cap) => {
+                        let was_packed = b.is_packed();
+                        let (n, old) = b.plain_mut();
+                        *n += o;
+                        *old = merge_entries(old, &entries);
+                        if was_packed {
+                            b.pack();
+                        }
                     }
                     _ => {
                         self.overlay.insert(stamp, entries);
@@ -543,7 +582,7 @@ impl QuantileWindow {
     pub fn weights(&self, range: impl std::ops::RangeBounds<u64> + Clone) -> Vec<(u64, u64)> {
         let mut acc: BTreeMap<u64, u64> = BTreeMap::new();
         for b in &self.blocks {
-            b.entries.add_weights(&range, b.mult, &mut acc);
+            b.add_weights(&range, b.mult, &mut acc);
         }
         for entries in self.overlay.values() {
             add_plain_weights(entries, &range, 2, &mut acc);
@@ -562,12 +601,14 @@ impl QuantileWindow {
         self.blocks.len()
     }
 
-    /// Memory in words: per block its range, count and uncertainty (4), its cap while it may
-    /// still receive late items (newest stamp `≥ now − τ`), and 2 per entry; per overlay stamp 1
-    /// plus 2 per entry. (Whether a block straddles the edge follows from its range.)
+    /// Memory in words: per plain block its range, count and uncertainty (4) and 2 per entry,
+    /// per packed block its `lo`, its byte length and its bytes rounded up to words (module
+    /// docs); per block its cap while it may still receive late items (newest stamp
+    /// `≥ now − τ`); per overlay stamp 1 plus 2 per entry. (Whether a block straddles the edge
+    /// follows from its range.)
     pub fn memory_words(&self) -> usize {
         let seal = self.now.saturating_sub(self.tardiness);
-        self.blocks.iter().map(|b| 4 + usize::from(b.hi >= seal) + b.entries.words()).sum::<usize>()
+        self.blocks.iter().map(|b| usize::from(b.hi() >= seal) + Block::body_words(&b.body)).sum::<usize>()
             + self.overlay.values().map(|e| 1 + 2 * e.len()).sum::<usize>()
     }
 }
