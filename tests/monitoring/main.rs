@@ -138,6 +138,14 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
                     "{label} {protocol:?} tau={tau}: quantile memory {} words, counting {}, peak site window {}",
                     r.max_site_quantile_words, r.max_site_counting_words, r.max_site_window_count
                 );
+                // Packed blocks: below the site's own window even on AIS vessel ids, nearly all
+                // distinct within a block (before packing: about 2 words per window item).
+                assert!(
+                    (r.max_site_quantile_words as u64) < r.max_site_window_count,
+                    "{label} {protocol:?} tau={tau}: quantile memory {} words vs site window {}",
+                    r.max_site_quantile_words,
+                    r.max_site_window_count
+                );
                 if tau == 0 {
                     let q_bound = quantile_memory_bound(&cfg, r.max_site_window_count, distinct);
                     assert!(
