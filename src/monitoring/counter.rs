@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::MonitorError;
+use super::{MonitorError, check_window};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Bucket {
@@ -73,14 +73,7 @@ impl SlidingCounter {
     /// # Errors
     /// When `window ≤ 0`, `tardiness` is outside `0..window`, or `delta` is outside `(0, 1)`.
     pub fn new(window: i64, tardiness: i64, delta: f64) -> Result<Self, MonitorError> {
-        if window <= 0 {
-            return Err(MonitorError::BadParameter(format!("window must be positive, got {window}")));
-        }
-        if !(0..window).contains(&tardiness) {
-            return Err(MonitorError::BadParameter(format!(
-                "tardiness must be in 0..window ({window}), got {tardiness}"
-            )));
-        }
+        check_window(window, tardiness)?;
         if !(delta > 0.0 && delta < 1.0) {
             return Err(MonitorError::BadParameter(format!("delta must be in (0, 1), got {delta}")));
         }

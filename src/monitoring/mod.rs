@@ -164,6 +164,18 @@ impl fmt::Display for MonitorError {
 
 impl std::error::Error for MonitorError {}
 
+/// The window and tardiness every sliding-window structure here is built for: `window > 0`,
+/// `0 ≤ tardiness < window`.
+pub(crate) fn check_window(window: i64, tardiness: i64) -> Result<(), MonitorError> {
+    if window <= 0 {
+        return Err(MonitorError::BadParameter(format!("window must be positive, got {window}")));
+    }
+    if !(0..window).contains(&tardiness) {
+        return Err(MonitorError::BadParameter(format!("tardiness must be in 0..window ({window}), got {tardiness}")));
+    }
+    Ok(())
+}
+
 impl From<crate::SynopsisError> for MonitorError {
     fn from(e: crate::SynopsisError) -> Self {
         MonitorError::Codec(e.to_string())

@@ -66,7 +66,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::MonitorError;
+use super::{MonitorError, check_window};
 
 /// The straddle share `γ` and the summary share `η` of `δ_q` (module docs).
 const GAMMA_SHARE: f64 = 0.95;
@@ -370,14 +370,7 @@ impl QuantileWindow {
     /// # Errors
     /// When `window ≤ 0`, `tardiness ∉ [0, window)`, or `delta ∉ (0, 0.3]`.
     pub fn new(window: i64, tardiness: i64, delta: f64) -> Result<Self, MonitorError> {
-        if window <= 0 {
-            return Err(MonitorError::BadParameter(format!("window must be positive, got {window}")));
-        }
-        if !(0..window).contains(&tardiness) {
-            return Err(MonitorError::BadParameter(format!(
-                "tardiness must be in 0..window ({window}), got {tardiness}"
-            )));
-        }
+        check_window(window, tardiness)?;
         if !(delta > 0.0 && delta <= 0.3) {
             return Err(MonitorError::BadParameter(format!("delta must be in (0, 0.3], got {delta}")));
         }
