@@ -452,7 +452,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                     router.route(&mut kafka_unit, seq, Ok(t), &mut input);
                     window
                 });
-                if let Some(own) = k.own_low(|t| plan.window_of(t))
+                k.follow(heard.get());
+                let (low, own) = k.low(|t| plan.window_of(t));
+                if let Some(own) = own
                     && own > told
                     && let Some(g) = gossip.as_mut()
                 {
@@ -460,8 +462,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                     g.send(own);
                     g.flush(); // an input hands data on only when flushed or advanced
                 }
-                k.follow(heard.get());
-                k.low(|t| plan.window_of(t))
+                low
             });
             let low = readers
                 .iter()

@@ -1642,23 +1642,19 @@ impl KafkaInput {
     /// watermark; while all of its partitions are idle, the newest epoch any active worker reached
     /// (of this process, or of another one through [`KafkaInput::follow`]), so silent partitions do
     /// not hold windows open.
-    pub fn low(&mut self, window_of: impl Fn(i64) -> u64) -> u64 {
-        let low = if self.source.is_idle() {
-            self.job.epoch_hint.load(Ordering::Relaxed)
+    ///
+    /// Also returns the epoch this worker reached from its own partitions (`None` while they are
+    /// all idle), which the job gossips to every worker of every process ([`KafkaInput::follow`]).
+    pub fn low(&mut self, window_of: impl Fn(i64) -> u64) -> (u64, Option<u64>) {
+        let (low, own) = if self.source.is_idle() {
+            (self.job.epoch_hint.load(Ordering::Relaxed), None)
         } else {
             let low = self.source.watermark().map_or(0, window_of);
             self.job.epoch_hint.fetch_max(low, Ordering::Relaxed);
-            low
+            (low, Some(low))
         };
         self.floor_ms = self.floor_ms.max(i64::try_from(low).unwrap_or(i64::MAX));
-        low
-    }
-
-    /// The input epoch this worker reached from its own partitions, `None` while they are all idle
-    /// (it then follows the others, [`KafkaInput::low`]). The job gossips it to every worker of every
-    /// process ([`KafkaInput::follow`]).
-    pub fn own_low(&mut self, window_of: impl Fn(i64) -> u64) -> Option<u64> {
-        if self.source.is_idle() { None } else { Some(self.source.watermark().map_or(0, window_of)) }
+        (low, own)
     }
 
     /// Raises the epoch that this process' idle workers follow to `low`, an epoch an active worker
