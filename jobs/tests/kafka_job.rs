@@ -6,7 +6,7 @@
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -14,7 +14,10 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use saams_jobs::sink::kafka::replay_lines;
-use saams_jobs::source::kafka::{KafkaBroadcastSource, KafkaOptions, StartFrom, TopicSpec, ensure_topics};
+use saams_jobs::source::kafka::{KafkaOptions, StartFrom, TopicSpec, ensure_topics};
+
+mod kafka_common;
+use kafka_common::{check, read_topic, replay_into, repo, unique};
 
 const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -38,15 +41,6 @@ fn broker() -> Option<String> {
 }
 
 /// A name no other test (or earlier run) uses.
-fn unique(what: &str) -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_nanos();
-    format!("saams-job-{what}-{}-{nanos}", std::process::id())
-}
-
-fn repo(rel: &str) -> String {
-    format!("{}/../{rel}", env!("CARGO_MANIFEST_DIR"))
-}
-
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("saams-kafka-job-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -58,11 +52,6 @@ fn options(brokers: &str, group: &str) -> KafkaOptions {
     let mut opts = KafkaOptions::new(brokers, group);
     opts.from = StartFrom::Earliest;
     opts
-}
-
-fn check(out: Output, what: &str) -> Output {
-    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
 }
 
 fn summary(out: &Output) -> String {
@@ -85,35 +74,6 @@ fn generate(spec: &str, file: &PathBuf) {
             .expect("run replay"),
         "replay --generate",
     );
-}
-
-/// Replays a JSON lines file into `topic` (created with `partitions` when missing).
-fn replay_into(brokers: &str, topic: &str, file: &PathBuf, partitions: u32) {
-    check(
-        Command::new(REPLAY)
-            .arg(file)
-            .args(["--brokers", brokers, "--topic", topic, "--partitions", &partitions.to_string()])
-            .args(["--progress", "none"])
-            .output()
-            .expect("run replay"),
-        "replay --brokers",
-    );
-}
-
-/// Every record value of `topic`, read from the start to its end.
-fn read_topic(brokers: &str, topic: &str) -> Vec<Vec<u8>> {
-    let mut source = KafkaBroadcastSource::new(&options(brokers, &unique("reader")), topic, 0).expect("reader");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut got = Vec::new();
-    loop {
-        assert!(Instant::now() < deadline, "topic {topic} not read to its end");
-        let batch = source.poll_batch(10_000, Duration::from_millis(20)).expect("poll");
-        let empty = batch.is_empty();
-        got.extend(batch.into_iter().map(|r| r.payload));
-        if empty && source.at_end() {
-            return got;
-        }
-    }
 }
 
 fn file_run(requests: &str, data: &PathBuf, workers: &str) -> Vec<String> {

@@ -7,11 +7,14 @@
 //! storage). Skipped, with a notice, without that variable.
 
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use saams_jobs::source::kafka::{AdapterError, KafkaBroadcastSource, KafkaOptions, StartFrom};
+
+mod kafka_common;
+use kafka_common::{check, read_topic, replay_into, repo, unique};
 
 const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -40,34 +43,9 @@ fn durable_broker() -> Option<String> {
     }
 }
 
-fn unique(what: &str) -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_nanos();
-    format!("saams-restart-{what}-{}-{nanos}", std::process::id())
-}
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
-fn check(out: Output, what: &str) -> Output {
-    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn replay_into(brokers: &str, topic: &str, file: &Path) {
-    check(
-        Command::new(REPLAY)
-            .arg(file)
-            .args(["--brokers", brokers, "--topic", topic, "--partitions", "4", "--progress", "none"])
-            .output()
-            .expect("run replay"),
-        "replay --brokers",
-    );
-}
-
 /// Sorted, distinct estimation lines of a file run (the sink is at-least-once across a restart:
 /// a produce request retried after the broker came back may be stored twice).
-fn file_run(requests: &Path, data: &Path) -> Vec<String> {
+fn file_run(requests: &str, data: &Path) -> Vec<String> {
     let out = check(
         Command::new(SAAMS)
             .args(["-w", "2", "--progress", "0", "--requests"])
@@ -85,28 +63,6 @@ fn distinct(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v.dedup();
     v
-}
-
-fn reader(brokers: &str, topic: &str) -> KafkaBroadcastSource {
-    let mut opts = KafkaOptions::new(brokers, unique("reader"));
-    opts.from = StartFrom::Earliest;
-    KafkaBroadcastSource::new(&opts, topic, 0).expect("reader of the output topic")
-}
-
-/// Every record of `topic`, read to its end, as text.
-fn read_topic(brokers: &str, topic: &str) -> Vec<String> {
-    let mut source = reader(brokers, topic);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut got = Vec::new();
-    loop {
-        assert!(Instant::now() < deadline, "topic {topic} not read to its end");
-        let batch = source.poll_batch(10_000, Duration::from_millis(20)).expect("poll");
-        let empty = batch.is_empty();
-        got.extend(batch.into_iter().map(|r| String::from_utf8(r.payload).expect("UTF-8 estimation")));
-        if empty && source.at_end() {
-            return got;
-        }
-    }
 }
 
 fn window_start(line: &str) -> String {
@@ -139,7 +95,7 @@ fn broker_restart_while_the_job_runs_reconnects_and_consumes_the_new_records() {
     let requests = repo("datasets/requests/paper-workload.json");
 
     let (data_topic, out_topic) = (unique("data"), unique("out"));
-    replay_into(&brokers, &data_topic, &first);
+    replay_into(&brokers, &data_topic, &first, 4);
     let started = Instant::now();
     let job = Command::new(SAAMS)
         .args(["-w", "2", "--brokers", &brokers, "--data-topic", &data_topic, "--output-topic", &out_topic])
@@ -175,7 +131,7 @@ fn broker_restart_while_the_job_runs_reconnects_and_consumes_the_new_records() {
     let restart = Command::new(repo("scripts/restart-kafka.sh")).arg(DOWN_S).output().expect("run restart-kafka.sh");
     check(restart, "scripts/restart-kafka.sh");
     let restarted = started.elapsed();
-    replay_into(&brokers, &data_topic, &second);
+    replay_into(&brokers, &data_topic, &second, 4);
 
     let out = job.wait_with_output().expect("saams finished");
     let took = started.elapsed();
@@ -191,7 +147,9 @@ fn broker_restart_while_the_job_runs_reconnects_and_consumes_the_new_records() {
     assert!(stderr.contains(" failed=0"), "every estimation delivered:\n{stderr}");
 
     // what the job wrote, before and after the restart, is what a file run of both batches gives
-    let from_kafka = distinct(read_topic(&brokers, &out_topic));
+    let from_kafka = distinct(
+        read_topic(&brokers, &out_topic).into_iter().map(|v| String::from_utf8(v).expect("UTF-8 estimation")).collect(),
+    );
     let expected = file_run(&requests, &all);
     assert_eq!(from_kafka.len(), expected.len());
     assert!(from_kafka == expected, "estimations across the restart differ from the file run's");

@@ -1,0 +1,58 @@
+//! Helpers shared by the tests that run `saams` and `replay` against a real broker
+//! (`kafka_job.rs`, `kafka_restart.rs`).
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use saams_jobs::source::kafka::{KafkaBroadcastSource, KafkaOptions, StartFrom};
+
+const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+
+/// A name no other test run uses (topics and groups outlive a test on the broker).
+pub fn unique(what: &str) -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_nanos();
+    format!("saams-test-{what}-{}-{nanos}", std::process::id())
+}
+
+/// A path in the repository.
+pub fn repo(rel: &str) -> String {
+    format!("{}/../{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `out`, after asserting the command succeeded (its stderr in the message).
+pub fn check(out: Output, what: &str) -> Output {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Replays a JSON lines file into `topic` (created with `partitions` when missing).
+pub fn replay_into(brokers: &str, topic: &str, file: &Path, partitions: u32) {
+    check(
+        Command::new(REPLAY)
+            .arg(file)
+            .args(["--brokers", brokers, "--topic", topic, "--partitions", &partitions.to_string()])
+            .args(["--progress", "none"])
+            .output()
+            .expect("run replay"),
+        "replay --brokers",
+    );
+}
+
+/// Every record value of `topic`, read from the start to its end.
+pub fn read_topic(brokers: &str, topic: &str) -> Vec<Vec<u8>> {
+    let mut opts = KafkaOptions::new(brokers, unique("reader"));
+    opts.from = StartFrom::Earliest;
+    let mut source = KafkaBroadcastSource::new(&opts, topic, 0).expect("reader");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = Vec::new();
+    loop {
+        assert!(Instant::now() < deadline, "topic {topic} not read to its end");
+        let batch = source.poll_batch(10_000, Duration::from_millis(20)).expect("poll");
+        let empty = batch.is_empty();
+        got.extend(batch.into_iter().map(|r| r.payload));
+        if empty && source.at_end() {
+            return got;
+        }
+    }
+}
