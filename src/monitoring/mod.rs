@@ -36,10 +36,11 @@
 //! Quantiles: the root holds per site groups of consecutive values (a boundary value and a
 //! weight, in half items); the site's current weight of a group is the difference of its rank
 //! estimate `R̂` at the group's boundaries, so the root's cumulative weight at a boundary `b` is
-//! `R̂(b)` up to the sum `D` of the differences between the root's and the site's current
-//! weights (the tail above the last boundary counts fully): the local error enters once per
-//! site, not once per group. `D ≤ θ_q·c_σ` (`θ_q = 0.22ε`; the largest differences are sent
-//! when it is exceeded) and a group's *interior* (its weight apart from its boundary value) is
+//! `R̂(b)` up to the prefix discrepancy `P`, the largest partial sum (in value order) of the
+//! differences between the root's and the site's current weights (over all groups, with the
+//! tail above the last boundary subtracted, it is the root's total against `R̂(∞)`): the local
+//! error enters once per site, not once per group. `P ≤ θ_q·c_σ` (`θ_q = 0.22ε`; when it is
+//! exceeded the differences of the peak's sign up to the peak are sent) and a group's *interior* (its weight apart from its boundary value) is
 //! at most `g·c_σ` (`g = 0.25ε`; split when heavier). For every `x`, site `σ`'s items `≤ x` are
 //! at least the root's weight `≤ x` minus `a_σ = (θ_q + δ_q)·c_σ`, and its items `< x` at most
 //! the root's weight `< x` plus `b_σ = a_σ + g·c_σ` (the interior of the group holding `x`);
