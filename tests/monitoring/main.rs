@@ -154,6 +154,8 @@ fn real_stock_and_ais_data_meet_every_guarantee() {
                         r.max_site_quantile_words
                     );
                 }
+                let quantile = r.channel(Channel::Quantiles).words;
+                println!("{label} {protocol:?} tau={tau}: quantile words {quantile}, naive {}", r.naive_words);
                 if protocol == Protocol::Seed && tau == 0 {
                     // The counting queries cost less than sending every item.
                     let counting = r.channel(Channel::Count).words + r.channel(Channel::Items).words;
