@@ -120,12 +120,12 @@ struct Quantiles {
     tail: u64,
     /// `R̂₂(∞)`: the sum of every current weight.
     total: u64,
+    /// `D`, the sum of every group's (and the tail's) discrepancy: a cheap bound of `P`.
     disc: u64,
     /// An upper bound of the prefix discrepancy `P` (see [`Quantiles::prefix_discrepancy`]):
     /// its value at the last scan plus every weight change noted since, so a scan is only
     /// needed when this bound (and `D`) exceed the send threshold.
     prefix_bound: u64,
-    by_disc: BTreeSet<(u64, GroupKey)>,
     /// `(interior, boundary)` of every group.
     by_interior: BTreeSet<(u64, u64)>,
 }
@@ -166,7 +166,6 @@ impl Quantiles {
             total: 0,
             disc: 0,
             prefix_bound: 0,
-            by_disc: BTreeSet::new(),
             by_interior: BTreeSet::new(),
         })
     }
@@ -194,7 +193,6 @@ impl Quantiles {
     fn detach(&mut self, key: GroupKey) {
         let d = self.discrepancy(key);
         self.disc -= d;
-        self.by_disc.remove(&(d, key));
         if let GroupKey::Group(b) = key
             && let Some(i) = self.interior(b)
         {
@@ -205,9 +203,6 @@ impl Quantiles {
     fn attach(&mut self, key: GroupKey) {
         let d = self.discrepancy(key);
         self.disc += d;
-        if d > 0 {
-            self.by_disc.insert((d, key));
-        }
         if let GroupKey::Group(b) = key
             && let Some(i) = self.interior(b)
         {
@@ -299,7 +294,6 @@ impl Quantiles {
             self.cur_w = self.root_w.clone();
             self.at_b = fresh.iter().map(|&(v, _, wb)| (v, wb)).collect();
             self.by_interior = fresh.iter().map(|&(v, w, wb)| (w - wb, v)).collect();
-            self.by_disc.clear();
             self.tail = 0;
             self.disc = 0;
             self.prefix_bound = 0;
@@ -411,9 +405,9 @@ impl Quantiles {
     }
 
     /// The sender's memory in words: per group its boundary, current and root weight and the
-    /// weight at the boundary, two index entries of 2 words each, plus a few scalars.
+    /// weight at the boundary, an interior index entry of 2 words, plus a few scalars.
     fn memory_words(&self) -> usize {
-        4 * self.cur_w.len() + 2 * (self.by_disc.len() + self.by_interior.len()) + 8
+        4 * self.cur_w.len() + 2 * self.by_interior.len() + 8
     }
 }
 
