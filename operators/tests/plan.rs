@@ -3,22 +3,11 @@
 use std::sync::Arc;
 
 use saams::api::request::parse_requests;
-use saams_operators::plan::{Mode, Plan, SnapshotStore};
+use saams_operators::plan::{Mode, Plan};
 use saams_operators::{merge_stages, plan::merge_is_exact};
 
-struct NoSnapshots;
-
-impl SnapshotStore for NoSnapshots {
-    fn load(&self, file: &str) -> Result<Vec<u8>, String> {
-        Err(format!("no snapshot {file}"))
-    }
-    fn save(&self, file: &str, _: &[u8]) -> Result<(), String> {
-        Err(format!("no snapshot {file}"))
-    }
-    fn check(&self, file: &str) -> Result<(), String> {
-        Err(format!("no snapshot {file}"))
-    }
-}
+mod common;
+use common::NoSnapshots;
 
 fn plan(text: &str, peers: usize) -> Plan {
     Plan::build(&parse_requests(text), peers, 60_000, Arc::new(NoSnapshots))

@@ -6,24 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::Input as _;
 use saams::api::request::parse_requests;
-use saams_operators::plan::SnapshotStore;
 use saams_operators::registry_join::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val};
 use timely::dataflow::operators::{Input, Inspect};
 
-struct NoSnapshots;
-
-impl SnapshotStore for NoSnapshots {
-    fn load(&self, file: &str) -> Result<Vec<u8>, String> {
-        Err(format!("no snapshot {file}"))
-    }
-    fn save(&self, file: &str, _: &[u8]) -> Result<(), String> {
-        Err(format!("no snapshot {file}"))
-    }
-    fn check(&self, file: &str) -> Result<(), String> {
-        Err(format!("no snapshot {file}"))
-    }
-}
+mod common;
+use common::NoSnapshots;
 
 const SCRIPT: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}
 {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[1,"price","Queryable","Continues"],"requestID":"a"}
