@@ -80,6 +80,14 @@ enum GroupKey {
     Tail,
 }
 
+/// Where the quantile sender's prefix discrepancy peaks: its size `P`, the signed partial sum
+/// there, and the last boundary it covers (`None`: the total, tail included).
+struct Peak {
+    size: u64,
+    sum: i64,
+    upto: Option<u64>,
+}
+
 /// Quantiles: the root holds, per site, groups of consecutive values, each represented by a
 /// boundary value `b` (every value of the group is in `(previous boundary, b]`) with a weight,
 /// in half items. The site keeps the rank estimate `R̂₂` of its [`QuantileWindow`] (error
@@ -122,7 +130,7 @@ struct Quantiles {
     total: u64,
     /// `D`, the sum of every group's (and the tail's) discrepancy: a cheap bound of `P`.
     disc: u64,
-    /// An upper bound of the prefix discrepancy `P` (see [`Quantiles::prefix_discrepancy`]):
+    /// An upper bound of the prefix discrepancy `P` (see [`Quantiles::prefix_peak`]):
     /// its value at the last scan plus every weight change noted since, so a scan is only
     /// needed when this bound (and `D`) exceed the send threshold.
     prefix_bound: u64,
@@ -303,36 +311,38 @@ impl Quantiles {
         let send_at = self.theta * c_low2;
         self.prefix_bound = self.prefix_bound.min(self.disc);
         if self.prefix_bound as f64 > send_at {
-            self.prefix_bound = self.prefix_discrepancy();
-        }
-        if self.prefix_bound as f64 > send_at {
-            let target = (send_at * 0.75) as u64;
-            while self.prefix_bound > target {
-                let picks = self.peak_picks(target);
-                if picks.is_empty() {
-                    break;
-                }
-                for key in picks {
-                    match key {
-                        GroupKey::Tail => {
-                            let mut pieces = Vec::new();
-                            group_items(self.members(GroupKey::Tail), cap, &mut pieces);
-                            self.replace(GroupKey::Tail, &pieces, &mut patch);
-                        }
-                        GroupKey::Group(b) => {
-                            let w = self.cur_w[&b];
-                            if w == 0 {
-                                self.replace(key, &[], &mut patch);
-                            } else {
-                                self.detach(key);
-                                self.root_w.insert(b, w);
-                                patch.insert(b, w);
-                                self.attach(key);
+            let mut peak = self.prefix_peak();
+            self.prefix_bound = peak.size;
+            if peak.size as f64 > send_at {
+                let target = (send_at * 0.75) as u64;
+                while peak.size > target {
+                    let picks = self.peak_picks(&peak, target);
+                    if picks.is_empty() {
+                        break;
+                    }
+                    for key in picks {
+                        match key {
+                            GroupKey::Tail => {
+                                let mut pieces = Vec::new();
+                                group_items(self.members(GroupKey::Tail), cap, &mut pieces);
+                                self.replace(GroupKey::Tail, &pieces, &mut patch);
+                            }
+                            GroupKey::Group(b) => {
+                                let w = self.cur_w[&b];
+                                if w == 0 {
+                                    self.replace(key, &[], &mut patch);
+                                } else {
+                                    self.detach(key);
+                                    self.root_w.insert(b, w);
+                                    patch.insert(b, w);
+                                    self.attach(key);
+                                }
                             }
                         }
                     }
+                    peak = self.prefix_peak();
+                    self.prefix_bound = peak.size;
                 }
-                self.prefix_bound = self.prefix_discrepancy();
             }
         }
         if !patch.is_empty() {
@@ -340,58 +350,56 @@ impl Quantiles {
         }
     }
 
-    /// The prefix discrepancy `P`: the largest `|Σ_{b' ≤ b} (root weight − current weight)|`
-    /// over the boundaries `b` in value order, and over all groups with the tail's current
-    /// weight subtracted (the root's total against `R̂₂(∞)`). The root's cumulative weight at
-    /// every boundary, and its total, are within `P` of the site's estimate `R̂₂`, which is all
-    /// the error analysis uses; `P ≤ D`, and arrivals and expiries in different groups cancel
-    /// in it, so triggering on `P` sends less on streams whose values drift (measured in
-    /// `scripts/monitor-table.sh`). `O(groups)`; only run when the running bound exceeds the
-    /// send threshold.
-    fn prefix_discrepancy(&self) -> u64 {
-        let mut prefix: i64 = 0;
-        let mut worst: u64 = 0;
+    /// The prefix discrepancy `P` and where it peaks: the largest
+    /// `|Σ_{b' ≤ b} (root weight − current weight)|` over the boundaries `b` in value order, and
+    /// over all groups with the tail's current weight subtracted (the root's total against
+    /// `R̂₂(∞)`). The root's cumulative weight at every boundary, and its total, are within `P` of
+    /// the site's estimate `R̂₂`, which is all the error analysis uses; `P ≤ D`, and arrivals and
+    /// expiries in different groups cancel in it, so triggering on `P` sends less on streams whose
+    /// values drift (measured in `scripts/monitor-table.sh`). `O(groups)`; only run when the
+    /// running bound exceeds the send threshold.
+    fn prefix_peak(&self) -> Peak {
+        let (mut prefix, mut best) = (0i64, Peak { size: 0, sum: 0, upto: None });
         for (b, &cur) in &self.cur_w {
-            let root = self.root_w.get(b).copied().unwrap_or(0);
-            prefix += root as i64 - cur as i64;
-            worst = worst.max(prefix.unsigned_abs());
-        }
-        prefix -= self.tail as i64;
-        worst.max(prefix.unsigned_abs())
-    }
-
-    /// The groups to send next: at the peak of `|prefix|` (the tail's end for the total), the
-    /// groups at or before it whose discrepancy has the peak's sign, largest first, until
-    /// they cover the peak's excess over `target`; sending them lowers the peak by their whole
-    /// discrepancies, where a group past the peak or of the other sign could raise it.
-    fn peak_picks(&self, target: u64) -> Vec<GroupKey> {
-        let signed = |b: &u64, cur: u64| self.root_w.get(b).copied().unwrap_or(0) as i64 - cur as i64;
-        let (mut prefix, mut worst, mut peak, mut peak_sum) = (0i64, 0u64, None, 0i64);
-        for (b, &cur) in &self.cur_w {
-            prefix += signed(b, cur);
-            if prefix.unsigned_abs() > worst {
-                (worst, peak, peak_sum) = (prefix.unsigned_abs(), Some(*b), prefix);
+            prefix += self.signed_discrepancy(*b, cur);
+            if prefix.unsigned_abs() > best.size {
+                best = Peak { size: prefix.unsigned_abs(), sum: prefix, upto: Some(*b) };
             }
         }
         let total = prefix - self.tail as i64;
-        let (sum, upto) = if total.unsigned_abs() >= worst { (total, None) } else { (peak_sum, peak) };
-        let sign = sum.signum();
+        if total.unsigned_abs() >= best.size {
+            best = Peak { size: total.unsigned_abs(), sum: total, upto: None };
+        }
+        best
+    }
+
+    /// Root weight minus current weight of group `b`.
+    fn signed_discrepancy(&self, b: u64, cur: u64) -> i64 {
+        self.root_w.get(&b).copied().unwrap_or(0) as i64 - cur as i64
+    }
+
+    /// The groups to send next: at the `peak`, the groups at or before it whose discrepancy has
+    /// the peak's sign (the tail too, for the total), largest first, until they cover the peak's
+    /// excess over `target`; sending them lowers the peak by their whole discrepancies, where a
+    /// group past the peak or of the other sign could raise it.
+    fn peak_picks(&self, peak: &Peak, target: u64) -> Vec<GroupKey> {
+        let sign = peak.sum.signum();
         let mut candidates: Vec<(i64, GroupKey)> = Vec::new();
-        if upto.is_none() && sign < 0 && self.tail > 0 {
+        if peak.upto.is_none() && sign < 0 && self.tail > 0 {
             candidates.push((self.tail as i64, GroupKey::Tail));
         }
-        let range = match upto {
+        let range = match peak.upto {
             Some(b) => self.cur_w.range(..=b),
             None => self.cur_w.range(..),
         };
-        for (b, &cur) in range {
-            let d = sign * signed(b, cur);
+        for (&b, &cur) in range {
+            let d = sign * self.signed_discrepancy(b, cur);
             if d > 0 {
-                candidates.push((d, GroupKey::Group(*b)));
+                candidates.push((d, GroupKey::Group(b)));
             }
         }
         candidates.sort_unstable_by(|a, b| b.cmp(a));
-        let excess = sum.unsigned_abs().saturating_sub(target) as i64;
+        let excess = peak.size.saturating_sub(target) as i64;
         let mut covered = 0i64;
         candidates
             .into_iter()
