@@ -21,7 +21,7 @@ fn agree(line: &str) {
 }
 
 fn corpus() -> Vec<String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets");
+    let root = PathBuf::from(env!("SAAMS_DATASETS_DIR"));
     let mut lines = Vec::new();
     for rel in ["stocks/tick/equity_usa_IBM_tick_trade.csv", "ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv"] {
         for t in read_path(&root.join(rel), None).unwrap().take(3000) {
@@ -37,6 +37,7 @@ fn corpus() -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn agrees_on_real_and_generated_rows() {
     let lines = corpus();
     assert!(lines.len() > 6000);
@@ -79,6 +80,7 @@ fn agrees_on_edge_cases() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn agrees_on_random_corruptions() {
     let lines = corpus();
     let mut rng = SplitMix64::new(2024);

@@ -76,9 +76,9 @@ fn pearson_matches_the_textbook_formula() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn windows_partition_the_real_stream() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/datasets/stocks/minute/future_cme_ES_201312_minute_trade.csv");
+    let path = PathBuf::from(env!("SAAMS_DATASETS_DIR")).join("stocks/minute/future_cme_ES_201312_minute_trade.csv");
     let tuples: Vec<_> = read_path(&path, None).unwrap().map(|t| t.unwrap()).collect();
     let hour = 3_600_000;
     let w = Windowed::new(&tuples, "price", Some(hour));

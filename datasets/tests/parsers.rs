@@ -11,7 +11,7 @@ use saams_datasets::jsonl::convert_to_json_lines;
 use saams_datasets::{Format, LineContext, ParseError, TupleReader, read_path};
 
 fn datasets() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets")
+    PathBuf::from(env!("SAAMS_DATASETS_DIR"))
 }
 
 const NOAA: &str = "ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv";
@@ -36,6 +36,7 @@ fn normalized(mut t: Tuple) -> Tuple {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn formats_are_detected_from_the_real_files() {
     let d = datasets();
     assert_eq!(Format::detect(&d.join(SPY)).unwrap(), Format::StockCsv);
@@ -54,6 +55,7 @@ fn formats_are_detected_from_the_real_files() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn spy_ticks_parse_completely() {
     let mut r = read_path(&datasets().join(SPY), None).unwrap();
     let tuples: Vec<Tuple> = r.by_ref().map(|t| t.unwrap()).collect();
@@ -69,6 +71,7 @@ fn spy_ticks_parse_completely() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn the_stock_directory_gives_sixteen_streams() {
     let mut r = read_path(&datasets().join("stocks"), None).unwrap();
     assert_eq!(r.files().len(), 16);
@@ -91,6 +94,7 @@ fn the_stock_directory_gives_sixteen_streams() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn noaa_ais_parses_with_sentinels_missing() {
     let path = datasets().join(NOAA);
     let mut r = read_path(&path, None).unwrap();
@@ -238,6 +242,7 @@ fn json_lines_with_broken_lines() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn a_worker_parses_only_its_share_of_lines() {
     let path = datasets().join("stocks/minute/crypto_coinbase_ETHUSD_minute_trade.csv");
     let ctx = LineContext::open(&path, None).unwrap();
@@ -280,6 +285,7 @@ fn round_trip(relative: &str, limit: usize) {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn converter_output_reads_back_to_the_same_tuples() {
     round_trip(SPY, 3_000);
     round_trip("stocks/minute/crypto_coinbase_BTCUSD_minute_trade.csv", 3_000);
@@ -288,6 +294,7 @@ fn converter_output_reads_back_to_the_same_tuples() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn worker_shares_partition_the_lines_and_keep_line_numbers() {
     // Real files: the shares together hold exactly the tuples of the whole reading.
     for (rel, peers_list) in

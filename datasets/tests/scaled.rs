@@ -9,7 +9,7 @@ use saams_datasets::read_path;
 use saams_datasets::scaled::{ScaleSpec, Scaler, collect_bases};
 
 fn datasets() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets")
+    PathBuf::from(env!("SAAMS_DATASETS_DIR"))
 }
 
 fn minute_bars() -> Vec<Tuple> {
@@ -27,6 +27,7 @@ fn scale(tuples: &[Tuple], spec: &ScaleSpec) -> Vec<Tuple> {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn sixty_streams_from_six_instruments() {
     let base = minute_bars();
     let spec = ScaleSpec::new(60);
@@ -64,6 +65,7 @@ fn sixty_streams_from_six_instruments() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn replicas_are_deterministic_by_seed() {
     let base: Vec<Tuple> = minute_bars().into_iter().step_by(7).collect();
     let spec = ScaleSpec::new(24);
@@ -86,6 +88,7 @@ fn replicas_are_deterministic_by_seed() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn five_hundred_vessels_out_of_the_ais_sample() {
     let ais: Vec<Tuple> = read_path(&datasets().join("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv"), None)
         .unwrap()

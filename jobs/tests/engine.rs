@@ -345,6 +345,7 @@ fn help_lists_every_flag_with_its_default() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_ais_file_distinct_vessels_within_the_bound_for_any_worker_count() {
     let dir = tmp("ais");
     let req = dir.join("req.json");
@@ -356,7 +357,7 @@ fn real_ais_file_distinct_vessels_within_the_bound_for_any_worker_count() {
 {"streamID":"","synopsisID":8,"dataSetKey":"US","param":[0.9,"speed","Queryable","Ad-hoc"],"requestID":2}"#,
     )
     .expect("write requests");
-    let data = repo("../shared/datasets/ais");
+    let data = concat!(env!("SAAMS_DATASETS_DIR"), "/ais").to_string();
     let r = req.to_string_lossy().to_string();
     let one = sorted_lines(&run(&["-w", "1", "--requests", &r, "--data", &data, "--window", "1h"]).stdout);
     let three = sorted_lines(&run(&["-w", "3", "--requests", &r, "--data", &data, "--window", "1h"]).stdout);

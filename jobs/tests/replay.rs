@@ -105,8 +105,9 @@ fn speed_control_follows_event_time() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn merge_replays_a_directory_in_event_time_order() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/stocks/minute");
+    let dir = PathBuf::from(env!("SAAMS_DATASETS_DIR")).join("stocks/minute");
     let (out, err) = replay(&[dir.to_str().unwrap(), "--merge", "--progress", "none"], None);
     let times: Vec<i64> = out.lines().map(|l| Tuple::from_json(l).unwrap().time_ms.unwrap()).collect();
     assert_eq!((times.len(), summary(&err)["malformed"]), (14_936, 0.0));

@@ -99,6 +99,7 @@ fn inner_product_within_bound() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_data_f2() {
     let mmsi = common::ais_mmsi();
     let mut a = Ams::new(10, 10_000, 1).unwrap();

@@ -34,6 +34,7 @@ fn false_positive_rate_with_other_seeds_and_a_coarse_target() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_values_at_capacity() {
     // AIS vessel ids in, SPY prices (never vessel ids) as probes.
     let mut mmsi = common::ais_mmsi();

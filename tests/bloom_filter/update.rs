@@ -33,6 +33,7 @@ fn blocked_rate_formula_is_exact_for_one_hash() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn no_false_negatives() {
     let keys = common::zipf_stream(50_000, 1_000_000, 1.1, 3);
     let f = filter_of(&keys, 20_000, 0.01, 1);

@@ -76,6 +76,7 @@ fn tight_sketch_on_zipf_keeps_its_confidence() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn ais_mmsi_counts() {
     let mmsi = common::ais_mmsi();
     assert!(mmsi.len() > 10_000);
@@ -89,6 +90,7 @@ fn ais_mmsi_counts() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn spy_prices_and_volumes_counts() {
     for column in [common::spy_prices(), common::spy_volumes()] {
         assert!(column.len() > 10_000);

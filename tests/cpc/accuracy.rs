@@ -34,6 +34,7 @@ fn zipf_distinct_counts_within_bounds() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn ais_vessels_and_spy_prices() {
     let mmsi = common::ais_mmsi();
     let truth = mmsi.iter().collect::<HashSet<_>>().len() as f64;

@@ -38,6 +38,7 @@ fn check_pair(a: &Dft, b: &Dft) -> f64 {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn eurusd_feeds_of_two_brokers_correlate_within_the_bound() {
     // FXCM stamps UTC−05, OANDA UTC: align both on UTC and aggregate per second.
     let fxcm = quotes("forex_fxcm_EURUSD_tick_quote.csv", 5);
@@ -97,6 +98,7 @@ fn synthetic_pairs_from_uncorrelated_to_identical() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn spy_against_its_own_lagged_copy() {
     let p = common::spy_prices();
     let (mut a, mut b) = (Dft::new(1.0, 250, 1000, 8).unwrap(), Dft::new(1.0, 250, 1000, 8).unwrap());

@@ -33,6 +33,7 @@ fn coefficients_equal_a_naive_dft_while_filling_and_sliding() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn reference_parameters_on_spy_prices_stay_exact_after_many_slides() {
     // 250 k ticks = 125 window turnovers with periodic exact recomputation in between.
     let (b, w, c) = (500, 2000, 8);

@@ -54,6 +54,7 @@ fn zipf_counts_within_bounds_and_no_false_negatives() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn ais_vessels_and_spy_volumes() {
     let mut exact: HashMap<String, u64> = HashMap::new();
     let mut s = FrequentItems::new(9).unwrap();

@@ -10,6 +10,7 @@ fn zipf_ranks_within_eps_n() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_data_ranks_within_eps_n() {
     for xs in [common::spy_prices(), common::spy_volumes(), common::ais_speed()] {
         assert!(xs.len() > 10_000);

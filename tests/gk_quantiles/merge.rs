@@ -32,6 +32,7 @@ fn merged(eps: f64, xs: &[f64], parts: usize, interleave: bool, tree: bool) -> G
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn merges_of_2_4_8_partials_keep_eps() {
     let eps = 0.01;
     let xs = zipf(400_000, 9);

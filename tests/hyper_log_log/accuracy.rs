@@ -70,6 +70,7 @@ fn coarse_sketch_keeps_its_bound() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn ais_and_spy_distinct_counts() {
     let mmsi = common::ais_mmsi();
     let mut h = HyperLogLog::with_rsd(0.02).unwrap();

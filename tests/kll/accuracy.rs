@@ -58,6 +58,7 @@ fn zipf_quantiles_within_rank_error() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn spy_prices_and_ais_speed_within_rank_error() {
     for values in [common::spy_prices(), common::spy_volumes(), common::ais_speed()] {
         let (held, _) = check(&values, 200);

@@ -13,6 +13,7 @@ fn build(values: &[f64], k: u64) -> Kll {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn merged_partials_keep_the_rank_guarantee() {
     let values = common::spy_prices();
     let parts: Vec<Kll> = values.chunks(values.len() / 7 + 1).map(|c| build(c, 200)).collect();

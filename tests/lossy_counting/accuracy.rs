@@ -11,6 +11,7 @@ fn zipf_counts_and_frequent_items_within_bounds() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_data_counts_within_bounds() {
     let eps = 0.001;
     let mmsi: Vec<Value> = common::ais_mmsi().into_iter().map(Value::Str).collect();

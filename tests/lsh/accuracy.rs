@@ -57,6 +57,7 @@ fn angle_error_shrinks_like_one_over_sqrt_dimensions() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_streams_spy_price_against_volume_and_lagged_price() {
     let (p, v) = (common::spy_prices(), common::spy_volumes());
     let (mut inside, mut total) = (0, 0);

@@ -112,6 +112,7 @@ fn stock_rows() -> Vec<(String, i64, u64)> {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_stock_and_ais_data_meet_every_guarantee() {
     let w = 1_800_000; // 30 minutes
     for (label, rows) in [("ais", ais_rows()), ("stocks", stock_rows())] {

@@ -25,6 +25,7 @@ fn many_seeds_none_fails_with_coarse_parameters() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_data_frequent_items() {
     let p = (0.005, 0.0005, 0.01);
     let mmsi: Vec<Value> = common::ais_mmsi().into_iter().map(Value::Str).collect();

@@ -16,6 +16,7 @@ fn reference_parameters_on_zipf() {
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_data_windows() {
     for xs in [common::spy_prices(), common::spy_volumes(), common::ais_speed()] {
         for (eps, w) in [(0.01, 40_000usize), (0.005, 10_000)] {

@@ -31,6 +31,7 @@ fn merged_in_order(eps: f64, w: u64, xs: &[f64], cuts: &[usize], tree: bool) -> 
 }
 
 #[test]
+#[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn merges_of_2_4_8_consecutive_partials() {
     let (eps, w) = (0.01, 20_000u64);
     let xs = zipf(60_000, 4);

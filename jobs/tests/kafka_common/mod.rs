@@ -1,6 +1,7 @@
 //! Helpers shared by the tests that run `saams` and `replay` against a real broker
 //! (`kafka_job.rs`, `kafka_restart.rs`).
 
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -8,6 +9,23 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use saams_jobs::source::kafka::{KafkaBroadcastSource, KafkaOptions, StartFrom};
 
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+
+/// The brokers the test environment declares in `var` (`SAAMS_KAFKA_BROKERS`, or
+/// `SAAMS_KAFKA_DURABLE_BROKERS`). The tests calling this are ignored at build time when the
+/// variable is unset (`build/test_env.rs`); a declared broker that does not answer fails the test.
+pub fn declared_broker(var: &str) -> String {
+    let brokers = std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set (it was when this test was built): start a broker with scripts/start-kafka.sh and set it"
+        )
+    });
+    let first = brokers.split(',').next().unwrap_or_default().trim().to_string();
+    let addr = first.to_socket_addrs().ok().and_then(|mut a| a.next());
+    match addr.map(|a| TcpStream::connect_timeout(&a, Duration::from_secs(1))) {
+        Some(Ok(_)) => brokers,
+        other => panic!("{var}={brokers} is set but no broker answers there: {other:?}"),
+    }
+}
 
 /// A name no other test run uses (topics and groups outlive a test on the broker).
 pub fn unique(what: &str) -> String {
