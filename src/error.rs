@@ -37,6 +37,15 @@ pub enum SynopsisError {
         /// What is wrong.
         reason: String,
     },
+    /// The synopsis cannot answer yet: it has not seen enough values (an empty quantile sketch,
+    /// a DFT before its first complete basic window). Not an error of the request: answers say
+    /// `"estimate":null` with the reason, and a later window answers.
+    NotYet {
+        /// The kind asked.
+        kind: Kind,
+        /// What it still needs.
+        reason: String,
+    },
     /// Bytes that are not a valid encoding (truncated, corrupted, unknown version).
     Codec(String),
 }
@@ -49,6 +58,7 @@ impl fmt::Display for SynopsisError {
             SynopsisError::Incompatible { kind, reason } => write!(f, "incompatible {kind} synopses: {reason}"),
             SynopsisError::UnsupportedQuery { kind, query } => write!(f, "{kind} cannot answer {query}"),
             SynopsisError::BadQuery { kind, reason } => write!(f, "bad query for {kind}: {reason}"),
+            SynopsisError::NotYet { kind, reason } => write!(f, "{kind} cannot answer yet: {reason}"),
             SynopsisError::Codec(reason) => write!(f, "cannot decode synopsis: {reason}"),
         }
     }

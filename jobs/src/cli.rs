@@ -56,6 +56,10 @@ pub struct Cli {
     /// Request JSON file, or `-` for stdin (an array, one object per line, or one array per line).
     #[arg(long, required_unless_present = "request_topic")]
     pub requests: Option<String>,
+    /// Refuse requests carrying fields outside the reference's request class (default: ignore
+    /// such fields, name each once on stderr and count them as request_warnings).
+    #[arg(long = "strict-requests")]
+    pub strict_requests: bool,
     /// Tuple input: files or directories, `-` for stdin (repeatable).
     #[arg(long)]
     pub data: Vec<String>,

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod cli;
+pub mod control;
 pub mod metrics;
 pub mod run;
 pub mod sink;

@@ -50,6 +50,8 @@ pub struct Metrics {
     pub dead_letters: Counter,
     /// Tuples older than the lateness bound.
     pub late: Counter,
+    /// Request fields outside the reference's request class.
+    pub request_warnings: Counter,
     /// Bytes sent by this process to other processes (timely's communication log).
     pub bytes_between_processes: Counter,
     /// Wire bytes (codec bytes, zero runs packed) of the partials the update operator ships to the tree merge.
@@ -79,6 +81,7 @@ impl Metrics {
             estimations_out: Counter::default(),
             dead_letters: Counter::default(),
             late: Counter::default(),
+            request_warnings: Counter::default(),
             bytes_between_processes: Counter::default(),
             partial_bytes: Counter::default(),
             partials: Counter::default(),
@@ -90,6 +93,11 @@ impl Metrics {
         registry.register("estimations_out", "Estimation lines written", m.estimations_out.clone());
         registry.register("dead_letters", "Rejected input lines (malformed or late)", m.dead_letters.clone());
         registry.register("late_tuples", "Tuples older than the lateness bound", m.late.clone());
+        registry.register(
+            "request_warnings",
+            "Request fields outside the reference's request class (ignored, or refused with --strict-requests)",
+            m.request_warnings.clone(),
+        );
         registry.register(
             "bytes_between_processes",
             "Bytes this process sent to other processes (timely communication log)",
@@ -271,6 +279,8 @@ pub struct Totals {
     pub dead_letters: u64,
     /// Late tuples.
     pub late: u64,
+    /// Request fields outside the reference's request class.
+    pub request_warnings: u64,
     /// Window lag (ms).
     pub window_lag_ms: i64,
 }
@@ -278,9 +288,12 @@ pub struct Totals {
 impl Metrics {
     /// Bring the counters kept elsewhere up to `t` (counters only grow).
     pub fn sync(&self, t: &Totals) {
-        for (c, v) in
-            [(&self.estimations_out, t.estimations), (&self.dead_letters, t.dead_letters), (&self.late, t.late)]
-        {
+        for (c, v) in [
+            (&self.estimations_out, t.estimations),
+            (&self.dead_letters, t.dead_letters),
+            (&self.late, t.late),
+            (&self.request_warnings, t.request_warnings),
+        ] {
             c.inc_by(v.saturating_sub(c.get()));
         }
         self.window_lag_ms.set(t.window_lag_ms);

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use differential_dataflow::input::Input as _;
 use saams::Datum;
 use saams::api::request::parse_requests;
+
+use crate::control::intake::Intake;
 use saams_datasets::GeneratorSpec;
 use saams_operators::registry_join::Entry;
 use saams_operators::{
@@ -45,6 +47,9 @@ pub struct Stats {
     pub newest: AtomicI64,
     /// When the first tuple was read.
     pub first: OnceLock<Instant>,
+    /// Request fields outside the reference's request class (ignored, or refused with
+    /// `--strict-requests`).
+    pub request_warnings: AtomicU64,
 }
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.
@@ -95,6 +100,8 @@ pub struct Summary {
     pub dead_letters: u64,
     /// Late tuples.
     pub late: u64,
+    /// Request fields outside the reference's request class.
+    pub request_warnings: u64,
     /// Bytes between processes, of partials shipped and of the routed tuples.
     pub comm: CommFigures,
 }
@@ -104,13 +111,14 @@ impl Summary {
     pub fn line(&self) -> String {
         let rate = if self.seconds > 0.0 { self.tuples as f64 / self.seconds } else { 0.0 };
         format!(
-            "summary tuples={} seconds={:.3} tuples_per_s={:.0} estimations={} dead_letters={} late={} {}",
+            "summary tuples={} seconds={:.3} tuples_per_s={:.0} estimations={} dead_letters={} late={} request_warnings={} {}",
             self.tuples,
             self.seconds,
             rate,
             self.estimations,
             self.dead_letters,
             self.late,
+            self.request_warnings,
             self.comm.fields()
         )
     }
@@ -250,6 +258,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let finished = Arc::new(AtomicU64::new(0));
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
     let no_synopses = cli.no_synopses;
+    let strict_requests = cli.strict_requests;
     let metrics = Arc::new(Metrics::new());
     let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
     let server = start_metrics(&cli, &metrics, &stats, &sink)?;
@@ -285,7 +294,14 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         drop(req_input);
         worker.step_while(|| !req_probe.done());
         let text = received.borrow().concat();
-        let mut plan = Plan::build(&parse_requests(&text), peers, window_ms, store.clone());
+        // Every worker vets the same script the same way; worker 0 speaks for them.
+        let mut intake = Intake::new(strict_requests);
+        let (requests, notes) = intake.vet(parse_requests(&text));
+        if me == 0 {
+            notes.iter().for_each(|n| eprintln!("{n}"));
+            stats.request_warnings.fetch_add(intake.warnings(), Ordering::Relaxed);
+        }
+        let mut plan = Plan::build(&requests, peers, window_ms, store.clone());
         plan.update = !no_synopses;
         let plan = Rc::new(plan);
         if me == 0 {
@@ -528,6 +544,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         estimations: sink.count(),
         dead_letters: stats.dead_letters.load(Ordering::Relaxed),
         late: stats.late.load(Ordering::Relaxed),
+        request_warnings: stats.request_warnings.load(Ordering::Relaxed),
         comm: metrics.comm(),
     })
 }
@@ -548,6 +565,7 @@ fn start_metrics(
         estimations: sink.count(),
         dead_letters: stats.dead_letters.load(Ordering::Relaxed),
         late: stats.late.load(Ordering::Relaxed),
+        request_warnings: stats.request_warnings.load(Ordering::Relaxed),
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
     let (bound, handle) = crate::metrics::serve(addr, metrics.clone(), totals, stop.clone())?;

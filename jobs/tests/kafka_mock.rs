@@ -188,9 +188,11 @@ fn requests_are_read_by_every_worker_from_all_partitions() {
     mc.create_topic("requests", 3, 1).unwrap();
     let records: Vec<_> = (0..30i32).map(|i| (i % 3, format!("r{i}"), format!("{{\"synopsisID\":{i}}}"), 0)).collect();
     produce(&mc, "requests", &records);
-    let mut opts = options(&mc, "requests");
-    opts.from = StartFrom::Committed;
-    for worker in 0..2 {
+    // Requests are a log of commands: read from its start whatever `--from` says of the data
+    // topic (`--from latest` once skipped every construct made before the job started).
+    for (worker, from) in [(0, StartFrom::Committed), (1, StartFrom::Latest)] {
+        let mut opts = options(&mc, "requests");
+        opts.from = from;
         let mut source = KafkaBroadcastSource::new(&opts, "requests", worker).unwrap();
         assert_eq!(source.partitions(), &[0, 1, 2]);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -203,7 +205,7 @@ fn requests_are_read_by_every_worker_from_all_partitions() {
                 break;
             }
         }
-        assert_eq!(payloads.len(), 30, "worker {worker} must see every request");
+        assert_eq!(payloads.len(), 30, "worker {worker} (--from {from}) must see every request");
     }
 }
 

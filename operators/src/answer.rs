@@ -10,10 +10,7 @@ use crate::plan::{Plan, QueryReg, SynSpec};
 /// The answer of query `q` on `state`.
 fn answer(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis) -> Answer {
     match &q.spec {
-        QuerySpec::Single(query) => match state.estimate(query) {
-            Ok(e) => Answer::Estimate(e),
-            Err(e) => Answer::Error(e.to_string()),
-        },
+        QuerySpec::Single(query) => Answer::of(state.estimate(query)),
         _ => Answer::Error(format!("{} pair queries are not answered by this engine yet", s.kind)),
     }
 }

@@ -90,15 +90,11 @@ pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Opt
         QuerySpec::PairWith { query, .. } => {
             let other = q.participants.get(1).map(|&o| state_of(plan, latest, o).0);
             match other.map(|o| mine.estimate_pair(o, query)) {
-                Some(Ok(e)) => Answer::Estimate(e),
-                Some(Err(e)) => Answer::Error(e.to_string()),
+                Some(result) => Answer::of(result),
                 None => Answer::Error("the other stream's synopsis is missing".into()),
             }
         }
-        QuerySpec::Single(query) => match mine.estimate(query) {
-            Ok(e) => Answer::Estimate(e),
-            Err(e) => Answer::Error(e.to_string()),
-        },
+        QuerySpec::Single(query) => Answer::of(mine.estimate(query)),
     };
     crate::answer::query_line(s, &q.reg, window, Some(items), &answer)
 }

@@ -6,7 +6,7 @@
 use serde_json::Value as Json;
 
 use crate::api::time::format_timestamp;
-use crate::{Estimate, EstimateValue, Kind, Value};
+use crate::{Estimate, EstimateValue, Kind, SynopsisError, Value};
 
 /// What the answer is.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,8 +41,32 @@ pub enum Answer {
         /// count); none for a removed one.
         value: Option<f64>,
     },
+    /// The synopsis cannot answer yet (too few values: a DFT before its first complete basic
+    /// window, an empty quantile sketch), and what it still needs: `"estimate":null` and a
+    /// `"reason"`, so a continuous query is never silent and never an error for waiting.
+    NotYet(String),
     /// The request could not be carried out, and why.
     Error(String),
+}
+
+impl Answer {
+    /// The answer of an estimate: the estimate, a not-yet answer, or the error.
+    ///
+    /// ```
+    /// use saams::api::estimation::Answer;
+    /// use saams::{Kind, SynopsisError};
+    /// let waiting = Err(SynopsisError::NotYet { kind: Kind::Dft, reason: "no complete basic window yet".into() });
+    /// assert_eq!(Answer::of(waiting), Answer::NotYet("no complete basic window yet".into()));
+    /// let bad = Err(SynopsisError::BadQuery { kind: Kind::Kll, reason: "rank of NaN".into() });
+    /// assert!(matches!(Answer::of(bad), Answer::Error(_)));
+    /// ```
+    pub fn of(result: Result<Estimate, SynopsisError>) -> Answer {
+        match result {
+            Ok(e) => Answer::Estimate(e),
+            Err(SynopsisError::NotYet { reason, .. }) => Answer::NotYet(reason),
+            Err(e) => Answer::Error(e.to_string()),
+        }
+    }
 }
 
 /// One answer to one request.
@@ -386,6 +410,10 @@ impl EstimationRef<'_> {
                     push_number(&mut o, *x);
                 }
             }
+            Answer::NotYet(reason) => {
+                key(&mut o, b",\"estimate\":null,\"reason\":");
+                push_str_lit(&mut o, reason);
+            }
             Answer::Error(msg) => {
                 key(&mut o, b",\"error\":");
                 push_str_lit(&mut o, msg);
@@ -481,6 +509,9 @@ mod tests {
         let v = line(Answer::Pairs(vec![("A".into(), "B".into(), 0.75)]));
         assert_eq!(v["estimate"], serde_json::json!([["A", "B", 0.75]]));
         assert_eq!(line(Answer::Error("bad \"x\"".into()))["error"], "bad \"x\"");
+        let waiting = line(Answer::NotYet("no complete basic window yet".into()));
+        assert!(waiting["estimate"].is_null() && waiting.get("error").is_none());
+        assert_eq!(waiting["reason"], "no complete basic window yet");
         let v = line(Answer::Change { added: true, member: r#"["A","B"]"#.into(), value: Some(0.5) });
         assert_eq!(
             (v["change"].clone(), v["member"].clone(), v["estimate"].clone()),

@@ -90,9 +90,16 @@ pub struct Request {
     pub no_of_p: u32,
     /// What is asked.
     pub action: Action,
+    /// Fields of the request object outside the reference's request class, in the order given.
+    /// They are ignored (as Kafka Streams' and Flink's JSON readers ignore unknown fields); the
+    /// job counts them and names each once, and `--strict-requests` turns them into errors.
+    pub unknown_fields: Vec<String>,
 }
 
-const KNOWN_KEYS: [&str; 7] = ["streamID", "synopsisID", "dataSetKey", "param", "noOfP", "requestID", "uid"];
+/// The fields of the reference system's request class. `partition` is the reference's Kafka
+/// partition of the request (its router overwrites it): accepted and ignored.
+pub const KNOWN_FIELDS: [&str; 8] =
+    ["streamID", "synopsisID", "requestID", "dataSetKey", "param", "partition", "noOfP", "uid"];
 
 impl Request {
     /// Read one request object.
@@ -103,22 +110,23 @@ impl Request {
     ///     "param":["CountMin","price","NotQueryable",0.002,0.99,12345],"noOfP":4})).unwrap();
     /// assert_eq!(r.no_of_p, 4);
     /// assert!(matches!(r.action, Action::Construct { ref field, .. } if field == "price"));
-    /// assert!(Request::from_json(&serde_json::json!({"synopsisID":1,"param":[],"bogus":1})).is_err());
+    /// // The reference's `partition` is accepted; a field outside its request class is reported,
+    /// // not fatal.
+    /// let r = Request::from_json(&serde_json::json!({"synopsisID":2,"param":["HLL","price","NotQueryable",0.02],
+    ///     "partition":0,"bogus":1})).unwrap();
+    /// assert_eq!(r.unknown_fields, vec!["bogus".to_string()]);
+    /// assert!(Request::from_json(&serde_json::json!({"synopsisID":1,"param":[]})).is_err());
     /// ```
     ///
     /// # Errors
-    /// For a non-object, unknown keys, a missing or non-numeric `synopsisID`, a missing `param`
-    /// array, or a `param` array that fits no request form.
+    /// For a non-object, a missing or non-numeric `synopsisID`, a missing `param` array, or a
+    /// `param` array that fits no request form.
     pub fn from_json(json: &Json) -> Result<Request, RequestError> {
         let obj = match json.as_object() {
             Some(o) => o,
             None => return err(format!("a request must be a JSON object, got {}", short(json))),
         };
-        for k in obj.keys() {
-            if !KNOWN_KEYS.contains(&k.as_str()) {
-                return err(format!("unknown request field `{k}` (known: {})", KNOWN_KEYS.join(", ")));
-            }
-        }
+        let unknown_fields: Vec<String> = obj.keys().filter(|k| !KNOWN_FIELDS.contains(&k.as_str())).cloned().collect();
         let request_id = obj.get("requestID").cloned();
         let uid = obj.get("uid").cloned();
         let stream_id = text(obj, "streamID")?.unwrap_or_default();
@@ -144,7 +152,7 @@ impl Request {
                 n as u32
             }
         };
-        Ok(Request { request_id, uid, dataset_key, stream_id, synopsis_id, no_of_p, action })
+        Ok(Request { request_id, uid, dataset_key, stream_id, synopsis_id, no_of_p, action, unknown_fields })
     }
 }
 
@@ -219,7 +227,17 @@ fn parse_action(param: &[Json]) -> Result<Action, RequestError> {
         Some("ad-hoc" | "adhoc" | "ad_hoc") => QueryMode::AdHoc,
         _ => return err("a query needs its type after `Queryable`: `Continuous` (or `Continues`) or `Ad-hoc`"),
     };
-    Ok(Action::Query { field, args: param[..q - 1].to_vec(), mode })
+    Ok(Action::Query { field, args: query_args(&param[..q - 1]), mode })
+}
+
+/// The query arguments before the field, in the flat form (`[3, "countEstimation", field, …]`)
+/// or the reference's nested form for kinds 5–7 (`[[3, "CountEstimation"], field, …]`): a lone
+/// array is its elements.
+fn query_args(before_field: &[Json]) -> Vec<Json> {
+    match before_field {
+        [Json::Array(nested)] => nested.clone(),
+        flat => flat.to_vec(),
+    }
 }
 
 /// Read a requests text: a JSON array of requests, one request object per line, or one array
@@ -427,6 +445,59 @@ mod tests {
         let del2 =
             req(json!({"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["DELETE_REQUEST","price"]})).unwrap();
         assert_eq!(del2.action, Action::Delete { field: Some("price".into()) });
+    }
+
+    /// The reference's own example lines (docs/api.md), verbatim: `partition` accepted, query
+    /// argument and keyword nested at `param[0]` for kinds 5–7, keywords in any case.
+    #[test]
+    fn reference_example_lines_verbatim() {
+        let lines = [
+            (
+                r#"{"streamID":"EURTRY","synopsisID":5,"dataSetKey":"Forex","param":[[0.69196,"CountEstimation"],"price","Queryable","Continues"],"partition":0,"noOfP":4}"#,
+                Kind::LossyCounting,
+                QuerySpec::Single(Query::Count(Value::Num(0.69196))),
+            ),
+            (
+                r#"{"streamID":"EURTRY","synopsisID":5,"dataSetKey":"Forex","param":[[0.001,"FrequentItems"],"price","Queryable","Continues"],"partition":0,"noOfP":4}"#,
+                Kind::LossyCounting,
+                QuerySpec::Single(Query::FrequentItems { support: 0.001 }),
+            ),
+            (
+                r#"{"streamID":"EURTRY","synopsisID":6,"dataSetKey":"Forex","param":[[100,"isFrequent"],"price","Queryable","Continues"],"partition":0,"noOfP":4}"#,
+                Kind::StickySampling,
+                QuerySpec::Single(Query::IsFrequent(Value::Num(100.0))),
+            ),
+            (
+                r#"{"streamID":"EURTRY","synopsisID":7,"dataSetKey":"Forex","param":[[0,"L2norm"],"price","Queryable","Continues"],"partition":0,"noOfP":4}"#,
+                Kind::Ams,
+                QuerySpec::Single(Query::F2),
+            ),
+            (
+                r#"{"streamID":"EURTRY","synopsisID":7,"dataSetKey":"Forex","param":[["GBPUSD","innerProduct"],"price","Queryable","Ad-hoc"],"partition":0}"#,
+                Kind::Ams,
+                QuerySpec::PairWith { query: PairQuery::InnerProduct, other_stream: "GBPUSD".into() },
+            ),
+            (
+                r#"{"streamID":"EURTRY","synopsisID":6,"dataSetKey":"Forex","param":[[7,"frequentitems"],"price","Queryable","Ad-hoc"]}"#,
+                Kind::StickySampling,
+                QuerySpec::Single(Query::FrequentItems { support: 7.0 }),
+            ),
+        ];
+        for (line, kind, spec) in lines {
+            let r = req(serde_json::from_str(line).unwrap()).unwrap();
+            assert!(r.unknown_fields.is_empty(), "{line}");
+            let Action::Query { field, args, .. } = &r.action else { panic!("{line}: not a query") };
+            assert_eq!(field, "price");
+            assert_eq!(query_spec(kind, args).unwrap(), spec, "{line}");
+        }
+        let construct = req(json!({"streamID":"EURTRY","synopsisID":9,"dataSetKey":"Forex",
+            "param":["LSHsynopsis","price","NotQueryable",100,500,20],"partition":0,"noOfP":4,
+            "requestID":3,"uid":"u-1"}))
+        .unwrap();
+        assert!(matches!(construct.action, Action::Construct { ref params, .. } if params.len() == 3));
+        let extra =
+            req(json!({"synopsisID":1,"param":["CountMin","price","NotQueryable"],"tenant":"x","ts":1})).unwrap();
+        assert_eq!(extra.unknown_fields, vec!["tenant".to_string(), "ts".to_string()]);
     }
 
     #[test]

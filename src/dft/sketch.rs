@@ -583,7 +583,10 @@ impl Synopsis for Dft {
         match query {
             Query::Vector => {
                 if self.state.m == 0 {
-                    return Err(Self::bad_query("no complete basic window yet"));
+                    return Err(SynopsisError::NotYet {
+                        kind: Kind::Dft,
+                        reason: "no complete basic window yet".into(),
+                    });
                 }
                 let v = self.coefficients().into_iter().flat_map(|(r, i)| [r, i]).collect();
                 let dropped = if self.centered_energy().is_some() { self.dropped_energy() } else { 1.0 };
@@ -610,10 +613,13 @@ impl Synopsis for Dft {
         }
         let m = self.state.m;
         if m != other.state.m || 2 * self.coeffs >= m {
-            return Err(Self::bad_query(format!(
-                "windows of {m} and {} points: correlation needs equal windows longer than 2·#coefficients",
-                other.state.m
-            )));
+            return Err(SynopsisError::NotYet {
+                kind: Kind::Dft,
+                reason: format!(
+                    "windows of {m} and {} points: correlation needs equal windows longer than 2·#coefficients",
+                    other.state.m
+                ),
+            });
         }
         if self.centered_energy().is_none() || other.centered_energy().is_none() {
             return Err(Self::bad_query("a constant window has no correlation"));

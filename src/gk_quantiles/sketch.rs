@@ -337,7 +337,10 @@ impl Synopsis for GkQuantiles {
                     return Err(self.bad_query(format!("quantile must be in [0, 1], got {q}")));
                 }
                 if self.n == 0 {
-                    return Err(self.bad_query("no values summarized yet"));
+                    return Err(SynopsisError::NotYet {
+                        kind: Kind::GkQuantiles,
+                        reason: "no values summarized yet".into(),
+                    });
                 }
                 let (v, lo, hi) = quantile(&self.view(), self.n, *q);
                 Ok(Estimate::number(v, lo, hi, 1.0))
@@ -347,7 +350,10 @@ impl Synopsis for GkQuantiles {
                     return Err(self.bad_query("rank of NaN"));
                 }
                 if self.n == 0 {
-                    return Err(self.bad_query("no values summarized yet"));
+                    return Err(SynopsisError::NotYet {
+                        kind: Kind::GkQuantiles,
+                        reason: "no values summarized yet".into(),
+                    });
                 }
                 let (lo, hi) = rank_bounds(&self.view(), self.n, *x);
                 let n = self.n as f64;

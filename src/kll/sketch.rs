@@ -122,7 +122,7 @@ impl Kll {
     }
 
     fn empty(&self) -> SynopsisError {
-        SynopsisError::BadQuery { kind: Kind::Kll, reason: "the sketch is empty: no quantiles yet".into() }
+        SynopsisError::NotYet { kind: Kind::Kll, reason: "the sketch is empty: no quantiles yet".into() }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Lossy Counting (kind 5): frequencies of items and the frequent items of a stream, with a
 //! deterministic bound — every count is at most `εN` below the truth, and asking for the items
-//! above support `s` never misses one. Use it when the answer must not depend on luck; it merges
+//! above support `s > ε` never misses one (at `s = ε`, none whose count exceeds `εN`). Use it when the answer must not depend on luck; it merges
 //! without losing its bound, so per-worker partials combine exactly as well as one summary.
 //!
 //! ```

@@ -205,10 +205,13 @@ impl Synopsis for LossyCounting {
                 None => Estimate::number(0.0, 0.0, self.err as f64, 1.0),
             }),
             Query::FrequentItems { support } => {
+                // Items outside the table have true counts of at most εN, so every item whose count
+                // reaches sN is listed for s > ε; at s = ε (the reference's own example asks
+                // exactly that) every item above εN is. Below ε the answer would miss items.
                 let s = *support;
-                if !(s > self.epsilon && s <= 1.0) {
+                if !(s >= self.epsilon && s <= 1.0) {
                     return Err(self.bad_query(format!(
-                        "support must be in (epsilon = {}, 1] for a no-false-negative answer, got {s}",
+                        "support must be in [epsilon = {}, 1] for a no-false-negative answer, got {s}",
                         self.epsilon
                     )));
                 }

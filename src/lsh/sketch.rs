@@ -168,7 +168,7 @@ impl Lsh {
     /// The signature as `dims` bits packed little-endian into u64 words.
     ///
     /// # Errors
-    /// [`SynopsisError::BadQuery`] before the first value.
+    /// [`SynopsisError::NotYet`] before the first value.
     pub fn signature(&self) -> Result<Vec<u64>, SynopsisError> {
         Ok(self.signature_and_constancy()?.0)
     }
@@ -176,7 +176,7 @@ impl Lsh {
     fn signature_and_constancy(&self) -> Result<(Vec<u64>, bool), SynopsisError> {
         let m = self.buf.len();
         if m == 0 {
-            return Err(SynopsisError::BadQuery { kind: Kind::Lsh, reason: "no values yet".into() });
+            return Err(SynopsisError::NotYet { kind: Kind::Lsh, reason: "no values yet".into() });
         }
         let mean = self.buf.iter().sum::<f64>() / m as f64;
         let (a, b) = self.buf.as_slices();
@@ -206,7 +206,7 @@ impl Lsh {
     /// ```
     ///
     /// # Errors
-    /// [`SynopsisError::BadQuery`] before the first value.
+    /// [`SynopsisError::NotYet`] before the first value.
     pub fn band_keys(&self) -> Result<Vec<u64>, SynopsisError> {
         let sig = self.signature()?;
         let rows = self.rows_per_band();

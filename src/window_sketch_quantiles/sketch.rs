@@ -379,7 +379,10 @@ impl Synopsis for WindowSketchQuantiles {
                     return Err(self.bad_query(format!("quantile must be in [0, 1], got {q}")));
                 }
                 if live == 0 {
-                    return Err(self.bad_query("the window is empty"));
+                    return Err(SynopsisError::NotYet {
+                        kind: Kind::WindowSketchQuantiles,
+                        reason: "the window is empty".into(),
+                    });
                 }
                 let cur = self.sorted_cur();
                 let mut cand: Vec<f64> = self.blocks.iter().flat_map(|b| b.vals.iter().copied()).collect();
@@ -399,7 +402,10 @@ impl Synopsis for WindowSketchQuantiles {
                     return Err(self.bad_query("rank of NaN"));
                 }
                 if live == 0 {
-                    return Err(self.bad_query("the window is empty"));
+                    return Err(SynopsisError::NotYet {
+                        kind: Kind::WindowSketchQuantiles,
+                        reason: "the window is empty".into(),
+                    });
                 }
                 let (l, h) = self.bounds(&self.sorted_cur(), *x);
                 let n = live as f64;

@@ -123,7 +123,7 @@ fn pair_refusals() {
     for i in 0..50 {
         b.update(Datum::Num(f64::from(i).cos()));
     }
-    assert!(matches!(a.estimate_pair(&b, &PairQuery::Correlation), Err(SynopsisError::BadQuery { .. })));
+    assert!(matches!(a.estimate_pair(&b, &PairQuery::Correlation), Err(SynopsisError::NotYet { .. })));
     assert!(matches!(a.estimate_pair(&b, &PairQuery::Similarity), Err(SynopsisError::UnsupportedQuery { .. })));
     let cpc = saams::cpc::Cpc::new(11).unwrap();
     assert!(matches!(a.estimate_pair(&cpc, &PairQuery::Correlation), Err(SynopsisError::Incompatible { .. })));

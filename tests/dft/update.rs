@@ -74,7 +74,7 @@ fn intervals_take_the_last_value_and_carry_gaps_forward() {
 #[test]
 fn queries_and_errors() {
     let mut s = Dft::new(1.0, 4, 16, 2).unwrap();
-    assert!(matches!(s.estimate(&Query::Vector), Err(SynopsisError::BadQuery { .. })));
+    assert!(matches!(s.estimate(&Query::Vector), Err(SynopsisError::NotYet { .. })));
     assert!(matches!(s.estimate(&Query::Distinct), Err(SynopsisError::UnsupportedQuery { .. })));
     for _ in 0..4 {
         s.update(Datum::Num(3.0));

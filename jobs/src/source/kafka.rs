@@ -1126,7 +1126,9 @@ impl KafkaTupleSource {
 
 /// The requests topic as every worker reads it: all partitions, each worker its own consumer, no
 /// commits (requests are few; every worker must see all of them to keep the same registry).
-/// Starts from `opts.from`; `committed` behaves as `earliest` since this consumer never commits.
+/// Always starts from the beginning of the topic, whatever `opts.from` says of the data topic:
+/// requests are a log of commands, and a job that skipped the constructs before its start would
+/// hold no synopses (as a Kafka Streams application restores its state from the changelog start).
 pub struct KafkaBroadcastSource {
     reader: PartitionReader,
 }
@@ -1138,11 +1140,7 @@ impl KafkaBroadcastSource {
     /// As [`KafkaTupleSource::new`].
     pub fn new(opts: &KafkaOptions, topic: &str, worker_index: usize) -> Result<Self, AdapterError> {
         let client_id = format!("saams-{}-requests-w{worker_index}", opts.group_id);
-        let from = match opts.from {
-            StartFrom::Committed => StartFrom::Earliest,
-            other => other,
-        };
-        let reader = PartitionReader::open(opts, topic, &client_id, from, |all| Ok(all.to_vec()))?;
+        let reader = PartitionReader::open(opts, topic, &client_id, StartFrom::Earliest, |all| Ok(all.to_vec()))?;
         Ok(KafkaBroadcastSource { reader })
     }
 
@@ -1232,7 +1230,8 @@ pub struct KafkaArgs {
     #[arg(long = "group-id", default_value = "saams")]
     pub group_id: String,
     /// Where to start reading the data topic: earliest, latest or committed (committed falls back
-    /// to earliest for partitions without a committed offset).
+    /// to earliest for partitions without a committed offset). The request topic is always read
+    /// from its start: requests are a log of commands.
     #[arg(long, default_value = "committed")]
     pub from: StartFrom,
     /// Stop, closing all windows, once no new record arrived for this long (e.g. 3s); without it
