@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use saams::ams::Ams;
 use saams::codec::{decode_envelope, encode_envelope};
@@ -86,10 +84,6 @@ fn inconsistent_payloads_are_refused() {
     }
 }
 
-fn golden(case: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/ams_v1_{case}.bin"))
-}
-
 fn golden_cases() -> Vec<(&'static str, Ams)> {
     vec![
         ("empty", Ams::new(3, 64, saams::ams::DEFAULT_SEED).unwrap()),
@@ -100,16 +94,7 @@ fn golden_cases() -> Vec<(&'static str, Ams)> {
 #[test]
 fn golden_files_match_this_build() {
     for (case, a) in golden_cases() {
-        let bytes = std::fs::read(golden(case)).unwrap();
-        assert_eq!(bytes, a.encode(), "{case}");
+        common::assert_golden(&format!("ams_v1_{case}.bin"), &a.encode());
         assert_eq!(roundtrip(&a), a);
-    }
-}
-
-#[test]
-#[ignore = "writes the golden files; run with `-- --ignored bless`"]
-fn bless() {
-    for (case, a) in golden_cases() {
-        std::fs::write(golden(case), a.encode()).unwrap();
     }
 }

@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use saams::bloom_filter::BloomFilter;
 use saams::codec::{decode_envelope, encode_envelope};
@@ -82,10 +80,6 @@ fn inconsistent_payloads_are_refused() {
     }
 }
 
-fn golden(case: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/bloom_filter_v1_{case}.bin"))
-}
-
 fn golden_cases() -> Vec<(&'static str, BloomFilter)> {
     let zipf = common::zipf_stream(1000, 10_000, 1.1, 42);
     let mut full = BloomFilter::with_capacity(400, 0.01).unwrap();
@@ -98,16 +92,7 @@ fn golden_cases() -> Vec<(&'static str, BloomFilter)> {
 #[test]
 fn golden_files_match_this_build() {
     for (case, f) in golden_cases() {
-        let bytes = std::fs::read(golden(case)).unwrap();
-        assert_eq!(bytes, f.encode(), "{case}");
+        common::assert_golden(&format!("bloom_filter_v1_{case}.bin"), &f.encode());
         assert_eq!(roundtrip(&f), f);
-    }
-}
-
-#[test]
-#[ignore = "writes the golden files; run with `-- --ignored bless`"]
-fn bless() {
-    for (case, f) in golden_cases() {
-        std::fs::write(golden(case), f.encode()).unwrap();
     }
 }

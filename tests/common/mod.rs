@@ -71,3 +71,22 @@ pub fn assert_every_flip_and_truncation_fails(bytes: &[u8]) {
         assert!(saams::registry::decode(&bytes[..i]).is_err(), "truncation to {i} bytes was accepted");
     }
 }
+
+/// The committed golden file `tests/golden/<file>` holds exactly `bytes`: what this build writes
+/// for the same stream, so neither a kind's byte layout nor its hashing or update rule can change
+/// unnoticed (the round trip of every golden file alone would not see a new hash).
+///
+/// Blessing is a separate, explicit command — `SAAMS_BLESS_GOLDEN=1 cargo test --release -p saams`
+/// writes the files instead of comparing — and never happens under `cargo test -- --ignored`.
+/// A new format version adds files; it never rewrites old ones.
+pub fn assert_golden(file: &str, bytes: &[u8]) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(file);
+    if std::env::var_os("SAAMS_BLESS_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("bless {}: {e}", path.display()));
+        return;
+    }
+    let golden = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!("{}: {e} (write it with SAAMS_BLESS_GOLDEN=1 cargo test --release -p saams)", path.display())
+    });
+    assert!(golden == bytes, "{file}: this build writes other bytes than the committed golden file");
+}

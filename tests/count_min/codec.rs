@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use saams::codec::{decode_envelope, encode_envelope};
 use saams::count_min::CountMin;
@@ -81,10 +79,6 @@ fn inconsistent_payloads_are_refused() {
     assert!(rewrap(&[1e-9, 0.9], payload).is_err());
 }
 
-fn golden(case: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/count_min_v1_{case}.bin"))
-}
-
 fn golden_cases() -> Vec<(&'static str, CountMin)> {
     vec![
         ("empty", CountMin::with_accuracy(0.05, 0.9, 12345).unwrap()),
@@ -97,17 +91,7 @@ fn golden_cases() -> Vec<(&'static str, CountMin)> {
 #[test]
 fn golden_files_match_this_build() {
     for (case, cm) in golden_cases() {
-        let bytes = std::fs::read(golden(case)).unwrap();
-        assert_eq!(bytes, cm.encode(), "{case}");
+        common::assert_golden(&format!("count_min_v1_{case}.bin"), &cm.encode());
         assert_eq!(roundtrip(&cm), cm);
-    }
-}
-
-#[test]
-#[ignore = "writes the golden files; run with `-- --ignored bless`"]
-fn bless() {
-    for (case, cm) in golden_cases() {
-        std::fs::create_dir_all(golden(case).parent().unwrap()).unwrap();
-        std::fs::write(golden(case), cm.encode()).unwrap();
     }
 }

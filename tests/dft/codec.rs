@@ -1,3 +1,4 @@
+use crate::common;
 use proptest::prelude::*;
 use saams::codec::{decode_envelope, encode_envelope};
 use saams::dft::Dft;
@@ -72,10 +73,13 @@ proptest! {
     }
 }
 
+/// What this build writes for the golden streams is exactly the committed bytes.
 #[test]
-#[ignore]
-fn bless() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    std::fs::write(dir.join("dft_v1_empty.bin"), Dft::new(1.0, 500, 2000, 8).unwrap().encode()).unwrap();
-    std::fs::write(dir.join("dft_v1_walk100.bin"), walk_dft(100).encode()).unwrap();
+fn golden_files_match_this_build() {
+    for (file, bytes) in [
+        ("dft_v1_empty.bin", Dft::new(1.0, 500, 2000, 8).unwrap().encode()),
+        ("dft_v1_walk100.bin", walk_dft(100).encode()),
+    ] {
+        common::assert_golden(file, &bytes);
+    }
 }

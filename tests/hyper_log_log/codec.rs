@@ -1,5 +1,3 @@
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use saams::codec::{decode_envelope, encode_envelope};
 use saams::hyper_log_log::HyperLogLog;
@@ -76,10 +74,6 @@ fn inconsistent_payloads_are_refused() {
     assert!(rewrap(&[f64::NAN], payload).is_err());
 }
 
-fn golden(case: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/golden/hyper_log_log_v1_{case}.bin"))
-}
-
 fn golden_cases() -> Vec<(&'static str, HyperLogLog)> {
     let zipf = common::zipf_stream(1000, 10_000, 1.1, 42);
     let mut seeded = HyperLogLog::with_rsd(0.1).unwrap();
@@ -92,16 +86,7 @@ fn golden_cases() -> Vec<(&'static str, HyperLogLog)> {
 #[test]
 fn golden_files_match_this_build() {
     for (case, h) in golden_cases() {
-        let bytes = std::fs::read(golden(case)).unwrap();
-        assert_eq!(bytes, h.encode(), "{case}");
+        common::assert_golden(&format!("hyper_log_log_v1_{case}.bin"), &h.encode());
         assert_eq!(roundtrip(&h), h);
-    }
-}
-
-#[test]
-#[ignore = "writes the golden files; run with `-- --ignored bless`"]
-fn bless() {
-    for (case, h) in golden_cases() {
-        std::fs::write(golden(case), h.encode()).unwrap();
     }
 }

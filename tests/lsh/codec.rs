@@ -1,3 +1,4 @@
+use crate::common;
 use proptest::prelude::*;
 use saams::codec::{decode_envelope, encode_envelope};
 use saams::lsh::Lsh;
@@ -52,10 +53,13 @@ proptest! {
     }
 }
 
+/// What this build writes for the golden streams is exactly the committed bytes.
 #[test]
-#[ignore]
-fn bless() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    std::fs::write(dir.join("lsh_v1_empty.bin"), Lsh::new(100, 500, 20, 12345).unwrap().encode()).unwrap();
-    std::fs::write(dir.join("lsh_v1_sine40.bin"), sample(40).encode()).unwrap();
+fn golden_files_match_this_build() {
+    for (file, bytes) in [
+        ("lsh_v1_empty.bin", Lsh::new(100, 500, 20, 12345).unwrap().encode()),
+        ("lsh_v1_sine40.bin", sample(40).encode()),
+    ] {
+        common::assert_golden(file, &bytes);
+    }
 }

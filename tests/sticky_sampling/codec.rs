@@ -1,3 +1,4 @@
+use crate::common;
 use proptest::prelude::*;
 use saams::codec::{decode_envelope, encode_envelope};
 use saams::registry::decode;
@@ -69,14 +70,12 @@ proptest! {
     }
 }
 
+/// What this build writes for the golden streams is exactly the committed bytes.
 #[test]
-#[ignore]
-fn bless_golden() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    std::fs::create_dir_all(&dir).unwrap();
+fn golden_files_match_this_build() {
     let empty = StickySampling::with_accuracy(0.001, 1e-4, 0.001, saams::sticky_sampling::DEFAULT_SEED).unwrap();
-    std::fs::write(dir.join("sticky_sampling_v1_empty.bin"), empty.encode()).unwrap();
+    common::assert_golden("sticky_sampling_v1_empty.bin", &empty.encode());
     let mut ss = build((0.05, 0.01, 0.05), 1000, &zipf_values(1000, 1000, 1000));
     ss.update(Datum::Str("golden"));
-    std::fs::write(dir.join("sticky_sampling_v1_zipf1000.bin"), ss.encode()).unwrap();
+    common::assert_golden("sticky_sampling_v1_zipf1000.bin", &ss.encode());
 }

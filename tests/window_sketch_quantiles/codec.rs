@@ -1,3 +1,4 @@
+use crate::common;
 use proptest::prelude::*;
 use saams::codec::{decode_envelope, encode_envelope};
 use saams::registry::decode;
@@ -62,13 +63,13 @@ proptest! {
     }
 }
 
+/// What this build writes for the golden streams is exactly the committed bytes.
 #[test]
-#[ignore]
-fn bless_golden() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    std::fs::create_dir_all(&dir).unwrap();
-    let empty = WindowSketchQuantiles::with_accuracy(0.01, 40_000).unwrap();
-    std::fs::write(dir.join("window_sketch_quantiles_v1_empty.bin"), empty.encode()).unwrap();
-    std::fs::write(dir.join("window_sketch_quantiles_v1_zipf1000.bin"), build(0.05, 500, &zipf(1000, 1000)).encode())
-        .unwrap();
+fn golden_files_match_this_build() {
+    for (file, bytes) in [
+        ("window_sketch_quantiles_v1_empty.bin", WindowSketchQuantiles::with_accuracy(0.01, 40_000).unwrap().encode()),
+        ("window_sketch_quantiles_v1_zipf1000.bin", build(0.05, 500, &zipf(1000, 1000)).encode()),
+    ] {
+        common::assert_golden(file, &bytes);
+    }
 }
