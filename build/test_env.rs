@@ -13,14 +13,12 @@
 //   A broker declared but not listening is a test failure, not a skip.
 //
 // Cargo reruns the script when those variables change or the data folder changes.
-
-fn emit_test_environment(workspace_root: &std::path::Path) {
+//
+// `kafka`: whether this crate has broker tests (only those crates rebuild when the broker
+// variables change).
+fn emit_test_environment(workspace_root: &std::path::Path, kafka: bool) {
     println!("cargo::rustc-check-cfg=cfg(saams_no_datasets)");
-    println!("cargo::rustc-check-cfg=cfg(saams_no_kafka)");
-    println!("cargo::rustc-check-cfg=cfg(saams_no_durable_kafka)");
-    for var in ["SAAMS_DATASETS", "SAAMS_KAFKA_BROKERS", "SAAMS_KAFKA_DURABLE_BROKERS"] {
-        println!("cargo::rerun-if-env-changed={var}");
-    }
+    println!("cargo::rerun-if-env-changed=SAAMS_DATASETS");
     let datasets = match std::env::var_os("SAAMS_DATASETS") {
         Some(dir) if !dir.is_empty() => workspace_root.join(dir),
         _ => workspace_root.join("../shared/datasets"),
@@ -35,6 +33,13 @@ fn emit_test_environment(workspace_root: &std::path::Path) {
         println!("cargo::rustc-cfg=saams_no_datasets");
     }
     println!("cargo::rustc-env=SAAMS_DATASETS_DIR={}", datasets.display());
+    if !kafka {
+        return;
+    }
+    println!("cargo::rustc-check-cfg=cfg(saams_no_kafka)");
+    println!("cargo::rustc-check-cfg=cfg(saams_no_durable_kafka)");
+    println!("cargo::rerun-if-env-changed=SAAMS_KAFKA_BROKERS");
+    println!("cargo::rerun-if-env-changed=SAAMS_KAFKA_DURABLE_BROKERS");
     if std::env::var_os("SAAMS_KAFKA_BROKERS").is_none_or(|v| v.is_empty()) {
         println!("cargo::rustc-cfg=saams_no_kafka");
     }

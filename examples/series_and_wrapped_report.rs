@@ -30,7 +30,7 @@ fn pearson(x: &[f64], y: &[f64]) -> f64 {
 }
 
 fn quotes(file: &str, offset_h: i64) -> Vec<(i64, f64)> {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/stocks/tick").join(file);
+    let path = std::path::PathBuf::from(env!("SAAMS_DATASETS_DIR")).join("stocks/tick").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .skip(1)

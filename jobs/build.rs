@@ -2,5 +2,5 @@
 include!("../build/test_env.rs");
 
 fn main() {
-    emit_test_environment(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    emit_test_environment(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".."), true);
 }

@@ -8,7 +8,7 @@ use saams_datasets::jsonl::write_reference_json;
 use saams_datasets::{Format, LineContext};
 
 fn lines(relative: &str, n: usize) -> (PathBuf, Vec<String>) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets").join(relative);
+    let path = PathBuf::from(env!("SAAMS_DATASETS_DIR")).join(relative);
     let text = std::fs::read_to_string(&path).expect("shared dataset present");
     (path, text.lines().take(n).map(str::to_string).collect())
 }

@@ -43,11 +43,16 @@ pub struct TupleReader {
 /// `format = None` each file's format is detected from its name and first line.
 ///
 /// ```
-/// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/datasets/stocks/minute");
-/// let mut r = saams_datasets::read_path(dir.as_ref(), None).unwrap();
-/// let first = r.next().unwrap().unwrap();
-/// assert_eq!((first.dataset_key.as_str(), first.stream_id.as_str()), ("crypto_coinbase", "BTCEUR"));
+/// let dir = std::env::temp_dir().join(format!("saams-doc-read-path-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// std::fs::write(dir.join("b.jsonl"), r#"{"streamID":"IBM","dataSetKey":"NYSE","price":1}"#).unwrap();
+/// std::fs::write(dir.join("a.jsonl"), r#"{"streamID":"BTCEUR","dataSetKey":"crypto","price":2}"#).unwrap();
+/// let mut r = saams_datasets::read_path(&dir, None).unwrap();
+/// let first = r.next().unwrap().unwrap(); // files in sorted path order
+/// assert_eq!((first.dataset_key.as_str(), first.stream_id.as_str()), ("crypto", "BTCEUR"));
+/// assert_eq!(r.count(), 1);
 /// assert!(saams_datasets::read_path("/no/such/path".as_ref(), None).is_err());
+/// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 ///
 /// # Errors
@@ -75,11 +80,14 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<TupleReader, Par
 /// line, and skipped wherever they fall.
 ///
 /// ```
-/// let spy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/datasets/stocks/minute/future_cme_ES_201403_minute_trade.csv");
-/// let counts: Vec<usize> = (0..3).map(|w| saams_datasets::read_share(spy.as_ref(), None, w, 3).unwrap().count()).collect();
+/// let file = std::env::temp_dir().join(format!("saams-doc-read-share-{}.jsonl", std::process::id()));
+/// let lines: String = (0..1044).map(|i| format!("{{\"streamID\":\"ES\",\"dataSetKey\":\"cme\",\"price\":{i}}}\n")).collect();
+/// std::fs::write(&file, lines).unwrap();
+/// let counts: Vec<usize> = (0..3).map(|w| saams_datasets::read_share(&file, None, w, 3).unwrap().count()).collect();
 /// assert_eq!(counts.iter().sum::<usize>(), 1_044);
 /// assert!(counts.iter().all(|&c| c > 300));
-/// assert!(saams_datasets::read_share(spy.as_ref(), None, 3, 3).is_err());
+/// assert!(saams_datasets::read_share(&file, None, 3, 3).is_err());
+/// # std::fs::remove_file(&file).unwrap();
 /// ```
 ///
 /// # Errors
@@ -408,10 +416,17 @@ impl Iterator for MergedReader {
 /// file must be in event-time order, as the shared datasets are). Opens all files together.
 ///
 /// ```
-/// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/datasets/stocks/minute");
-/// let times: Vec<i64> = saams_datasets::read_path_merged(dir.as_ref(), None).unwrap().map(|t| t.unwrap().time_ms.unwrap()).collect();
-/// assert_eq!(times.len(), 14_936);
-/// assert!(times.windows(2).all(|w| w[0] <= w[1]));
+/// let dir = std::env::temp_dir().join(format!("saams-doc-merged-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// for (name, seconds) in [("a.jsonl", [1, 4, 6]), ("b.jsonl", [2, 3, 5])] {
+///     let lines: String = seconds.iter().map(|s| format!(
+///         "{{\"streamID\":\"{name}\",\"dataSetKey\":\"d\",\"date\":\"01/02/2019\",\"time\":\"00:00:0{s}\",\"price\":1}}\n")).collect();
+///     std::fs::write(dir.join(name), lines).unwrap();
+/// }
+/// let times: Vec<i64> = saams_datasets::read_path_merged(&dir, None).unwrap().map(|t| t.unwrap().time_ms.unwrap()).collect();
+/// assert_eq!(times.len(), 6);
+/// assert!(times.windows(2).all(|w| w[0] < w[1]));
+/// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
 ///
 /// # Errors

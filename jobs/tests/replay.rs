@@ -113,3 +113,42 @@ fn merge_replays_a_directory_in_event_time_order() {
     assert_eq!((times.len(), summary(&err)["malformed"]), (14_936, 0.0));
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
 }
+
+#[test]
+fn output_dash_writes_to_stdout_not_a_file_named_dash() {
+    let dir = scratch("dash");
+    let out = Command::new(env!("CARGO_BIN_EXE_replay"))
+        .args(["--generate", "stocks:2:5", "--output", "-", "--progress", "none"])
+        .current_dir(&dir)
+        .output()
+        .expect("run replay");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 10);
+    assert!(stdout.lines().all(|l| Tuple::from_json(l).is_ok()));
+    assert!(!dir.join("-").exists(), "a file named `-` was created");
+}
+
+/// Each binary's `--help` starts with what that binary does (they once all showed the package's
+/// one-line description).
+#[test]
+fn every_binary_describes_itself() {
+    let mut firsts = Vec::new();
+    for (bin, word) in [
+        (env!("CARGO_BIN_EXE_saams"), "synopses"),
+        (env!("CARGO_BIN_EXE_replay"), "Replay"),
+        (env!("CARGO_BIN_EXE_experiment"), "experiments"),
+        (env!("CARGO_BIN_EXE_accuracy"), "error"),
+        (env!("CARGO_BIN_EXE_monitor-sim"), "monitoring"),
+    ] {
+        let out = Command::new(bin).arg("--help").output().expect("run --help");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let first = text.lines().next().unwrap_or_default().to_string();
+        assert!(first.contains(word), "{bin}: {first:?}");
+        assert!(!first.contains("The saams binaries"), "{bin} shows the package description: {first:?}");
+        firsts.push(first);
+    }
+    firsts.sort();
+    firsts.dedup();
+    assert_eq!(firsts.len(), 5);
+}

@@ -22,7 +22,7 @@ use serde_json::json;
 
 /// Measured error vs promised bound, per synopsis kind, on the shared real data.
 #[derive(Parser, Debug)]
-#[command(version, about)]
+#[command(name = "accuracy", version)]
 struct Args {
     /// Folder with the shared sample data (`stocks/`, `ais/`).
     #[arg(long, default_value = "../shared/datasets")]

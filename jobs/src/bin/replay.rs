@@ -74,7 +74,7 @@ struct Args {
     #[arg(long)]
     merge: bool,
 
-    /// Write to this file instead of stdout.
+    /// Write to this file instead of stdout (`-` = stdout).
     #[arg(long, short)]
     output: Option<PathBuf>,
 
@@ -336,7 +336,7 @@ fn run(args: &Args) -> Result<(), String> {
     let mut pacer = Pacer::new(pace)?;
     let mut sink: Box<dyn Sink> = match (&args.output, &args.brokers, &args.topic) {
         (_, Some(brokers), Some(topic)) => Box::new(KafkaSink::open(args, brokers, topic)?),
-        (Some(path), _, _) => {
+        (Some(path), _, _) if path.as_os_str() != "-" => {
             let f = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
             Box::new(LineSink { out: BufWriter::with_capacity(1 << 16, f) })
         }
