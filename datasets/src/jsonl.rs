@@ -153,10 +153,80 @@ pub fn convert_to_json_lines(
 /// # Errors
 /// As [`Tuple::from_json`].
 pub fn parse_json_tuple(line: &str) -> Result<Tuple, saams::api::TupleError> {
-    match parse_flat(line) {
+    match parse_reference(line).or_else(|| parse_flat(line)) {
         Some(t) => Ok(t),
         None => Tuple::from_json(line),
     }
+}
+
+/// `i` past `literal` if `b[i..]` starts with it.
+#[inline]
+fn expect(b: &[u8], i: usize, literal: &[u8]) -> Option<usize> {
+    b.get(i..)?.starts_with(literal).then_some(i + literal.len())
+}
+
+/// A string without escapes at `s[i]` (which must be its opening quote).
+#[inline]
+fn string_at(s: &str, i: usize) -> Option<(&str, usize)> {
+    if s.as_bytes().get(i) != Some(&b'"') {
+        return None;
+    }
+    flat_string(s, i)
+}
+
+/// The first fast path: a line exactly as [`write_reference_json`] (and the reference system)
+/// writes it, `{"streamID":"…","objectID":null,"dataSetKey":"…","date":"…","time":"…",` then
+/// value fields, no whitespace. The fixed part is matched as literals, so only the value fields'
+/// keys are looked at; any difference (key order, spaces, a reserved key among the values) gives
+/// `None` and [`parse_flat`] decides. Same tuple as [`parse_flat`] wherever both succeed.
+fn parse_reference(line: &str) -> Option<Tuple> {
+    let b = line.as_bytes();
+    let i = expect(b, 0, b"{\"streamID\":")?;
+    let (stream_id, i) = string_at(line, i)?;
+    let i = expect(b, i, b",\"objectID\":null,\"dataSetKey\":")?;
+    let (dataset_key, i) = string_at(line, i)?;
+    let i = expect(b, i, b",\"date\":")?;
+    let (date, i) = string_at(line, i)?;
+    let i = expect(b, i, b",\"time\":")?;
+    let (time, mut i) = string_at(line, i)?;
+    let time_ms = crate::fields::date_days(date.trim())? * 86_400_000 + crate::fields::time_of_day_ms(time.trim())?;
+    let mut fields: Vec<(String, Value)> = Vec::with_capacity(2);
+    loop {
+        match b.get(i)? {
+            b'}' => break,
+            b',' => i += 1,
+            _ => return None,
+        }
+        let (key, j) = string_at(line, i)?;
+        i = expect(b, j, b":")?;
+        if classify(key.as_bytes()) != Key::Field || fields.iter().any(|(k, _)| k == key) {
+            return None;
+        }
+        match b.get(i)? {
+            b'"' => {
+                let (v, j) = flat_string(line, i)?;
+                fields.push((key.to_string(), Value::Str(v.to_string())));
+                i = j;
+            }
+            b'-' | b'0'..=b'9' => {
+                let (v, j) = flat_number(line, i)?;
+                let x = crate::fields::parse_f64(v).filter(|x| x.is_finite())?;
+                fields.push((key.to_string(), Value::Num(x)));
+                i = j;
+            }
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            _ => return None,
+        }
+    }
+    if skip_ws(b, i + 1) != b.len() {
+        return None;
+    }
+    Some(Tuple {
+        stream_id: stream_id.to_string(),
+        dataset_key: dataset_key.to_string(),
+        time_ms: Some(time_ms),
+        fields,
+    })
 }
 
 /// A flat JSON value: a string without escapes, a number (its text), or null.
