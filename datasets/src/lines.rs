@@ -40,6 +40,8 @@ pub struct LineReader<R> {
     /// start. The rest of `raw` is room for the next read.
     raw: Vec<u8>,
     filled: usize,
+    /// The size `raw` is grown to: from [`FIRST_BLOCK`], doubling up to [`BLOCK`].
+    block: usize,
     /// The invalid line handed out last.
     bad: Vec<u8>,
     eof: bool,
@@ -49,6 +51,9 @@ pub struct LineReader<R> {
 /// the next block) vanishes next to the lines' parsing.
 const BLOCK: usize = 1 << 20;
 
+/// The first block's size.
+const FIRST_BLOCK: usize = 1 << 16;
+
 /// What [`LineReader::prepare`] found.
 enum Next {
     Text,
@@ -56,14 +61,15 @@ enum Next {
 }
 
 impl<R: Read> LineReader<R> {
-    /// Lines of `inner`, read in blocks of 1 MiB (more for longer lines).
+    /// Lines of `inner`, read in blocks growing from 64 KiB to 1 MiB (more for longer lines).
     pub fn new(inner: R) -> LineReader<R> {
         LineReader {
             inner,
-            text: String::with_capacity(BLOCK),
+            text: String::new(),
             pos: 0,
             raw: Vec::new(),
             filled: 0,
+            block: FIRST_BLOCK,
             bad: Vec::new(),
             eof: false,
         }
@@ -156,9 +162,12 @@ impl<R: Read> LineReader<R> {
     /// Read more input after `raw[..filled]` (growing `raw` when it is full; a read fills what a
     /// file or pipe has, never waiting for more); sets `eof` at the end of the input.
     fn read_more(&mut self) -> io::Result<()> {
-        if self.raw.len() < BLOCK.max(2 * self.filled) {
+        let want = self.block.max(2 * self.filled);
+        if self.raw.len() < want {
             // Once per block (or per doubling for a long line), not per read.
-            self.raw.resize(BLOCK.max(2 * self.filled), 0);
+            self.raw.resize(want, 0);
+            // Small inputs (a short byte range, a few lines) never pay for a whole block.
+            self.block = (2 * self.block).min(BLOCK);
         }
         loop {
             match self.inner.read(&mut self.raw[self.filled..]) {

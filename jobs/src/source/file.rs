@@ -221,3 +221,54 @@ impl UnitReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Line number and stream id (or the bad line and message) of each item.
+    type Item = (u64, Result<String, (String, String)>);
+
+    fn drain(r: &mut UnitReader) -> Vec<Item> {
+        std::iter::from_fn(|| r.next_tuple()).map(|(n, p)| (n, p.map(|t| t.stream_id))).collect()
+    }
+
+    #[test]
+    fn bad_lines_keep_their_numbers_and_messages() {
+        let text: &[u8] = b"{\"streamID\":\"A\",\"dataSetKey\":\"D\",\"price\":1}\n\n\xff\xfe\n{\"streamID\":\"B\"}\r\n{\"streamID\":\"C\",\"dataSetKey\":\"D\"}";
+        let mut r = UnitReader::from_reader(Format::JsonLines, "mem", None, Box::new(text)).unwrap();
+        let got = drain(&mut r);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], (1, Ok("A".to_string())));
+        assert_eq!(got[1], (3, Err((String::new(), NOT_UTF8.to_string()))));
+        assert_eq!(got[2], (4, Err((r#"{"streamID":"B"}"#.to_string(), "missing `dataSetKey`".to_string()))));
+        assert_eq!(got[3], (5, Ok("C".to_string())));
+    }
+
+    #[test]
+    fn byte_ranges_partition_the_lines() {
+        let dir = std::env::temp_dir().join(format!("saams-file-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ticks.jsonl");
+        let mut text = String::new();
+        for i in 0..5000 {
+            // Lines of varying length, so range ends fall everywhere in a line.
+            let pad = "x".repeat(i % 37);
+            text.push_str(&format!("{{\"streamID\":\"S{i}\",\"dataSetKey\":\"D{pad}\",\"price\":{i}}}\n"));
+        }
+        std::fs::write(&path, &text).unwrap();
+        let whole = expand_inputs(&[path.display().to_string()], None, 0).unwrap();
+        let expected: Vec<String> =
+            drain(&mut UnitReader::open(&whole[0]).unwrap()).into_iter().map(|(_, t)| t.unwrap()).collect();
+        assert_eq!(expected.len(), 5000);
+        for chunk in [61, 4096, 100_000] {
+            let units = expand_inputs(&[path.display().to_string()], None, chunk).unwrap();
+            let mut got = Vec::new();
+            for u in &units {
+                got.extend(drain(&mut UnitReader::open(u).unwrap()).into_iter().map(|(_, t)| t.unwrap()));
+            }
+            assert_eq!(got, expected, "chunk {chunk}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
