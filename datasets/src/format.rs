@@ -291,7 +291,11 @@ impl LineContext {
             end -= 1;
         }
         let line = strip_boms(&line[..end]);
-        if line.trim().is_empty() || self.is_header(line) {
+        // Blank (whitespace only)? A first byte that is a letter, digit or ASCII punctuation says
+        // no without the Unicode-aware trim.
+        let plain = |c: &u8| c.is_ascii_alphanumeric() || c.is_ascii_punctuation();
+        let blank = !line.as_bytes().first().is_some_and(plain) && line.trim().is_empty();
+        if blank || self.is_header(line) {
             return Ok(None);
         }
         let result = match self.format {

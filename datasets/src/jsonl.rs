@@ -159,10 +159,19 @@ pub fn parse_json_tuple(line: &str) -> Result<Tuple, saams::api::TupleError> {
     }
 }
 
-/// `i` past `literal` if `b[i..]` starts with it.
+/// `i` past `literal` if `b[i..]` starts with it (a compare of known length, inlined rather than
+/// a call to `memcmp`).
 #[inline]
-fn expect(b: &[u8], i: usize, literal: &[u8]) -> Option<usize> {
-    b.get(i..)?.starts_with(literal).then_some(i + literal.len())
+fn expect<const N: usize>(b: &[u8], i: usize, literal: &[u8; N]) -> Option<usize> {
+    (b.get(i..i.checked_add(N)?)? == literal).then_some(i + N)
+}
+
+/// `s` trimmed of whitespace, looking only at its ends when they are plainly not whitespace
+/// (the reference dates and times never need trimming).
+#[inline]
+fn trim(s: &str) -> &str {
+    let solid = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if solid(s.as_bytes().first()) && solid(s.as_bytes().last()) { s } else { s.trim() }
 }
 
 /// A string without escapes at `s[i]` (which must be its opening quote).
@@ -189,7 +198,7 @@ fn parse_reference(line: &str) -> Option<Tuple> {
     let (date, i) = string_at(line, i)?;
     let i = expect(b, i, b",\"time\":")?;
     let (time, mut i) = string_at(line, i)?;
-    let time_ms = crate::fields::date_days(date.trim())? * 86_400_000 + crate::fields::time_of_day_ms(time.trim())?;
+    let time_ms = crate::fields::date_days(trim(date))? * 86_400_000 + crate::fields::time_of_day_ms(trim(time))?;
     let mut fields: Vec<(String, Value)> = Vec::with_capacity(2);
     loop {
         match b.get(i)? {
@@ -252,6 +261,13 @@ enum Key {
 
 #[inline]
 fn classify(key: &[u8]) -> Key {
+    // Length and last byte first: value fields (`price`, `volume`, …) rarely get to a compare.
+    if !matches!(
+        (key.len(), key.last()),
+        (8, Some(b'D')) | (10, Some(b'y')) | (4, Some(b'e')) | (9, Some(b'p')) | (6, Some(b's'))
+    ) {
+        return Key::Field;
+    }
     match key {
         b"streamID" => Key::Stream,
         b"dataSetKey" => Key::Dataset,
@@ -418,4 +434,20 @@ fn parse_flat(line: &str) -> Option<Tuple> {
         }
     }
     Some(Tuple { stream_id: stream_id.to_string(), dataset_key: dataset_key.to_string(), time_ms, fields: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reserved_key_is_classified_and_nothing_else() {
+        let reserved = ["streamID", "dataSetKey", "date", "time", "timestamp", "objectID", "values"];
+        for (k, name) in reserved.iter().enumerate() {
+            assert_eq!(classify(name.as_bytes()) as usize, k, "{name}");
+        }
+        for name in ["price", "volume", "valueS", "Time", "streamId", "dataSetkey", "", "timestamps", "e", "D"] {
+            assert!(classify(name.as_bytes()) == Key::Field, "{name}");
+        }
+    }
 }
