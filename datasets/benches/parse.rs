@@ -1,11 +1,29 @@
 //! Line-parser throughput on the real shared files (lines already in memory): stock CSV, NOAA AIS
-//! CSV, and the same stock rows as reference JSON lines.
+//! CSV, and the same stock rows as reference JSON lines; and the same bytes through the block
+//! line reader the file source uses (`read_*`: splitting, UTF-8 validation and parsing, the
+//! whole per-core ingest cost before routing).
 
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use saams_datasets::jsonl::write_reference_json;
+use saams_datasets::lines::{Line, LineReader};
 use saams_datasets::{Format, LineContext};
+
+/// Tuples parsed from `bytes` read through a [`LineReader`], as the file source reads a file.
+fn read_all(ctx: &LineContext, bytes: &[u8]) -> usize {
+    let mut lines = LineReader::new(bytes);
+    let (mut n, mut line_no) = (0, 0);
+    while let Ok(Some((line, _))) = lines.next_line() {
+        line_no += 1;
+        if let Line::Text(l) = line
+            && let Ok(Some(_)) = ctx.parse_line(line_no, l)
+        {
+            n += 1;
+        }
+    }
+    n
+}
 
 fn lines(relative: &str, n: usize) -> (PathBuf, Vec<String>) {
     let path = PathBuf::from(env!("SAAMS_DATASETS_DIR")).join(relative);
@@ -45,6 +63,12 @@ fn parse(c: &mut Criterion) {
             ais_lines.iter().enumerate().filter_map(|(i, l)| actx.parse_line(i as u64 + 1, l).ok().flatten()).count()
         })
     });
+    let json_bytes: Vec<u8> = json.iter().flat_map(|l| l.bytes().chain(std::iter::once(b'\n'))).collect();
+    g.throughput(Throughput::Elements(json.len() as u64));
+    g.bench_function("read_json_lines", |b| b.iter(|| read_all(&jctx, &json_bytes)));
+    let ais_bytes: Vec<u8> = ais_lines.iter().flat_map(|l| l.bytes().chain(std::iter::once(b'\n'))).collect();
+    g.throughput(Throughput::Elements(ais_lines.len() as u64));
+    g.bench_function("read_ais_csv", |b| b.iter(|| read_all(&actx, &ais_bytes)));
     g.finish();
 }
 

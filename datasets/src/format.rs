@@ -263,8 +263,9 @@ impl LineContext {
         match &self.header_first {
             None => false,
             Some(first) => {
-                let f = line.trim_start_matches('\u{feff}').split(',').next().unwrap_or("").trim();
-                f.trim_matches('"').eq_ignore_ascii_case(first)
+                let line = strip_boms(line);
+                let f = &line[..memchr::memchr(b',', line.as_bytes()).unwrap_or(line.len())];
+                f.trim().trim_matches('"').eq_ignore_ascii_case(first)
             }
         }
     }
@@ -285,8 +286,16 @@ impl LineContext {
     /// # Errors
     /// A [`ParseError`] at `file:line_no` naming the bad column or value.
     pub fn parse_line(&self, line_no: u64, line: &str) -> Result<Option<Tuple>, ParseError> {
-        let line = line.trim_end_matches(['\n', '\r']).trim_start_matches('\u{feff}');
-        if line.trim().is_empty() || self.is_header(line) {
+        let mut end = line.len();
+        while end > 0 && matches!(line.as_bytes()[end - 1], b'\n' | b'\r') {
+            end -= 1;
+        }
+        let line = strip_boms(&line[..end]);
+        // Blank (whitespace only)? A first byte that is a letter, digit or ASCII punctuation says
+        // no without the Unicode-aware trim.
+        let plain = |c: &u8| c.is_ascii_alphanumeric() || c.is_ascii_punctuation();
+        let blank = !line.as_bytes().first().is_some_and(plain) && line.trim().is_empty();
+        if blank || self.is_header(line) {
             return Ok(None);
         }
         let result = match self.format {
@@ -301,6 +310,18 @@ impl LineContext {
         };
         result.map_err(|m| ParseError::new(&self.file, line_no, m))
     }
+}
+
+/// `line` without leading byte-order marks (U+FEFF); looks at the first byte before comparing
+/// three (this runs on every line).
+#[inline]
+fn strip_boms(mut line: &str) -> &str {
+    while line.as_bytes().first() == Some(&0xEF)
+        && let Some(rest) = line.strip_prefix('\u{feff}')
+    {
+        line = rest;
+    }
+    line
 }
 
 /// Parse one line with a context: the same as [`LineContext::parse_line`].

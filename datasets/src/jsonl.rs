@@ -131,10 +131,15 @@ pub fn convert_to_json_lines(
     Ok(summary)
 }
 
-/// Parse a JSON tuple: the same tuples and errors as [`Tuple::from_json`], about 3× faster on
+/// Parse a JSON tuple: the same tuples and errors as [`Tuple::from_json`], about 10× faster on
 /// flat objects (the reference form). Lines with escapes in strings, nested objects, arrays,
 /// booleans, duplicate keys or numeric ids take [`Tuple::from_json`]'s path. Fields keep the line's
 /// order (`Tuple::from_json` may sort them), so compare fields by name.
+///
+/// The fast path makes one pass over the line's bytes and allocates only what the [`Tuple`] owns:
+/// keys are classified as they are read (no lookups by name afterwards), strings are slices of
+/// the line (a `&str` is valid UTF-8 already, so nothing is validated again), numbers and the
+/// date/time are parsed from the bytes.
 ///
 /// ```
 /// use saams::api::Tuple;
@@ -142,23 +147,137 @@ pub fn convert_to_json_lines(
 /// let line = r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":6.0654,"volume":1}"#;
 /// let t = parse_json_tuple(line).unwrap();
 /// assert_eq!(t, Tuple::from_json(line).unwrap());
-/// assert!(parse_json_tuple(r#"{"streamID":"A"}"#).is_err());
+/// assert_eq!(parse_json_tuple(r#"{"streamID":"A"}"#).unwrap_err().0, "missing `dataSetKey`");
 /// ```
 ///
 /// # Errors
 /// As [`Tuple::from_json`].
 pub fn parse_json_tuple(line: &str) -> Result<Tuple, saams::api::TupleError> {
-    match parse_flat(line.as_bytes()) {
+    match parse_reference(line).or_else(|| parse_flat(line)) {
         Some(t) => Ok(t),
         None => Tuple::from_json(line),
     }
 }
 
+/// `i` past `literal` if `b[i..]` starts with it (a compare of known length, inlined rather than
+/// a call to `memcmp`).
+#[inline]
+fn expect<const N: usize>(b: &[u8], i: usize, literal: &[u8; N]) -> Option<usize> {
+    (b.get(i..i.checked_add(N)?)? == literal).then_some(i + N)
+}
+
+/// `s` trimmed of whitespace, looking only at its ends when they are plainly not whitespace
+/// (the reference dates and times never need trimming).
+#[inline]
+fn trim(s: &str) -> &str {
+    let solid = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    if solid(s.as_bytes().first()) && solid(s.as_bytes().last()) { s } else { s.trim() }
+}
+
+/// A string without escapes at `s[i]` (which must be its opening quote).
+#[inline]
+fn string_at(s: &str, i: usize) -> Option<(&str, usize)> {
+    if s.as_bytes().get(i) != Some(&b'"') {
+        return None;
+    }
+    flat_string(s, i)
+}
+
+/// The first fast path: a line exactly as [`write_reference_json`] (and the reference system)
+/// writes it, `{"streamID":"…","objectID":null,"dataSetKey":"…","date":"…","time":"…",` then
+/// value fields, no whitespace. The fixed part is matched as literals, so only the value fields'
+/// keys are looked at; any difference (key order, spaces, a reserved key among the values) gives
+/// `None` and [`parse_flat`] decides. Same tuple as [`parse_flat`] wherever both succeed.
+fn parse_reference(line: &str) -> Option<Tuple> {
+    let b = line.as_bytes();
+    let i = expect(b, 0, b"{\"streamID\":")?;
+    let (stream_id, i) = string_at(line, i)?;
+    let i = expect(b, i, b",\"objectID\":null,\"dataSetKey\":")?;
+    let (dataset_key, i) = string_at(line, i)?;
+    let i = expect(b, i, b",\"date\":")?;
+    let (date, i) = string_at(line, i)?;
+    let i = expect(b, i, b",\"time\":")?;
+    let (time, mut i) = string_at(line, i)?;
+    let time_ms = crate::fields::date_days(trim(date))? * 86_400_000 + crate::fields::time_of_day_ms(trim(time))?;
+    let mut fields: Vec<(String, Value)> = Vec::with_capacity(2);
+    loop {
+        match b.get(i)? {
+            b'}' => break,
+            b',' => i += 1,
+            _ => return None,
+        }
+        let (key, j) = string_at(line, i)?;
+        i = expect(b, j, b":")?;
+        if classify(key.as_bytes()) != Key::Field || fields.iter().any(|(k, _)| k == key) {
+            return None;
+        }
+        match b.get(i)? {
+            b'"' => {
+                let (v, j) = flat_string(line, i)?;
+                fields.push((key.to_string(), Value::Str(v.to_string())));
+                i = j;
+            }
+            b'-' | b'0'..=b'9' => {
+                let (v, j) = flat_number(line, i)?;
+                let x = crate::fields::parse_f64(v).filter(|x| x.is_finite())?;
+                fields.push((key.to_string(), Value::Num(x)));
+                i = j;
+            }
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            _ => return None,
+        }
+    }
+    if skip_ws(b, i + 1) != b.len() {
+        return None;
+    }
+    Some(Tuple {
+        stream_id: stream_id.to_string(),
+        dataset_key: dataset_key.to_string(),
+        time_ms: Some(time_ms),
+        fields,
+    })
+}
+
 /// A flat JSON value: a string without escapes, a number (its text), or null.
+#[derive(Clone, Copy)]
 enum Flat<'a> {
     Str(&'a str),
     Num(&'a str),
     Null,
+}
+
+/// What a key of the reference form is; `Field` is a value field.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Stream = 0,
+    Dataset = 1,
+    Date = 2,
+    Time = 3,
+    Timestamp = 4,
+    Object = 5,
+    Values = 6,
+    Field = 7,
+}
+
+#[inline]
+fn classify(key: &[u8]) -> Key {
+    // Length and last byte first: value fields (`price`, `volume`, …) rarely get to a compare.
+    if !matches!(
+        (key.len(), key.last()),
+        (8, Some(b'D')) | (10, Some(b'y')) | (4, Some(b'e')) | (9, Some(b'p')) | (6, Some(b's'))
+    ) {
+        return Key::Field;
+    }
+    match key {
+        b"streamID" => Key::Stream,
+        b"dataSetKey" => Key::Dataset,
+        b"date" => Key::Date,
+        b"time" => Key::Time,
+        b"timestamp" => Key::Timestamp,
+        b"objectID" => Key::Object,
+        b"values" => Key::Values,
+        _ => Key::Field,
+    }
 }
 
 #[inline]
@@ -169,15 +288,16 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// A string without escapes starting at the opening quote `b[i]`; returns it and the index after
-/// the closing quote.
+/// A string without escapes starting at the opening quote `s[i]`; returns it and the index after
+/// the closing quote. The quote is ASCII, so both ends are char boundaries of `s`.
 #[inline]
-fn flat_string(b: &[u8], i: usize) -> Option<(&str, usize)> {
+fn flat_string(s: &str, i: usize) -> Option<(&str, usize)> {
+    let b = s.as_bytes();
     let start = i + 1;
     let mut j = start;
     while j < b.len() {
         match b[j] {
-            b'"' => return Some((std::str::from_utf8(&b[start..j]).ok()?, j + 1)),
+            b'"' => return Some((s.get(start..j)?, j + 1)),
             b'\\' | 0..=0x1f => return None,
             _ => j += 1,
         }
@@ -185,9 +305,10 @@ fn flat_string(b: &[u8], i: usize) -> Option<(&str, usize)> {
     None
 }
 
-/// A JSON number (strict grammar) starting at `b[i]`; returns its text and the index after it.
+/// A JSON number (strict grammar) starting at `s[i]`; returns its text and the index after it.
 #[inline]
-fn flat_number(b: &[u8], i: usize) -> Option<(&str, usize)> {
+fn flat_number(s: &str, i: usize) -> Option<(&str, usize)> {
+    let b = s.as_bytes();
     let mut j = i;
     let digits = |j: &mut usize| {
         let s = *j;
@@ -219,15 +340,23 @@ fn flat_number(b: &[u8], i: usize) -> Option<(&str, usize)> {
             return None;
         }
     }
-    Some((std::str::from_utf8(&b[i..j]).ok()?, j))
+    Some((s.get(i..j)?, j))
 }
+
+/// The most value fields the fast path takes (more go to the general parser).
+const MAX_FLAT_FIELDS: usize = 16;
 
 /// The fast path of [`parse_json_tuple`]: `None` whenever the line is not a flat object that
 /// parses cleanly (then the general parser decides, errors included).
-fn parse_flat(b: &[u8]) -> Option<Tuple> {
-    const RESERVED: [&str; 7] = ["streamID", "dataSetKey", "date", "time", "timestamp", "objectID", "values"];
-    let mut pairs: [(&str, Flat<'_>); 24] = std::array::from_fn(|_| ("", Flat::Null));
+fn parse_flat(line: &str) -> Option<Tuple> {
+    let b = line.as_bytes();
+    // Values of the reserved keys, by `Key as usize`; a bit per reserved key seen (duplicates
+    // make the general parser decide, as they do for value fields).
+    let mut reserved: [Option<Flat<'_>>; 7] = [None; 7];
+    let mut seen = 0u8;
+    let mut fields: [(&str, Flat<'_>); MAX_FLAT_FIELDS] = [("", Flat::Null); MAX_FLAT_FIELDS];
     let mut n = 0;
+    let mut kept = 0;
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return None;
@@ -237,26 +366,39 @@ fn parse_flat(b: &[u8]) -> Option<Tuple> {
         return None;
     }
     loop {
-        if b.get(i) != Some(&b'"') || n == pairs.len() {
+        if b.get(i) != Some(&b'"') {
             return None;
         }
-        let (key, next) = flat_string(b, i)?;
+        let (key, next) = flat_string(line, i)?;
         i = skip_ws(b, next);
         if b.get(i) != Some(&b':') {
             return None;
         }
         i = skip_ws(b, i + 1);
         let (value, next) = match b.get(i)? {
-            b'"' => flat_string(b, i).map(|(s, j)| (Flat::Str(s), j))?,
-            b'-' | b'0'..=b'9' => flat_number(b, i).map(|(s, j)| (Flat::Num(s), j))?,
+            b'"' => flat_string(line, i).map(|(s, j)| (Flat::Str(s), j))?,
+            b'-' | b'0'..=b'9' => flat_number(line, i).map(|(s, j)| (Flat::Num(s), j))?,
             b'n' if b[i..].starts_with(b"null") => (Flat::Null, i + 4),
             _ => return None,
         };
-        if pairs[..n].iter().any(|(k, _)| *k == key) {
-            return None;
+        match classify(key.as_bytes()) {
+            Key::Field => {
+                if n == MAX_FLAT_FIELDS || fields[..n].iter().any(|(k, _)| *k == key) {
+                    return None;
+                }
+                kept += usize::from(!matches!(value, Flat::Null));
+                fields[n] = (key, value);
+                n += 1;
+            }
+            k => {
+                let bit = 1u8 << (k as u8);
+                if seen & bit != 0 {
+                    return None;
+                }
+                seen |= bit;
+                reserved[k as usize] = Some(value);
+            }
         }
-        pairs[n] = (key, value);
-        n += 1;
         i = skip_ws(b, next);
         match b.get(i)? {
             b',' => i = skip_ws(b, i + 1),
@@ -267,14 +409,13 @@ fn parse_flat(b: &[u8]) -> Option<Tuple> {
     if skip_ws(b, i + 1) != b.len() {
         return None;
     }
-    let pairs = &pairs[..n];
-    let get = |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v);
-    let text = |name: &str| match get(name) {
-        Some(Flat::Str(s)) => Some(*s),
+    let text = |k: Key| match reserved[k as usize] {
+        Some(Flat::Str(s)) => Some(s),
         _ => None,
     };
-    let (stream_id, dataset_key) = (text("streamID")?, text("dataSetKey")?);
-    let time_ms = match (get("timestamp"), get("date"), get("time")) {
+    let (stream_id, dataset_key) = (text(Key::Stream)?, text(Key::Dataset)?);
+    let time_ms = match (reserved[Key::Timestamp as usize], reserved[Key::Date as usize], reserved[Key::Time as usize])
+    {
         (Some(Flat::Str(ts)), _, _) => Some(crate::fields::timestamp_ms(ts)?),
         (_, Some(Flat::Str(d)), Some(Flat::Str(t))) => {
             Some(crate::fields::date_days(d.trim())? * 86_400_000 + crate::fields::time_of_day_ms(t.trim())?)
@@ -282,16 +423,31 @@ fn parse_flat(b: &[u8]) -> Option<Tuple> {
         (None, None, None) => None,
         _ => return None,
     };
-    let mut fields = Vec::with_capacity(n.saturating_sub(4));
-    for (k, v) in pairs {
-        if RESERVED.contains(k) {
-            continue;
-        }
+    let mut out = Vec::with_capacity(kept);
+    for &(k, v) in &fields[..n] {
         match v {
-            Flat::Num(s) => fields.push((k.to_string(), Value::Num(s.parse::<f64>().ok().filter(|x| x.is_finite())?))),
-            Flat::Str(s) => fields.push((k.to_string(), Value::Str(s.to_string()))),
+            Flat::Num(s) => {
+                out.push((k.to_string(), Value::Num(crate::fields::parse_f64(s).filter(|x| x.is_finite())?)))
+            }
+            Flat::Str(s) => out.push((k.to_string(), Value::Str(s.to_string()))),
             Flat::Null => {}
         }
     }
-    Some(Tuple { stream_id: stream_id.to_string(), dataset_key: dataset_key.to_string(), time_ms, fields })
+    Some(Tuple { stream_id: stream_id.to_string(), dataset_key: dataset_key.to_string(), time_ms, fields: out })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reserved_key_is_classified_and_nothing_else() {
+        let reserved = ["streamID", "dataSetKey", "date", "time", "timestamp", "objectID", "values"];
+        for (k, name) in reserved.iter().enumerate() {
+            assert_eq!(classify(name.as_bytes()) as usize, k, "{name}");
+        }
+        for name in ["price", "volume", "valueS", "Time", "streamId", "dataSetkey", "", "timestamps", "e", "D"] {
+            assert!(classify(name.as_bytes()) == Key::Field, "{name}");
+        }
+    }
 }

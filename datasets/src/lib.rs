@@ -5,7 +5,8 @@
 //!   only its share of a file's lines); [`read_path`] / [`TupleReader`]: whole files and directories;
 //!   [`read_share`]: one worker's byte-range share of them; [`read_path_merged`]: files merged by
 //!   event time.
-//! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form and the converter.
+//! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form and the converter;
+//!   [`lines`]: lines of a stream read in blocks, UTF-8 validated once per block.
 //! - [`scaled`]: N seeded replicas of a few real streams; [`oracle`]: exact answers for tests.
 //! - [`pace`]: replay pacing (tuples/s or a multiple of real time).
 //!
@@ -18,6 +19,7 @@ mod fields;
 mod format;
 pub mod generator;
 pub mod jsonl;
+pub mod lines;
 pub mod oracle;
 pub mod pace;
 mod reader;

@@ -9,6 +9,7 @@ use saams::api::Tuple;
 
 use crate::ParseError;
 use crate::format::{Format, LineContext};
+use crate::lines::{Line, LineReader};
 
 /// File extensions a directory walk picks up.
 const DATA_EXTENSIONS: [&str; 6] = ["csv", "txt", "json", "jsonl", "ndjson", "ais"];
@@ -28,7 +29,9 @@ pub struct TupleReader {
     pending: std::vec::IntoIter<Input>,
     format: Option<Format>,
     dataset_key: Option<String>,
-    current: Option<(LineContext, Box<dyn BufRead + Send>)>,
+    current: Option<(LineContext, LineReader<Box<dyn Read + Send>>)>,
+    /// `buf` holds the current input's first line, not parsed yet.
+    first_pending: bool,
     line_no: u64,
     buf: Vec<u8>,
     lines: u64,
@@ -169,6 +172,7 @@ impl TupleReader {
             format,
             dataset_key: None,
             current: None,
+            first_pending: false,
             line_no: 0,
             buf: Vec::with_capacity(256),
             lines: 0,
@@ -226,36 +230,22 @@ impl TupleReader {
         self.bytes
     }
 
-    /// Read the next line of the current input into `buf`; false at its end.
-    fn read_line(&mut self) -> Result<bool, ParseError> {
-        self.buf.clear();
-        let Some((ctx, reader)) = self.current.as_mut() else { return Ok(false) };
-        let n = reader
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| ParseError::new(ctx.file(), self.line_no + 1, format!("read error: {e}")))?;
-        self.bytes += n as u64;
-        Ok(n > 0)
-    }
-
-    /// Open the next input: read its first line, build its context. The first line stays in `buf`.
+    /// Open the next input: read its first line, build its context. The first line stays in `buf`
+    /// (`first_pending`), to be parsed as the input's first line.
     fn open_next(&mut self, input: Input) -> Result<bool, ParseError> {
-        let (name, mut reader): (String, Box<dyn BufRead + Send>) = match input {
+        let (name, reader): (String, Box<dyn Read + Send>) = match input {
             Input::Path(p) => {
                 let name = p.display().to_string();
                 let f = File::open(&p).map_err(|e| ParseError::new(&name, 0, format!("cannot open: {e}")))?;
-                (name, Box::new(BufReader::with_capacity(1 << 16, f)))
+                (name, Box::new(f))
             }
             Input::Reader(name, r) => (name, r),
             Input::Share(p, index, peers) => return self.open_share(&p, index, peers),
         };
-        self.buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| ParseError::new(&name, 1, format!("read error: {e}")))?;
-        if n == 0 {
+        let mut lines = LineReader::new(reader);
+        if !self.take_first(&mut lines).map_err(|e| ParseError::new(&name, 1, format!("read error: {e}")))? {
             return Ok(false);
         }
-        self.bytes += n as u64;
         let first = String::from_utf8_lossy(&self.buf).trim_end_matches(['\n', '\r']).to_string();
         let format = match self.format {
             Some(f) => f,
@@ -266,8 +256,21 @@ impl TupleReader {
         if let Some(key) = &self.dataset_key {
             ctx = ctx.with_dataset_key(key);
         }
-        self.current = Some((ctx, reader));
+        self.current = Some((ctx, lines));
         self.line_no = 0;
+        Ok(true)
+    }
+
+    /// Copy the first line of `lines` into `buf` (marking it pending); false at an empty input.
+    fn take_first(&mut self, lines: &mut LineReader<Box<dyn Read + Send>>) -> std::io::Result<bool> {
+        self.buf.clear();
+        let Some((line, n)) = lines.next_line()? else { return Ok(false) };
+        self.buf.extend_from_slice(match line {
+            Line::Text(s) => s.as_bytes(),
+            Line::NotUtf8(b) => b,
+        });
+        self.bytes += n as u64;
+        self.first_pending = true;
         Ok(true)
     }
 
@@ -289,13 +292,11 @@ impl TupleReader {
         }
         let before = count_lines(&mut file, start).map_err(io_err)?;
         file.seek(SeekFrom::Start(start)).map_err(io_err)?;
-        let mut reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, file.take(end - start)));
-        self.buf.clear();
-        let n = reader.read_until(b'\n', &mut self.buf).map_err(io_err)?;
-        self.bytes += n as u64;
-        self.current = Some((ctx, reader));
+        let mut lines = LineReader::new(Box::new(file.take(end - start)) as Box<dyn Read + Send>);
+        let any = self.take_first(&mut lines).map_err(io_err)?;
+        self.current = Some((ctx, lines));
         self.line_no = before;
-        Ok(n > 0)
+        Ok(any)
     }
 
     fn fail(&mut self, e: ParseError) -> Option<Result<Tuple, ParseError>> {
@@ -309,36 +310,50 @@ impl Iterator for TupleReader {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let have_line = if self.current.is_none() {
+            if self.current.is_none() {
                 let input = self.pending.next()?;
                 match self.open_next(input) {
-                    Ok(true) => true,
-                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.current = None;
+                        continue;
+                    }
                     Err(e) => {
                         self.current = None;
                         return self.fail(e);
                     }
+                }
+            }
+            let Some((ctx, lines)) = self.current.as_mut() else { continue };
+            let result = if self.first_pending {
+                self.first_pending = false;
+                self.line_no += 1;
+                self.lines += 1;
+                match std::str::from_utf8(&self.buf) {
+                    Ok(line) => ctx.parse_line(self.line_no, line),
+                    Err(_) => Err(ParseError::new(ctx.file(), self.line_no, "not valid UTF-8")),
                 }
             } else {
-                match self.read_line() {
-                    Ok(true) => true,
-                    Ok(false) => false,
+                match lines.next_line() {
+                    Ok(None) => {
+                        self.current = None;
+                        continue;
+                    }
+                    Ok(Some((line, n))) => {
+                        self.bytes += n as u64;
+                        self.line_no += 1;
+                        self.lines += 1;
+                        match line {
+                            Line::Text(line) => ctx.parse_line(self.line_no, line),
+                            Line::NotUtf8(_) => Err(ParseError::new(ctx.file(), self.line_no, "not valid UTF-8")),
+                        }
+                    }
                     Err(e) => {
+                        let e = ParseError::new(ctx.file(), self.line_no + 1, format!("read error: {e}"));
                         self.current = None;
                         return self.fail(e);
                     }
                 }
-            };
-            if !have_line {
-                self.current = None;
-                continue;
-            }
-            self.line_no += 1;
-            self.lines += 1;
-            let Some((ctx, _)) = self.current.as_ref() else { continue };
-            let result = match std::str::from_utf8(&self.buf) {
-                Ok(line) => ctx.parse_line(self.line_no, line),
-                Err(_) => Err(ParseError::new(ctx.file(), self.line_no, "not valid UTF-8")),
             };
             match result {
                 Ok(Some(t)) => {

@@ -105,3 +105,39 @@ fn agrees_on_random_corruptions() {
         }
     }
 }
+
+/// Lines in the reference writer's exact layout take the literal-matching fast path; these vary
+/// it at each step (reserved keys among the values, duplicates, nulls, whitespace, escapes).
+#[test]
+fn agrees_on_variants_of_the_reference_layout() {
+    let head = r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01.250""#;
+    for tail in [
+        r#","price":6.0654,"volume":1}"#,
+        r#"}"#,
+        r#","price":6.0654,"volume":1}  "#,
+        r#","price":6.0654,"volume":1} x"#,
+        r#","price":6.0654,"price":1}"#,
+        r#","price":6.0654,"streamID":"X"}"#,
+        r#","price":6.0654,"timestamp":"2019-01-02T00:00:00"}"#,
+        r#","price":6.0654,"values":{"a":1}}"#,
+        r#","price":null,"note":"a b"}"#,
+        r#","price":-0.0,"volume":1e3}"#,
+        r#","price":1e400}"#,
+        r#","price":6.0654,"volume":1,}"#,
+        r#","price" : 6.0654}"#,
+        r#","name":"x\"y"}"#,
+        r#","price":6.0654"#,
+        r#","price":true}"#,
+    ] {
+        agree(&format!("{head}{tail}"));
+    }
+    for line in [
+        r#"{"streamID":"A","objectID":7,"dataSetKey":"D","date":"01/02/2019","time":"00:00:01","p":1}"#,
+        r#"{"streamID":"A","objectID":null,"dataSetKey":"D","date":"02/30/2019","time":"00:00:01","p":1}"#,
+        r#"{"streamID":"A","objectID":null,"dataSetKey":"D","date":"01/02/2019","time":"25:00:01","p":1}"#,
+        r#"{"streamID":"A","objectID":null,"dataSetKey":"D","date":" 2019-01-02 ","time":"00:00:01","p":1}"#,
+        r#"{"streamID":"A","objectID":null,"dataSetKey":7,"date":"01/02/2019","time":"00:00:01"}"#,
+    ] {
+        agree(line);
+    }
+}

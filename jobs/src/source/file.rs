@@ -7,10 +7,11 @@
 //! stock CSV, AIS CSV).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use saams::api::Tuple;
+use saams_datasets::lines::{Line, LineReader};
 use saams_datasets::{Format, LineContext};
 
 /// One input unit.
@@ -94,11 +95,16 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// A parsed line: the tuple, or the raw line and why it is not one.
 pub type Parsed = Result<Tuple, (String, String)>;
 
+/// What a line that is not UTF-8 is reported as (the words `BufRead::read_line` used).
+const NOT_UTF8: &str = "read error: stream did not contain valid UTF-8";
+
 /// Reads one unit's tuples.
+///
+/// Lines come from a [`LineReader`] (blocks of 1 MiB, UTF-8 checked once per block), so a line
+/// costs its parse and no copy or validation of its own.
 pub struct UnitReader {
     ctx: LineContext,
-    lines: Box<dyn BufRead>,
-    buf: String,
+    lines: LineReader<Box<dyn Read>>,
     line_no: u64,
     /// Bytes of lines that may still start in this unit (byte ranges), else `u64::MAX`.
     budget: u64,
@@ -115,7 +121,7 @@ impl UnitReader {
             Input::File(p, f) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
                 let file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                Ok(UnitReader::new(ctx, Box::new(BufReader::with_capacity(1 << 20, file))))
+                Ok(UnitReader::new(ctx, Box::new(file)))
             }
             Input::Range(p, f, start, end) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
@@ -125,39 +131,44 @@ impl UnitReader {
                     // The line holding byte start-1 belongs to the previous range.
                     file.seek(SeekFrom::Start(start - 1)).map_err(|e| format!("{}: {e}", p.display()))?;
                 }
-                let mut reader = BufReader::with_capacity(1 << 20, file);
+                let mut r = UnitReader::new(ctx, Box::new(file));
                 if *start > 0 {
-                    let mut skip = Vec::new();
-                    let n = reader.read_until(b'\n', &mut skip).map_err(|e| format!("{}: {e}", p.display()))?;
+                    let n = match r.lines.next_line().map_err(|e| format!("{}: {e}", p.display()))? {
+                        Some((_, n)) => n,
+                        None => 0,
+                    };
                     budget = if n == 0 { 0 } else { budget.saturating_sub(n as u64 - 1) };
                 }
-                let mut r = UnitReader::new(ctx, Box::new(reader));
                 r.budget = budget;
                 r.name = format!("{}@{start}", p.display());
                 Ok(r)
             }
             Input::Stdin(f) => {
-                let mut reader = BufReader::with_capacity(1 << 20, std::io::stdin());
                 let format = f.unwrap_or(Format::JsonLines);
+                let mut lines = LineReader::new(Box::new(std::io::stdin()) as Box<dyn Read>);
                 let first = if format.has_header() {
-                    let mut s = String::new();
-                    reader.read_line(&mut s).map_err(|e| format!("stdin: {e}"))?;
-                    Some(s)
+                    match lines.next_line().map_err(|e| format!("stdin: {e}"))? {
+                        Some((Line::Text(s), _)) => Some(s.to_string()),
+                        Some((Line::NotUtf8(_), _)) => {
+                            return Err("stdin: stream did not contain valid UTF-8".to_string());
+                        }
+                        None => Some(String::new()),
+                    }
                 } else {
                     None
                 };
                 let ctx = LineContext::new(format, "stdin", first.as_deref()).map_err(|e| e.to_string())?;
                 // The header line was consumed: count it so line numbers stay those of the input.
-                let mut r = UnitReader::new(ctx, Box::new(reader));
-                r.line_no = u64::from(first.is_some());
+                let name = ctx.file().to_string();
+                let r = UnitReader { ctx, lines, line_no: u64::from(first.is_some()), budget: u64::MAX, name };
                 Ok(r)
             }
         }
     }
 
-    fn new(ctx: LineContext, lines: Box<dyn BufRead>) -> UnitReader {
+    fn new(ctx: LineContext, input: Box<dyn Read>) -> UnitReader {
         let name = ctx.file().to_string();
-        UnitReader { ctx, lines, buf: String::new(), line_no: 0, budget: u64::MAX, name }
+        UnitReader { ctx, lines: LineReader::new(input), line_no: 0, budget: u64::MAX, name }
     }
 
     /// A reader over in-memory text (for tests and `Read` sources).
@@ -171,7 +182,7 @@ impl UnitReader {
         r: Box<dyn Read>,
     ) -> Result<UnitReader, String> {
         let ctx = LineContext::new(format, name, first_line).map_err(|e| e.to_string())?;
-        Ok(UnitReader::new(ctx, Box::new(BufReader::new(r))))
+        Ok(UnitReader::new(ctx, r))
     }
 
     /// The unit's name (for dead letters): the file, with `@offset` for a byte range (line
@@ -187,22 +198,77 @@ impl UnitReader {
             if self.budget == 0 {
                 return None;
             }
-            self.buf.clear();
             self.line_no += 1;
-            match self.lines.read_line(&mut self.buf) {
-                Ok(0) => return None,
-                Ok(n) => {
+            let line = match self.lines.next_line() {
+                Ok(None) => return None,
+                Ok(Some((line, n))) => {
                     if self.budget != u64::MAX {
                         self.budget = self.budget.saturating_sub(n as u64);
                     }
+                    line
                 }
                 Err(e) => return Some((self.line_no, Err((String::new(), format!("read error: {e}"))))),
-            }
-            match self.ctx.parse_line(self.line_no, &self.buf) {
+            };
+            let line = match line {
+                Line::Text(s) => s,
+                Line::NotUtf8(_) => return Some((self.line_no, Err((String::new(), NOT_UTF8.to_string())))),
+            };
+            match self.ctx.parse_line(self.line_no, line) {
                 Ok(None) => continue,
                 Ok(Some(t)) => return Some((self.line_no, Ok(t))),
-                Err(e) => return Some((self.line_no, Err((self.buf.trim_end().to_string(), e.message)))),
+                Err(e) => return Some((self.line_no, Err((line.trim_end().to_string(), e.message)))),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Line number and stream id (or the bad line and message) of each item.
+    type Item = (u64, Result<String, (String, String)>);
+
+    fn drain(r: &mut UnitReader) -> Vec<Item> {
+        std::iter::from_fn(|| r.next_tuple()).map(|(n, p)| (n, p.map(|t| t.stream_id))).collect()
+    }
+
+    #[test]
+    fn bad_lines_keep_their_numbers_and_messages() {
+        let text: &[u8] = b"{\"streamID\":\"A\",\"dataSetKey\":\"D\",\"price\":1}\n\n\xff\xfe\n{\"streamID\":\"B\"}\r\n{\"streamID\":\"C\",\"dataSetKey\":\"D\"}";
+        let mut r = UnitReader::from_reader(Format::JsonLines, "mem", None, Box::new(text)).unwrap();
+        let got = drain(&mut r);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], (1, Ok("A".to_string())));
+        assert_eq!(got[1], (3, Err((String::new(), NOT_UTF8.to_string()))));
+        assert_eq!(got[2], (4, Err((r#"{"streamID":"B"}"#.to_string(), "missing `dataSetKey`".to_string()))));
+        assert_eq!(got[3], (5, Ok("C".to_string())));
+    }
+
+    #[test]
+    fn byte_ranges_partition_the_lines() {
+        let dir = std::env::temp_dir().join(format!("saams-file-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ticks.jsonl");
+        let mut text = String::new();
+        for i in 0..5000 {
+            // Lines of varying length, so range ends fall everywhere in a line.
+            let pad = "x".repeat(i % 37);
+            text.push_str(&format!("{{\"streamID\":\"S{i}\",\"dataSetKey\":\"D{pad}\",\"price\":{i}}}\n"));
+        }
+        std::fs::write(&path, &text).unwrap();
+        let whole = expand_inputs(&[path.display().to_string()], None, 0).unwrap();
+        let expected: Vec<String> =
+            drain(&mut UnitReader::open(&whole[0]).unwrap()).into_iter().map(|(_, t)| t.unwrap()).collect();
+        assert_eq!(expected.len(), 5000);
+        for chunk in [61, 4096, 100_000] {
+            let units = expand_inputs(&[path.display().to_string()], None, chunk).unwrap();
+            let mut got = Vec::new();
+            for u in &units {
+                got.extend(drain(&mut UnitReader::open(u).unwrap()).into_iter().map(|(_, t)| t.unwrap()));
+            }
+            assert_eq!(got, expected, "chunk {chunk}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
