@@ -22,29 +22,50 @@ pub const MAX_LG_MAX_MAP_SIZE: u64 = 26;
 ///
 /// Its DataSketches encoding is a tag byte (0 = number, then 8 bytes LE; 1 = string, then a u32
 /// LE length and UTF-8 bytes), so numbers and strings both round-trip exactly.
+///
+/// A string sits behind a thin pointer (a box holding the boxed text) so that the item is 16
+/// bytes, and the library's slot (`Option<Item>`, which reuses the tag) also 16 bytes: the same
+/// as a raw `u64` sketch's. With a 24-byte `String` inline every slot of the map was 24 bytes,
+/// 30 % more memory and cache traffic on the numeric hot path, paid for a case (strings) that
+/// already pays an allocation per new item.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Item {
     Num(u64),
-    Str(String),
+    #[allow(clippy::redundant_allocation, reason = "the outer box keeps the item 16 bytes (see above)")]
+    Str(Box<Box<str>>),
 }
+
+// The layout the doc above promises: checked at compile time.
+const _: () = assert!(std::mem::size_of::<Option<Item>>() == 16);
 
 /// Hashes only the payload (numbers as one u64, strings as `str` does): the library's
 /// MurmurHash3 then reads 8 bytes per number instead of 16 with a derived discriminant. A
 /// number and a string may share a hash; equality still tells them apart.
 impl Hash for Item {
+    // Inlined so the library's hasher sees a constant 8-byte write for numbers and folds its
+    // buffering away, as it does for a raw `u64` (out of line, it ran byte loops per update).
+    #[inline(always)]
     fn hash<H: Hasher>(&self, state: &mut H) {
         match self {
             Item::Num(bits) => state.write_u64(*bits),
-            Item::Str(s) => s.hash(state),
+            Item::Str(s) => hash_str(s, state),
         }
     }
+}
+
+/// A string item's hash input, exactly as `str` writes it; kept out of line so the number path
+/// above stays a constant 8-byte write the hasher can fold.
+#[inline(never)]
+#[cold]
+fn hash_str<H: Hasher>(s: &str, state: &mut H) {
+    s.hash(state);
 }
 
 impl Item {
     fn to_value(&self) -> Value {
         match self {
             Item::Num(bits) => Value::Num(f64::from_bits(*bits)),
-            Item::Str(s) => Value::Str(s.clone()),
+            Item::Str(s) => Value::Str((***s).to_string()),
         }
     }
 }
@@ -93,7 +114,7 @@ impl FrequentItemValue for Item {
                     return Err(invalid("string item truncated"));
                 }
                 let s = std::str::from_utf8(&rest[..len]).map_err(|_| invalid("string item is not UTF-8"))?;
-                let item = Item::Str(s.to_string());
+                let item = Item::Str(Box::new(s.into()));
                 cursor.advance(len as u64);
                 Ok(item)
             }
@@ -200,10 +221,11 @@ impl FrequentItems {
         self.sketch.total_weight()
     }
 
+    #[inline(always)]
     fn item_of(d: Datum<'_>) -> Item {
         match d {
             Datum::Num(x) => Item::Num(canonical_bits(x)),
-            Datum::Str(s) => Item::Str(s.to_string()),
+            Datum::Str(s) => Item::Str(Box::new(s.into())),
         }
     }
 }
@@ -223,6 +245,17 @@ impl Synopsis for FrequentItems {
         // (2^64 items is not reachable in practice, but update must never panic).
         if self.sketch.total_weight() < u64::MAX {
             self.sketch.update(Self::item_of(item));
+        }
+    }
+
+    /// One loop over the batch with the library's update inlined into it, instead of one
+    /// dynamic call per item (the operators feed batches).
+    fn update_batch(&mut self, items: &[Datum<'_>]) {
+        for item in items {
+            if self.sketch.total_weight() == u64::MAX {
+                return;
+            }
+            self.sketch.update(Self::item_of(*item));
         }
     }
 
