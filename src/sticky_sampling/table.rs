@@ -143,8 +143,12 @@ impl Table {
         v
     }
 
-    /// The text of a string item.
+    /// The text of a string item (numbers-only tables skip the map's hashing).
+    #[inline]
     pub fn text(&self, id: u64) -> Option<&str> {
+        if self.texts.is_empty() {
+            return None;
+        }
         self.texts.get(&id).map(|t| &**t)
     }
 
