@@ -320,10 +320,7 @@ impl Synopsis for StickySampling {
             theirs_halved = Some(Self::halve(theirs_halved.as_ref().unwrap_or(&other.table), &mut self.rng));
             r *= 2;
         }
-        let theirs = theirs_halved.as_ref().unwrap_or(&other.table);
-        for s in theirs.iter() {
-            self.table.add(s, theirs.text(s.id));
-        }
+        self.table.absorb(theirs_halved.as_ref().unwrap_or(&other.table));
         self.n = n;
         self.rate = rate;
         self.next_change = Self::schedule(self.t, n).1;

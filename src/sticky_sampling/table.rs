@@ -130,6 +130,24 @@ impl Table {
         }
     }
 
+    /// Add every item of `other` (counts summed), sizing the table once for the union instead
+    /// of doubling it step by step while inserting; shrinks back afterwards if the items
+    /// overlapped so much that the table is under 3/8 full (the load it has after a doubling).
+    pub fn absorb(&mut self, other: &Table) {
+        let most = self.len.saturating_add(other.len);
+        let fit = (most.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
+        if fit > self.slots.len() {
+            self.rebuild(fit);
+        }
+        for e in other.iter() {
+            self.add(e, other.text(e.id));
+        }
+        let tight = (self.len.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
+        if tight < self.slots.len() && self.len * 8 < self.slots.len() * 3 {
+            self.rebuild(tight);
+        }
+    }
+
     /// The tracked items in slot order (fast; the order carries no meaning).
     pub fn iter(&self) -> impl Iterator<Item = Entry> + '_ {
         self.slots.iter().copied().filter(|s| s.count != 0)
@@ -251,5 +269,30 @@ mod tests {
         assert!(sorted.windows(2).all(|w| w[0].id < w[1].id));
         assert_eq!(sorted.iter().map(|e| e.count).sum::<u64>(), 500_500 + 334);
         assert_eq!(t.iter().count(), 1000);
+    }
+
+    #[test]
+    fn absorb_sums_counts_keeps_texts_and_ends_at_the_grown_size() {
+        for (mine, theirs, overlap) in [(1000u64, 1000u64, 0u64), (1000, 1000, 900), (3000, 10, 5), (10, 3000, 10)] {
+            let (mut a, mut b, mut grown) = (Table::default(), Table::default(), Table::default());
+            for id in 0..mine {
+                a.add(Entry { id, count: 1 }, None);
+                grown.add(Entry { id, count: 1 }, None);
+            }
+            for id in mine - overlap..mine - overlap + theirs {
+                let text = (id % 7 == 0).then_some("seven");
+                b.add(Entry { id, count: 2 }, text);
+                grown.add(Entry { id, count: 2 }, text);
+            }
+            a.absorb(&b);
+            assert_eq!(a.sorted(), grown.sorted());
+            assert_eq!(a.slots.len(), grown.slots.len(), "{mine} {theirs} {overlap}");
+            // An id first seen in `b` brings its text along (ids in both have the same text in
+            // real use: the id is the item's identity).
+            for id in mine..mine - overlap + theirs {
+                assert_eq!(a.text(id), b.text(id));
+            }
+            assert!(a.texts.len() >= b.texts.len() - (overlap as usize).div_ceil(7));
+        }
     }
 }
