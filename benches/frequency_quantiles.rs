@@ -20,7 +20,7 @@ use saams::gk_quantiles::GkQuantiles;
 use saams::lossy_counting::LossyCounting;
 use saams::sticky_sampling::{DEFAULT_SEED, StickySampling};
 use saams::window_sketch_quantiles::WindowSketchQuantiles;
-use saams::{Datum, Synopsis};
+use saams::{Datum, Query, Synopsis};
 
 const N: usize = 1_000_000;
 
@@ -104,6 +104,35 @@ fn frequency(c: &mut Criterion) {
             },
             BatchSize::LargeInput,
         )
+    });
+    g.finish();
+
+    // Issue 15's Sticky Sampling row: (s, ε, δ) = (0.001, 2e-4, 0.01) beside Lossy Counting at
+    // the same ε, FrequentItems at s = 0.001 and a merge of the two halves.
+    let issue = |xs: &[f64]| {
+        let mut s = StickySampling::with_accuracy(0.001, 2e-4, 0.01, DEFAULT_SEED).expect("valid");
+        xs.iter().for_each(|x| s.update(Datum::Num(*x)));
+        s
+    };
+    let (s, l) = (issue(&xs), lossy(2e-4, &xs));
+    println!(
+        "issue 15 memory: sticky_sampling(0.001, 2e-4, 0.01) {} B ({} tracked), lossy_counting(2e-4) {} B",
+        s.size_bytes(),
+        s.tracked(),
+        l.size_bytes()
+    );
+    let q = Query::FrequentItems { support: 0.001 };
+    let mut g = c.benchmark_group("frequency/issue15_query");
+    g.bench_function("sticky_sampling", |b| b.iter(|| s.estimate(black_box(&q)).map(|e| e.upper)));
+    g.bench_function("lossy_counting", |b| b.iter(|| l.estimate(black_box(&q)).map(|e| e.upper)));
+    g.finish();
+    let (sa, sb) = (issue(h1), issue(h2));
+    let mut g = c.benchmark_group("frequency/issue15_merge");
+    g.bench_function("sticky_sampling", |b| {
+        b.iter_batched(|| sa.clone(), |mut a| a.merge(&sb).map(|()| a.tracked()), BatchSize::LargeInput)
+    });
+    g.bench_function("lossy_counting", |b| {
+        b.iter_batched(|| la.clone(), |mut a| a.merge(&lb).map(|()| a.tracked()), BatchSize::LargeInput)
     });
     g.finish();
 

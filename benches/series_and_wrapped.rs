@@ -4,6 +4,9 @@
 //!
 //! Streams: 1 M keys of a seeded Zipf(1.1) over a 1 M domain per iteration batch (the issue's
 //! 10 M keys scaled down to keep the bench short), SPY tick prices for the series kinds.
+//! Wrapper parameters are issue 15's: KLL k = 268, CPC lgK = 12, FrequentItems 2^13 map.
+//! `saams` feeds the wrapper through `update_batch` (what the update operator calls, in batches
+//! of [`BATCH`]); `saams_per_item` through one `update` call per item on a `dyn Synopsis`.
 //!
 //! `cargo bench --bench series_and_wrapped -- --warm-up-time 1 --measurement-time 3`
 
@@ -20,6 +23,11 @@ use saams::hash::{SplitMix64, canonical_bits};
 use saams::{Cpc, Datum, Dft, FrequentItems, Kll, Lsh, PairQuery, Query, Synopsis};
 
 const N: usize = 1_000_000;
+/// Items per `update_batch` call.
+const BATCH: usize = 1024;
+const KLL_K: u16 = 268;
+const CPC_LG_K: u8 = 12;
+const FI_LG_MAP: u8 = 13;
 
 fn zipf(n: usize, seed: u64) -> Vec<f64> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -42,6 +50,16 @@ fn feed(s: &mut dyn Synopsis, data: &[f64]) {
     for x in data {
         s.update(Datum::Num(*x));
     }
+}
+
+fn feed_batches(s: &mut dyn Synopsis, data: &[Datum<'_>]) {
+    for chunk in data.chunks(BATCH) {
+        s.update_batch(chunk);
+    }
+}
+
+fn datums(data: &[f64]) -> Vec<Datum<'static>> {
+    data.iter().map(|x| Datum::Num(*x)).collect()
 }
 
 fn series(c: &mut Criterion) {
@@ -107,18 +125,26 @@ fn series(c: &mut Criterion) {
 fn kll(c: &mut Criterion) {
     let data = zipf(N, 42);
     let other = zipf(N, 43);
+    let items = datums(&data);
     let mut g = c.benchmark_group("kll_update_1M_zipf");
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
     g.bench_function("saams", |b| {
         b.iter(|| {
-            let mut s = Kll::new(200).unwrap();
+            let mut s = Kll::new(u64::from(KLL_K)).unwrap();
+            feed_batches(&mut s, &items);
+            black_box(s.n())
+        })
+    });
+    g.bench_function("saams_per_item", |b| {
+        b.iter(|| {
+            let mut s = Kll::new(u64::from(KLL_K)).unwrap();
             feed(&mut s, &data);
             black_box(s.n())
         })
     });
     g.bench_function("datasketches_raw", |b| {
         b.iter(|| {
-            let mut s = KllSketch::<KllFloat<f64>>::new(200).unwrap();
+            let mut s = KllSketch::<KllFloat<f64>>::new(KLL_K).unwrap();
             for x in &data {
                 s.update(KllFloat::<f64>::new(*x).unwrap());
             }
@@ -127,7 +153,7 @@ fn kll(c: &mut Criterion) {
     });
     g.finish();
 
-    let (mut a, mut b2) = (Kll::new(200).unwrap(), Kll::new(200).unwrap());
+    let (mut a, mut b2) = (Kll::new(u64::from(KLL_K)).unwrap(), Kll::new(u64::from(KLL_K)).unwrap());
     feed(&mut a, &data);
     feed(&mut b2, &other);
     let (ra, rb) = (a.inner().clone(), b2.inner().clone());
@@ -156,18 +182,26 @@ fn kll(c: &mut Criterion) {
 fn cpc(c: &mut Criterion) {
     let data = zipf(N, 42);
     let other = zipf(N, 43);
+    let items = datums(&data);
     let mut g = c.benchmark_group("cpc_update_1M_zipf");
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
     g.bench_function("saams", |b| {
         b.iter(|| {
-            let mut s = Cpc::new(11).unwrap();
+            let mut s = Cpc::new(u64::from(CPC_LG_K)).unwrap();
+            feed_batches(&mut s, &items);
+            black_box(s.estimate(&Query::Distinct).map(|e| e.lower))
+        })
+    });
+    g.bench_function("saams_per_item", |b| {
+        b.iter(|| {
+            let mut s = Cpc::new(u64::from(CPC_LG_K)).unwrap();
             feed(&mut s, &data);
             black_box(s.estimate(&Query::Distinct).map(|e| e.lower))
         })
     });
     g.bench_function("datasketches_raw", |b| {
         b.iter(|| {
-            let mut s = CpcSketch::new(11).unwrap();
+            let mut s = CpcSketch::new(CPC_LG_K).unwrap();
             for x in &data {
                 s.update(canonical_bits(*x));
             }
@@ -176,7 +210,7 @@ fn cpc(c: &mut Criterion) {
     });
     g.finish();
 
-    let (mut a, mut b2) = (Cpc::new(11).unwrap(), Cpc::new(11).unwrap());
+    let (mut a, mut b2) = (Cpc::new(u64::from(CPC_LG_K)).unwrap(), Cpc::new(u64::from(CPC_LG_K)).unwrap());
     feed(&mut a, &data);
     feed(&mut b2, &other);
     let (ra, rb) = (a.inner().clone(), b2.inner().clone());
@@ -186,7 +220,7 @@ fn cpc(c: &mut Criterion) {
     });
     g.bench_function("datasketches_raw_union", |b| {
         b.iter(|| {
-            let mut u = CpcUnion::new(11).unwrap();
+            let mut u = CpcUnion::new(CPC_LG_K).unwrap();
             u.update(&ra).unwrap();
             u.update(&rb).unwrap();
             u.to_sketch()
@@ -207,18 +241,26 @@ fn cpc(c: &mut Criterion) {
 fn frequent_items(c: &mut Criterion) {
     let data = zipf(N, 42);
     let other = zipf(N, 43);
+    let items = datums(&data);
     let mut g = c.benchmark_group("frequent_items_update_1M_zipf");
     g.sample_size(10).throughput(Throughput::Elements(N as u64));
     g.bench_function("saams", |b| {
         b.iter(|| {
-            let mut s = FrequentItems::new(10).unwrap();
+            let mut s = FrequentItems::new(u64::from(FI_LG_MAP)).unwrap();
+            feed_batches(&mut s, &items);
+            black_box(s.total())
+        })
+    });
+    g.bench_function("saams_per_item", |b| {
+        b.iter(|| {
+            let mut s = FrequentItems::new(u64::from(FI_LG_MAP)).unwrap();
             feed(&mut s, &data);
             black_box(s.total())
         })
     });
     g.bench_function("datasketches_raw_u64", |b| {
         b.iter(|| {
-            let mut s = FrequentItemsSketch::<u64>::new(1024).unwrap();
+            let mut s = FrequentItemsSketch::<u64>::new(1 << FI_LG_MAP).unwrap();
             for x in &data {
                 s.update(canonical_bits(*x));
             }
@@ -227,13 +269,21 @@ fn frequent_items(c: &mut Criterion) {
     });
     g.finish();
 
-    let (mut a, mut b2) = (FrequentItems::new(10).unwrap(), FrequentItems::new(10).unwrap());
+    let (mut a, mut b2) =
+        (FrequentItems::new(u64::from(FI_LG_MAP)).unwrap(), FrequentItems::new(u64::from(FI_LG_MAP)).unwrap());
     feed(&mut a, &data);
     feed(&mut b2, &other);
-    let (mut ra, mut rb) =
-        (FrequentItemsSketch::<u64>::new(1024).unwrap(), FrequentItemsSketch::<u64>::new(1024).unwrap());
+    let (mut ra, mut rb) = (
+        FrequentItemsSketch::<u64>::new(1 << FI_LG_MAP).unwrap(),
+        FrequentItemsSketch::<u64>::new(1 << FI_LG_MAP).unwrap(),
+    );
     data.iter().for_each(|x| ra.update(canonical_bits(*x)));
     other.iter().for_each(|x| rb.update(canonical_bits(*x)));
+    println!(
+        "frequent_items memory (2^{FI_LG_MAP} map, after 1M zipf): saams size_bytes {} B, datasketches_raw_u64 estimated_size {} B",
+        a.size_bytes(),
+        ra.estimated_size()
+    );
     let mut g = c.benchmark_group("frequent_items_merge");
     g.bench_function("saams", |b| {
         b.iter_batched(|| a.clone(), |mut x| x.merge(&b2).map(|_| x.total()), BatchSize::SmallInput)

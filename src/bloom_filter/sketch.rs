@@ -133,11 +133,12 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 33)
 }
 
-/// The `k` bits of the value with hash `h` inside its block, as a 512-bit mask: 9 bits of the
-/// mixed hash per position, seven positions per 64-bit word, re-mixing for more.
-#[inline]
-fn mask(h: u64, k: u32) -> [u64; 8] {
-    let mut m = [0u64; 8];
+/// The `k` bit positions (0..512) of the value with hash `h` inside its block: 9 bits of the
+/// mixed hash per position, seven positions per 64-bit word, re-mixing for more. Every form
+/// below (insert, query, batch) visits exactly these positions, so the filter's bits, and
+/// hence its bytes, are those of version 1.
+#[inline(always)]
+fn for_each_position(h: u64, k: u32, mut f: impl FnMut(usize) -> bool) -> bool {
     let mut g = mix(h);
     let mut left = 7;
     for _ in 0..k {
@@ -145,12 +146,36 @@ fn mask(h: u64, k: u32) -> [u64; 8] {
             g = mix(g ^ 0x9E37_79B9_7F4A_7C15);
             left = 7;
         }
-        let pos = (g & 511) as usize;
-        m[pos >> 6] |= 1 << (pos & 63);
+        if !f((g & 511) as usize) {
+            return false;
+        }
         g >>= 9;
         left -= 1;
     }
-    m
+    true
+}
+
+/// Set the value's bits in its block, one read-modify-write per position on the one cache
+/// line (cheaper than assembling a 512-bit mask on the stack and OR-ing eight words).
+#[inline(always)]
+fn set_bits(block: &mut Block, h: u64, k: u32) {
+    for_each_position(h, k, |pos| {
+        block.0[pos >> 6] |= 1 << (pos & 63);
+        true
+    });
+}
+
+/// Are all the value's bits set? Tests every position without branching on the bits: an
+/// early exit mispredicts on about every other absent value, and each misprediction stops the
+/// processor from overlapping the next queries' cache misses with this one's.
+#[inline(always)]
+fn has_bits(block: &Block, h: u64, k: u32) -> bool {
+    let mut missing = 0u64;
+    for_each_position(h, k, |pos| {
+        missing |= !block.0[pos >> 6] & (1 << (pos & 63));
+        true
+    });
+    missing == 0
 }
 
 impl BloomFilter {
@@ -253,20 +278,16 @@ impl BloomFilter {
 
     #[inline]
     fn insert_hash(&mut self, h: u64) {
-        let m = mask(h, self.hashes);
-        let i = self.block_index(h);
+        let (i, k) = (self.block_index(h), self.hashes);
         if let Some(block) = self.blocks.get_mut(i) {
-            for (w, bits) in block.0.iter_mut().zip(m) {
-                *w |= bits;
-            }
+            set_bits(block, h, k);
         }
     }
 
     #[inline]
     fn contains_hash(&self, h: u64) -> bool {
-        let m = mask(h, self.hashes);
         match self.blocks.get(self.block_index(h)) {
-            Some(block) => block.0.iter().zip(m).fold(0, |miss, (w, bits)| miss | (bits & !*w)) == 0,
+            Some(block) => has_bits(block, h, self.hashes),
             None => false,
         }
     }
@@ -356,5 +377,46 @@ impl Synopsis for BloomFilter {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::SplitMix64;
+
+    /// Version 1's mask, as first written: the positions, assembled into eight words.
+    fn v1_mask(h: u64, k: u32) -> [u64; 8] {
+        let mut m = [0u64; 8];
+        let mut g = mix(h);
+        let mut left = 7;
+        for _ in 0..k {
+            if left == 0 {
+                g = mix(g ^ 0x9E37_79B9_7F4A_7C15);
+                left = 7;
+            }
+            let pos = (g & 511) as usize;
+            m[pos >> 6] |= 1 << (pos & 63);
+            g >>= 9;
+            left -= 1;
+        }
+        m
+    }
+
+    #[test]
+    fn bits_are_those_of_version_1() {
+        let mut rng = SplitMix64::new(3);
+        for k in 1..=MAX_HASHES {
+            for _ in 0..2_000 {
+                let (h, other) = (rng.next_u64(), rng.next_u64());
+                let mut block = Block::default();
+                set_bits(&mut block, h, k);
+                assert_eq!(block.0, v1_mask(h, k), "k {k}");
+                assert!(has_bits(&block, h, k));
+                let m = v1_mask(other, k);
+                let v1_contains = block.0.iter().zip(m).all(|(w, bits)| bits & !w == 0);
+                assert_eq!(has_bits(&block, other, k), v1_contains, "k {k}");
+            }
+        }
     }
 }

@@ -19,8 +19,9 @@
 use datasketches::frequencies::FrequentItemsSketch;
 
 use super::FrequentItems;
-use super::sketch::{Item, MAX_LG_MAX_MAP_SIZE};
+use super::sketch::{Inner, Item, MAX_LG_MAX_MAP_SIZE};
 use crate::codec::{Header, encode_envelope};
+use crate::hash::canonical_bits;
 use crate::{Kind, Synopsis, SynopsisError};
 
 /// Bytes of the non-empty DataSketches preamble (4 longs).
@@ -28,9 +29,59 @@ const PREAMBLE_BYTES: usize = 32;
 
 /// The synopsis as envelope + DataSketches payload in canonical item order.
 pub(crate) fn encode(s: &FrequentItems) -> Vec<u8> {
-    let raw = s.sketch.serialize();
+    let raw = match &s.inner {
+        Inner::Nums(sketch) => nums_to_items(&sketch.serialize()),
+        Inner::Mixed(sketch) => sketch.serialize(),
+    };
     let payload = canonical(&raw).unwrap_or(raw);
     encode_envelope(Kind::FrequentItems, 0, &[f64::from(s.lg_max_map_size())], &payload)
+}
+
+/// A `u64` sketch's image as the `Item` sketch with the same items writes it: each 8-byte item
+/// gets the number tag 0 in front (the preamble and counts do not depend on the item type).
+pub(crate) fn nums_to_items(raw: &[u8]) -> Vec<u8> {
+    let Some(m) = active_items(raw) else {
+        return raw.to_vec();
+    };
+    let counts_end = PREAMBLE_BYTES + 8 * m;
+    let mut out = Vec::with_capacity(raw.len() + m);
+    out.extend_from_slice(&raw[..counts_end]);
+    for item in raw[counts_end..].chunks_exact(8) {
+        out.push(0);
+        out.extend_from_slice(item);
+    }
+    out
+}
+
+/// An `Item` image whose items are all (canonical) numbers, as the `u64` sketch writes it;
+/// `None` when it holds a string or is not such an image (the `Item` decoder then judges it).
+fn items_to_nums(raw: &[u8]) -> Option<Vec<u8>> {
+    let Some(m) = active_items(raw) else {
+        return Some(raw.to_vec());
+    };
+    let counts_end = PREAMBLE_BYTES.checked_add(m.checked_mul(8)?)?;
+    let items = raw.get(counts_end..)?;
+    if items.len() != m.checked_mul(9)? {
+        return None;
+    }
+    let mut out = Vec::with_capacity(counts_end + 8 * m);
+    out.extend_from_slice(&raw[..counts_end]);
+    for item in items.chunks_exact(9) {
+        let bits = u64::from_le_bytes(item[1..].try_into().ok()?);
+        if item[0] != 0 || canonical_bits(f64::from_bits(bits)) != bits {
+            return None;
+        }
+        out.extend_from_slice(&item[1..]);
+    }
+    Some(out)
+}
+
+/// The number of active items of a non-empty image; `None` for an empty (short) image.
+fn active_items(raw: &[u8]) -> Option<usize> {
+    if raw.len() < PREAMBLE_BYTES || raw[0] & 0x3f != 4 {
+        return None;
+    }
+    Some(u32::from_le_bytes(raw.get(8..12)?.try_into().ok()?) as usize)
 }
 
 /// (sort key, encoded item, encoded count) of one active item.
@@ -94,10 +145,15 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
         [_, _, _, lg_max, lg_cur, ..] if *lg_max == lg && *lg_cur <= lg => {}
         _ => return Err(SynopsisError::Codec("FrequentItems payload map sizes do not match the header".into())),
     }
-    let sketch = FrequentItemsSketch::<Item>::deserialize(payload)
-        .map_err(|e| SynopsisError::Codec(format!("FrequentItems payload: {e}")))?;
-    if sketch.lg_max_map_size() != lg {
+    let bad = |e: datasketches::error::Error| SynopsisError::Codec(format!("FrequentItems payload: {e}"));
+    // Numbers only: back into the fast u64 form (see `FrequentItems`).
+    let inner = match items_to_nums(payload) {
+        Some(nums) => Inner::Nums(FrequentItemsSketch::<u64>::deserialize(&nums).map_err(bad)?),
+        None => Inner::Mixed(FrequentItemsSketch::<Item>::deserialize(payload).map_err(bad)?),
+    };
+    let s = FrequentItems { inner };
+    if s.lg_max_map_size() != lg {
         return Err(SynopsisError::Codec("FrequentItems payload lgMaxMapSize differs from the header".into()));
     }
-    Ok(Box::new(FrequentItems { sketch }))
+    Ok(Box::new(s))
 }

@@ -34,5 +34,5 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     if sketch.k() != k {
         return Err(SynopsisError::Codec(format!("KLL payload has k = {}, header says {k}", sketch.k())));
     }
-    Ok(Box::new(Kll { sketch }))
+    Ok(Box::new(Kll::decoded(sketch, payload)))
 }

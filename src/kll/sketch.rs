@@ -24,12 +24,170 @@ const MIN_K: u16 = 8;
 /// inclusive rank (fraction of items ≤ x) with `[r − ε, r + ε]`; `Total` is exact.
 ///
 /// Text items and NaN are ignored: KLL orders numbers, and the library rejects NaN.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Kll {
     pub(crate) sketch: KllSketch<KllFloat<f64>>,
+    shadow: Shadow,
+}
+
+/// A clone holds exactly what it needs: the library's vectors clone at their lengths.
+impl Clone for Kll {
+    fn clone(&self) -> Self {
+        Kll { sketch: self.sketch.clone(), shadow: self.shadow.exact() }
+    }
+}
+
+/// The lengths and capacities of the library's level vectors, followed update by update, so
+/// that [`Synopsis::size_bytes`] is the heap the sketch really holds. The library does not say
+/// what it allocated, and its vectors carry slack: level 0 grows by `push`, and a level that
+/// receives the first items compacted from below reuses that level's buffer, capacity and all.
+/// The counting-allocator test in `tests/kll/update.rs` checks this against the real heap.
+#[derive(Clone, Debug)]
+struct Shadow {
+    k: u16,
+    lens: Vec<usize>,
+    caps: Vec<usize>,
+    /// Capacity of the library's vector of levels.
+    outer: usize,
+    /// Items retained, and the library's total capacity for this many levels (it compacts
+    /// when the one reaches the other).
+    retained: usize,
+    capacity: usize,
+}
+
+/// The library's minimum level capacity `m`.
+const KLL_M: usize = 8;
+
+/// A vector's capacity after one `push` onto `len` items in `cap` slots (the standard
+/// library's amortized growth: double, at least 4 slots for items of these sizes).
+fn grown(len: usize, cap: usize) -> usize {
+    if len < cap { cap } else { (2 * cap).max(len + 1).max(4) }
+}
+
+/// The library's capacity of level `level` among `levels` (its `level_capacity`).
+fn level_capacity(k: u16, levels: usize, level: usize) -> usize {
+    const POWERS_OF_THREE: [u64; 31] = {
+        let mut p = [1u64; 31];
+        let mut i = 1;
+        while i < 31 {
+            p[i] = p[i - 1] * 3;
+            i += 1;
+        }
+        p
+    };
+    let shallow = |k: u64, depth: usize| ((((k << (depth + 1)) / POWERS_OF_THREE[depth]) + 1) >> 1) & 0xFFFF;
+    let depth = levels - level - 1;
+    let capacity = if depth < POWERS_OF_THREE.len() {
+        shallow(u64::from(k), depth)
+    } else {
+        let first = depth / 2;
+        shallow(shallow(u64::from(k), first), depth - first)
+    };
+    (capacity as usize).max(KLL_M)
+}
+
+/// The library's total capacity of `levels` levels (its `total_capacity`).
+fn total_capacity(k: u16, levels: usize) -> usize {
+    (0..levels).map(|l| level_capacity(k, levels, l)).sum()
+}
+
+impl Shadow {
+    /// A new sketch: one empty level 0 in a vector of one level.
+    fn new(k: u16) -> Self {
+        Shadow { k, lens: vec![0], caps: vec![0], outer: 1, retained: 0, capacity: total_capacity(k, 1) }
+    }
+
+    /// The state of a sketch whose vectors were all built at their exact lengths (decoded or
+    /// cloned), from its serialized image.
+    fn from_image(k: u16, image: &[u8]) -> Self {
+        let lens = level_lengths(image).unwrap_or_else(|| vec![usize::from(image.len() > 8)]);
+        Shadow {
+            k,
+            caps: lens.clone(),
+            outer: lens.len(),
+            retained: lens.iter().sum(),
+            capacity: total_capacity(k, lens.len()),
+            lens,
+        }
+    }
+
+    /// The same levels at exact capacities (what `Vec::clone` allocates).
+    fn exact(&self) -> Self {
+        Shadow { caps: self.lens.clone(), outer: self.lens.len(), ..self.clone() }
+    }
+
+    /// One item added, as the library's `internal_update` does it.
+    #[inline]
+    fn update(&mut self) {
+        if self.retained >= self.capacity {
+            self.compress();
+        }
+        self.caps[0] = grown(self.lens[0], self.caps[0]);
+        self.lens[0] += 1;
+        self.retained += 1;
+    }
+
+    /// The library's `compress_while_updating`: compact the lowest full level into the next.
+    fn compress(&mut self) {
+        let levels = self.lens.len();
+        let Some(level) = (0..levels).find(|&l| self.lens[l] >= level_capacity(self.k, levels, l)) else {
+            return;
+        };
+        if level + 1 == levels {
+            self.outer = grown(levels, self.outer);
+            self.lens.push(0);
+            self.caps.push(0);
+            self.capacity = total_capacity(self.k, levels + 1);
+        }
+        let (len, cap) = (self.lens[level], self.caps[level]);
+        let odd = len % 2;
+        let promoted = (len - odd) / 2;
+        if self.lens[level + 1] == 0 {
+            // The promoted half is collected in place: it keeps the compacted level's buffer.
+            self.caps[level + 1] = cap;
+            self.lens[level + 1] = promoted;
+        } else {
+            // Merged with the level above into a vector of exact capacity.
+            self.lens[level + 1] += promoted;
+            self.caps[level + 1] = self.lens[level + 1];
+        }
+        self.lens[level] = odd;
+        self.caps[level] = if odd == 1 { 4 } else { 0 };
+        self.retained -= promoted;
+    }
+
+    /// The library's vectors plus the shadow's own two.
+    fn heap_bytes(&self) -> usize {
+        self.outer * std::mem::size_of::<Vec<f64>>()
+            + self.caps.iter().sum::<usize>() * std::mem::size_of::<f64>()
+            + (self.lens.capacity() + self.caps.capacity()) * std::mem::size_of::<usize>()
+    }
+}
+
+/// The library's level lengths, from its serialized image; `None` for an empty or one-item
+/// image (no level table).
+fn level_lengths(image: &[u8]) -> Option<Vec<usize>> {
+    // A full image (preamble ints 5): 20 bytes of preamble, the u32 LE start offset of each
+    // level, min and max (16 bytes), then the items; the last level ends with the items.
+    if image.first() != Some(&5) {
+        return None;
+    }
+    let num_levels = usize::from(*image.get(18)?);
+    let offsets: Vec<usize> = (0..num_levels)
+        .map(|i| image.get(20 + 4 * i..24 + 4 * i).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize))
+        .collect::<Option<_>>()?;
+    let items = image.len().checked_sub(20 + 4 * num_levels + 16)? / 8;
+    let end = offsets.first()? + items;
+    Some(offsets.iter().zip(offsets.iter().skip(1).chain([&end])).map(|(a, b)| b.saturating_sub(*a)).collect())
 }
 
 impl Kll {
+    /// A decoded sketch (its vectors are allocated at their exact lengths).
+    pub(crate) fn decoded(sketch: KllSketch<KllFloat<f64>>, image: &[u8]) -> Self {
+        let shadow = Shadow::from_image(sketch.k(), image);
+        Kll { sketch, shadow }
+    }
+
     /// A sketch with parameter `k` (8..=65535; larger k = smaller error, more space).
     ///
     /// ```
@@ -45,7 +203,7 @@ impl Kll {
             return Err(bad(format!("k must be in {MIN_K}..=65535, got {k}")));
         }
         let sketch = KllSketch::new(k as u16).map_err(|e| bad(e.to_string()))?;
-        Ok(Kll { sketch })
+        Ok(Kll { sketch, shadow: Shadow::new(k as u16) })
     }
 
     /// The smallest sketch whose normalized rank error is at most `epsilon`.
@@ -121,6 +279,18 @@ impl Kll {
         }
     }
 
+    #[inline(always)]
+    fn update_one(&mut self, item: Datum<'_>) {
+        // The library asserts (panics) at n = u64::MAX; update must never panic.
+        if let Datum::Num(x) = item
+            && let Ok(v) = KllFloat::<f64>::new(x)
+            && self.sketch.n() < u64::MAX
+        {
+            self.sketch.update(v);
+            self.shadow.update();
+        }
+    }
+
     fn empty(&self) -> SynopsisError {
         SynopsisError::NotYet { kind: Kind::Kll, reason: "the sketch is empty: no quantiles yet".into() }
     }
@@ -137,10 +307,14 @@ impl Synopsis for Kll {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        if let Datum::Num(x) = item
-            && let Ok(v) = KllFloat::<f64>::new(x)
-        {
-            self.sketch.update(v);
+        self.update_one(item);
+    }
+
+    /// One loop over the batch with the library's update inlined into it, instead of one
+    /// dynamic call per item (the operators feed batches).
+    fn update_batch(&mut self, items: &[Datum<'_>]) {
+        for item in items {
+            self.update_one(*item);
         }
     }
 
@@ -154,7 +328,12 @@ impl Synopsis for Kll {
         }
         self.sketch
             .merge(&other.sketch)
-            .map_err(|e| SynopsisError::Incompatible { kind: Kind::Kll, reason: e.to_string() })
+            .map_err(|e| SynopsisError::Incompatible { kind: Kind::Kll, reason: e.to_string() })?;
+        // The library's merge rebuilds levels in ways the shadow does not follow; a clone has
+        // every vector at its exact length, which the image then tells.
+        self.sketch = self.sketch.clone();
+        self.shadow = Shadow::from_image(self.k(), &self.sketch.serialize());
+        Ok(())
     }
 
     fn estimate(&self, query: &Query) -> Result<Estimate, SynopsisError> {
@@ -187,10 +366,7 @@ impl Synopsis for Kll {
     }
 
     fn size_bytes(&self) -> usize {
-        // Retained items (8 bytes each) plus one vector header per level; the level count grows
-        // as log2(n / k).
-        let levels = (64 - (self.n() / u64::from(self.k())).max(1).leading_zeros()) as usize;
-        std::mem::size_of::<Self>() + self.sketch.num_retained() * 8 + levels * std::mem::size_of::<Vec<f64>>()
+        std::mem::size_of::<Self>() + self.shadow.heap_bytes()
     }
 
     fn encode(&self) -> Vec<u8> {

@@ -13,8 +13,8 @@
 //! | `tag` | 1 | 0 = number, 1 = string followed by varint length + UTF-8 text |
 
 use super::StickySampling;
+use super::table;
 use crate::codec::{Header, Reader, Writer, encode_envelope};
-use crate::lossy_counting::table::{read_slots, write_slots};
 use crate::{Kind, Synopsis, SynopsisError};
 
 /// The synopsis as enveloped bytes.
@@ -24,7 +24,7 @@ pub(crate) fn encode(ss: &StickySampling) -> Vec<u8> {
     w.u8(ss.rate.trailing_zeros() as u8);
     w.varint(ss.parts);
     w.u64(ss.rng.state());
-    write_slots(&mut w, &ss.table, false);
+    table::write(&mut w, &ss.table);
     encode_envelope(Kind::StickySampling, ss.seed, &[ss.support, ss.epsilon, ss.delta], &w.into_inner())
 }
 
@@ -41,7 +41,7 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     let rate_log2 = r.u8()?;
     let parts = r.varint()?;
     let rng = r.u64()?;
-    let table = read_slots(&mut r, false)?;
+    let table = table::read(&mut r)?;
     r.finish()?;
     Ok(Box::new(StickySampling::from_parts((support, epsilon, delta), header.seed, (n, rate_log2, parts, rng), table)?))
 }

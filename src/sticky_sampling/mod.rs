@@ -22,5 +22,6 @@
 
 pub(crate) mod codec;
 mod sketch;
+mod table;
 
 pub use sketch::{DEFAULT_SEED, StickySampling};

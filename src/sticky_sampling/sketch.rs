@@ -2,8 +2,9 @@
 
 use std::any::Any;
 
+use super::table::{Entry, Table};
 use crate::hash::SplitMix64;
-use crate::lossy_counting::table::{Slot, Table, identity, value_identity};
+use crate::lossy_counting::table::{identity, value_identity};
 use crate::params::Params;
 use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
 
@@ -106,7 +107,7 @@ impl StickySampling {
             next_change: 2 * t,
             parts: 1,
             rng: SplitMix64::new(seed),
-            table: Table::new(),
+            table: Table::default(),
         })
     }
 
@@ -170,7 +171,7 @@ impl StickySampling {
         if parts == 0 || (parts > n && parts > 1) {
             return Err(SynopsisError::Codec("the number of merged parts must be in [1, max(1, n)]".into()));
         }
-        let sum = table.sorted().iter().fold(0u64, |a, s| a.saturating_add(s.count));
+        let sum = table.iter().fold(0u64, |a, s| a.saturating_add(s.count));
         if sum > n {
             return Err(SynopsisError::Codec("item counts exceed the stream length".into()));
         }
@@ -190,11 +191,12 @@ impl StickySampling {
     /// Diminish every count by a run of fair coin tosses (one rate halving), visiting items in
     /// id order so the outcome depends only on the state, not on the table's layout.
     fn halve(table: &Table, rng: &mut SplitMix64) -> Table {
-        let mut out = Table::new();
+        // Most single-count items are dropped: start at half the size and let it grow.
+        let mut out = Table::with_capacity(table.len() / 2);
         for s in table.sorted() {
             let tails = u64::from(rng.next_u64().trailing_zeros());
             if s.count > tails {
-                out.insert_new(Slot { id: s.id, count: s.count - tails, delta: 0 }, table.text(s.id));
+                out.insert_new(Entry { id: s.id, count: s.count - tails }, table.text(s.id));
             }
         }
         out
@@ -266,7 +268,7 @@ impl Synopsis for StickySampling {
         let (id, text) = identity(item);
         self.n += 1;
         if !self.table.bump(id, 1) && (self.rate == 1 || self.rng.next_u64() & (self.rate - 1) == 0) {
-            self.table.insert_new(Slot { id, count: 1, delta: 0 }, text);
+            self.table.insert_new(Entry { id, count: 1 }, text);
         }
         if self.n == self.next_change {
             if self.rate < 1 << 62 {
@@ -304,24 +306,21 @@ impl Synopsis for StickySampling {
         }
         let n = self.n + other.n;
         let rate = self.rate.max(other.rate);
-        let mut mine = std::mem::take(&mut self.table);
         let mut r = self.rate;
         while r < rate {
-            mine = Self::halve(&mine, &mut self.rng);
+            self.table = Self::halve(&self.table, &mut self.rng);
             r *= 2;
         }
-        let mut theirs = other.table.clone();
+        // Summing counts does not depend on the order items are visited in, so the other side
+        // is read in slot order, without a copy or a sort, unless it must be thinned first
+        // (coin tosses are drawn in id order, so their outcome depends only on the state).
+        let mut theirs_halved = None;
         let mut r = other.rate;
         while r < rate {
-            theirs = Self::halve(&theirs, &mut self.rng);
+            theirs_halved = Some(Self::halve(theirs_halved.as_ref().unwrap_or(&other.table), &mut self.rng));
             r *= 2;
         }
-        for s in theirs.sorted() {
-            if !mine.bump(s.id, s.count) {
-                mine.insert_new(s, theirs.text(s.id));
-            }
-        }
-        self.table = mine;
+        self.table.absorb(theirs_halved.as_ref().unwrap_or(&other.table));
         self.n = n;
         self.rate = rate;
         self.next_change = Self::schedule(self.t, n).1;
@@ -333,11 +332,11 @@ impl Synopsis for StickySampling {
         let bound = self.bound();
         match query {
             Query::Count(v) => {
-                let c = self.table.get(value_identity(v)).map_or(0, |s| s.count) as f64;
+                let c = self.table.count(value_identity(v)) as f64;
                 Ok(Estimate::number(c, c, c + bound, 1.0 - self.item_failure_probability()))
             }
             Query::IsFrequent(v) => {
-                let c = self.table.get(value_identity(v)).map_or(0, |s| s.count) as f64;
+                let c = self.table.count(value_identity(v)) as f64;
                 let frequent = c >= (self.support - self.epsilon) * self.n as f64 && self.n > 0;
                 Ok(Estimate {
                     value: EstimateValue::Bool(frequent),
@@ -355,8 +354,9 @@ impl Synopsis for StickySampling {
                     });
                 }
                 let threshold = (s - self.epsilon) * self.n as f64;
-                let mut items: Vec<Slot> =
-                    self.table.sorted().into_iter().filter(|e| e.count as f64 >= threshold).collect();
+                // One pass over the slots keeps the few items above the threshold; only those
+                // are sorted (sorting every tracked item first cost a millisecond a query).
+                let mut items: Vec<Entry> = self.table.iter().filter(|e| e.count as f64 >= threshold).collect();
                 items.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
                 let list = items.iter().map(|e| (self.table.value(e.id), e.count as f64)).collect();
                 Ok(Estimate {

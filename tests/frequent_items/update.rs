@@ -1,5 +1,5 @@
 use saams::frequent_items::FrequentItems;
-use saams::{Datum, EstimateValue, Kind, Query, Synopsis, SynopsisError, Value};
+use saams::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, Value};
 
 #[test]
 fn exact_below_capacity_numbers_and_strings_apart() {
@@ -51,4 +51,86 @@ fn params_from_the_registry() {
     assert!(saams::registry::construct(13, &[serde_json::json!(27)]).is_err());
     assert!(saams::registry::construct(13, &[serde_json::json!(10.5)]).is_err());
     assert_eq!(FrequentItems::with_epsilon(3.5 / 1024.0).unwrap().lg_max_map_size(), 10);
+}
+
+/// Numbers first, then strings (the sketch changes form at the first string, after purges):
+/// every count stays within its bounds, both kinds are listed, the bytes round-trip, and a
+/// numbers-only sketch merges with a mixed one either way round.
+#[test]
+fn numbers_then_strings_keep_their_bounds_and_bytes() {
+    let keys = crate::common::zipf_stream(60_000, 5_000, 1.1, 4);
+    let labels: Vec<String> = (0..50).map(|i| format!("s{i}")).collect();
+    let mut nums = std::collections::HashMap::<u64, f64>::new();
+    let mut strs = std::collections::HashMap::<String, f64>::new();
+    let mut s = FrequentItems::new(9).unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        s.update(Datum::Num(*k as f64));
+        *nums.entry(*k).or_default() += 1.0;
+        if i >= 40_000 && i % 3 == 0 {
+            let label = &labels[(k % 50) as usize];
+            s.update(Datum::Str(label));
+            *strs.entry(label.clone()).or_default() += 1.0;
+        }
+    }
+    let exact: Vec<(Value, f64)> = nums
+        .iter()
+        .map(|(k, c)| (Value::Num(*k as f64), *c))
+        .chain(strs.iter().map(|(t, c)| (Value::Str(t.clone()), *c)))
+        .collect();
+    assert!(s.maximum_error() > 0, "the stream must purge for this test to mean anything");
+    for (v, c) in &exact {
+        let e = s.estimate(&Query::Count(v.clone())).unwrap();
+        assert!(e.lower <= *c && *c <= e.upper, "{v:?}: {c} outside [{}, {}]", e.lower, e.upper);
+    }
+    let Ok(Estimate { value: EstimateValue::Items(items), .. }) = s.estimate(&Query::FrequentItems { support: 0.01 })
+    else {
+        panic!("frequent items");
+    };
+    let total = s.total() as f64;
+    for (v, c) in &exact {
+        if *c >= 0.01 * total {
+            assert!(items.iter().any(|(w, _)| w == v), "{v:?} ({c}) missing");
+        }
+    }
+    assert!(items.iter().any(|(v, _)| matches!(v, Value::Str(_))));
+    let bytes = s.encode();
+    assert_eq!(saams::registry::decode(&bytes).unwrap().encode(), bytes);
+
+    let mut numeric = FrequentItems::new(9).unwrap();
+    keys[..5_000].iter().for_each(|k| numeric.update(Datum::Num(*k as f64)));
+    let mut a = numeric.clone();
+    a.merge(&s).unwrap();
+    let mut b = s.clone();
+    b.merge(&numeric).unwrap();
+    assert_eq!(a.total(), s.total() + numeric.total());
+    assert_eq!(b.total(), a.total());
+    // The numbers-only side has no strings: a string's count in the union is its count in `s`.
+    for (t, c) in &strs {
+        for m in [&a, &b] {
+            let e = m.estimate(&Query::Count(Value::Str(t.clone()))).unwrap();
+            assert!(e.lower <= *c && *c <= e.upper, "{t}: {c} outside [{}, {}]", e.lower, e.upper);
+        }
+    }
+    let numbers_only = numeric.encode();
+    assert_eq!(saams::registry::decode(&numbers_only).unwrap().encode(), numbers_only);
+}
+
+/// The numbers-only fast form changes nothing in the bytes: a fresh sketch of the committed
+/// golden stream (as `codec::bless` builds it: numbers, then one string) encodes to the
+/// committed file.
+#[test]
+fn fresh_golden_stream_encodes_to_the_committed_bytes() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let mut s = FrequentItems::new(5).unwrap();
+    for x in crate::common::zipf_stream(1000, 1_000_000, 1.1, 7) {
+        s.update(Datum::Num(x as f64));
+    }
+    let numbers_only = s.encode();
+    s.update(Datum::Str("text item"));
+    assert_eq!(s.encode(), std::fs::read(dir.join("frequent_items_v1_zipf1000.bin")).unwrap());
+    assert_eq!(
+        FrequentItems::new(10).unwrap().encode(),
+        std::fs::read(dir.join("frequent_items_v1_empty.bin")).unwrap()
+    );
+    assert_eq!(saams::registry::decode(&numbers_only).unwrap().encode(), numbers_only);
 }
