@@ -53,35 +53,64 @@ fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
     }
 }
 
+/// Values of one buffer the watermark has passed that are fed together inside a window (all of
+/// them are fed when the window closes): the buffers hold at most this many values more than
+/// the lateness and the reading step let in.
+const RELEASE_BATCH: usize = 2048;
+
 /// Values of one update group (and bin) the frontier has not passed yet.
 #[derive(Default)]
 struct Reorder {
+    /// The values, from `head` on (those before it were fed already).
     recs: Vec<Rec>,
-    /// `recs` is sorted by (event time, arrival sequence).
+    /// Values fed from the front, dropped in bulk (not shifted at every release).
+    head: usize,
+    /// `recs[head..]` is sorted by (event time, arrival sequence).
     sorted: bool,
 }
 
 impl Reorder {
     fn push(&mut self, recs: impl Iterator<Item = Rec>) {
-        let was_empty = self.recs.is_empty();
+        let was_empty = self.is_empty();
         let from = self.recs.len();
         self.recs.extend(recs);
         // Runs usually arrive in order already: check the new run and its seam.
-        let start = from.saturating_sub(1);
+        let start = from.saturating_sub(1).max(self.head);
         let in_order = self.recs[start..].is_sorted_by_key(|r| (r.time, r.seq));
         self.sorted = in_order && (was_empty || self.sorted);
     }
 
-    fn sort(&mut self) {
-        if !self.sorted {
-            self.recs.sort_unstable_by_key(|r| (r.time, r.seq));
-            self.sorted = true;
-        }
+    fn is_empty(&self) -> bool {
+        self.head == self.recs.len()
     }
 
     /// Event time of the oldest value waiting.
     fn oldest(&self) -> Option<i64> {
-        if self.sorted { self.recs.first().map(|r| r.time) } else { self.recs.iter().map(|r| r.time).min() }
+        let waiting = &self.recs[self.head..];
+        if self.sorted { waiting.first().map(|r| r.time) } else { waiting.iter().map(|r| r.time).min() }
+    }
+
+    /// The waiting values older than `bound`, in (event time, arrival sequence) order; they are
+    /// gone from the buffer at the next [`Reorder::consume`].
+    fn older_than(&mut self, bound: i64) -> &[Rec] {
+        if !self.sorted {
+            self.recs[self.head..].sort_unstable_by_key(|r| (r.time, r.seq));
+            self.sorted = true;
+        }
+        let waiting = &self.recs[self.head..];
+        &waiting[..waiting.partition_point(|r| r.time < bound)]
+    }
+
+    /// Drop the first `n` waiting values (fed).
+    fn consume(&mut self, n: usize) {
+        self.head += n;
+        if self.is_empty() {
+            self.recs.clear();
+            self.head = 0;
+        } else if self.head > self.recs.len() / 2 {
+            self.recs.drain(..self.head);
+            self.head = 0;
+        }
     }
 }
 
@@ -93,69 +122,79 @@ struct Gathered {
     parts: Vec<Option<Box<dyn Synopsis>>>,
 }
 
+/// Open windows (start, ms): what each (group, bin) has gathered.
+type Windows = BTreeMap<u64, BTreeMap<(u32, u64), Gathered>>;
+
+/// Merged state of owned synopses, with the values it summarizes.
+type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
+
 /// The operator's state between activations.
 struct State {
     plan: Rc<Plan>,
     /// Reorder buffers per (group, bin).
     buffers: HashMap<(u32, u64), Reorder>,
-    /// Open windows (start, ms): what each (group, bin) has gathered.
-    windows: BTreeMap<u64, BTreeMap<(u32, u64), Gathered>>,
-    /// Merged state of owned synopses, with the values it summarizes.
-    merged: HashMap<u32, (Box<dyn Synopsis>, u64)>,
+    windows: Windows,
+    merged: Merged,
+}
+
+/// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
+/// least `at_least` of them. They all lie in one window: every older window was closed (and its
+/// values fed) before. The order among buffers does not matter (each synopsis is fed by one buffer).
+fn release(
+    plan: &Plan,
+    key: (u32, u64),
+    buffer: &mut Reorder,
+    (bound, at_least): (i64, usize),
+    windows: &mut Windows,
+    merged: &mut Merged,
+) {
+    if buffer.oldest().is_none_or(|t| t >= bound) {
+        return;
+    }
+    let recs = buffer.older_than(bound);
+    let n = recs.len();
+    if n < at_least {
+        return;
+    }
+    let group = &plan.groups[key.0 as usize];
+    let w = plan.window_of(recs[0].time);
+    debug_assert!(recs.iter().all(|r| plan.window_of(r.time) == w), "one window per release");
+    let batch: Vec<Datum<'_>> = if group.synopses.iter().any(|&s| !plan.synopses[s as usize].kind.is_order_sensitive())
+    {
+        recs.iter().map(|r| r.val.datum()).collect()
+    } else {
+        Vec::new()
+    };
+    let gathered = windows
+        .entry(w)
+        .or_default()
+        .entry(key)
+        .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
+    gathered.items += n as u64;
+    for (i, &s) in group.synopses.iter().enumerate() {
+        if !plan.live.is_live(s, w) {
+            continue;
+        }
+        let spec = &plan.synopses[s as usize];
+        if group.mode == Mode::Owned {
+            let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+            feed(state.as_mut(), recs, &batch);
+            *items += n as u64;
+        } else {
+            let part = gathered.parts[i].get_or_insert_with(|| spec.fresh.clone());
+            feed(part.as_mut(), recs, &batch);
+        }
+    }
+    drop(batch);
+    buffer.consume(n);
 }
 
 impl State {
-    /// Feed the values of buffer `key` older than `bound` (ms) to their synopses. They all lie in
-    /// one window: every older window was closed (and its values fed) before.
-    fn release(&mut self, key: (u32, u64), bound: i64) {
-        let Some(buffer) = self.buffers.get_mut(&key) else { return };
-        if buffer.oldest().is_none_or(|t| t >= bound) {
-            return;
-        }
-        buffer.sort();
-        let n = buffer.recs.partition_point(|r| r.time < bound);
-        let recs = &buffer.recs[..n];
-        let plan = &self.plan;
-        let group = &plan.groups[key.0 as usize];
-        let w = plan.window_of(recs[0].time);
-        debug_assert!(recs.iter().all(|r| plan.window_of(r.time) == w), "one window per release");
-        let batch: Vec<Datum<'_>> =
-            if group.synopses.iter().any(|&s| !plan.synopses[s as usize].kind.is_order_sensitive()) {
-                recs.iter().map(|r| r.val.datum()).collect()
-            } else {
-                Vec::new()
-            };
-        let gathered = self
-            .windows
-            .entry(w)
-            .or_default()
-            .entry(key)
-            .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
-        gathered.items += n as u64;
-        for (i, &s) in group.synopses.iter().enumerate() {
-            if !plan.live.is_live(s, w) {
-                continue;
-            }
-            let spec = &plan.synopses[s as usize];
-            if group.mode == Mode::Owned {
-                let (state, items) = self.merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-                feed(state.as_mut(), recs, &batch);
-                *items += n as u64;
-            } else {
-                let part = gathered.parts[i].get_or_insert_with(|| spec.fresh.clone());
-                feed(part.as_mut(), recs, &batch);
-            }
-        }
-        drop(batch);
-        buffer.recs.drain(..n);
-    }
-
-    /// Feed every buffered value older than `bound`.
-    fn release_all(&mut self, bound: i64) {
-        let mut keys: Vec<(u32, u64)> = self.buffers.keys().copied().collect();
-        keys.sort_unstable();
-        for key in keys {
-            self.release(key, bound);
+    /// Feed the buffered values older than `bound`, of the buffers that have at least
+    /// `at_least` of them.
+    fn release_all(&mut self, bound: i64, at_least: usize) {
+        for (&key, buffer) in &mut self.buffers {
+            release(&self.plan, key, buffer, (bound, at_least), &mut self.windows, &mut self.merged);
         }
     }
 
@@ -348,6 +387,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 // Held at the frontier while anything is buffered or open: every window still to
                 // close ends after it, so the window's output can be emitted at its close time.
                 let mut held: Option<Capability<u64>> = None;
+                // Runs of one incoming batch: ((group, bin), length).
+                let mut runs: Vec<((u32, u64), usize)> = Vec::new();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|stamp, data| {
                         if !plan.update {
@@ -364,15 +405,21 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         for batch in data {
                             // Records arrive in runs of one stream: find the runs on the slice,
                             // then move each into its buffer in one go (one lookup per run).
-                            let mut recs = batch.drain(..).peekable();
-                            while let Some(first) = recs.next() {
-                                let (g, bin) = (first.group, plan.bin(first.group, first.seq));
+                            runs.clear();
+                            let mut i = 0;
+                            while i < batch.len() {
+                                let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
                                 let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
-                                let buffer = state.buffers.entry((g, bin)).or_default();
-                                let run = std::iter::once(first).chain(std::iter::from_fn(|| {
-                                    recs.next_if(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin))
-                                }));
-                                buffer.push(run);
+                                let more = batch[i + 1..]
+                                    .iter()
+                                    .take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin))
+                                    .count();
+                                runs.push(((g, bin), more + 1));
+                                i += more + 1;
+                            }
+                            let mut recs = batch.drain(..);
+                            for &(key, len) in &runs {
+                                state.buffers.entry(key).or_default().push(recs.by_ref().take(len));
                             }
                         }
                     });
@@ -389,7 +436,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         if end > watermark {
                             break;
                         }
-                        state.release_all(i64::try_from(end).unwrap_or(i64::MAX));
+                        state.release_all(i64::try_from(end).unwrap_or(i64::MAX), 1);
                         state.close(w, &mut lines, &mut partials, &mut snapshots);
                         if let Some(cap) = &held {
                             let at = cap.delayed(&plan.close_time(w));
@@ -399,9 +446,11 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
                         }
                     }
-                    // Values of the open window the watermark has passed go to their synopses now.
-                    state.release_all(bound);
-                    if state.windows.is_empty() && state.buffers.values().all(|b| b.recs.is_empty()) {
+                    // Values of the open window the watermark has passed go to their synopses, a
+                    // batch at a time: feeding each stream's synopses a few values per activation,
+                    // round the streams, misses the cache on every update (a Count-Min is ~50 KiB).
+                    state.release_all(bound, RELEASE_BATCH);
+                    if state.windows.is_empty() && state.buffers.values().all(Reorder::is_empty) {
                         held = None;
                         state.buffers.retain(|_, b| b.recs.capacity() <= 4096);
                     } else if let Some(cap) = held.as_mut()
