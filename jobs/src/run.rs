@@ -472,7 +472,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 .map(|r| if r.max_time == i64::MIN { 0 } else { r.max_time.saturating_sub(lateness_ms).max(0) as u64 })
                 .chain(kafka_low)
                 .min();
-            if let Some(low) = low
+            // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
+            // between all workers and processes.
+            let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
+            if let Some(low) = low.map(|l| l - l % step)
                 && low > epoch
             {
                 epoch = low;
@@ -480,7 +483,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 stats.epoch.store(plan.window_of(epoch as i64) as i64, Ordering::Relaxed);
             }
             worker.step();
-            // Keep a bounded number of windows in flight (each holds its tuples until it closes).
+            // Keep a bounded number of windows in flight (each holds its synopses' state until it closes).
             let behind = epoch.saturating_sub(64 * window_ms as u64);
             while probe.less_than(&behind) {
                 // Park (instead of spinning) while other workers catch up.
@@ -755,6 +758,10 @@ impl Router {
         self.accept(unit, time, window, input);
     }
 }
+
+/// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
+/// that releases values inside a window moves in these steps.
+const EPOCH_STEP_MS: i64 = 60_000;
 
 /// How far (event-time ms) any input is read past the one furthest behind: the reorder buffers
 /// of order-sensitive synopses hold about this much of the input (plus the lateness).

@@ -2,16 +2,23 @@
 //! pact carries the target the reading worker computed) and updates them as the input frontier
 //! (the event-time watermark) passes the values.
 //!
-//! State is bounded by the synopses, not by the tuples of a window: values wait only in a
-//! reorder buffer per update group (and bin) until the frontier passes their event time — the
-//! reading loop advances its input to the oldest event time any input can still produce (newest
-//! time minus the lateness), so the buffer holds about lateness × rate values, whatever the
-//! window length. Values the frontier has passed can no longer be preceded by another (every
-//! value arrives at a timestamp at most its event time), so they go to their synopses in
-//! event-time order (then arrival sequence) at once: order-sensitive kinds
-//! ([`saams::Kind::is_order_sensitive`]) item by item, the others as a batch — the same
-//! sequence of updates for any number of workers, processes or split of the input. A window's
-//! answers are written when the frontier passes its end.
+//! State is bounded by the synopses, not by the tuples of a window:
+//!
+//! - spread exact-merge synopses (Count-Min, HyperLogLog, Bloom filter, AMS over several workers):
+//!   the window's partial is the state, updated as values arrive, in any order (their state does
+//!   not depend on it);
+//! - every other synopsis: values wait in a reorder buffer per update group (and bin) until the
+//!   frontier passes their event time. The reading loop advances its input to the oldest event
+//!   time any input can still produce (newest time minus the lateness, in steps of at most a
+//!   minute), so a buffer holds about (lateness + step) × rate values, plus a batch
+//!   (`RELEASE_BATCH`), whatever the window length. Values the frontier has passed can no longer
+//!   be preceded by another (every value arrives at a timestamp at most its event time), so they
+//!   go to their synopses in event-time order (then arrival sequence): order-sensitive kinds
+//!   ([`saams::Kind::is_order_sensitive`]) item by item, the others as a batch — the same
+//!   sequence of updates for any number of workers, processes or split of the input. Groups of
+//!   exact-merge kinds only are fed in any order, by window.
+//!
+//! A window's answers are written when the frontier passes its end.
 //!
 //! Owned synopses (one owner) are merged state right here: the owner updates them and answers
 //! their continuous queries at every window close, and their ad-hoc queries and SAVEs at the end;
@@ -59,40 +66,78 @@ fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
 const RELEASE_BATCH: usize = 2048;
 
 /// Values of one update group (and bin) the frontier has not passed yet.
-#[derive(Default)]
 struct Reorder {
     /// The values, from `head` on (those before it were fed already).
     recs: Vec<Rec>,
     /// Values fed from the front, dropped in bulk (not shifted at every release).
     head: usize,
-    /// `recs[head..]` is sorted by (event time, arrival sequence).
+    /// Some synopsis of the group depends on the update order: values are fed in (event time,
+    /// arrival sequence) order. Else only their window matters.
+    ordered: bool,
+    /// Ordered: `recs[head..]` is sorted by (event time, arrival sequence).
     sorted: bool,
+    /// Unordered: the oldest event time waiting (`i64::MAX` if none).
+    min: i64,
 }
 
 impl Reorder {
+    fn new(ordered: bool) -> Reorder {
+        Reorder { recs: Vec::new(), head: 0, ordered, sorted: true, min: i64::MAX }
+    }
+
     fn push(&mut self, recs: impl Iterator<Item = Rec>) {
         let was_empty = self.is_empty();
         let from = self.recs.len();
         self.recs.extend(recs);
-        // Runs usually arrive in order already: check the new run and its seam.
-        let start = from.saturating_sub(1).max(self.head);
-        let in_order = self.recs[start..].is_sorted_by_key(|r| (r.time, r.seq));
-        self.sorted = in_order && (was_empty || self.sorted);
+        if self.ordered {
+            // Runs usually arrive in order already: check the new run and its seam.
+            let start = from.saturating_sub(1).max(self.head);
+            let in_order = self.recs[start..].is_sorted_by_key(|r| (r.time, r.seq));
+            self.sorted = in_order && (was_empty || self.sorted);
+        } else {
+            self.min = self.recs[from..].iter().map(|r| r.time).fold(self.min, i64::min);
+        }
     }
 
     fn is_empty(&self) -> bool {
         self.head == self.recs.len()
     }
 
+    fn waiting(&self) -> usize {
+        self.recs.len() - self.head
+    }
+
     /// Event time of the oldest value waiting.
     fn oldest(&self) -> Option<i64> {
         let waiting = &self.recs[self.head..];
-        if self.sorted { waiting.first().map(|r| r.time) } else { waiting.iter().map(|r| r.time).min() }
+        if !self.ordered {
+            (!waiting.is_empty()).then_some(self.min)
+        } else if self.sorted {
+            waiting.first().map(|r| r.time)
+        } else {
+            waiting.iter().map(|r| r.time).min()
+        }
     }
 
-    /// The waiting values older than `bound`, in (event time, arrival sequence) order; they are
-    /// gone from the buffer at the next [`Reorder::consume`].
+    /// The waiting values older than `bound` (in (event time, arrival sequence) order if the
+    /// buffer is ordered); they are gone from the buffer at the next [`Reorder::consume`].
     fn older_than(&mut self, bound: i64) -> &[Rec] {
+        if !self.ordered {
+            // Partition: the values older than the bound first.
+            let mut k = self.head;
+            let mut min = i64::MAX;
+            for i in self.head..self.recs.len() {
+                let t = self.recs[i].time;
+                if t < bound {
+                    self.recs.swap(i, k);
+                    k += 1;
+                } else {
+                    min = min.min(t);
+                }
+            }
+            self.min = min;
+            return &self.recs[self.head..k];
+        }
         if !self.sorted {
             self.recs[self.head..].sort_unstable_by_key(|r| (r.time, r.seq));
             self.sorted = true;
@@ -148,7 +193,7 @@ fn release(
     windows: &mut Windows,
     merged: &mut Merged,
 ) {
-    if buffer.oldest().is_none_or(|t| t >= bound) {
+    if buffer.waiting() < at_least || buffer.oldest().is_none_or(|t| t >= bound) {
         return;
     }
     let recs = buffer.older_than(bound);
@@ -190,6 +235,33 @@ fn release(
 }
 
 impl State {
+    /// Update the window partials of a spread exact-merge group with values on arrival (their
+    /// windows are open: a value arrives no later than its event time, a window closes after its
+    /// end). Whether the synopses are registered at the window is checked at its close.
+    fn gather(&mut self, key: (u32, u64), recs: &[Rec]) {
+        let plan = &self.plan;
+        let group = &plan.groups[key.0 as usize];
+        let mut rest = recs;
+        while let Some(first) = rest.first() {
+            let w = plan.window_of(first.time);
+            let n = rest.iter().take_while(|r| plan.window_of(r.time) == w).count();
+            let (now, later) = rest.split_at(n);
+            rest = later;
+            let batch: Vec<Datum<'_>> = now.iter().map(|r| r.val.datum()).collect();
+            let gathered = self
+                .windows
+                .entry(w)
+                .or_default()
+                .entry(key)
+                .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
+            gathered.items += n as u64;
+            for (i, &s) in group.synopses.iter().enumerate() {
+                let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
+                part.update_batch(&batch);
+            }
+        }
+    }
+
     /// Feed the buffered values older than `bound`, of the buffers that have at least
     /// `at_least` of them.
     fn release_all(&mut self, bound: i64, at_least: usize) {
@@ -419,7 +491,17 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             }
                             let mut recs = batch.drain(..);
                             for &(key, len) in &runs {
-                                state.buffers.entry(key).or_default().push(recs.by_ref().take(len));
+                                let group = &plan.groups[key.0 as usize];
+                                if matches!(group.mode, Mode::Exact { .. }) {
+                                    // Exact-merge kinds only: the window's partial is the state,
+                                    // updated on arrival in any order.
+                                    state.gather(key, &recs.as_slice()[..len]);
+                                    recs.by_ref().take(len).for_each(drop);
+                                } else {
+                                    let ordered = group.ordered;
+                                    let buffer = state.buffers.entry(key).or_insert_with(|| Reorder::new(ordered));
+                                    buffer.push(recs.by_ref().take(len));
+                                }
                             }
                         }
                     });
