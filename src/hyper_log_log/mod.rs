@@ -25,9 +25,9 @@
 //! # Update order
 //!
 //! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its state is the same, bit
-//! for bit, whatever the order of the updates and however partials are merged, so the engine feeds
-//! it each window's values as one batch in any order, and spread partials are merged at every stage
-//! of the tree merge.
+//! for bit, whatever the order of the updates and however partials are merged, so the engine
+//! updates it in batches in any order (a spread partial as the values arrive) and merges spread
+//! partials at every stage of the tree merge.
 
 pub mod codec;
 mod sketch;
