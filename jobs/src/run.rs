@@ -15,9 +15,7 @@ use saams::api::request::parse_requests;
 use crate::control::intake::Intake;
 use saams_datasets::GeneratorSpec;
 use saams_operators::registry_join::Entry;
-use saams_operators::{
-    AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val, merge_stages,
-};
+use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::vec::Broadcast;
@@ -259,6 +257,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
     let no_synopses = cli.no_synopses;
     let strict_requests = cli.strict_requests;
+    let workers_per_process = cli.workers;
     let metrics = Arc::new(Metrics::new());
     let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
     let server = start_metrics(&cli, &metrics, &stats, &sink)?;
@@ -303,6 +302,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         }
         let mut plan = Plan::build(&requests, peers, window_ms, store.clone());
         plan.update = !no_synopses;
+        plan.workers_per_process = workers_per_process;
         let plan = Rc::new(plan);
         if me == 0 {
             let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
@@ -322,7 +322,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 .join_registry(entries, plan.clone())
                 .update_synopses(plan.clone())
                 .inspect(move |o| counted.count_partial(o));
-            for k in 1..=merge_stages(peers) {
+            for k in 1..=plan.merge_stages() {
                 stream = stream.merge_stage(plan.clone(), k);
             }
             let sink = sink2.clone();
@@ -362,7 +362,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut told = 0u64;
 
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
-        //    oldest window any unit can still produce (its newest time minus the lateness).
+        //    oldest event time (ms) any unit can still produce (its newest time minus the
+        //    lateness): the watermark that releases values to their synopses inside a window.
         let mut readers = Vec::new();
         if let Some(spec) = &generator {
             for i in generated_streams_for_worker(&plan, spec, me, peers) {
@@ -437,10 +438,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
         let mut epoch = 0u64;
         while !readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running) {
-            // Read in event-time step: every unit up to a few windows past the unit that is
-            // furthest behind (2 windows), so windows close early and few are open at once.
+            // Read in event-time step: every unit up to a little past the unit that is furthest
+            // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
+            // and the values waiting for it (the update operator's reorder buffers) stay few,
+            // whatever the window length.
             let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
-            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add(2 * window_ms));
+            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
             readers.retain_mut(|r| {
                 for _ in 0..4096 {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
@@ -482,27 +485,31 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             });
             let low = readers
                 .iter()
-                .map(
-                    |r| if r.max_time == i64::MIN { 0 } else { plan.window_of(r.max_time.saturating_sub(lateness_ms)) },
-                )
+                .map(|r| if r.max_time == i64::MIN { 0 } else { r.max_time.saturating_sub(lateness_ms).max(0) as u64 })
                 .chain(kafka_low)
                 .min();
-            if let Some(low) = low
+            // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
+            // between all workers and processes.
+            let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
+            if let Some(low) = low.map(|l| l - l % step)
                 && low > epoch
             {
                 epoch = low;
                 input.advance_to(epoch);
-                stats.epoch.store(epoch as i64, Ordering::Relaxed);
+                stats.epoch.store(plan.window_of(epoch as i64) as i64, Ordering::Relaxed);
             }
             worker.step();
-            // Keep a bounded number of windows in flight (each holds its tuples until it closes).
+            // Keep a bounded number of windows in flight (each holds its synopses' state until it closes).
             let behind = epoch.saturating_sub(64 * window_ms as u64);
             while probe.less_than(&behind) {
                 // Park (instead of spinning) while other workers catch up.
                 worker.step_or_park(Some(Duration::from_millis(1)));
             }
             if let Some(k) = kafka.as_mut() {
-                k.maybe_commit(probe.with_frontier(|f| f.first().copied()));
+                // Timestamps are event-time ms and a window's answers travel at its last ms: the
+                // windows before the frontier's window are done.
+                let done = probe.with_frontier(|f| f.first().copied());
+                k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { plan.window_of(f as i64) }));
             }
         }
         router.flush_stats(0);
@@ -769,6 +776,14 @@ impl Router {
         self.accept(unit, time, window, input);
     }
 }
+
+/// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
+/// that releases values inside a window moves in these steps.
+const EPOCH_STEP_MS: i64 = 60_000;
+
+/// How far (event-time ms) any input is read past the one furthest behind: the reorder buffers
+/// of order-sensitive synopses hold about this much of the input (plus the lateness).
+const READ_STEP_MS: i64 = 120_000;
 
 /// Work a worker does for each tuple of a synopsis it owns, relative to generating and routing
 /// the tuple. Fitted on the paper workload at `-w 2` (per-thread instruction counts under

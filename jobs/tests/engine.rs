@@ -539,3 +539,86 @@ fn continuous_set_answers_are_emitted_as_changes() {
     );
     assert_eq!(changes(2), expect(&[(at(0, 0), "+", "1"), (at(0, 0), "+", "2"), (at(0, 30), "-", "2")]), "{base:#?}");
 }
+
+/// Values go to their synopses in event-time order (then arrival sequence) as the watermark
+/// passes them, not in arrival order: an input shuffled within the lateness bound, whole or split
+/// into files read by different workers, with any number of workers, answers exactly as the same
+/// tuples in time order — order-sensitive kinds (DFT, window quantiles, LSH) and order-dependent
+/// ones (GK) alike. Times are distinct per stream, so the order is the event-time order alone.
+#[test]
+fn out_of_order_input_within_the_lateness_answers_as_the_sorted_input() {
+    let dir = tmp("reorder");
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["DFT","price","NotQueryable",1,5,20,4],"requestID":1}
+{"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["coefficients","price","Queryable","Continues"],"requestID":2}
+{"streamID":"A","synopsisID":10,"dataSetKey":"Forex","param":["WindowSketchQuantiles","price","NotQueryable",0.01,50],"noOfP":2,"requestID":3}
+{"streamID":"A","synopsisID":10,"dataSetKey":"Forex","param":[0.9,"price","Queryable","Continues"],"requestID":4}
+{"streamID":"A","synopsisID":8,"dataSetKey":"Forex","param":["GKQuantiles","price","NotQueryable",0.05],"requestID":5}
+{"streamID":"A","synopsisID":8,"dataSetKey":"Forex","param":[0.5,"price","Queryable","Continues"],"requestID":6}
+{"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":["CountMin","price","NotQueryable",0.01,0.99,1],"noOfP":2,"requestID":7}
+{"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":[1.5,"price","Queryable","Continues"],"requestID":8}
+{"streamID":"B","synopsisID":9,"dataSetKey":"Forex","param":["LSH","price","NotQueryable",100,500,20],"requestID":9}
+{"streamID":"B","synopsisID":9,"dataSetKey":"Forex","param":["signature","price","Queryable","Ad-hoc"],"requestID":10}"#,
+    )
+    .expect("write requests");
+    let mut sorted = Vec::new();
+    for i in 0..600u32 {
+        for stream in ["A", "B"] {
+            let price = 1.0 + f64::from((i * 37 + u32::from(stream == "B") * 5) % 11) * 0.5;
+            sorted.push(tuple(stream, i, &format!("{price}")));
+        }
+    }
+    // Each block of 16 lines (8 seconds) reversed: every tuple arrives up to 8 s out of order.
+    let shuffled: Vec<String> = sorted.chunks(16).flat_map(|c| c.iter().rev().cloned()).collect();
+    assert_ne!(sorted, shuffled);
+    let write = |name: &str, lines: &[String]| {
+        let p = dir.join(name);
+        std::fs::write(&p, lines.join("\n") + "\n").expect("write input");
+        p.to_string_lossy().to_string()
+    };
+    let sorted_file = write("sorted.json", &sorted);
+    let shuffled_file = write("shuffled.json", &shuffled);
+    // The shuffled input as three files (each a third of the time span, so each unit is in order
+    // within the lateness): different units, read by different workers.
+    let parts: Vec<String> =
+        shuffled.chunks(400).enumerate().map(|(i, c)| write(&format!("part{i}.json"), c)).collect();
+    let r = req.to_string_lossy().to_string();
+    let args = |w: &'static str, data: &[String], chunk: &'static str| {
+        let mut a: Vec<String> =
+            ["-w", w, "--requests", &r, "--window", "30s", "--lateness", "20s"].iter().map(|s| s.to_string()).collect();
+        a.extend(["--chunk-bytes".to_string(), chunk.to_string()]);
+        for d in data {
+            a.extend(["--data".to_string(), d.clone()]);
+        }
+        a
+    };
+    let answers = |a: Vec<String>| {
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = run(&refs);
+        assert!(summary(&out).contains("tuples=1200 ") && summary(&out).contains("late=0"), "{}", summary(&out));
+        sorted_lines(&out.stdout)
+    };
+    let base = answers(args("1", std::slice::from_ref(&sorted_file), "0"));
+    assert_eq!(base.iter().filter(|l| l.contains(r#""requestID":2,"#)).count(), 20, "a DFT answer per window");
+    for (id, kind) in [(4, "WindowSketchQuantiles"), (6, "GKQuantiles"), (8, "CountMin"), (10, "LSH")] {
+        let needle = format!(r#""requestID":{id},"synopsisID""#);
+        assert!(base.iter().any(|l| l.contains(&needle) && l.contains(kind) && l.contains(r#""estimate":"#)));
+    }
+    for (w, data, chunk) in [
+        ("1", vec![shuffled_file.clone()], "0"),
+        ("2", vec![shuffled_file.clone()], "0"),
+        ("3", vec![shuffled_file.clone()], "1000"),
+        ("3", parts.clone(), "0"),
+        ("2", parts.clone(), "0"),
+        ("1", parts.clone(), "0"),
+    ] {
+        assert_eq!(
+            base,
+            answers(args(w, &data, chunk)),
+            "-w {w} over {} file(s) differs from the sorted input",
+            data.len()
+        );
+    }
+}

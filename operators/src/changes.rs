@@ -3,8 +3,9 @@
 //! set, changelog style, through differential dataflow.
 //!
 //! Every continuous set-valued query is a differential collection of its members (`(query,
-//! member)`), timestamped by window: the members of the set answered at window `w` enter with +1
-//! at `w` and the members of the query's previous answered set leave with −1 at `w`, so the
+//! member)`), timestamped by window (its [`Plan::close_time`]): the members of the set answered at
+//! window `w` enter with +1 at `w` and the members of the query's previous answered set leave with
+//! −1 at `w`, so the
 //! collection's content at any window is the latest answered set. A query is answered at the
 //! windows in which one of its synopses changed (otherwise its set stands); a window whose answer
 //! is an error (an error line) answers the empty set. `consolidate()` cancels the members that
@@ -111,10 +112,12 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
             Answered::Set(s) => Err(s),
         });
         // The collection of every query's members: the new set enters, the previous one leaves.
+        // At the window's close time: the timestamp the answers travel at.
+        let at = plan.clone();
         let changes = sets
             .clone()
-            .flat_map(|s: SetAnswer| {
-                let (q, w) = (s.query, s.window);
+            .flat_map(move |s: SetAnswer| {
+                let (q, w) = (s.query, at.close_time(s.window));
                 let entered = s.members.into_iter().map(move |(m, _)| ((q, m), w, 1isize));
                 entered.chain(s.previous.into_iter().map(move |m| ((q, m), w, -1isize)))
             })
@@ -134,10 +137,11 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
                 move |(changes, changes_frontier), (sets, sets_frontier), output| {
                     changes.for_each_stamp(|stamp, data| {
                         for batch in data {
-                            for (key, w, diff) in batch.drain(..) {
-                                let entry = waiting
-                                    .entry(w)
-                                    .or_insert_with(|| (stamp.delayed(&w, 0), Vec::new(), HashMap::new()));
+                            for (key, t, diff) in batch.drain(..) {
+                                let w = plan.window_of(t as i64);
+                                let entry = waiting.entry(w).or_insert_with(|| {
+                                    (stamp.delayed(&plan.close_time(w), 0), Vec::new(), HashMap::new())
+                                });
                                 entry.1.push((key, diff));
                             }
                         }
@@ -146,15 +150,16 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
                         for batch in data {
                             for s in batch.drain(..) {
                                 let w = s.window;
-                                let entry = waiting
-                                    .entry(w)
-                                    .or_insert_with(|| (stamp.delayed(&w, 0), Vec::new(), HashMap::new()));
+                                let entry = waiting.entry(w).or_insert_with(|| {
+                                    (stamp.delayed(&plan.close_time(w), 0), Vec::new(), HashMap::new())
+                                });
                                 entry.2.insert(s.query, s);
                             }
                         }
                     });
                     while let Some((&w, _)) = waiting.first_key_value() {
-                        if changes_frontier.less_equal(&w) || sets_frontier.less_equal(&w) {
+                        let t = plan.close_time(w);
+                        if changes_frontier.less_equal(&t) || sets_frontier.less_equal(&t) {
                             break;
                         }
                         let Some((_, (cap, mut changes, sets))) = waiting.pop_first() else { break };

@@ -41,14 +41,14 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
                         for batch in data {
-                            stash_partials(batch, &cap, &mut pending, &mut lines);
+                            stash_partials(&plan, batch, &cap, &mut pending, &mut lines);
                         }
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());
                         }
                     });
                     while let Some((&w, _)) = pending.first_key_value() {
-                        if frontier.less_equal(&w) {
+                        if frontier.less_equal(&plan.close_time(w)) {
                             break;
                         }
                         let Some((_, (cap, by_syn))) = pending.pop_first() else { break };

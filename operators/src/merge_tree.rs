@@ -1,8 +1,9 @@
 //! `merge_stage`: one stage of the tree merge of spread synopses' partials.
 //!
-//! Stage k sends a partial from worker i to `root + (((i - root) mod W) >> k << k)`, where the
-//! root is the synopsis' home (rotated per synopsis), so ceil(log2 W) stages bring every partial
-//! home and, worker indices being contiguous per process, the early stages stay in a process.
+//! Stage k sends a partial where [`Plan::merge_target`] says: toward the synopsis' home (the
+//! root, rotated per synopsis), within each process first (to the worker with the root's local
+//! index), then across processes, so a merge over n processes sends n − 1 partials between them
+//! whatever the root.
 //! Exact-merge kinds are merged at every stage (the result does not depend on the tree); the
 //! other kinds' partials travel as a list and are merged at home in bin order, so their answers
 //! do not depend on the number of workers either. Answer lines and snapshots pass through where they are.
@@ -24,12 +25,20 @@ pub(crate) type Pending = BTreeMap<u64, (Capability<u64>, HashMap<u32, Vec<Parti
 
 /// Sort one incoming batch: answer lines and snapshots pass straight through (into `lines`),
 /// partials wait in `pending` by window and synopsis until the frontier passes their window.
-pub(crate) fn stash_partials(batch: &mut Vec<Out>, cap: &Capability<u64>, pending: &mut Pending, lines: &mut Vec<Out>) {
+pub(crate) fn stash_partials(
+    plan: &Plan,
+    batch: &mut Vec<Out>,
+    cap: &Capability<u64>,
+    pending: &mut Pending,
+    lines: &mut Vec<Out>,
+) {
     for o in batch.drain(..) {
         match o {
             o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
             Out::Partial(p) => {
-                let (_, by_syn) = pending.entry(p.window).or_insert_with(|| (cap.delayed(&p.window), HashMap::new()));
+                let (_, by_syn) = pending
+                    .entry(p.window)
+                    .or_insert_with(|| (cap.delayed(&plan.close_time(p.window)), HashMap::new()));
                 by_syn.entry(p.syn).or_default().push(p);
             }
         }
@@ -69,15 +78,11 @@ pub trait MergeTree<'scope> {
 impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
     fn merge_stage(self, plan: Rc<Plan>, stage: u32) -> Stream<'scope, u64, Vec<Out>> {
         let scope = self.scope();
-        let (me, peers) = (scope.index(), scope.peers());
+        let me = scope.index();
         let route = plan.clone();
         let pact = Exchange::new(move |o: &Out| match o {
             Out::Line(_) | Out::Snapshot(_) => me as u64,
-            Out::Partial(p) => {
-                let root = route.synopses[p.syn as usize].home;
-                let rel = (me + peers - root) % peers;
-                ((root + ((rel >> stage) << stage)) % peers) as u64
-            }
+            Out::Partial(p) => route.merge_target(route.synopses[p.syn as usize].home, me, stage) as u64,
         });
         self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
             pact,
@@ -89,14 +94,14 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
                         for batch in data {
-                            stash_partials(batch, &cap, &mut pending, &mut lines);
+                            stash_partials(&plan, batch, &cap, &mut pending, &mut lines);
                         }
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());
                         }
                     });
                     while let Some((&w, _)) = pending.first_key_value() {
-                        if frontier.less_equal(&w) {
+                        if frontier.less_equal(&plan.close_time(w)) {
                             break;
                         }
                         let Some((_, (cap, by_syn))) = pending.pop_first() else { break };

@@ -147,7 +147,11 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                                     Out::Line(l) => lines.push(Answered::Line(l)),
                                     Out::Snapshot(s) => {
                                         let w = s.window;
-                                        pending.entry(w).or_insert_with(|| (cap.delayed(&w), Vec::new())).1.push(s);
+                                        pending
+                                            .entry(w)
+                                            .or_insert_with(|| (cap.delayed(&plan.close_time(w)), Vec::new()))
+                                            .1
+                                            .push(s);
                                     }
                                     // Partials never reach this operator (fold merges them).
                                     Out::Partial(_) => {}
@@ -159,7 +163,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         }
                     });
                     while let Some((&w, _)) = pending.first_key_value() {
-                        if frontier.less_equal(&w) {
+                        if frontier.less_equal(&plan.close_time(w)) {
                             break;
                         }
                         let Some((_, (cap, mut snaps))) = pending.pop_first() else { break };

@@ -204,6 +204,10 @@ pub struct Plan {
     pub script_answers: Vec<Estimation>,
     /// Workers in the computation.
     pub peers: usize,
+    /// Workers per process (timely numbers a process' workers contiguously): the tree merge
+    /// runs its within-process stages first ([`Plan::merge_target`]). [`Plan::build`] sets it to
+    /// `peers` (one process); a multi-process job sets its `-w`.
+    pub workers_per_process: usize,
     /// Window length in event-time milliseconds.
     pub window_ms: i64,
     /// Where SAVE writes.
@@ -252,6 +256,7 @@ impl Plan {
             routes: HashMap::new(),
             script_answers: Vec::new(),
             peers,
+            workers_per_process: peers,
             window_ms,
             store,
             update: true,
@@ -580,6 +585,99 @@ impl Plan {
     #[inline]
     pub fn window_of(&self, time_ms: i64) -> u64 {
         time_ms.div_euclid(self.window_ms).max(0) as u64 * self.window_ms as u64
+    }
+
+    /// Workers per process and processes, as the tree merge sees them: `workers_per_process` if
+    /// it divides `peers`, else one process of `peers` workers.
+    fn layout(&self) -> (usize, usize) {
+        let k = self.workers_per_process;
+        if k == 0 || !self.peers.is_multiple_of(k) { (self.peers, 1) } else { (k, self.peers / k) }
+    }
+
+    /// Stages of the tree merge: ceil(log2 k) within each process of k workers, then
+    /// ceil(log2 n) across the n processes (ceil(log2 W) for one process).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use saams_operators::{Plan, SnapshotStore};
+    /// # struct NoFiles;
+    /// # impl SnapshotStore for NoFiles {
+    /// #     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    /// #     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    /// #     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// # }
+    /// let mut plan = Plan::build(&[], 4, 60_000, Arc::new(NoFiles));
+    /// assert_eq!(plan.merge_stages(), 2);
+    /// plan.workers_per_process = 2; // -n 2 -w 2
+    /// assert_eq!(plan.merge_stages(), 2);
+    /// let plan = Plan::build(&[], 1, 60_000, Arc::new(NoFiles));
+    /// assert_eq!(plan.merge_stages(), 0);
+    /// ```
+    pub fn merge_stages(&self) -> u32 {
+        let (k, n) = self.layout();
+        crate::merge_stages(k) + crate::merge_stages(n)
+    }
+
+    /// Where worker `me` sends a partial of a synopsis whose home is `root` at tree-merge stage
+    /// `stage` (1-based, up to [`Plan::merge_stages`]).
+    ///
+    /// Within-process stages come first, for every root: in each process the partials meet at the
+    /// worker with the root's local index (a binomial tree over local indices relative to it), then
+    /// those workers, one per process, meet at the root (the same tree over process indices). So a
+    /// merge sends n − 1 partials between n processes, the least possible, and each stage halves
+    /// the partials in flight.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use saams_operators::{Plan, SnapshotStore};
+    /// # struct NoFiles;
+    /// # impl SnapshotStore for NoFiles {
+    /// #     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    /// #     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    /// #     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// # }
+    /// let mut plan = Plan::build(&[], 4, 60_000, Arc::new(NoFiles));
+    /// plan.workers_per_process = 2; // processes {0, 1} and {2, 3}
+    /// // Root 1: stage 1 stays in each process (0 -> 1, 2 -> 3), stage 2 crosses once (3 -> 1).
+    /// assert_eq!((plan.merge_target(1, 0, 1), plan.merge_target(1, 2, 1)), (1, 3));
+    /// assert_eq!(plan.merge_target(1, 3, 2), 1);
+    /// ```
+    pub fn merge_target(&self, root: usize, me: usize, stage: u32) -> usize {
+        let (k, n) = self.layout();
+        let local_stages = crate::merge_stages(k);
+        let (my_proc, my_local) = (me / k, me % k);
+        let (root_proc, root_local) = ((root % self.peers) / k, (root % self.peers) % k);
+        if stage <= local_stages {
+            let rel = (my_local + k - root_local) % k;
+            my_proc * k + (root_local + ((rel >> stage) << stage)) % k
+        } else {
+            let s = stage - local_stages;
+            let rel = (my_proc + n - root_proc) % n;
+            ((root_proc + ((rel >> s) << s)) % n) * k + my_local
+        }
+    }
+
+    /// The timestamp a window's output (answers, partials, snapshots) travels at: its last
+    /// millisecond. Timestamps are event-time milliseconds, so a value (sent at a timestamp no later
+    /// than its event time) is always at or before its window's close time, and the frontier passing
+    /// the close time means the whole window has been seen.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use saams_operators::{Plan, SnapshotStore};
+    /// # struct NoFiles;
+    /// # impl SnapshotStore for NoFiles {
+    /// #     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    /// #     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    /// #     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// # }
+    /// let plan = Plan::build(&[], 1, 60_000, Arc::new(NoFiles));
+    /// assert_eq!(plan.close_time(120_000), 179_999);
+    /// assert_eq!(plan.window_of(plan.close_time(120_000) as i64), 120_000);
+    /// ```
+    #[inline]
+    pub fn close_time(&self, window: u64) -> u64 {
+        window.saturating_add(self.window_ms.max(1) as u64 - 1)
     }
 
     /// The worker a tuple of `group` with arrival sequence `seq` in `window` goes to, read by

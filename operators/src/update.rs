@@ -1,12 +1,33 @@
 //! `update_synopses`: the operator that routes tuple values to their synopses (the exchange
-//! pact carries the target the reading worker computed), buffers each event-time window, and
-//! when the frontier passes a window feeds it to the synopses in a canonical order.
+//! pact carries the target the reading worker computed) and updates them as the input frontier
+//! (the event-time watermark) passes the values.
+//!
+//! State is bounded by the synopses, not by the tuples of a window:
+//!
+//! - spread exact-merge synopses (Count-Min, HyperLogLog, Bloom filter, AMS over several workers):
+//!   the window's partial is the state, updated as values arrive, in any order (their state does
+//!   not depend on it);
+//! - every other synopsis: values wait in a reorder buffer per update group (and bin) until the
+//!   frontier passes their event time. The reading loop advances its input to the oldest event
+//!   time any input can still produce (newest time minus the lateness, in steps of at most a
+//!   minute), so a buffer holds about (lateness + step) × rate values, plus a batch
+//!   (`RELEASE_BATCH`), whatever the window length. Values the frontier has passed can no longer
+//!   be preceded by another (every value arrives at a timestamp at most its event time), so they
+//!   go to their synopses in event-time order (then arrival sequence): order-sensitive kinds
+//!   ([`saams::Kind::is_order_sensitive`]) item by item, the others as a batch — the same
+//!   sequence of updates for any number of workers, processes or split of the input. Groups of
+//!   exact-merge kinds only are fed in any order, by window.
+//!
+//! A window's answers are written when the frontier passes its end.
 //!
 //! Owned synopses (one owner) are merged state right here: the owner updates them and answers
 //! their continuous queries at every window close, and their ad-hoc queries and SAVEs at the end;
 //! the states of synopses in pair queries go on as snapshots.
-//! Spread synopses get one partial per window (and bin), built from a fresh synopsis, sent on
-//! to the tree merge.
+//! Spread synopses get one partial per window (and bin), built from a fresh synopsis as the
+//! window's values pass the frontier, sent on to the tree merge at the window's close.
+//!
+//! Timestamps are event-time milliseconds: a window's output (answers, partials, snapshots) is
+//! emitted at [`Plan::close_time`] of the window, its last millisecond.
 
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -25,9 +46,10 @@ use crate::answer;
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
 
-/// Feed a window's values (already in canonical order where it matters) to one synopsis:
+/// Feed values of one window (in event-time order, then arrival sequence) to one synopsis:
 /// order-sensitive kinds item by item with the event time (DFT's parameters are in time units),
-/// the others as one batch (kinds speed up batches).
+/// the others as one batch (kinds speed up batches; only exact-merge kinds override
+/// `update_batch`, so a window fed in several batches gives the same state as in one).
 fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
     if syn.kind().is_order_sensitive() {
         for r in recs {
@@ -38,7 +60,256 @@ fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
     }
 }
 
-type Buffers = HashMap<(u32, u64), Vec<Rec>>;
+/// Values of one buffer the watermark has passed that are fed together inside a window (all of
+/// them are fed when the window closes): the buffers hold at most this many values more than
+/// the lateness and the reading step let in.
+const RELEASE_BATCH: usize = 2048;
+
+/// Values of one update group (and bin) the frontier has not passed yet.
+struct Reorder {
+    /// The values, from `head` on (those before it were fed already).
+    recs: Vec<Rec>,
+    /// Values fed from the front, dropped in bulk (not shifted at every release).
+    head: usize,
+    /// Some synopsis of the group depends on the update order: values are fed in (event time,
+    /// arrival sequence) order. Else only their window matters.
+    ordered: bool,
+    /// Ordered: `recs[head..]` is sorted by (event time, arrival sequence).
+    sorted: bool,
+    /// Unordered: the oldest event time waiting (`i64::MAX` if none).
+    min: i64,
+}
+
+impl Reorder {
+    fn new(ordered: bool) -> Reorder {
+        Reorder { recs: Vec::new(), head: 0, ordered, sorted: true, min: i64::MAX }
+    }
+
+    fn push(&mut self, recs: impl Iterator<Item = Rec>) {
+        let was_empty = self.is_empty();
+        let from = self.recs.len();
+        self.recs.extend(recs);
+        if self.ordered {
+            // Runs usually arrive in order already: check the new run and its seam.
+            let start = from.saturating_sub(1).max(self.head);
+            let in_order = self.recs[start..].is_sorted_by_key(|r| (r.time, r.seq));
+            self.sorted = in_order && (was_empty || self.sorted);
+        } else {
+            self.min = self.recs[from..].iter().map(|r| r.time).fold(self.min, i64::min);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head == self.recs.len()
+    }
+
+    fn waiting(&self) -> usize {
+        self.recs.len() - self.head
+    }
+
+    /// Event time of the oldest value waiting.
+    fn oldest(&self) -> Option<i64> {
+        let waiting = &self.recs[self.head..];
+        if !self.ordered {
+            (!waiting.is_empty()).then_some(self.min)
+        } else if self.sorted {
+            waiting.first().map(|r| r.time)
+        } else {
+            waiting.iter().map(|r| r.time).min()
+        }
+    }
+
+    /// The waiting values older than `bound` (in (event time, arrival sequence) order if the
+    /// buffer is ordered); they are gone from the buffer at the next [`Reorder::consume`].
+    fn older_than(&mut self, bound: i64) -> &[Rec] {
+        if !self.ordered {
+            // Partition: the values older than the bound first.
+            let mut k = self.head;
+            let mut min = i64::MAX;
+            for i in self.head..self.recs.len() {
+                let t = self.recs[i].time;
+                if t < bound {
+                    self.recs.swap(i, k);
+                    k += 1;
+                } else {
+                    min = min.min(t);
+                }
+            }
+            self.min = min;
+            return &self.recs[self.head..k];
+        }
+        if !self.sorted {
+            self.recs[self.head..].sort_unstable_by_key(|r| (r.time, r.seq));
+            self.sorted = true;
+        }
+        let waiting = &self.recs[self.head..];
+        &waiting[..waiting.partition_point(|r| r.time < bound)]
+    }
+
+    /// Drop the first `n` waiting values (fed).
+    fn consume(&mut self, n: usize) {
+        self.head += n;
+        if self.is_empty() {
+            self.recs.clear();
+            self.head = 0;
+        } else if self.head > self.recs.len() / 2 {
+            self.recs.drain(..self.head);
+            self.head = 0;
+        }
+    }
+}
+
+/// What one window has gathered for one update group (and bin) so far.
+struct Gathered {
+    /// Values fed.
+    items: u64,
+    /// Per synopsis of the group (in the group's order): its partial (spread modes).
+    parts: Vec<Option<Box<dyn Synopsis>>>,
+}
+
+/// Open windows (start, ms): what each (group, bin) has gathered.
+type Windows = BTreeMap<u64, BTreeMap<(u32, u64), Gathered>>;
+
+/// Merged state of owned synopses, with the values it summarizes.
+type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
+
+/// The operator's state between activations.
+struct State {
+    plan: Rc<Plan>,
+    /// Reorder buffers per (group, bin).
+    buffers: HashMap<(u32, u64), Reorder>,
+    windows: Windows,
+    merged: Merged,
+}
+
+/// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
+/// least `at_least` of them. They all lie in one window: every older window was closed (and its
+/// values fed) before. The order among buffers does not matter (each synopsis is fed by one buffer).
+fn release(
+    plan: &Plan,
+    key: (u32, u64),
+    buffer: &mut Reorder,
+    (bound, at_least): (i64, usize),
+    windows: &mut Windows,
+    merged: &mut Merged,
+) {
+    if buffer.waiting() < at_least || buffer.oldest().is_none_or(|t| t >= bound) {
+        return;
+    }
+    let recs = buffer.older_than(bound);
+    let n = recs.len();
+    if n < at_least {
+        return;
+    }
+    let group = &plan.groups[key.0 as usize];
+    let w = plan.window_of(recs[0].time);
+    debug_assert!(recs.iter().all(|r| plan.window_of(r.time) == w), "one window per release");
+    let batch: Vec<Datum<'_>> = if group.synopses.iter().any(|&s| !plan.synopses[s as usize].kind.is_order_sensitive())
+    {
+        recs.iter().map(|r| r.val.datum()).collect()
+    } else {
+        Vec::new()
+    };
+    let gathered = windows
+        .entry(w)
+        .or_default()
+        .entry(key)
+        .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
+    gathered.items += n as u64;
+    for (i, &s) in group.synopses.iter().enumerate() {
+        if !plan.live.is_live(s, w) {
+            continue;
+        }
+        let spec = &plan.synopses[s as usize];
+        if group.mode == Mode::Owned {
+            let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+            feed(state.as_mut(), recs, &batch);
+            *items += n as u64;
+        } else {
+            let part = gathered.parts[i].get_or_insert_with(|| spec.fresh.clone());
+            feed(part.as_mut(), recs, &batch);
+        }
+    }
+    drop(batch);
+    buffer.consume(n);
+}
+
+impl State {
+    /// Update the window partials of a spread exact-merge group with values on arrival (their
+    /// windows are open: a value arrives no later than its event time, a window closes after its
+    /// end). Whether the synopses are registered at the window is checked at its close.
+    fn gather(&mut self, key: (u32, u64), recs: &[Rec]) {
+        let plan = &self.plan;
+        let group = &plan.groups[key.0 as usize];
+        let mut rest = recs;
+        while let Some(first) = rest.first() {
+            let w = plan.window_of(first.time);
+            let n = rest.iter().take_while(|r| plan.window_of(r.time) == w).count();
+            let (now, later) = rest.split_at(n);
+            rest = later;
+            let batch: Vec<Datum<'_>> = now.iter().map(|r| r.val.datum()).collect();
+            let gathered = self
+                .windows
+                .entry(w)
+                .or_default()
+                .entry(key)
+                .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
+            gathered.items += n as u64;
+            for (i, &s) in group.synopses.iter().enumerate() {
+                let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
+                part.update_batch(&batch);
+            }
+        }
+    }
+
+    /// Feed the buffered values older than `bound`, of the buffers that have at least
+    /// `at_least` of them.
+    fn release_all(&mut self, bound: i64, at_least: usize) {
+        for (&key, buffer) in &mut self.buffers {
+            release(&self.plan, key, buffer, (bound, at_least), &mut self.windows, &mut self.merged);
+        }
+    }
+
+    /// The oldest window with anything open or buffered.
+    fn oldest_window(&self) -> Option<u64> {
+        let buffered = self.buffers.values().filter_map(Reorder::oldest).min().map(|t| self.plan.window_of(t));
+        let open = self.windows.first_key_value().map(|(&w, _)| w);
+        match (buffered, open) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Close window `w` (every value of it fed): answers of owned synopses, partials of spread ones.
+    fn close(&mut self, w: u64, lines: &mut Vec<String>, partials: &mut Vec<Partial>, snapshots: &mut Vec<Snapshot>) {
+        let Some(gathered) = self.windows.remove(&w) else { return };
+        let plan = &self.plan;
+        for ((g, bin), mut got) in gathered {
+            let group = &plan.groups[g as usize];
+            for (i, &s) in group.synopses.iter().enumerate() {
+                if !plan.live.is_live(s, w) {
+                    continue;
+                }
+                let spec = &plan.synopses[s as usize];
+                if group.mode == Mode::Owned {
+                    let Some((state, items)) = self.merged.get(&s) else { continue };
+                    answer::continuous(plan, s, state.as_ref(), *items, w, lines);
+                    for &dest in &spec.snapshot_to {
+                        snapshots.push(Snapshot {
+                            syn: s,
+                            window: w,
+                            items: *items,
+                            dest: dest as u32,
+                            state: SynBox(state.clone()),
+                        });
+                    }
+                } else if let Some(part) = got.parts[i].take() {
+                    partials.push(Partial { syn: s, window: w, items: got.items, parts: vec![(bin, SynBox(part))] });
+                }
+            }
+        }
+    }
+}
 
 /// Records per container sent to another worker (a few hundred KiB: fewer, larger messages).
 const SHIP_RECORDS: usize = 4096;
@@ -154,8 +425,11 @@ impl Distributor<Vec<Rec>> for RunDistributor {
 /// Extension trait: maintain the plan's synopses from a stream of routed values.
 pub trait UpdateSynopses<'scope> {
     /// Update every synopsis of `plan` from the values; emits answer lines of owned synopses and
-    /// per-window partials of spread ones (timestamps: the window; the end-of-input answers at
-    /// `u64::MAX`).
+    /// per-window partials of spread ones (timestamps: the window's [`Plan::close_time`]; the
+    /// end-of-input answers at `u64::MAX`).
+    ///
+    /// Values must arrive at a timestamp no later than their event time (ms): the frontier is
+    /// the watermark that releases them to their synopses.
     fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>>;
 }
 
@@ -176,106 +450,95 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
             move |mut cap, _info| {
                 cap.downgrade(&u64::MAX);
                 let mut end_cap = Some(cap);
-                let mut windows: BTreeMap<u64, (Capability<u64>, Buffers)> = BTreeMap::new();
-                let mut merged: HashMap<u32, (Box<dyn Synopsis>, u64)> = HashMap::new();
-                // Emptied buffers of closed windows, reused (with their capacity) by new ones: a
-                // buffer grown from empty for every window and group was ~3 % of the job.
-                let mut spare: Vec<Vec<Rec>> = Vec::new();
-                // Runs of one incoming batch: (window, group, bin, length).
-                let mut runs: Vec<(u64, u32, u64, usize)> = Vec::new();
+                let mut state = State {
+                    plan: plan.clone(),
+                    buffers: HashMap::new(),
+                    windows: BTreeMap::new(),
+                    merged: HashMap::new(),
+                };
+                // Held at the frontier while anything is buffered or open: every window still to
+                // close ends after it, so the window's output can be emitted at its close time.
+                let mut held: Option<Capability<u64>> = None;
+                // Runs of one incoming batch: ((group, bin), length).
+                let mut runs: Vec<((u32, u64), usize)> = Vec::new();
                 move |(input, frontier), output| {
                     input.for_each_stamp(|stamp, data| {
                         if !plan.update {
                             data.for_each(|batch| batch.clear());
                             return;
                         }
+                        let Some(&time) = stamp.least() else {
+                            data.for_each(|batch| batch.clear());
+                            return;
+                        };
+                        if held.as_ref().is_none_or(|c| time < *c.time()) {
+                            held = stamp.retain_least(0);
+                        }
                         for batch in data {
-                            // Records arrive in runs of one stream and window: find the runs on
-                            // the slice, then move each into its buffer in one go (one lookup per run).
+                            // Records arrive in runs of one stream: find the runs on the slice,
+                            // then move each into its buffer in one go (one lookup per run).
                             runs.clear();
                             let mut i = 0;
                             while i < batch.len() {
-                                let rec = &batch[i];
-                                let (w, g, bin) = (plan.window_of(rec.time), rec.group, plan.bin(rec.group, rec.seq));
-                                let (start, end) = (w as i64, w as i64 + plan.window_ms);
+                                let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
                                 let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
                                 let more = batch[i + 1..]
                                     .iter()
-                                    .take_while(|r| {
-                                        r.group == g
-                                            && r.time < end
-                                            && r.time >= start
-                                            && (!binned || plan.bin(g, r.seq) == bin)
-                                    })
+                                    .take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin))
                                     .count();
-                                runs.push((w, g, bin, more + 1));
+                                runs.push(((g, bin), more + 1));
                                 i += more + 1;
                             }
                             let mut recs = batch.drain(..);
-                            for &(w, g, bin, len) in &runs {
-                                let (_, buffers) =
-                                    windows.entry(w).or_insert_with(|| (stamp.delayed(&w, 0), HashMap::new()));
-                                let buffer = buffers.entry((g, bin)).or_insert_with(|| spare.pop().unwrap_or_default());
-                                buffer.extend(recs.by_ref().take(len));
+                            for &(key, len) in &runs {
+                                let group = &plan.groups[key.0 as usize];
+                                if matches!(group.mode, Mode::Exact { .. }) {
+                                    // Exact-merge kinds only: the window's partial is the state,
+                                    // updated on arrival in any order.
+                                    state.gather(key, &recs.as_slice()[..len]);
+                                    recs.by_ref().take(len).for_each(drop);
+                                } else {
+                                    let ordered = group.ordered;
+                                    let buffer = state.buffers.entry(key).or_insert_with(|| Reorder::new(ordered));
+                                    buffer.push(recs.by_ref().take(len));
+                                }
                             }
                         }
                     });
-                    while let Some((&w, _)) = windows.first_key_value() {
-                        if frontier.less_equal(&w) {
+                    // The watermark: no value older than it can still arrive.
+                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let bound = i64::try_from(watermark).unwrap_or(i64::MAX);
+                    let mut lines = Vec::new();
+                    let mut partials = Vec::new();
+                    let mut snapshots = Vec::new();
+                    // Close every window the watermark has passed, oldest first: feed its values,
+                    // then answer it.
+                    while let Some(w) = state.oldest_window() {
+                        let end = w.saturating_add(plan.window_ms as u64);
+                        if end > watermark {
                             break;
                         }
-                        let Some((_, (cap, buffers))) = windows.pop_first() else { break };
-                        let mut lines = Vec::new();
-                        let mut partials = Vec::new();
-                        let mut snapshots = Vec::new();
-                        let mut buffers: Vec<_> = buffers.into_iter().collect();
-                        buffers.sort_unstable_by_key(|(k, _)| *k);
-                        for ((g, bin), mut recs) in buffers {
-                            let group = &plan.groups[g as usize];
-                            // (time, seq) is unique per record; runs usually arrive in order already.
-                            if group.ordered && !recs.is_sorted_by_key(|r| (r.time, r.seq)) {
-                                recs.sort_unstable_by_key(|r| (r.time, r.seq));
-                            }
-                            let n = recs.len() as u64;
-                            let batch: Vec<Datum<'_>> = recs.iter().map(|r| r.val.datum()).collect();
-                            for &s in &group.synopses {
-                                if !plan.live.is_live(s, w) {
-                                    continue;
-                                }
-                                let spec = &plan.synopses[s as usize];
-                                if group.mode == Mode::Owned {
-                                    let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-                                    feed(state.as_mut(), &recs, &batch);
-                                    *items += n;
-                                    answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
-                                    for &dest in &spec.snapshot_to {
-                                        snapshots.push(Snapshot {
-                                            syn: s,
-                                            window: w,
-                                            items: *items,
-                                            dest: dest as u32,
-                                            state: SynBox(state.clone()),
-                                        });
-                                    }
-                                } else {
-                                    let mut part = spec.fresh.clone();
-                                    feed(part.as_mut(), &recs, &batch);
-                                    partials.push(Partial {
-                                        syn: s,
-                                        window: w,
-                                        items: n,
-                                        parts: vec![(bin, SynBox(part))],
-                                    });
-                                }
-                            }
-                            drop(batch);
-                            recs.clear();
-                            spare.push(recs);
+                        state.release_all(i64::try_from(end).unwrap_or(i64::MAX), 1);
+                        state.close(w, &mut lines, &mut partials, &mut snapshots);
+                        if let Some(cap) = &held {
+                            let at = cap.delayed(&plan.close_time(w));
+                            let mut session = output.session(&at);
+                            session.give_iterator(lines.drain(..).map(Out::Line));
+                            session.give_iterator(partials.drain(..).map(Out::Partial));
+                            session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
                         }
-                        let mut session = output.session(&cap);
-                        session.give_iterator(lines.into_iter().map(Out::Line));
-                        session.give_iterator(partials.into_iter().map(Out::Partial));
-                        session.give_iterator(snapshots.into_iter().map(Out::Snapshot));
+                    }
+                    // Values of the open window the watermark has passed go to their synopses, a
+                    // batch at a time: feeding each stream's synopses a few values per activation,
+                    // round the streams, misses the cache on every update (a Count-Min is ~50 KiB).
+                    state.release_all(bound, RELEASE_BATCH);
+                    if state.windows.is_empty() && state.buffers.values().all(Reorder::is_empty) {
+                        held = None;
+                        state.buffers.retain(|_, b| b.recs.capacity() <= 4096);
+                    } else if let Some(cap) = held.as_mut()
+                        && watermark > *cap.time()
+                    {
+                        cap.downgrade(&watermark);
                     }
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
@@ -286,8 +549,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             if spec.home != me || spec.mode != Mode::Owned || spec.group == u32::MAX {
                                 continue;
                             }
-                            match merged.get(&s) {
-                                Some((state, items)) => answer::at_end(&plan, s, state.as_ref(), *items, &mut lines),
+                            match state.merged.get(&s) {
+                                Some((st, items)) => answer::at_end(&plan, s, st.as_ref(), *items, &mut lines),
                                 None => answer::at_end(&plan, s, spec.initial.as_ref(), 0, &mut lines),
                             }
                         }

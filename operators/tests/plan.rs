@@ -95,3 +95,49 @@ fn tree_stages_bring_every_worker_to_the_root() {
         }
     }
 }
+
+/// The tree merge as designed, for every root of several process layouts: every partial reaches
+/// the root in `merge_stages` stages, the within-process stages send nothing between processes and
+/// leave one partial per process, and a merge sends n − 1 partials between n processes (the
+/// fewest possible).
+#[test]
+fn tree_merge_stays_in_processes_first_and_crosses_them_n_minus_1_times_for_every_root() {
+    for (processes, per_process) in [(1, 1), (1, 4), (2, 1), (2, 2), (2, 4), (4, 2), (3, 3), (2, 3), (3, 2)] {
+        let peers = processes * per_process;
+        let mut p = plan("", peers);
+        p.workers_per_process = per_process;
+        let stages = p.merge_stages();
+        assert_eq!(stages, merge_stages(per_process) + merge_stages(processes));
+        for root in 0..peers {
+            // One partial per worker, each a set of the workers it summarizes.
+            let mut held: Vec<Vec<usize>> = (0..peers).map(|w| vec![w]).collect();
+            let mut crossings = 0;
+            for stage in 1..=stages {
+                let mut next: Vec<Vec<usize>> = vec![Vec::new(); peers];
+                for (me, part) in held.iter().enumerate().filter(|(_, part)| !part.is_empty()) {
+                    let to = p.merge_target(root, me, stage);
+                    assert!(to < peers, "{processes}x{per_process} root {root}: stage {stage} sends to {to}");
+                    if to / per_process != me / per_process {
+                        crossings += 1;
+                        assert!(
+                            stage > merge_stages(per_process),
+                            "{processes}x{per_process} root {root}: stage {stage} crosses processes before the local stages end"
+                        );
+                    }
+                    next[to].extend(part);
+                }
+                held = next;
+                if stage == merge_stages(per_process) || stages == 0 {
+                    // After the local stages: one partial per process, at the root's local index.
+                    let holders: Vec<usize> = (0..peers).filter(|&w| !held[w].is_empty()).collect();
+                    let expected: Vec<usize> = (0..processes).map(|q| q * per_process + root % per_process).collect();
+                    assert_eq!(holders, expected, "{processes}x{per_process} root {root}");
+                }
+            }
+            let mut at_root = held[root].clone();
+            at_root.sort_unstable();
+            assert_eq!(at_root, (0..peers).collect::<Vec<_>>(), "{processes}x{per_process} root {root}");
+            assert_eq!(crossings, processes - 1, "{processes}x{per_process} root {root}");
+        }
+    }
+}

@@ -25,6 +25,13 @@
 //! a.merge(&b).unwrap();
 //! assert_eq!(a.estimate(&Query::Total).unwrap().as_f64(), Some(2000.0));
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its state is the same, bit
+//! for bit, whatever the order of the updates and however partials are merged, so the engine
+//! updates it in batches in any order (a spread partial as the values arrive) and merges spread
+//! partials at every stage of the tree merge.
 
 pub mod codec;
 mod sketch;

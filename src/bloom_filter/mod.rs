@@ -22,6 +22,13 @@
 //! assert_eq!(e.value, EstimateValue::Bool(false));
 //! assert_eq!(e.confidence, 1.0); // a negative answer is certain
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its state is the same, bit
+//! for bit, whatever the order of the updates and however partials are merged, so the engine
+//! updates it in batches in any order (a spread partial as the values arrive) and merges spread
+//! partials at every stage of the tree merge.
 
 pub mod codec;
 mod sketch;

@@ -23,6 +23,14 @@
 //! let d = s.estimate(&Query::Distinct).unwrap();
 //! assert!(d.lower <= 5000.0 && 5000.0 <= d.upper);
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its answer means the same
+//! for any order of the items, but its state (the library's sparse/windowed flavours and its HIP
+//! accumulator) depends on the order of the updates, so the engine feeds it in event-time order
+//! (then arrival sequence) for answers that do not depend on the number of workers or the split of
+//! the input.
 
 mod codec;
 mod sketch;

@@ -35,6 +35,12 @@
 //! let (x, y) = (a.coefficients(), b.coefficients());
 //! assert!(x.iter().zip(&y).all(|(p, q)| (p.0 - q.0).abs() < 1e-12 && (p.1 - q.1).abs() < 1e-12));
 //! ```
+//!
+//! # Update order
+//!
+//! Order-sensitive ([`crate::Kind::is_order_sensitive`]): its sliding window is the most recent
+//! items, and its aggregation interval is in event time, so the engine feeds it item by item in
+//! event-time order (then arrival sequence), from a reorder buffer that the watermark drains.
 
 mod codec;
 mod sketch;

@@ -34,6 +34,14 @@
 //! let EstimateValue::Items(items) = top.value else { panic!() };
 //! assert_eq!(items[0].0, Value::Num(7.0));
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its answer means the same
+//! for any order of the items, but its state (which items the purges keep, and the library's
+//! hash-slot order) depends on the order of the updates, so the engine feeds it in event-time order
+//! (then arrival sequence) for answers that do not depend on the number of workers or the split of
+//! the input.
 
 mod codec;
 mod sketch;

@@ -17,6 +17,13 @@
 //! let p99 = all.estimate(&Query::Quantile(0.99)).unwrap().as_f64().unwrap();
 //! assert!((p99 - 39_600.0).abs() <= 400.0);
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its answer means the same
+//! for any order of the items, but its state (which tuples are kept and compressed) depends on the
+//! order of the updates, so the engine feeds it in event-time order (then arrival sequence) for
+//! answers that do not depend on the number of workers or the split of the input.
 
 pub(crate) mod codec;
 mod sketch;

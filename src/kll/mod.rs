@@ -28,6 +28,14 @@
 //! assert!(median.lower <= 500.0 && 500.0 <= median.upper);
 //! assert_eq!(s.estimate(&Query::Total).unwrap().as_f64(), Some(1000.0));
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its answer means the same
+//! for any order of the items, but its state (which items each compaction keeps; the library's
+//! compactions are also randomized, unseeded) depends on the order of the updates, so the engine
+//! feeds it in event-time order (then arrival sequence) for answers that do not depend on the
+//! number of workers or the split of the input.
 
 mod codec;
 mod sketch;

@@ -15,6 +15,13 @@
 //! let e = a.estimate(&Query::FrequentItems { support: 0.05 }).unwrap();
 //! assert_eq!(e.value, EstimateValue::Items(vec![(Value::Num(1.0), 2000.0)]));
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its answer means the same
+//! for any order of the items, but its state (which counts each bucket boundary prunes) depends on
+//! the order of the updates, so the engine feeds it in event-time order (then arrival sequence) for
+//! answers that do not depend on the number of workers or the split of the input.
 
 pub(crate) mod codec;
 mod sketch;

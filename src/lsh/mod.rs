@@ -31,6 +31,12 @@
 //! assert_eq!(s.as_f64(), Some(1.0));
 //! assert_eq!(a.band_keys().unwrap(), b.band_keys().unwrap());
 //! ```
+//!
+//! # Update order
+//!
+//! Order-sensitive ([`crate::Kind::is_order_sensitive`]): its signature is of the window of the
+//! most recent items, so the engine feeds it item by item in event-time order (then arrival
+//! sequence), from a reorder buffer that the watermark drains.
 
 mod codec;
 mod sketch;

@@ -19,6 +19,14 @@
 //! assert_eq!(items[0].0, Value::Num(42.0));
 //! assert!(items[0].1 <= 12_500.0 && items[0].1 >= 12_500.0 - 500.0);
 //! ```
+//!
+//! # Update order
+//!
+//! Not order-sensitive ([`crate::Kind::is_order_sensitive`] is false): its answer means the same
+//! for any order of the items, but its state (which items the seeded sampling keeps as the rate
+//! changes) depends on the order of the updates, so the engine feeds it in event-time order (then
+//! arrival sequence) for answers that do not depend on the number of workers or the split of the
+//! input.
 
 pub(crate) mod codec;
 mod sketch;

@@ -18,6 +18,12 @@
 //! let e = early.estimate(&Query::Rank(0.0)).unwrap();
 //! assert!((e.as_f64().unwrap() - 0.5).abs() <= 0.02);
 //! ```
+//!
+//! # Update order
+//!
+//! Order-sensitive ([`crate::Kind::is_order_sensitive`]): its answer is over the last `W` items,
+//! and blocks expire in arrival order, so the engine feeds it item by item in event-time order
+//! (then arrival sequence), from a reorder buffer that the watermark drains.
 
 pub(crate) mod codec;
 mod sketch;

@@ -22,6 +22,10 @@
 //!   shipment per site and synopsis, which is what the paper's partials shipped every 5 s of
 //!   processing time amount to when the whole input replays in less than 5 s.
 //!
+//! * memory (`--only memory`, not in the default set; Linux): peak resident set size of one
+//!   worker on the paper's workload at 60 s, 10 min, 1 h and 1 d windows. Open windows hold the
+//!   synopses' state, not their tuples, so the peak should not grow with the window.
+//!
 //! Output: `<out>/<git-commit>-<params>/` with `horizontal.tsv`, `vertical.tsv`, `federated.tsv`
 //! and one PNG per figure; the directory is printed at the end. Streams are the seeded
 //! generator's (random-walk prices, Zipf volumes), replayed as fast as possible.
@@ -55,7 +59,7 @@ struct Args {
     /// The paper's request workload (100 streams × CountMin + HyperLogLog + DFT).
     #[arg(long, default_value = "datasets/requests/paper-workload.json")]
     requests: PathBuf,
-    /// Experiments to run (comma separated: horizontal, vertical, federated).
+    /// Experiments to run (comma separated: horizontal, vertical, federated; `memory` on request).
     #[arg(long, default_value = "horizontal,vertical,federated")]
     only: String,
     /// The `saams` binary (default: next to this executable).
@@ -498,8 +502,8 @@ fn run(a: &Args) -> Result<(), String> {
         .map_err(|_| "the embedded DejaVu Sans font did not load".to_string())?;
     let only: Vec<&str> = a.only.split(',').map(str::trim).collect();
     for o in &only {
-        if !["horizontal", "vertical", "federated"].contains(o) {
-            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated)"));
+        if !["horizontal", "vertical", "federated", "memory"].contains(o) {
+            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated, memory)"));
         }
     }
     let total = a.tuples.unwrap_or(if a.quick { 200_000 } else { 5_000_000 });
@@ -527,6 +531,74 @@ fn run(a: &Args) -> Result<(), String> {
         };
         federated(&r, per_stream, windows)?;
     }
+    if only.contains(&"memory") {
+        memory(&r, a, per_stream)?;
+    }
     println!("experiment: results in {}", dir.display());
     Ok(())
+}
+
+/// Run `saams` once (one process) and return its summary and its peak resident set size in KiB
+/// (the kernel's high-water mark `VmHWM`, read from `/proc` until the process exits; `None`
+/// where there is no `/proc`).
+fn once_with_peak_rss(saams: &Path, args: &[String]) -> Result<(Fields, Option<u64>), String> {
+    let mut c = Command::new(saams);
+    c.args(args).args(["--out", &null_device(), "--progress", "0"]);
+    let mut child = spawn(c)?;
+    let status_file = PathBuf::from(format!("/proc/{}/status", child.id()));
+    let mut stderr = child.stderr.take().ok_or("saams: no stderr pipe")?;
+    // saams writes a few lines to stderr: read them on a thread so it never blocks on the pipe.
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let mut peak = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| format!("saams: {e}"))? {
+            break status;
+        }
+        let hwm = std::fs::read_to_string(&status_file).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        });
+        if hwm.is_some() {
+            peak = peak.max(hwm);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let text = reader.join().map_err(|_| "saams: stderr reader failed".to_string())?;
+    if !status.success() {
+        return Err(format!("saams {} failed ({status}):\n{text}", args.join(" ")));
+    }
+    Ok((parse_summary(&text)?, peak))
+}
+
+/// Peak RSS of one worker against the window length (`memory.tsv`): the median of the repeats.
+fn memory(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
+    let requests = a.requests.display().to_string();
+    let generate = format!("stocks:100:{tuples_per_stream}");
+    let mut tsv = String::from("experiment\twindow\ttuples\ttuples_per_s\tpeak_rss_kib\tpeak_over_60s\n");
+    let mut base = None;
+    for window in ["60s", "10m", "1h", "1d"] {
+        let args: Vec<String> = ["-w", "1", "--requests", &requests, "--generate", &generate, "--window", window]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut runs = Vec::new();
+        for _ in 0..r.repeats {
+            runs.push(once_with_peak_rss(&r.saams, &args)?);
+        }
+        runs.sort_by_key(|(_, peak)| *peak);
+        let (fields, peak) = runs.swap_remove(runs.len() / 2);
+        let get = |k: &str| fields.get(k).copied().unwrap_or(0.0);
+        let rate = if get("seconds") > 0.0 { get("tuples") / get("seconds") } else { 0.0 };
+        let peak_kib = peak.unwrap_or(0);
+        let base_kib = *base.get_or_insert(peak_kib);
+        let ratio = if base_kib > 0 { peak_kib as f64 / base_kib as f64 } else { 0.0 };
+        eprintln!("experiment: memory {window}: peak RSS {peak_kib} KiB ({ratio:.2}x 60 s), {rate:.0} tuples/s");
+        let _ = writeln!(tsv, "memory\t{window}\t{}\t{rate:.0}\t{peak_kib}\t{ratio:.3}", get("tuples"));
+    }
+    write(&r.dir.join("memory.tsv"), &tsv)
 }
