@@ -12,8 +12,10 @@
 //! [`KafkaTupleSource::commit_through`]); after a crash the uncommitted tail is read again.
 
 use std::collections::BTreeMap;
+use std::ffi::{CString, c_int};
 use std::fmt;
 use std::future::Future;
+use std::ptr::NonNull;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::bindings as rdsys;
 use rdkafka::client::{Client, ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
@@ -783,8 +786,143 @@ impl ConsumerContext for SourceContext {
     }
 }
 
-/// A consumer assigned a fixed list of partitions by hand, polled without blocking.
+/// The records of a consumer's assigned partitions on a queue of their own, consumed in batches.
+///
+/// Why: rdkafka's [`BaseConsumer::poll`] returns one record per call, and each call reads the
+/// clock, takes the queue lock, wraps the record in an event and allocates an `Arc` for it; at
+/// a million records a second that per-record overhead was a large share of a consuming
+/// worker's time. librdkafka's `rd_kafka_consume_batch_queue` hands out up to a batch of records
+/// per call instead. It cannot be used on the consumer queue itself: rdkafka forwards the main
+/// queue there (commit replies, errors, rebalances as events), and a batch consume meeting an
+/// offset-commit reply turns it into a bogus "message". So each assigned partition's fetch queue
+/// is forwarded to this queue, which then carries nothing but records, end-of-partition markers
+/// and errors of those partitions, while commit replies and client errors stay on the consumer
+/// queue, served by a zero-timeout [`BaseConsumer::poll`] (which also hands over any record
+/// fetched before the forwarding took effect).
+///
+/// The forwarding is made with `rd_kafka_queue_forward` (an application forward), which
+/// librdkafka's later fetch start keeps instead of re-forwarding to the consumer queue.
+struct FetchQueue {
+    /// Our queue (`rd_kafka_queue_new`, owned).
+    queue: NonNull<rdsys::rd_kafka_queue_t>,
+    /// Handles of the partitions' fetch queues, forwarded to `queue`.
+    partitions: Vec<NonNull<rdsys::rd_kafka_queue_t>>,
+    /// Room for one batch of message pointers.
+    batch: Vec<*mut rdsys::rd_kafka_message_t>,
+}
+
+// SAFETY: librdkafka queues are thread-safe (every operation takes the queue's lock); the
+// pointers are only used through librdkafka calls, and `batch` holds no message between calls.
+unsafe impl Send for FetchQueue {}
+
+impl FetchQueue {
+    /// Forwards the fetch queues of `partitions` of `topic` to a new queue of `consumer`'s client.
+    fn new<C: ConsumerContext>(
+        consumer: &BaseConsumer<C>,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<Self, AdapterError> {
+        let rk = consumer.client().native_ptr();
+        let name =
+            CString::new(topic).map_err(|_| AdapterError::Setting(format!("topic {topic:?} contains a NUL byte")))?;
+        // SAFETY: `rk` is the live client of `consumer`, which outlives the queue (PartitionReader
+        // drops the queue before its consumer); the returned queue is owned and destroyed in Drop.
+        let queue = NonNull::new(unsafe { rdsys::rd_kafka_queue_new(rk) })
+            .ok_or_else(|| AdapterError::Setting("librdkafka could not create a queue".into()))?;
+        let mut fetch = FetchQueue { queue, partitions: Vec::with_capacity(partitions.len()), batch: Vec::new() };
+        for &p in partitions {
+            // SAFETY: as above; `name` is a valid C string for the duration of the call. The
+            // partition is created on a miss, so this works before the assignment took effect.
+            let handle = NonNull::new(unsafe { rdsys::rd_kafka_queue_get_partition(rk, name.as_ptr(), p) })
+                .ok_or_else(|| AdapterError::Setting(format!("no fetch queue for partition {p} of {topic:?}")))?;
+            // SAFETY: both queues are live handles of the same client.
+            unsafe { rdsys::rd_kafka_queue_forward(handle.as_ptr(), fetch.queue.as_ptr()) };
+            fetch.partitions.push(handle);
+        }
+        Ok(fetch)
+    }
+
+    /// Takes up to `max` entries (records, end-of-partition markers, partition errors), waiting at
+    /// most `wait` for the first, and hands each to `f`. Every message is destroyed before return,
+    /// also when `f` panics.
+    fn consume(&mut self, max: usize, wait: Duration, mut f: impl FnMut(&rdsys::rd_kafka_message_t)) -> usize {
+        if max == 0 {
+            return 0;
+        }
+        self.batch.clear();
+        self.batch.resize(max, std::ptr::null_mut());
+        let timeout_ms = c_int::try_from(wait.as_millis()).unwrap_or(c_int::MAX);
+        // SAFETY: `batch` has room for `max` pointers; librdkafka fills the first `n`.
+        let n = unsafe {
+            rdsys::rd_kafka_consume_batch_queue(self.queue.as_ptr(), timeout_ms, self.batch.as_mut_ptr(), max)
+        };
+        let n = usize::try_from(n).unwrap_or(0).min(max);
+        struct Destroy<'a>(&'a [*mut rdsys::rd_kafka_message_t]);
+        impl Drop for Destroy<'_> {
+            fn drop(&mut self) {
+                for &m in self.0 {
+                    // SAFETY: each pointer came from this batch consume and is destroyed once.
+                    unsafe { rdsys::rd_kafka_message_destroy(m) };
+                }
+            }
+        }
+        let taken = Destroy(&self.batch[..n]);
+        for &m in taken.0 {
+            // SAFETY: a message returned by librdkafka, alive until destroyed by `taken`.
+            if let Some(message) = unsafe { m.as_ref() } {
+                f(message);
+            }
+        }
+        n
+    }
+}
+
+impl Drop for FetchQueue {
+    fn drop(&mut self) {
+        for handle in self.partitions.drain(..) {
+            // SAFETY: a handle from rd_kafka_queue_get_partition, destroyed once; the forward
+            // stays on the partition's queue until librdkafka stops the fetcher at close.
+            unsafe { rdsys::rd_kafka_queue_destroy(handle.as_ptr()) };
+        }
+        // SAFETY: our own queue, destroyed once, before the client (see PartitionReader).
+        unsafe { rdsys::rd_kafka_queue_destroy(self.queue.as_ptr()) };
+    }
+}
+
+/// A record's fields as [`RecordRef`], borrowed from a librdkafka message.
+///
+/// # Safety
+/// `m` must be a live message without error; the slices borrow its memory.
+unsafe fn record_of(m: &rdsys::rd_kafka_message_t) -> RecordRef<'_> {
+    /// # Safety
+    /// `len` bytes at `ptr` (when not null) must stay valid for `'a`.
+    unsafe fn bytes<'a>(ptr: *mut std::ffi::c_void, len: usize) -> &'a [u8] {
+        if ptr.is_null() || len == 0 {
+            &[]
+        } else {
+            // SAFETY: librdkafka keeps `len` bytes at `ptr` for the message's lifetime.
+            unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+        }
+    }
+    let mut kind = rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+    // SAFETY: a live message; `kind` is a valid out pointer.
+    let ts = unsafe { rdsys::rd_kafka_message_timestamp(m, &mut kind) };
+    let available = kind != rdsys::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && ts != -1;
+    RecordRef {
+        partition: m.partition,
+        offset: m.offset,
+        timestamp_ms: available.then_some(ts),
+        // SAFETY: key and payload live as long as the message `m` borrows.
+        key: (!m.key.is_null()).then(|| unsafe { bytes(m.key, m.key_len) }),
+        payload: unsafe { bytes(m.payload, m.len) },
+    }
+}
+
+/// A consumer assigned a fixed list of partitions by hand, polled without blocking: records come
+/// in batches from its [`FetchQueue`], commit replies and client errors from the consumer queue.
 struct PartitionReader {
+    // Field order matters: the fetch queue is destroyed before the consumer's client.
+    fetch: FetchQueue,
     consumer: BaseConsumer<SourceContext>,
     context: SourceContext,
     topic: String,
@@ -793,6 +931,10 @@ struct PartitionReader {
     errors: u64,
     last_error: Option<String>,
 }
+
+/// Most events served from the consumer queue per poll (commit replies, errors); the rest wait for
+/// the next poll, so a burst of them cannot starve the records.
+const CONSUMER_EVENTS_PER_POLL: usize = 64;
 
 impl PartitionReader {
     /// Connects, checks the topic, picks the partitions with `choose`, assigns them from `from`.
@@ -825,14 +967,18 @@ impl PartitionReader {
         let consumer: BaseConsumer<SourceContext> =
             config.create_with_context(context.clone()).map_err(kafka_err("creating a consumer"))?;
         let all = topic_partitions(consumer.client(), &opts.brokers, topic)?;
-        let partitions = choose(&all)?;
+        let mut partitions = choose(&all)?;
+        partitions.sort_unstable();
+        partitions.dedup();
         let mut tpl = TopicPartitionList::with_capacity(partitions.len());
         for &p in &partitions {
             tpl.add_partition_offset(topic, p, from.offset()).map_err(kafka_err("building the assignment"))?;
         }
         consumer.assign(&tpl).map_err(kafka_err(format!("assigning partitions {partitions:?} of {topic:?}")))?;
+        let fetch = FetchQueue::new(&consumer, topic, &partitions)?;
         let at_eof = vec![false; partitions.len()];
         Ok(PartitionReader {
+            fetch,
             consumer,
             context,
             topic: topic.to_string(),
@@ -860,10 +1006,13 @@ impl PartitionReader {
             });
         }
         let mut seen = 0;
-        let mut timeout = wait;
-        while seen < max {
-            let Some(result) = self.consumer.poll(timeout) else { break };
-            timeout = Duration::ZERO;
+        // The consumer queue: commit replies (to the context's callback), client errors, and
+        // records fetched before the partitions were forwarded to the fetch queue.
+        for _ in 0..CONSUMER_EVENTS_PER_POLL {
+            if seen >= max {
+                break;
+            }
+            let Some(result) = self.consumer.poll(Duration::ZERO) else { break };
             match result {
                 Ok(message) => {
                     let partition = message.partition();
@@ -884,15 +1033,43 @@ impl PartitionReader {
                         self.at_eof[i] = true;
                     }
                 }
-                Err(e) => {
-                    // Transient (broker restarts, network): librdkafka retries by itself. Counted and
-                    // kept for reporting, not fatal.
-                    self.errors += 1;
-                    self.last_error = Some(e.to_string());
-                }
+                Err(e) => self.count_error(e.to_string()),
             }
         }
+        let wait = if seen > 0 { Duration::ZERO } else { wait };
+        let PartitionReader { fetch, partitions, at_eof, errors, last_error, .. } = self;
+        fetch.consume(max - seen, wait, |m| {
+            let slot = partitions.binary_search(&m.partition).ok();
+            if m.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                if let Some(i) = slot {
+                    at_eof[i] = false;
+                }
+                // SAFETY: a live message without error, borrowed only for the call of `f`.
+                f(unsafe { record_of(m) });
+                seen += 1;
+            } else if m.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                if let Some(i) = slot {
+                    at_eof[i] = true;
+                }
+            } else {
+                // Transient (broker restarts, network): librdkafka retries by itself. Counted and
+                // kept for reporting, not fatal.
+                *errors += 1;
+                *last_error = Some(format!(
+                    "partition {}: {}",
+                    m.partition,
+                    KafkaError::MessageConsumption(RDKafkaErrorCode::from(m.err))
+                ));
+            }
+        });
         Ok(seen)
+    }
+
+    fn count_error(&mut self, error: String) {
+        // Transient (broker restarts, network): librdkafka retries by itself. Counted and kept for
+        // reporting, not fatal.
+        self.errors += 1;
+        self.last_error = Some(error);
     }
 
     fn at_end(&self) -> bool {
@@ -1481,7 +1658,7 @@ impl KafkaJob {
                 topic: topic.clone(),
                 source,
                 file_dead: if self.dead.is_some() { None } else { file_dead },
-                marks: Vec::new(),
+                marks: Marks::default(),
                 committed_through: None,
                 last_commit: Instant::now(),
                 quiet: false,
@@ -1537,8 +1714,65 @@ impl KafkaJob {
     }
 }
 
-/// A record handled during a poll: partition, offset, and (event time, window) when it was routed.
-type Mark = (i32, i64, Option<(i64, u64)>);
+/// The records handled during one poll, as runs of consecutive records of one partition that went
+/// to the same window (or to none: dead letters, late records, blank lines).
+///
+/// Why: a poll hands thousands of records, mostly long runs of one partition and one window;
+/// recording each in the watermarks (a partition lookup) and the offset tracker (two map
+/// look-ups) cost more than the records' routing. A run is recorded with its smallest and
+/// largest offset and its newest event time, which leaves both exactly as record-by-record
+/// recording would (both keep minima and maxima only).
+#[derive(Debug, Default)]
+struct Marks {
+    runs: Vec<Run>,
+}
+
+/// One run of [`Marks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    partition: i32,
+    /// The window the run's records went into; `None`: they need no window flush.
+    window: Option<u64>,
+    first: i64,
+    last: i64,
+    /// Newest event time of the run's routed records.
+    newest: i64,
+}
+
+impl Marks {
+    /// A record of `partition` at `offset`; `routed`: its (event time, window) when it was routed.
+    fn push(&mut self, partition: i32, offset: i64, routed: Option<(i64, u64)>) {
+        let window = routed.map(|(_, w)| w);
+        let time = routed.map_or(i64::MIN, |(t, _)| t);
+        if let Some(run) = self.runs.last_mut()
+            && run.partition == partition
+            && run.window == window
+        {
+            run.first = run.first.min(offset);
+            run.last = run.last.max(offset);
+            run.newest = run.newest.max(time);
+            return;
+        }
+        self.runs.push(Run { partition, window, first: offset, last: offset, newest: time });
+    }
+
+    /// Records every run in `clock` (at `now`) and `offsets`, and forgets them.
+    fn drain_into(&mut self, clock: &mut PartitionWatermarks, offsets: &mut OffsetTracker, now: Instant) {
+        for run in self.runs.drain(..) {
+            match run.window {
+                Some(window) => {
+                    clock.observe(run.partition, run.newest, now);
+                    offsets.mark_processed(run.partition, run.first, window);
+                    offsets.mark_processed(run.partition, run.last, window);
+                }
+                None => {
+                    offsets.mark_done(run.partition, run.first);
+                    offsets.mark_done(run.partition, run.last);
+                }
+            }
+        }
+    }
+}
 
 /// One worker's input from the data topic, driven from the worker's loop without blocking the
 /// dataflow: [`poll`](Self::poll) a batch, downgrade the input to [`low`](Self::low), step, then
@@ -1550,7 +1784,7 @@ pub struct KafkaInput {
     topic: String,
     source: KafkaTupleSource,
     file_dead: Option<Arc<LineSink>>,
-    marks: Vec<Mark>,
+    marks: Marks,
     committed_through: Option<u64>,
     last_commit: Instant,
     quiet: bool,
@@ -1585,20 +1819,20 @@ impl KafkaInput {
                 Ok(t) => t,
                 Err(e) => {
                     reject(&r, &format!("record is not UTF-8: {e}"), false);
-                    return marks.push((r.partition, r.offset, None));
+                    return marks.push(r.partition, r.offset, None);
                 }
             };
             let mut t = match ctx.parse_line(r.offset.max(0) as u64, text) {
                 Ok(Some(t)) => t,
-                Ok(None) => return marks.push((r.partition, r.offset, None)),
+                Ok(None) => return marks.push(r.partition, r.offset, None),
                 Err(e) => {
                     reject(&r, &e.message, false);
-                    return marks.push((r.partition, r.offset, None));
+                    return marks.push(r.partition, r.offset, None);
                 }
             };
             let Some(time) = t.time_ms.or(r.timestamp_ms) else {
                 reject(&r, "no event time: neither the tuple nor the record has one", false);
-                return marks.push((r.partition, r.offset, None));
+                return marks.push(r.partition, r.offset, None);
             };
             t.time_ms = Some(time);
             if let Some(w) = watermark
@@ -1606,12 +1840,12 @@ impl KafkaInput {
             {
                 let msg = format!("late: {} ms behind the watermark of its partitions", w - time);
                 reject(&r, &msg, true);
-                return marks.push((r.partition, r.offset, None));
+                return marks.push(r.partition, r.offset, None);
             }
             let seq = ((1u64 << 20 | r.partition.max(0) as u64) << OFFSET_BITS)
                 | (r.offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1));
             let window = route(seq, t);
-            marks.push((r.partition, r.offset, Some((time, window))));
+            marks.push(r.partition, r.offset, Some((time, window)));
         });
         let n = match polled {
             Ok(n) => n,
@@ -1620,16 +1854,8 @@ impl KafkaInput {
                 0
             }
         };
-        let now = Instant::now();
-        for (p, o, routed) in self.marks.drain(..) {
-            match routed {
-                Some((time, window)) => {
-                    self.source.observe_event_time_at(p, time, now);
-                    self.source.mark_processed(p, o, window);
-                }
-                None => self.source.mark_done(p, o),
-            }
-        }
+        let KafkaTupleSource { clock, offsets, .. } = &mut self.source;
+        self.marks.drain_into(clock, offsets, Instant::now());
         if n > 0 {
             self.job.touch(n);
         }
@@ -1815,5 +2041,52 @@ mod tests {
         assert_eq!(t.pending(), 0);
         t.mark_done(0, 2);
         assert_eq!(t.release_through(u64::MAX), vec![(0, 3)]);
+    }
+
+    #[test]
+    fn runs_record_what_record_by_record_marking_would() {
+        // a deterministic mix: two partitions interleaved in bursts, windows changing, dead letters
+        let mut records = Vec::new();
+        let mut next = [0i64; 2];
+        let mut x = 12345u64;
+        for _ in 0..5_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let p = ((x >> 33) % 2) as i32;
+            let burst = 1 + (x >> 40) % 20;
+            for _ in 0..burst {
+                let o = next[p as usize];
+                next[p as usize] += 1;
+                let time = o * 7 + p as i64 * 1_000;
+                let routed = if (x >> 20).is_multiple_of(9) { None } else { Some((time, (time / 500) as u64)) };
+                records.push((p, o, routed));
+            }
+        }
+        let t0 = Instant::now();
+        for chunk in [1usize, 7, 100, 8192] {
+            let (mut one_clock, mut one_offsets) =
+                (PartitionWatermarks::new(&[0, 1], 5, Duration::from_secs(60), t0), OffsetTracker::default());
+            let (mut run_clock, mut run_offsets) = (one_clock.clone(), OffsetTracker::default());
+            let mut marks = Marks::default();
+            for batch in records.chunks(chunk) {
+                for &(p, o, routed) in batch {
+                    match routed {
+                        Some((time, window)) => {
+                            one_clock.observe(p, time, t0);
+                            one_offsets.mark_processed(p, o, window);
+                        }
+                        None => one_offsets.mark_done(p, o),
+                    }
+                    marks.push(p, o, routed);
+                }
+                marks.drain_into(&mut run_clock, &mut run_offsets, t0);
+                assert_eq!(run_clock.watermark(t0), one_clock.watermark(t0), "chunks of {chunk}");
+                assert_eq!(run_offsets.pending(), one_offsets.pending(), "chunks of {chunk}");
+            }
+            for through in [10, 100, 1_000, u64::MAX] {
+                assert_eq!(run_offsets.release_through(through), one_offsets.release_through(through), "{chunk}");
+            }
+            assert!(marks.runs.is_empty(), "drained");
+        }
+        assert!(records.len() > 20_000);
     }
 }
