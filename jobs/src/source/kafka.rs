@@ -2,8 +2,9 @@
 //! per-partition event-time watermarks with idleness, and offset commits that follow window flushes.
 //!
 //! Everything here is usable from inside a timely worker's step: consumers are rdkafka
-//! [`BaseConsumer`]s polled with a zero (or small) timeout, partitions are assigned by hand
-//! (`p % peers == worker_index`, no group rebalance), and nothing needs an async runtime.
+//! [`BaseConsumer`]s whose records are taken in batches with a zero (or small) timeout, partitions
+//! are assigned by hand (`p % peers == worker_index`, no group rebalance), and nothing needs an
+//! async runtime. The consumer itself (its batch queue, commit replies, errors) is in `consumer`.
 //! This file also holds what sources and sinks share: [`KafkaOptions`] (with kcat-style `-X`
 //! settings), [`AdapterError`], broker checks and topic creation ([`ensure_topics`]).
 //!
@@ -11,6 +12,9 @@
 //! engine has reported flushed ([`KafkaTupleSource::mark_processed`],
 //! [`KafkaTupleSource::commit_through`]); after a crash the uncommitted tail is read again.
 
+mod consumer;
+
+use consumer::PartitionReader;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
@@ -23,9 +27,8 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{Client, ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
-use rdkafka::error::{KafkaError, KafkaResult};
-use rdkafka::message::Message;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::metadata::Metadata;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
@@ -757,160 +760,6 @@ impl KafkaRecord {
     }
 }
 
-/// Counts asynchronous commit failures (reported through the consumer's poll) so they are not lost.
-#[derive(Default)]
-struct CommitCounter {
-    failed: AtomicU64,
-    last_error: Mutex<Option<String>>,
-}
-
-/// The consumer context: records commit callback failures.
-#[derive(Default, Clone)]
-struct SourceContext {
-    commits: Arc<CommitCounter>,
-}
-
-impl ClientContext for SourceContext {}
-
-impl ConsumerContext for SourceContext {
-    fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
-        if let Err(e) = result {
-            self.commits.failed.fetch_add(1, Ordering::Relaxed);
-            if let Ok(mut last) = self.commits.last_error.lock() {
-                *last = Some(e.to_string());
-            }
-        }
-    }
-}
-
-/// A consumer assigned a fixed list of partitions by hand, polled without blocking.
-struct PartitionReader {
-    consumer: BaseConsumer<SourceContext>,
-    context: SourceContext,
-    topic: String,
-    partitions: Vec<i32>,
-    at_eof: Vec<bool>,
-    errors: u64,
-    last_error: Option<String>,
-}
-
-impl PartitionReader {
-    /// Connects, checks the topic, picks the partitions with `choose`, assigns them from `from`.
-    fn open(
-        opts: &KafkaOptions,
-        topic: &str,
-        client_id: &str,
-        from: StartFrom,
-        choose: impl FnOnce(&[i32]) -> Result<Vec<i32>, AdapterError>,
-    ) -> Result<Self, AdapterError> {
-        opts.validate()?;
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &opts.brokers)
-            .set("group.id", &opts.group_id)
-            .set("client.id", client_id)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "true")
-            .set("auto.offset.reset", "earliest")
-            // Throughput: prefetch deeply and do not back off for a second once the local queue
-            // is full (librdkafka's defaults stall a fast consumer); -X overrides both.
-            .set("queued.min.messages", "1000000")
-            .set("fetch.queue.backoff.ms", "10")
-            // After a broker restart, reconnect within a second of its return: librdkafka's default
-            // backoff grows to 10 s, longer than a partition's idle timeout.
-            .set("reconnect.backoff.max.ms", "1000");
-        opts.apply_extra(&mut config);
-        let context = SourceContext::default();
-        let consumer: BaseConsumer<SourceContext> =
-            config.create_with_context(context.clone()).map_err(kafka_err("creating a consumer"))?;
-        let all = topic_partitions(consumer.client(), &opts.brokers, topic)?;
-        let partitions = choose(&all)?;
-        let mut tpl = TopicPartitionList::with_capacity(partitions.len());
-        for &p in &partitions {
-            tpl.add_partition_offset(topic, p, from.offset()).map_err(kafka_err("building the assignment"))?;
-        }
-        consumer.assign(&tpl).map_err(kafka_err(format!("assigning partitions {partitions:?} of {topic:?}")))?;
-        let at_eof = vec![false; partitions.len()];
-        Ok(PartitionReader {
-            consumer,
-            context,
-            topic: topic.to_string(),
-            partitions,
-            at_eof,
-            errors: 0,
-            last_error: None,
-        })
-    }
-
-    fn slot(&self, partition: i32) -> Option<usize> {
-        self.partitions.binary_search(&partition).ok()
-    }
-
-    fn poll_with<F: FnMut(RecordRef<'_>)>(
-        &mut self,
-        max: usize,
-        wait: Duration,
-        mut f: F,
-    ) -> Result<usize, AdapterError> {
-        if let Some((code, reason)) = self.consumer.client().fatal_error() {
-            return Err(AdapterError::Kafka {
-                context: format!("consumer of {:?} failed fatally: {reason}", self.topic),
-                source: KafkaError::MessageConsumptionFatal(code),
-            });
-        }
-        let mut seen = 0;
-        let mut timeout = wait;
-        while seen < max {
-            let Some(result) = self.consumer.poll(timeout) else { break };
-            timeout = Duration::ZERO;
-            match result {
-                Ok(message) => {
-                    let partition = message.partition();
-                    if let Some(i) = self.slot(partition) {
-                        self.at_eof[i] = false;
-                    }
-                    f(RecordRef {
-                        partition,
-                        offset: message.offset(),
-                        timestamp_ms: message.timestamp().to_millis(),
-                        key: message.key(),
-                        payload: message.payload().unwrap_or(&[]),
-                    });
-                    seen += 1;
-                }
-                Err(KafkaError::PartitionEOF(partition)) => {
-                    if let Some(i) = self.slot(partition) {
-                        self.at_eof[i] = true;
-                    }
-                }
-                Err(e) => {
-                    // Transient (broker restarts, network): librdkafka retries by itself. Counted and
-                    // kept for reporting, not fatal.
-                    self.errors += 1;
-                    self.last_error = Some(e.to_string());
-                }
-            }
-        }
-        Ok(seen)
-    }
-
-    fn at_end(&self) -> bool {
-        self.at_eof.iter().all(|&e| e)
-    }
-
-    fn errors(&self) -> ConsumerErrors {
-        let commit_failures = self.context.commits.failed.load(Ordering::Relaxed);
-        let last_commit_error = self.context.commits.last_error.lock().ok().and_then(|g| g.clone());
-        ConsumerErrors {
-            poll_errors: self.errors,
-            last_poll_error: self.last_error.clone(),
-            commit_failures,
-            last_commit_error,
-        }
-    }
-}
-
 /// Errors a consumer met and survived, for the job's report (librdkafka retries transient ones).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConsumerErrors {
@@ -1481,7 +1330,7 @@ impl KafkaJob {
                 topic: topic.clone(),
                 source,
                 file_dead: if self.dead.is_some() { None } else { file_dead },
-                marks: Vec::new(),
+                marks: Marks::default(),
                 committed_through: None,
                 last_commit: Instant::now(),
                 quiet: false,
@@ -1537,8 +1386,65 @@ impl KafkaJob {
     }
 }
 
-/// A record handled during a poll: partition, offset, and (event time, window) when it was routed.
-type Mark = (i32, i64, Option<(i64, u64)>);
+/// The records handled during one poll, as runs of consecutive records of one partition that went
+/// to the same window (or to none: dead letters, late records, blank lines).
+///
+/// Why: a poll hands thousands of records, mostly long runs of one partition and one window;
+/// recording each in the watermarks (a partition lookup) and the offset tracker (two map
+/// look-ups) cost more than the records' routing. A run is recorded with its smallest and
+/// largest offset and its newest event time, which leaves both exactly as record-by-record
+/// recording would (both keep minima and maxima only).
+#[derive(Debug, Default)]
+struct Marks {
+    runs: Vec<Run>,
+}
+
+/// One run of [`Marks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    partition: i32,
+    /// The window the run's records went into; `None`: they need no window flush.
+    window: Option<u64>,
+    first: i64,
+    last: i64,
+    /// Newest event time of the run's routed records.
+    newest: i64,
+}
+
+impl Marks {
+    /// A record of `partition` at `offset`; `routed`: its (event time, window) when it was routed.
+    fn push(&mut self, partition: i32, offset: i64, routed: Option<(i64, u64)>) {
+        let window = routed.map(|(_, w)| w);
+        let time = routed.map_or(i64::MIN, |(t, _)| t);
+        if let Some(run) = self.runs.last_mut()
+            && run.partition == partition
+            && run.window == window
+        {
+            run.first = run.first.min(offset);
+            run.last = run.last.max(offset);
+            run.newest = run.newest.max(time);
+            return;
+        }
+        self.runs.push(Run { partition, window, first: offset, last: offset, newest: time });
+    }
+
+    /// Records every run in `clock` (at `now`) and `offsets`, and forgets them.
+    fn drain_into(&mut self, clock: &mut PartitionWatermarks, offsets: &mut OffsetTracker, now: Instant) {
+        for run in self.runs.drain(..) {
+            match run.window {
+                Some(window) => {
+                    clock.observe(run.partition, run.newest, now);
+                    offsets.mark_processed(run.partition, run.first, window);
+                    offsets.mark_processed(run.partition, run.last, window);
+                }
+                None => {
+                    offsets.mark_done(run.partition, run.first);
+                    offsets.mark_done(run.partition, run.last);
+                }
+            }
+        }
+    }
+}
 
 /// One worker's input from the data topic, driven from the worker's loop without blocking the
 /// dataflow: [`poll`](Self::poll) a batch, downgrade the input to [`low`](Self::low), step, then
@@ -1550,7 +1456,7 @@ pub struct KafkaInput {
     topic: String,
     source: KafkaTupleSource,
     file_dead: Option<Arc<LineSink>>,
-    marks: Vec<Mark>,
+    marks: Marks,
     committed_through: Option<u64>,
     last_commit: Instant,
     quiet: bool,
@@ -1585,20 +1491,20 @@ impl KafkaInput {
                 Ok(t) => t,
                 Err(e) => {
                     reject(&r, &format!("record is not UTF-8: {e}"), false);
-                    return marks.push((r.partition, r.offset, None));
+                    return marks.push(r.partition, r.offset, None);
                 }
             };
             let mut t = match ctx.parse_line(r.offset.max(0) as u64, text) {
                 Ok(Some(t)) => t,
-                Ok(None) => return marks.push((r.partition, r.offset, None)),
+                Ok(None) => return marks.push(r.partition, r.offset, None),
                 Err(e) => {
                     reject(&r, &e.message, false);
-                    return marks.push((r.partition, r.offset, None));
+                    return marks.push(r.partition, r.offset, None);
                 }
             };
             let Some(time) = t.time_ms.or(r.timestamp_ms) else {
                 reject(&r, "no event time: neither the tuple nor the record has one", false);
-                return marks.push((r.partition, r.offset, None));
+                return marks.push(r.partition, r.offset, None);
             };
             t.time_ms = Some(time);
             if let Some(w) = watermark
@@ -1606,12 +1512,12 @@ impl KafkaInput {
             {
                 let msg = format!("late: {} ms behind the watermark of its partitions", w - time);
                 reject(&r, &msg, true);
-                return marks.push((r.partition, r.offset, None));
+                return marks.push(r.partition, r.offset, None);
             }
             let seq = ((1u64 << 20 | r.partition.max(0) as u64) << OFFSET_BITS)
                 | (r.offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1));
             let window = route(seq, t);
-            marks.push((r.partition, r.offset, Some((time, window))));
+            marks.push(r.partition, r.offset, Some((time, window)));
         });
         let n = match polled {
             Ok(n) => n,
@@ -1620,16 +1526,8 @@ impl KafkaInput {
                 0
             }
         };
-        let now = Instant::now();
-        for (p, o, routed) in self.marks.drain(..) {
-            match routed {
-                Some((time, window)) => {
-                    self.source.observe_event_time_at(p, time, now);
-                    self.source.mark_processed(p, o, window);
-                }
-                None => self.source.mark_done(p, o),
-            }
-        }
+        let KafkaTupleSource { clock, offsets, .. } = &mut self.source;
+        self.marks.drain_into(clock, offsets, Instant::now());
         if n > 0 {
             self.job.touch(n);
         }
@@ -1815,5 +1713,52 @@ mod tests {
         assert_eq!(t.pending(), 0);
         t.mark_done(0, 2);
         assert_eq!(t.release_through(u64::MAX), vec![(0, 3)]);
+    }
+
+    #[test]
+    fn runs_record_what_record_by_record_marking_would() {
+        // a deterministic mix: two partitions interleaved in bursts, windows changing, dead letters
+        let mut records = Vec::new();
+        let mut next = [0i64; 2];
+        let mut x = 12345u64;
+        for _ in 0..5_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let p = ((x >> 33) % 2) as i32;
+            let burst = 1 + (x >> 40) % 20;
+            for _ in 0..burst {
+                let o = next[p as usize];
+                next[p as usize] += 1;
+                let time = o * 7 + p as i64 * 1_000;
+                let routed = if (x >> 20).is_multiple_of(9) { None } else { Some((time, (time / 500) as u64)) };
+                records.push((p, o, routed));
+            }
+        }
+        let t0 = Instant::now();
+        for chunk in [1usize, 7, 100, 8192] {
+            let (mut one_clock, mut one_offsets) =
+                (PartitionWatermarks::new(&[0, 1], 5, Duration::from_secs(60), t0), OffsetTracker::default());
+            let (mut run_clock, mut run_offsets) = (one_clock.clone(), OffsetTracker::default());
+            let mut marks = Marks::default();
+            for batch in records.chunks(chunk) {
+                for &(p, o, routed) in batch {
+                    match routed {
+                        Some((time, window)) => {
+                            one_clock.observe(p, time, t0);
+                            one_offsets.mark_processed(p, o, window);
+                        }
+                        None => one_offsets.mark_done(p, o),
+                    }
+                    marks.push(p, o, routed);
+                }
+                marks.drain_into(&mut run_clock, &mut run_offsets, t0);
+                assert_eq!(run_clock.watermark(t0), one_clock.watermark(t0), "chunks of {chunk}");
+                assert_eq!(run_offsets.pending(), one_offsets.pending(), "chunks of {chunk}");
+            }
+            for through in [10, 100, 1_000, u64::MAX] {
+                assert_eq!(run_offsets.release_through(through), one_offsets.release_through(through), "{chunk}");
+            }
+            assert!(marks.runs.is_empty(), "drained");
+        }
+        assert!(records.len() > 20_000);
     }
 }
