@@ -3,6 +3,12 @@
 
 /// The largest year (in absolute value) the parsers accept: its dates in milliseconds fit an
 /// `i64` with room to spare, and a year beyond it in a data file is a typo or garbage, not a date.
+///
+/// ```
+/// use saams::api::time::{MAX_YEAR, parse_date};
+/// assert!(parse_date(&format!("{MAX_YEAR}-01-01")).is_some());
+/// assert!(parse_date(&format!("{}-01-01", MAX_YEAR + 1)).is_none());
+/// ```
 pub const MAX_YEAR: i64 = 1_000_000;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

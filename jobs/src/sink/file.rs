@@ -89,6 +89,17 @@ pub struct SnapshotDir {
 
 /// Temporary files of an in-flight SAVE start with this; names with a component starting with it
 /// are refused, so a temporary file left by a crash is never loaded or overwritten by name.
+///
+/// ```
+/// use saams_jobs::sink::file::{SnapshotDir, TEMP_PREFIX};
+/// use saams_operators::SnapshotStore;
+/// let dir = std::env::temp_dir().join(format!("saams-doc-temp-prefix-{}", std::process::id()));
+/// let store = SnapshotDir::new(Some(dir.clone()));
+/// store.save("cm.bin", b"bytes").unwrap();
+/// assert_eq!(store.load("cm.bin").unwrap(), b"bytes");
+/// assert!(store.load(&format!("{TEMP_PREFIX}1-0")).unwrap_err().contains("reserved"));
+/// std::fs::remove_dir_all(dir).unwrap();
+/// ```
 pub const TEMP_PREFIX: &str = ".saams-tmp-";
 
 /// Distinguishes the temporary files of concurrent SAVEs in one process.
