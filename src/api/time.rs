@@ -1,7 +1,18 @@
 //! Event-time parsing for tuples: reference `MM/dd/yyyy` + `HH:mm:ss`, ISO dates, fractional
 //! seconds, and ISO-8601 timestamps, all to milliseconds since the Unix epoch (UTC).
 
+/// The largest year (in absolute value) the parsers accept: its dates in milliseconds fit an
+/// `i64` with room to spare, and a year beyond it in a data file is a typo or garbage, not a date.
+///
+/// ```
+/// use saams::api::time::{MAX_YEAR, parse_date};
+/// assert!(parse_date(&format!("{MAX_YEAR}-01-01")).is_some());
+/// assert!(parse_date(&format!("{}-01-01", MAX_YEAR + 1)).is_none());
+/// ```
+pub const MAX_YEAR: i64 = 1_000_000;
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+/// Exact for years within ±[`MAX_YEAR`] (the parsers refuse others); far beyond, it overflows.
 ///
 /// ```
 /// assert_eq!(saams::api::time::days_from_civil(1970, 1, 1), 0);
@@ -41,6 +52,7 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// use saams::api::time::parse_date;
 /// assert_eq!(parse_date("01/02/2019"), parse_date("2019-01-02"));
 /// assert!(parse_date("2019-13-02").is_none());
+/// assert!(parse_date("01/02/99999999999999").is_none()); // beyond MAX_YEAR
 /// ```
 pub fn parse_date(s: &str) -> Option<i64> {
     let s = s.trim();
@@ -54,7 +66,7 @@ pub fn parse_date(s: &str) -> Option<i64> {
         let d = it.next()?.parse::<u32>().ok()?;
         (y, m, d)
     };
-    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+    if !(-MAX_YEAR..=MAX_YEAR).contains(&y) || !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
         return None;
     }
     Some(days_from_civil(y, m, d))
@@ -108,6 +120,7 @@ pub fn parse_time_of_day(s: &str) -> Option<i64> {
 /// assert_eq!(parse_timestamp("1970-01-01T00:00:01Z"), Some(1000));
 /// assert_eq!(parse_timestamp("1970-01-01T01:00:00+01:00"), Some(0));
 /// assert_eq!(parse_timestamp("1970-01-01 00:00:02"), Some(2000));
+/// assert_eq!(parse_timestamp("1970-01-01T00:00:00+99999999999999999:00"), None); // no such offset
 /// ```
 pub fn parse_timestamp(s: &str) -> Option<i64> {
     let s = s.trim();
@@ -120,7 +133,12 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
         let (t, off) = rest.split_at(pos);
         let sign = if off.starts_with('-') { -1 } else { 1 };
         let (oh, om) = off[1..].split_once(':').unwrap_or((&off[1..], "0"));
-        (t, sign * (oh.parse::<i64>().ok()? * 60 + om.parse::<i64>().ok()?) * 60_000)
+        let (oh, om) = (oh.parse::<i64>().ok()?, om.parse::<i64>().ok()?);
+        // Real offsets are within ±18:00; refusing the rest also keeps the arithmetic in range.
+        if !(0..=99).contains(&oh) || !(0..60).contains(&om) {
+            return None;
+        }
+        (t, sign * (oh * 60 + om) * 60_000)
     } else {
         (rest, 0)
     };
@@ -142,5 +160,28 @@ pub fn format_timestamp(ms: i64) -> String {
         format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
     } else {
         format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{f:03}Z")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by fuzzing (fuzz/ tuple_stock, tuple_ais): a huge year overflowed `days_from_civil`
+    /// and a huge zone offset overflowed the offset arithmetic; both are refused now.
+    #[test]
+    fn out_of_range_years_and_offsets_are_refused_not_overflowed() {
+        assert_eq!(parse_date("01/02/2019444444444444444"), None);
+        assert_eq!(parse_date("7999999999999992022-01-03"), None);
+        assert_eq!(parse_timestamp("7999999999999992022-01-03T00:00:00"), None);
+        assert_eq!(parse_timestamp("2022-01-03T00:00:00+9223372036854775807:00"), None);
+        assert_eq!(parse_timestamp("2022-01-03T00:00:00-00:9223372036854775807"), None);
+        assert_eq!(parse_timestamp("2022-01-03T00:00:00+100:00"), None);
+        // The edges still parse, and round-trip.
+        let far = parse_date(&format!("{MAX_YEAR}-12-31")).unwrap();
+        assert_eq!(civil_from_days(far), (MAX_YEAR, 12, 31));
+        assert!(parse_date(&format!("{}-01-01", MAX_YEAR + 1)).is_none());
+        assert_eq!(parse_timestamp("1970-01-01T05:30:00+05:30"), Some(0));
+        assert_eq!(parse_timestamp("1970-01-01T00:00:00-14:00"), Some(14 * 3_600_000));
     }
 }

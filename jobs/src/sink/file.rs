@@ -68,8 +68,58 @@ impl LineSink {
 }
 
 /// Snapshot files live in one directory; names that leave it are refused.
+///
+/// A name is a plain relative path (`cm.bin`, `day1/cm.bin`): no `..`, no absolute path, no
+/// component starting with [`TEMP_PREFIX`]. Symlinks inside the directory are followed only as far
+/// as they stay inside it: every existing component is resolved (`canonicalize`) and must land
+/// under the directory's own resolved path, so `link/x` with `link -> /elsewhere` is refused for
+/// SAVE and LOAD alike. Missing subdirectories are created by SAVE one level at a time, each
+/// checked the same way.
+///
+/// SAVE is atomic: the bytes go to a fresh temporary file in the target's directory, are fsynced,
+/// and the temporary file is renamed over the target, then the directory is fsynced. A crash at
+/// any point leaves either the old snapshot or the new one, never a torn file; a temporary file a
+/// crash leaves behind is never read as a snapshot (its name cannot be asked for).
+///
+/// A process that swaps directories for symlinks *while* SAVE runs can still race the checks
+/// (std has no `openat`/`O_NOFOLLOW` walk); the directory is meant to be owned by the job.
 pub struct SnapshotDir {
     dir: Option<PathBuf>,
+}
+
+/// Temporary files of an in-flight SAVE start with this; names with a component starting with it
+/// are refused, so a temporary file left by a crash is never loaded or overwritten by name.
+///
+/// ```
+/// use saams_jobs::sink::file::{SnapshotDir, TEMP_PREFIX};
+/// use saams_operators::SnapshotStore;
+/// let dir = std::env::temp_dir().join(format!("saams-doc-temp-prefix-{}", std::process::id()));
+/// let store = SnapshotDir::new(Some(dir.clone()));
+/// store.save("cm.bin", b"bytes").unwrap();
+/// assert_eq!(store.load("cm.bin").unwrap(), b"bytes");
+/// assert!(store.load(&format!("{TEMP_PREFIX}1-0")).unwrap_err().contains("reserved"));
+/// std::fs::remove_dir_all(dir).unwrap();
+/// ```
+pub const TEMP_PREFIX: &str = ".saams-tmp-";
+
+/// Distinguishes the temporary files of concurrent SAVEs in one process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A written and fsynced temporary file, not yet renamed over its target.
+struct PendingSave {
+    temp: PathBuf,
+    target: PathBuf,
+}
+
+/// How to treat a missing directory on the way to a file.
+#[derive(Clone, Copy, PartialEq)]
+enum Missing {
+    /// SAVE: create it (and check it, like an existing one).
+    Create,
+    /// LOAD: the file cannot exist.
+    Fail,
+    /// check: fine, SAVE will create it.
+    Allow,
 }
 
 impl SnapshotDir {
@@ -78,33 +128,132 @@ impl SnapshotDir {
         SnapshotDir { dir }
     }
 
-    fn resolve(&self, file: &str) -> Result<PathBuf, String> {
+    /// The lexical check: a plain relative name, no temporary-file component.
+    fn name<'a>(&self, file: &'a str) -> Result<(&PathBuf, &'a Path), String> {
         let dir = self.dir.as_ref().ok_or("no snapshot directory: start saams with --snapshots DIR")?;
         let rel = Path::new(file);
         let confined = !file.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
         if !confined {
             return Err(format!("{file:?} is outside the snapshot directory (use a plain relative name)"));
         }
-        Ok(dir.join(rel))
+        if rel.components().any(|c| c.as_os_str().to_string_lossy().starts_with(TEMP_PREFIX)) {
+            return Err(format!("{file:?}: names starting with {TEMP_PREFIX:?} are reserved for temporary files"));
+        }
+        Ok((dir, rel))
+    }
+
+    /// The path `file` names, with every existing component resolved and checked to stay in
+    /// the snapshot directory. `None` when a directory on the way is missing and `missing` is
+    /// [`Missing::Allow`].
+    fn resolve(&self, file: &str, missing: Missing) -> Result<Option<PathBuf>, String> {
+        let (dir, rel) = self.name(file)?;
+        if missing == Missing::Create {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let root = match std::fs::canonicalize(dir) {
+            Ok(root) => root,
+            Err(_) if missing == Missing::Allow => return Ok(None),
+            Err(e) => return Err(format!("snapshot directory {}: {e}", dir.display())),
+        };
+        let outside = || format!("{file:?} leads outside the snapshot directory (through a symlink)");
+        let mut at = root.clone();
+        let mut parts = rel.components().peekable();
+        while let Some(part) = parts.next() {
+            let next = at.join(part);
+            let last = parts.peek().is_none();
+            match std::fs::symlink_metadata(&next) {
+                Ok(_) => {
+                    // Exists (maybe as a symlink): where it really is must be inside the root.
+                    let real = std::fs::canonicalize(&next).map_err(|_| {
+                        format!(
+                            "{file:?}: {} is a symlink to nothing",
+                            next.strip_prefix(&root).unwrap_or(&next).display()
+                        )
+                    })?;
+                    if !real.starts_with(&root) {
+                        return Err(outside());
+                    }
+                    if !last && !real.is_dir() {
+                        return Err(format!("{file:?}: {} is not a directory", real.display()));
+                    }
+                    at = real;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => match (missing, last) {
+                    (_, true) => at = next,
+                    (Missing::Allow, false) => return Ok(None),
+                    (Missing::Fail, false) => return Err(format!("cannot read snapshot {file:?}: {e}")),
+                    (Missing::Create, false) => {
+                        std::fs::create_dir(&next)
+                            .or_else(|e| if next.is_dir() { Ok(()) } else { Err(e) })
+                            .map_err(|e| format!("cannot create {}: {e}", next.display()))?;
+                        // Created by us or, racing, by someone else: check it like an existing one.
+                        let real = std::fs::canonicalize(&next).map_err(|e| format!("{}: {e}", next.display()))?;
+                        if !real.starts_with(&root) {
+                            return Err(outside());
+                        }
+                        at = real;
+                    }
+                },
+                Err(e) => return Err(format!("snapshot {file:?}: {e}")),
+            }
+        }
+        Ok(Some(at))
+    }
+
+    /// The first half of SAVE: the bytes in an fsynced temporary file next to the target.
+    fn write_temp(&self, file: &str, bytes: &[u8]) -> Result<PendingSave, String> {
+        let target = self.resolve(file, Missing::Create)?.ok_or("unreachable: SAVE creates directories")?;
+        if target.is_dir() {
+            return Err(format!("cannot write snapshot {file:?}: it is a directory"));
+        }
+        let parent = target.parent().ok_or_else(|| format!("{file:?} has no directory"))?;
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = parent.join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()));
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        match written {
+            Ok(()) => Ok(PendingSave { temp, target }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(format!("cannot write snapshot {file:?}: {e}"))
+            }
+        }
+    }
+
+    /// The second half of SAVE: rename over the target, then make the rename durable.
+    fn commit(pending: PendingSave, file: &str) -> Result<(), String> {
+        if let Err(e) = std::fs::rename(&pending.temp, &pending.target) {
+            let _ = std::fs::remove_file(&pending.temp);
+            return Err(format!("cannot write snapshot {file:?}: {e}"));
+        }
+        let parent = pending.target.parent().unwrap_or(Path::new("."));
+        File::open(parent)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| format!("snapshot {file:?} written but its directory not synced: {e}"))
     }
 }
 
 impl SnapshotStore for SnapshotDir {
     fn load(&self, file: &str) -> Result<Vec<u8>, String> {
-        let path = self.resolve(file)?;
+        let path = self.resolve(file, Missing::Fail)?.ok_or("unreachable: LOAD fails on missing directories")?;
+        let meta = std::fs::metadata(&path).map_err(|e| format!("cannot read snapshot {file:?}: {e}"))?;
+        if !meta.is_file() {
+            // A directory, FIFO or device is no snapshot (and reading a FIFO would block the worker).
+            return Err(format!("cannot read snapshot {file:?}: not a regular file"));
+        }
         std::fs::read(&path).map_err(|e| format!("cannot read snapshot {file:?}: {e}"))
     }
 
     fn save(&self, file: &str, bytes: &[u8]) -> Result<(), String> {
-        let path = self.resolve(file)?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, bytes).map_err(|e| format!("cannot write snapshot {file:?}: {e}"))
+        let pending = self.write_temp(file, bytes)?;
+        SnapshotDir::commit(pending, file)
     }
 
     fn check(&self, file: &str) -> Result<(), String> {
-        self.resolve(file).map(|_| ())
+        self.resolve(file, Missing::Allow).map(|_| ())
     }
 }
 
@@ -112,14 +261,182 @@ impl SnapshotStore for SnapshotDir {
 mod tests {
     use super::*;
 
+    /// A fresh directory holding `snaps/` (the snapshot directory) and `outside/` (where no
+    /// snapshot may go), removed when dropped.
+    struct Scratch {
+        base: PathBuf,
+    }
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let base = std::env::temp_dir().join(format!("saams-snapshots-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&base);
+            std::fs::create_dir_all(base.join("snaps")).unwrap();
+            std::fs::create_dir_all(base.join("outside")).unwrap();
+            std::fs::write(base.join("outside/secret"), b"not a snapshot").unwrap();
+            Scratch { base }
+        }
+
+        fn store(&self) -> SnapshotDir {
+            SnapshotDir::new(Some(self.snaps()))
+        }
+
+        fn snaps(&self) -> PathBuf {
+            self.base.join("snaps")
+        }
+
+        fn outside(&self) -> PathBuf {
+            self.base.join("outside")
+        }
+
+        /// Names in the snapshot directory's top level.
+        fn listing(&self) -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(self.snaps())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.base);
+        }
+    }
+
     #[test]
     fn snapshot_names_are_confined() {
-        let s = SnapshotDir::new(Some(PathBuf::from("/tmp/snaps")));
+        let s = SnapshotDir::new(Some(PathBuf::from("/tmp/saams-no-such-snapshot-dir")));
         assert!(s.check("cm.bin").is_ok());
         assert!(s.check("sub/cm.bin").is_ok());
         assert!(s.check("../cm.bin").is_err());
         assert!(s.check("/etc/passwd").is_err());
         assert!(s.check("").is_err());
         assert!(SnapshotDir::new(None).check("cm.bin").is_err());
+    }
+
+    #[test]
+    fn save_load_overwrite_and_new_subdirectories() {
+        let d = Scratch::new("roundtrip");
+        let s = d.store();
+        s.save("cm.bin", b"one").unwrap();
+        assert_eq!(s.load("cm.bin").unwrap(), b"one");
+        s.save("cm.bin", b"two, longer").unwrap();
+        assert_eq!(s.load("cm.bin").unwrap(), b"two, longer");
+        // A path through subdirectories that do not exist yet: checked, created, written.
+        assert!(s.check("day1/hour3/cm.bin").is_ok());
+        assert!(s.load("day1/hour3/cm.bin").unwrap_err().contains("cannot read snapshot"));
+        s.save("day1/hour3/cm.bin", b"three").unwrap();
+        assert_eq!(std::fs::read(d.snaps().join("day1/hour3/cm.bin")).unwrap(), b"three");
+        assert_eq!(s.load("day1/hour3/cm.bin").unwrap(), b"three");
+        // No temporary file is left behind by a SAVE that completed.
+        assert_eq!(d.listing(), ["cm.bin", "day1"]);
+        // A directory is no snapshot, and cannot be overwritten by one.
+        assert!(s.load("day1").unwrap_err().contains("not a regular file"));
+        assert!(s.save("day1", b"x").unwrap_err().contains("directory"));
+        // The snapshot directory itself is created on the first SAVE.
+        let fresh = SnapshotDir::new(Some(d.base.join("created/later")));
+        fresh.save("x.bin", b"4").unwrap();
+        assert_eq!(fresh.load("x.bin").unwrap(), b"4");
+    }
+
+    #[test]
+    fn dot_dot_absolute_empty_and_temporary_names_are_refused() {
+        let d = Scratch::new("lexical");
+        let s = d.store();
+        for name in ["../outside/secret", "sub/../../outside/secret", "a/./../b", "", "/etc/passwd"] {
+            assert!(s.load(name).unwrap_err().contains("outside the snapshot directory"), "{name}");
+            assert!(s.save(name, b"x").unwrap_err().contains("outside the snapshot directory"), "{name}");
+            assert!(s.check(name).is_err(), "{name}");
+        }
+        let abs = d.outside().join("secret");
+        let abs = abs.to_str().unwrap();
+        assert!(s.load(abs).is_err());
+        assert!(s.save(abs, b"x").is_err());
+        assert_eq!(std::fs::read(d.outside().join("secret")).unwrap(), b"not a snapshot");
+        for name in [".saams-tmp-1-0", "sub/.saams-tmp-x"] {
+            assert!(s.save(name, b"x").unwrap_err().contains("reserved"), "{name}");
+            assert!(s.load(name).unwrap_err().contains("reserved"), "{name}");
+        }
+        assert!(d.listing().is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_file_leading_outside_is_refused() {
+        use std::os::unix::fs::symlink;
+        let d = Scratch::new("symfile");
+        let s = d.store();
+        symlink(d.outside().join("secret"), d.snaps().join("leak")).unwrap();
+        assert!(s.load("leak").unwrap_err().contains("outside the snapshot directory"));
+        assert!(s.save("leak", b"overwritten").unwrap_err().contains("outside the snapshot directory"));
+        assert!(s.check("leak").is_err());
+        assert_eq!(std::fs::read(d.outside().join("secret")).unwrap(), b"not a snapshot");
+        // A symlink to nothing is refused too: it could be made to point anywhere later.
+        symlink(d.outside().join("missing"), d.snaps().join("dangling")).unwrap();
+        assert!(s.save("dangling", b"x").unwrap_err().contains("symlink to nothing"));
+        assert!(s.load("dangling").is_err());
+        assert!(!d.outside().join("missing").exists());
+        // A symlink that stays inside is fine: SAVE replaces the file it points to.
+        s.save("real.bin", b"v1").unwrap();
+        symlink(d.snaps().join("real.bin"), d.snaps().join("alias.bin")).unwrap();
+        assert_eq!(s.load("alias.bin").unwrap(), b"v1");
+        s.save("alias.bin", b"v2").unwrap();
+        assert_eq!(std::fs::read(d.snaps().join("real.bin")).unwrap(), b"v2");
+        assert!(std::fs::symlink_metadata(d.snaps().join("alias.bin")).unwrap().file_type().is_symlink());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_parent_leading_outside_is_refused() {
+        use std::os::unix::fs::symlink;
+        let d = Scratch::new("symdir");
+        let s = d.store();
+        symlink(d.outside(), d.snaps().join("link")).unwrap();
+        assert!(s.load("link/secret").unwrap_err().contains("outside the snapshot directory"));
+        assert!(s.save("link/x", b"x").unwrap_err().contains("outside the snapshot directory"));
+        // ...also when the rest of the path does not exist yet: nothing is created out there.
+        assert!(s.save("link/new/x", b"x").unwrap_err().contains("outside the snapshot directory"));
+        assert!(s.check("link/x").is_err());
+        assert!(s.check("link/new/x").is_err());
+        assert!(!d.outside().join("x").exists());
+        assert!(!d.outside().join("new").exists());
+        // A symlinked parent deeper down, in a directory SAVE created, is checked the same way.
+        s.save("sub/ok.bin", b"ok").unwrap();
+        symlink(d.outside(), d.snaps().join("sub/link")).unwrap();
+        assert!(s.save("sub/link/x", b"x").unwrap_err().contains("outside the snapshot directory"));
+        // A directory symlink that stays inside is followed.
+        symlink(d.snaps().join("sub"), d.snaps().join("alias")).unwrap();
+        s.save("alias/y.bin", b"y").unwrap();
+        assert_eq!(std::fs::read(d.snaps().join("sub/y.bin")).unwrap(), b"y");
+        assert_eq!(s.load("alias/ok.bin").unwrap(), b"ok");
+    }
+
+    #[test]
+    fn a_crash_between_write_and_rename_keeps_the_old_snapshot() {
+        let d = Scratch::new("crash");
+        let s = d.store();
+        s.save("cm.bin", b"old snapshot").unwrap();
+        // The first half of a SAVE: the new bytes are in a synced temporary file; then the
+        // process dies before the rename (nothing cleans up).
+        let pending = s.write_temp("cm.bin", b"new snapshot").unwrap();
+        assert_eq!(std::fs::read(&pending.temp).unwrap(), b"new snapshot");
+        let leftover = pending.temp.file_name().unwrap().to_string_lossy().into_owned();
+        std::mem::forget(pending);
+        assert_eq!(s.load("cm.bin").unwrap(), b"old snapshot");
+        assert_eq!(d.listing(), [leftover.clone(), "cm.bin".to_string()]);
+        // The leftover cannot be loaded, or written over, by name.
+        assert!(s.load(&leftover).unwrap_err().contains("reserved"));
+        assert!(s.save(&leftover, b"x").is_err());
+        // The next SAVE works as usual (its temporary file has another name).
+        s.save("cm.bin", b"newer snapshot").unwrap();
+        assert_eq!(s.load("cm.bin").unwrap(), b"newer snapshot");
+        // A completed two-step SAVE is the same as save().
+        let pending = s.write_temp("cm.bin", b"committed").unwrap();
+        SnapshotDir::commit(pending, "cm.bin").unwrap();
+        assert_eq!(s.load("cm.bin").unwrap(), b"committed");
+        assert_eq!(d.listing(), [leftover, "cm.bin".to_string()]);
     }
 }
