@@ -141,3 +141,19 @@ fn agrees_on_variants_of_the_reference_layout() {
         agree(line);
     }
 }
+
+/// Found by the `tuple_jsonl` fuzz target: with more than 17 significant digits serde_json's
+/// default float parsing was one unit in the last place off the correctly rounded value the fast
+/// path gives; the workspace enables serde_json's `float_roundtrip`, so both round correctly.
+#[test]
+fn agrees_on_numbers_with_more_than_seventeen_digits() {
+    for price in [
+        "46387232232222222222201000",
+        "0.100000000000000005551115123125782702118158340454101562",
+        "9007199254740993.0001",
+    ] {
+        agree(&format!(r#"{{"streamID":"A","dataSetKey":"D","price":{price}}}"#));
+        let t = parse_json_tuple(&format!(r#"{{"streamID":"A","dataSetKey":"D","price":{price}}}"#)).unwrap();
+        assert_eq!(t.field("price"), Some(saams::Datum::Num(price.parse::<f64>().unwrap())), "{price}");
+    }
+}
