@@ -174,6 +174,20 @@ struct Gathered {
 /// Open windows (start, ms): what each (group, bin) has gathered.
 type Windows = BTreeMap<u64, BTreeMap<(u32, u64), Gathered>>;
 
+impl Gathered {
+    /// What `key` gathered in window `w` (created empty for a group of `synopses`), with `n`
+    /// more values counted.
+    fn counted(windows: &mut Windows, w: u64, key: (u32, u64), synopses: usize, n: usize) -> &mut Gathered {
+        let gathered = windows
+            .entry(w)
+            .or_default()
+            .entry(key)
+            .or_insert_with(|| Gathered { items: 0, parts: (0..synopses).map(|_| None).collect() });
+        gathered.items += n as u64;
+        gathered
+    }
+}
+
 /// Merged state of owned synopses, with the values it summarizes.
 type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
 
@@ -214,12 +228,7 @@ fn release(
     } else {
         Vec::new()
     };
-    let gathered = windows
-        .entry(w)
-        .or_default()
-        .entry(key)
-        .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
-    gathered.items += n as u64;
+    let gathered = Gathered::counted(windows, w, key, group.synopses.len(), n);
     for (i, &s) in group.synopses.iter().enumerate() {
         if !plan.live.is_live(s, w) {
             continue;
@@ -252,13 +261,7 @@ impl State {
             let (now, later) = rest.split_at(n);
             rest = later;
             let batch: Vec<Datum<'_>> = now.iter().map(|r| r.val.datum()).collect();
-            let gathered = self
-                .windows
-                .entry(w)
-                .or_default()
-                .entry(key)
-                .or_insert_with(|| Gathered { items: 0, parts: (0..group.synopses.len()).map(|_| None).collect() });
-            gathered.items += n as u64;
+            let gathered = Gathered::counted(&mut self.windows, w, key, group.synopses.len(), n);
             for (i, &s) in group.synopses.iter().enumerate() {
                 let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
                 part.update_batch(&batch);
