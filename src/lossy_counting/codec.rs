@@ -19,7 +19,7 @@ use crate::{Kind, Synopsis, SynopsisError};
 pub(crate) fn encode(lc: &LossyCounting) -> Vec<u8> {
     let mut w = Writer::new();
     w.u64(lc.n);
-    write_slots(&mut w, &lc.table, true);
+    write_slots(&mut w, &lc.table);
     encode_envelope(Kind::LossyCounting, 0, &[lc.epsilon], &w.into_inner())
 }
 
@@ -33,7 +33,7 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     if n > crate::lossy_counting::table::MAX_ITEMS {
         return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
     }
-    let table = read_slots(&mut r, true)?;
+    let table = read_slots(&mut r, |_| super::table::Table::new())?;
     r.finish()?;
     Ok(Box::new(LossyCounting::from_parts(header.params[0], n, table)?))
 }

@@ -33,12 +33,54 @@ pub(crate) fn value_identity(v: &Value) -> u64 {
     identity(v.as_datum()).0
 }
 
-/// A slot's record: `count == 0` marks an empty slot.
+/// A record of the table: an item's identity and count (`count == 0` marks an empty slot), and
+/// whatever else its kind keeps per item. Lossy Counting keeps a bucket delta ([`Slot`], 24
+/// bytes); Sticky Sampling keeps nothing more (`Entry`, 16 bytes: with tens of thousands of
+/// tracked items, a third word would be a third of its memory and of every scan).
+pub(crate) trait Record: Copy + Default {
+    /// Whether the record's delta is part of its encoding ([`write_slots`]).
+    const WITH_DELTA: bool;
+    /// A record from its encoded parts (`delta` is 0 where the kind keeps none).
+    fn from_parts(id: u64, count: u64, delta: u64) -> Self;
+    /// The item's identity.
+    fn id(&self) -> u64;
+    /// The item's count (0: empty slot).
+    fn count(&self) -> u64;
+    /// The count, to change.
+    fn count_mut(&mut self) -> &mut u64;
+    /// The bucket delta (0 where the kind keeps none).
+    fn delta(&self) -> u64;
+}
+
+/// Lossy Counting's record: count and the bucket delta (the undercount bound when it entered).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Slot {
     pub id: u64,
     pub count: u64,
     pub delta: u64,
+}
+
+impl Record for Slot {
+    const WITH_DELTA: bool = true;
+    fn from_parts(id: u64, count: u64, delta: u64) -> Self {
+        Slot { id, count, delta }
+    }
+    #[inline]
+    fn id(&self) -> u64 {
+        self.id
+    }
+    #[inline]
+    fn count(&self) -> u64 {
+        self.count
+    }
+    #[inline]
+    fn count_mut(&mut self) -> &mut u64 {
+        &mut self.count
+    }
+    #[inline]
+    fn delta(&self) -> u64 {
+        self.delta
+    }
 }
 
 #[inline]
@@ -48,23 +90,42 @@ fn mix(id: u64) -> u64 {
     z ^ (z >> 29)
 }
 
-/// Open-addressing table of [`Slot`]s plus the texts of string items.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Table {
-    slots: Vec<Slot>,
+/// Open-addressing table of records plus the texts of string items.
+#[derive(Clone, Debug)]
+pub(crate) struct Table<R: Record = Slot> {
+    slots: Vec<R>,
     len: usize,
     texts: HashMap<u64, Box<str>>,
 }
 
 const MIN_CAPACITY: usize = 16;
 
-impl Table {
+impl<R: Record> Default for Table<R> {
+    fn default() -> Self {
+        Table::with_capacity(0)
+    }
+}
+
+impl<R: Record> Table<R> {
+    /// An empty table.
     pub fn new() -> Self {
-        Table { slots: vec![Slot::default(); MIN_CAPACITY], len: 0, texts: HashMap::new() }
+        Table::with_capacity(0)
+    }
+
+    /// An empty table that holds `items` records without growing.
+    pub fn with_capacity(items: usize) -> Self {
+        let slots = (items.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
+        Table { slots: vec![R::default(); slots], len: 0, texts: HashMap::new() }
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Slots allocated (a power of two).
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
     }
 
     #[inline]
@@ -79,11 +140,11 @@ impl Table {
         let mut i = (mix(id) as usize) & mask;
         loop {
             let s = &mut self.slots[i];
-            if s.count == 0 {
+            if s.count() == 0 {
                 return false;
             }
-            if s.id == id {
-                s.count += by;
+            if s.id() == id {
+                *s.count_mut() += by;
                 return true;
             }
             i = (i + 1) & mask;
@@ -91,74 +152,161 @@ impl Table {
     }
 
     /// The record of `id`, if present.
-    pub fn get(&self, id: u64) -> Option<Slot> {
+    pub fn get(&self, id: u64) -> Option<R> {
         let mask = self.mask();
         let mut i = (mix(id) as usize) & mask;
         loop {
             let s = self.slots[i];
-            if s.count == 0 {
+            if s.count() == 0 {
                 return None;
             }
-            if s.id == id {
+            if s.id() == id {
                 return Some(s);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Insert a record for an id known to be absent (`slot.count > 0`).
+    /// The count of `id` (0 when untracked).
+    pub fn count(&self, id: u64) -> u64 {
+        self.get(id).map_or(0, |s| s.count())
+    }
+
+    /// Insert a record for an id known to be absent (`record.count() > 0`).
     #[inline]
-    pub fn insert_new(&mut self, slot: Slot, text: Option<&str>) {
+    pub fn insert_new(&mut self, record: R, text: Option<&str>) {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             self.rebuild(self.slots.len() * 2);
         }
-        self.place(slot);
+        self.place(record);
         self.len += 1;
         if let Some(t) = text {
-            self.texts.insert(slot.id, t.into());
+            self.texts.insert(record.id(), t.into());
+        }
+    }
+
+    /// Add `record`'s count to the item's, tracking it first if absent.
+    #[inline]
+    pub fn add(&mut self, record: R, text: Option<&str>) {
+        if !self.bump(record.id(), record.count()) {
+            self.insert_new(record, text);
         }
     }
 
     #[inline]
-    fn place(&mut self, slot: Slot) {
+    fn place(&mut self, record: R) {
         let mask = self.mask();
-        let mut i = (mix(slot.id) as usize) & mask;
-        while self.slots[i].count != 0 {
+        let mut i = (mix(record.id()) as usize) & mask;
+        while self.slots[i].count() != 0 {
             i = (i + 1) & mask;
         }
-        self.slots[i] = slot;
+        self.slots[i] = record;
     }
 
     fn rebuild(&mut self, capacity: usize) {
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); capacity.max(MIN_CAPACITY)]);
-        for s in old.into_iter().filter(|s| s.count != 0) {
+        let old = std::mem::replace(&mut self.slots, vec![R::default(); capacity.max(MIN_CAPACITY)]);
+        for s in old.into_iter().filter(|s| s.count() != 0) {
             self.place(s);
+        }
+    }
+
+    /// Add every item of `other` (counts summed), sizing the table once for the union instead
+    /// of doubling it step by step while inserting; shrinks back afterwards if the items
+    /// overlapped so much that the table is under 3/8 full (the load it has after a doubling).
+    pub fn absorb(&mut self, other: &Table<R>) {
+        let most = self.len.saturating_add(other.len);
+        let fit = (most.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
+        if fit > self.slots.len() {
+            self.rebuild(fit);
+        }
+        for e in other.iter() {
+            self.add(e, other.text(e.id()));
+        }
+        let tight = (self.len.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
+        if tight < self.slots.len() && self.len * 8 < self.slots.len() * 3 {
+            self.rebuild(tight);
         }
     }
 
     /// Apply `f` to every record; drop those for which it returns false. The table keeps its
     /// capacity (it refills between prunes) unless it has become very sparse.
-    pub fn retain(&mut self, mut f: impl FnMut(&mut Slot) -> bool) {
+    pub fn retain(&mut self, mut f: impl FnMut(&mut R) -> bool) {
         let mut kept = Vec::with_capacity(self.len);
-        for s in self.slots.iter_mut().filter(|s| s.count != 0) {
+        for s in self.slots.iter_mut().filter(|s| s.count() != 0) {
             if f(s) {
                 kept.push(*s);
             } else if !self.texts.is_empty() {
-                self.texts.remove(&s.id);
+                self.texts.remove(&s.id());
             }
         }
+        self.refill(kept);
+    }
+
+    /// Place `kept` (the surviving records) into the slots, shrunk if they became very sparse.
+    fn refill(&mut self, kept: Vec<R>) {
         self.len = kept.len();
         let fit = (kept.len() * 2).next_power_of_two().max(MIN_CAPACITY);
         if fit * 4 <= self.slots.len() {
-            self.slots = vec![Slot::default(); fit];
+            self.slots = vec![R::default(); fit];
         } else {
-            self.slots.fill(Slot::default());
+            self.slots.fill(R::default());
         }
         for s in kept {
             self.place(s);
         }
     }
 
+    /// Apply `f` to every record.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut R)) {
+        for s in self.slots.iter_mut().filter(|s| s.count() != 0) {
+            f(s);
+        }
+    }
+
+    /// The records in slot order (fast; the order carries no meaning).
+    pub fn iter(&self) -> impl Iterator<Item = R> + '_ {
+        self.slots.iter().copied().filter(|s| s.count() != 0)
+    }
+
+    /// The records, in a canonical order (by id), for encoding and reporting.
+    pub fn sorted(&self) -> Vec<R> {
+        let mut v: Vec<R> = self.iter().collect();
+        v.sort_unstable_by_key(|s| s.id());
+        v
+    }
+
+    /// The text of a string item (numbers-only tables skip the map's hashing).
+    #[inline]
+    pub fn text(&self, id: u64) -> Option<&str> {
+        if self.texts.is_empty() {
+            return None;
+        }
+        self.texts.get(&id).map(|t| &**t)
+    }
+
+    /// Texts kept (string items tracked).
+    #[cfg(test)]
+    pub fn texts_len(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// The item an id stands for.
+    pub fn value(&self, id: u64) -> Value {
+        match self.text(id) {
+            Some(t) => Value::Str(t.to_string()),
+            None => Value::Num(f64::from_bits(id)),
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<R>()
+            + self.texts.capacity() * (std::mem::size_of::<(u64, Box<str>)>() + 1)
+            + self.texts.values().map(|t| t.len()).sum::<usize>()
+    }
+}
+
+impl Table<Slot> {
     /// Drop every record with `count + delta ≤ err` (Lossy Counting's bucket-boundary prune).
     /// Numbers-only tables take a branch-free pass: which slots survive is data-dependent and
     /// would otherwise cost a mispredicted branch per slot.
@@ -174,67 +322,24 @@ impl Table {
             w += usize::from(s.count + s.delta > err);
         }
         kept.truncate(w);
-        self.len = w;
-        let fit = (w * 2).next_power_of_two().max(MIN_CAPACITY);
-        if fit * 4 <= self.slots.len() {
-            self.slots = vec![Slot::default(); fit];
-        } else {
-            self.slots.fill(Slot::default());
-        }
-        for s in kept {
-            self.place(s);
-        }
-    }
-
-    /// The records, in a canonical order (by id), for encoding and reporting.
-    pub fn sorted(&self) -> Vec<Slot> {
-        let mut v: Vec<Slot> = self.slots.iter().copied().filter(|s| s.count != 0).collect();
-        v.sort_unstable_by_key(|s| s.id);
-        v
-    }
-
-    /// The text of a string item.
-    pub fn text(&self, id: u64) -> Option<&str> {
-        self.texts.get(&id).map(|t| &**t)
-    }
-
-    /// The item an id stands for.
-    pub fn value(&self, id: u64) -> Value {
-        match self.text(id) {
-            Some(t) => Value::Str(t.to_string()),
-            None => Value::Num(f64::from_bits(id)),
-        }
-    }
-
-    /// Heap bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>()
-            + self.texts.capacity() * (std::mem::size_of::<(u64, Box<str>)>() + 1)
-            + self.texts.values().map(|t| t.len()).sum::<usize>()
-    }
-}
-
-impl Table {
-    /// Apply `f` to every record.
-    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Slot)) {
-        for s in self.slots.iter_mut().filter(|s| s.count != 0) {
-            f(s);
-        }
+        self.refill(kept);
     }
 }
 
 /// Write the records in canonical order: `count` varint, then per record `id` u64, `count`
-/// varint, (`delta` varint if `with_delta`), tag u8 (0 number, 1 string + varint-length text).
-pub(crate) fn write_slots(w: &mut crate::codec::Writer, table: &Table, with_delta: bool) {
+/// varint, (`delta` varint if [`Record::WITH_DELTA`]), tag u8 (0 number, 1 string +
+/// varint-length text). Sticky Sampling's records (no delta) write what version 1 of that kind
+/// stores.
+pub(crate) fn write_slots<R: Record>(w: &mut crate::codec::Writer, table: &Table<R>) {
     let slots = table.sorted();
     w.varint(slots.len() as u64);
     for s in &slots {
-        w.u64(s.id);
-        w.varint(s.count);
-        if with_delta {
-            w.varint(s.delta);
+        w.u64(s.id());
+        w.varint(s.count());
+        if R::WITH_DELTA {
+            w.varint(s.delta());
         }
-        match table.text(s.id) {
+        match table.text(s.id()) {
             Some(t) => {
                 w.u8(1);
                 w.len_bytes(t.as_bytes());
@@ -246,10 +351,16 @@ pub(crate) fn write_slots(w: &mut crate::codec::Writer, table: &Table, with_delt
 
 /// Read records written by [`write_slots`], checking that ids are strictly increasing, counts are
 /// positive, numbers are canonical and every string's text hashes to its id.
-pub(crate) fn read_slots(r: &mut crate::codec::Reader<'_>, with_delta: bool) -> Result<Table, crate::SynopsisError> {
+///
+/// `empty` makes the table to fill from the number of records (each kind sizes it as it always
+/// has, so a decoded table has the capacity, and the size, of the one that was encoded).
+pub(crate) fn read_slots<R: Record>(
+    r: &mut crate::codec::Reader<'_>,
+    empty: impl FnOnce(usize) -> Table<R>,
+) -> Result<Table<R>, crate::SynopsisError> {
     let err = |m: &str| crate::SynopsisError::Codec(m.to_string());
-    let n = r.count(if with_delta { 11 } else { 10 })?;
-    let mut table = Table::new();
+    let n = r.count(if R::WITH_DELTA { 11 } else { 10 })?;
+    let mut table = empty(n);
     let mut last: Option<u64> = None;
     for _ in 0..n {
         let id = r.u64()?;
@@ -261,7 +372,7 @@ pub(crate) fn read_slots(r: &mut crate::codec::Reader<'_>, with_delta: bool) -> 
         if count == 0 {
             return Err(err("an item has count 0"));
         }
-        let delta = if with_delta { r.varint()? } else { 0 };
+        let delta = if R::WITH_DELTA { r.varint()? } else { 0 };
         let text = match r.u8()? {
             0 => {
                 if canonical_bits(f64::from_bits(id)) != id {
@@ -279,7 +390,7 @@ pub(crate) fn read_slots(r: &mut crate::codec::Reader<'_>, with_delta: bool) -> 
             }
             _ => return Err(err("unknown item tag")),
         };
-        table.insert_new(Slot { id, count, delta }, text);
+        table.insert_new(R::from_parts(id, count, delta), text);
     }
     Ok(table)
 }
