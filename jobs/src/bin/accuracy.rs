@@ -4,7 +4,7 @@
 //! (against the promised confidence) and how large the measured error was.
 //!
 //! ```text
-//! cargo run --release -p saams-jobs --bin accuracy -- --datasets ../shared/datasets [--tsv FILE]
+//! cargo run --release -p saams-jobs --bin accuracy -- [--datasets DIR] [--tsv FILE]
 //! ```
 //!
 //! Everything goes through `saams::registry::construct` and the `Synopsis` trait, so the report
@@ -24,8 +24,9 @@ use serde_json::json;
 #[derive(Parser, Debug)]
 #[command(name = "accuracy", version)]
 struct Args {
-    /// Folder with the shared sample data (`stocks/`, `ais/`).
-    #[arg(long, default_value = "../shared/datasets")]
+    /// Folder with the shared sample data (`stocks/`, `ais/`); the same locator as the tests:
+    /// `$SAAMS_DATASETS`, else `../shared/datasets`.
+    #[arg(long, env = "SAAMS_DATASETS", default_value = "../shared/datasets")]
     datasets: PathBuf,
     /// Also write the table as TSV to this file.
     #[arg(long)]
@@ -71,6 +72,12 @@ struct Data {
 }
 
 fn load(dir: &Path) -> Result<Data, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "no sample data at {}: point SAAMS_DATASETS (or --datasets) at the shared datasets folder",
+            dir.display()
+        ));
+    }
     let read = |rel: &str| -> Result<Vec<saams::api::Tuple>, String> {
         let path = dir.join(rel);
         let reader = saams_datasets::read_path(&path, None).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -4,7 +4,7 @@
 //! sampled times and counting what the protocol sent.
 //!
 //! ```text
-//! monitor-sim --data ../shared/datasets/stocks --sites 16 --window 1h --epsilon 0.01 \
+//! monitor-sim --data "$SAAMS_DATASETS/stocks" --sites 16 --window 1h --epsilon 0.01 \
 //!             --tardiness 0.5W --protocol forward-backward
 //! monitor-sim --adversary burst --sites 8 --window 1000 --epsilon 0.05
 //! ```

@@ -3,9 +3,9 @@
 //! file — as fast as possible, at a fixed rate, or at a multiple of real time.
 //!
 //! ```text
-//! replay ../shared/datasets/stocks --speed 60 > ticks.jsonl
+//! replay "$SAAMS_DATASETS/stocks" --speed 60 > ticks.jsonl
 //! replay --generate stocks:100:2000 --rate 50000 --output gen.jsonl
-//! replay ../shared/datasets/ais --scale 20000 --rate 100000
+//! replay "$SAAMS_DATASETS/ais" --scale 20000 --rate 100000
 //! replay --generate stocks:100:2000 --brokers 127.0.0.1:9092 --topic ticks --partitions 4
 //! ```
 //!
