@@ -102,6 +102,9 @@ pub struct Cli {
     /// Live metrics.
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
+    /// The HTTP interface.
+    #[command(flatten)]
+    pub control: crate::control::ControlArgs,
 }
 
 /// Parse a duration: a number with unit `ms`, `s`, `m`, `h` or `d` (no unit = seconds), in ms.

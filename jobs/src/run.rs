@@ -525,9 +525,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
     finished.store(1, Ordering::Relaxed);
-    if let Some((stop, handle)) = server {
+    if let Some((_, stop, handle)) = server {
         std::thread::sleep(Duration::from_millis(linger_ms as u64));
-        stop.store(1, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
         let _ = handle.join();
     }
     for r in results {
@@ -556,17 +556,13 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     })
 }
 
-/// Start the `--metrics-addr` server (if asked for); it stops when the returned flag is set.
-type Server = (Arc<AtomicU64>, std::thread::JoinHandle<()>);
-
+/// Start the `--http` server (if asked for); it stops when the returned flag is set.
 fn start_metrics(
     cli: &Cli,
     metrics: &Arc<Metrics>,
     stats: &Arc<Stats>,
     sink: &Arc<LineSink>,
-) -> Result<Option<Server>, String> {
-    let Some(addr) = &cli.metrics.metrics_addr else { return Ok(None) };
-    let stop = Arc::new(AtomicU64::new(0));
+) -> Result<Option<crate::control::http::Server>, String> {
     let (stats, sink) = (stats.clone(), sink.clone());
     let totals = move || Totals {
         estimations: sink.count(),
@@ -575,9 +571,8 @@ fn start_metrics(
         request_warnings: stats.request_warnings.load(Ordering::Relaxed),
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
-    let (bound, handle) = crate::metrics::serve(addr, metrics.clone(), totals, stop.clone())?;
-    eprintln!("saams: metrics on http://{bound}/metrics");
-    Ok(Some((stop, handle)))
+    let hub = Arc::new(crate::control::hub::Hub::new());
+    crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals))
 }
 
 fn start_progress(
