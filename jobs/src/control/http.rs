@@ -179,7 +179,10 @@ async fn not_found() -> Response {
 }
 
 async fn method_not_allowed() -> Response {
-    error_response(StatusCode::METHOD_NOT_ALLOWED, "method not allowed: POST /requests; GET /synopses, /metrics, /health")
+    error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: POST /requests; GET /synopses, /metrics, /health",
+    )
 }
 
 async fn get_synopses(State(s): State<Service>) -> Response {
@@ -336,8 +339,10 @@ fn constructs(earlier: &Request, req: &Request, field: Option<&str>) -> bool {
 mod tests {
     use super::*;
 
-    const CM: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.9,7]}"#;
-    const QUERY: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["A","price","Queryable","Ad-hoc"]}"#;
+    const CM: &str =
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.9,7]}"#;
+    const QUERY: &str =
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["A","price","Queryable","Ad-hoc"]}"#;
 
     fn live_cm() -> Vec<Value> {
         vec![json!({"streamID":"A","dataSetKey":"F","synopsisID":1,"field":"price","kind":"CountMin"})]
@@ -368,7 +373,8 @@ mod tests {
         let r = vet(unknown, &[]).unwrap_err();
         assert_eq!(r.status, StatusCode::BAD_REQUEST);
         assert_eq!(r.message, "request 1: unknown synopsis kind: unknown synopsisID 99");
-        let bad = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",7,0.9,7]}"#;
+        let bad =
+            r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",7,0.9,7]}"#;
         let r = vet(bad, &[]).unwrap_err();
         assert_eq!(r.status, StatusCode::BAD_REQUEST);
         assert!(r.message.starts_with("request 1: bad parameter for CountMin"), "{}", r.message);
