@@ -10,7 +10,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use saams::api::request::parse_requests;
-use saams_jobs::control::http::{HttpLimits, serve, serve_with};
+use saams_jobs::control::ControlArgs;
+use saams_jobs::control::http::{HttpLimits, serve, serve_with, start};
 use saams_jobs::control::hub::Hub;
 use serde_json::{Value, json};
 
@@ -266,4 +267,22 @@ fn setting_stop_shuts_the_server_down() {
     assert!(svc.stop_within(Duration::from_secs(5)), "the server thread did not end");
     drop(idle);
     assert!(TcpStream::connect(addr).is_err(), "still listening on {addr}");
+}
+
+#[test]
+fn start_serves_only_when_asked_and_with_the_flags_limits() {
+    let text: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(String::new);
+    let hub = Arc::new(Hub::new());
+    let none = start(&ControlArgs::default(), hub.clone(), text.clone()).expect("no server, no error");
+    assert!(none.is_none());
+    let args = ControlArgs { http: Some("127.0.0.1:0".into()), http_body_limit: 16, ..ControlArgs::default() };
+    let (addr, stop, handle) = start(&args, hub, text).expect("start").expect("a server");
+    let r = call(addr, "POST", "/requests", CONSTRUCT);
+    assert_eq!(r.status, 413, "{r:?}");
+    stop.store(true, Ordering::Relaxed);
+    handle.join().expect("the server thread ends cleanly");
+    let taken = ControlArgs { http: Some(addr.to_string()), ..ControlArgs::default() };
+    let _listener = std::net::TcpListener::bind(addr).expect("the port is free again");
+    let err = start(&taken, Arc::new(Hub::new()), Arc::new(String::new)).err().expect("a bound port is an error");
+    assert!(err.starts_with(&format!("--http {addr}: ")), "{err}");
 }

@@ -63,6 +63,10 @@ impl Default for HttpLimits {
 /// How long a stopped server lets open connections finish before its thread ends anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// Bodies vetted or waiting for replies at once (each holds a thread of the blocking pool for up to
+/// its reply timeout); more wait for a free thread.
+const MAX_WAITING_BODIES: usize = 64;
+
 /// How often the server looks at its stop flag.
 const STOP_POLL: Duration = Duration::from_millis(20);
 
@@ -113,6 +117,7 @@ pub fn serve_with(
         .enable_io()
         .enable_time()
         .thread_name("saams-http-blocking")
+        .max_blocking_threads(MAX_WAITING_BODIES)
         .build()
         .map_err(|e| format!("--http: tokio runtime: {e}"))?;
     let listener = {
