@@ -283,6 +283,6 @@ fn start_serves_only_when_asked_and_with_the_flags_limits() {
     handle.join().expect("the server thread ends cleanly");
     let taken = ControlArgs { http: Some(addr.to_string()), ..ControlArgs::default() };
     let _listener = std::net::TcpListener::bind(addr).expect("the port is free again");
-    let err = start(&taken, Arc::new(Hub::new()), Arc::new(String::new)).err().expect("a bound port is an error");
+    let err = start(&taken, Arc::new(Hub::new()), Arc::new(String::new)).expect_err("a bound port is an error");
     assert!(err.starts_with(&format!("--http {addr}: ")), "{err}");
 }
