@@ -235,6 +235,13 @@ impl LocalCounts {
         LocalCounts { tuples, group_updates: vec![0; groups], raw_bytes: 0, reported_tuples: 0 }
     }
 
+    /// Count `groups` update groups (live constructs add groups).
+    pub fn grow(&mut self, groups: usize) {
+        if self.group_updates.len() < groups {
+            self.group_updates.resize(groups, 0);
+        }
+    }
+
     /// Count one routed record (local, no atomics).
     #[inline]
     pub fn record(&mut self, r: &Rec) {

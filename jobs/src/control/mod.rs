@@ -5,8 +5,10 @@
 //!   `--strict-requests`).
 //! - [`hub`]: the thread-safe hand-off of requests that arrive while the job runs, and of the
 //!   replies owed to them.
+//! - [`fence`]: how live requests take effect at a window every worker agrees on.
 //! - [`http`]: the HTTP interface (`--http`): requests, the live registry, metrics, health.
 
+pub mod fence;
 pub mod http;
 pub mod hub;
 pub mod intake;
