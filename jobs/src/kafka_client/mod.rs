@@ -1,6 +1,7 @@
 //! What the Kafka sources and sinks share: connection options ([`KafkaOptions`], with kcat-style
 //! `-X` settings), the adapters' error type ([`AdapterError`]), metadata fetches with a deadline
-//! ([`check_brokers`], [`topic_partitions`]) and topic creation ([`ensure_topics`]).
+//! ([`check_brokers`], and the partition list every client reads first) and topic creation
+//! ([`ensure_topics`]).
 //!
 //! Why a module of its own: the sources (`source::kafka`) and the sinks (`sink::kafka`) both build
 //! clients from the same options and report the same errors; with this code here, both import it

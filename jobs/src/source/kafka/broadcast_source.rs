@@ -23,7 +23,7 @@ impl KafkaBroadcastSource {
     /// Connects and assigns all partitions of `topic`; `worker_index` only names the client.
     ///
     /// # Errors
-    /// As [`KafkaTupleSource::new`].
+    /// As [`KafkaTupleSource::new`](super::KafkaTupleSource::new).
     pub fn new(opts: &KafkaOptions, topic: &str, worker_index: usize) -> Result<Self, AdapterError> {
         let client_id = format!("saams-{}-requests-w{worker_index}", opts.group_id);
         let reader = PartitionReader::open(opts, topic, &client_id, StartFrom::Earliest, |all| Ok(all.to_vec()))?;
@@ -35,10 +35,10 @@ impl KafkaBroadcastSource {
         &self.reader.partitions
     }
 
-    /// As [`KafkaTupleSource::poll_with`].
+    /// As [`KafkaTupleSource::poll_with`](super::KafkaTupleSource::poll_with).
     ///
     /// # Errors
-    /// As [`KafkaTupleSource::poll_with`].
+    /// As [`KafkaTupleSource::poll_with`](super::KafkaTupleSource::poll_with).
     pub fn poll_with<F: FnMut(RecordRef<'_>)>(
         &mut self,
         max: usize,
@@ -48,10 +48,10 @@ impl KafkaBroadcastSource {
         self.reader.poll_with(max, wait, f)
     }
 
-    /// As [`KafkaTupleSource::poll_batch`].
+    /// As [`KafkaTupleSource::poll_batch`](super::KafkaTupleSource::poll_batch).
     ///
     /// # Errors
-    /// As [`KafkaTupleSource::poll_with`].
+    /// As [`KafkaTupleSource::poll_with`](super::KafkaTupleSource::poll_with).
     pub fn poll_batch(&mut self, max: usize, wait: Duration) -> Result<Vec<KafkaRecord>, AdapterError> {
         let mut out = Vec::new();
         self.reader.poll_with(max, wait, |r| out.push(r.to_owned_record()))?;

@@ -222,3 +222,52 @@ fn admit(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option
 fn sequence_number(partition: i32, offset: i64) -> u64 {
     ((1u64 << 20 | partition.max(0) as u64) << OFFSET_BITS) | (offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(payload: &[u8], timestamp_ms: Option<i64>) -> RecordRef<'_> {
+        RecordRef { partition: 1, offset: 7, timestamp_ms, key: None, payload }
+    }
+
+    fn refusal(result: Result<Option<(i64, Tuple)>, Rejected>) -> (String, bool) {
+        match result {
+            Err(Rejected { reason, late }) => (reason, late),
+            Ok(routed) => panic!("admitted: {routed:?}"),
+        }
+    }
+
+    #[test]
+    fn admit_routes_on_time_tuples_and_says_why_it_refuses_the_others() {
+        let ctx = LineContext::new(saams_datasets::Format::JsonLines, "ticks", None).unwrap();
+        let untimed = br#"{"streamID":"EURTRY","dataSetKey":"Forex","price":1.5}"#;
+        let timed = br#"{"streamID":"EURTRY","dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":1.5}"#;
+        // the tuple's own time wins over the record timestamp, which stands in when it has none
+        let own = 1_546_387_201_000;
+        let (time, t) = admit(&ctx, &record(timed, Some(3)), 0).ok().flatten().unwrap();
+        assert_eq!((time, t.time_ms), (own, Some(own)));
+        let (time, t) = admit(&ctx, &record(untimed, Some(3)), 0).ok().flatten().unwrap();
+        assert_eq!((time, t.time_ms, t.stream_id.as_str()), (3, Some(3), "EURTRY"));
+        assert!(matches!(admit(&ctx, &record(b"  ", Some(3)), 0), Ok(None)), "blank: nothing to do");
+
+        let (reason, late) = refusal(admit(&ctx, &record(b"\xff{", Some(3)), 0));
+        assert!(reason.contains("not UTF-8") && !late, "{reason}");
+        let (reason, late) = refusal(admit(&ctx, &record(b"{\"streamID\":", Some(3)), 0));
+        assert!(!reason.is_empty() && !late, "{reason}");
+        let (reason, late) = refusal(admit(&ctx, &record(untimed, None), 0));
+        assert!(reason.contains("no event time") && !late, "{reason}");
+        let (reason, late) = refusal(admit(&ctx, &record(untimed, Some(3)), 10));
+        assert!(reason.contains("7 ms behind") && late, "{reason}");
+        assert!(admit(&ctx, &record(untimed, Some(10)), 10).is_ok_and(|r| r.is_some()), "at the watermark: on time");
+    }
+
+    #[test]
+    fn sequence_numbers_keep_offset_order_and_never_collide_across_partitions() {
+        assert_eq!(sequence_number(0, 0), 1 << 60);
+        assert_eq!(sequence_number(3, 5), ((1 << 20 | 3) << 40) | 5);
+        assert!(sequence_number(2, 9) < sequence_number(2, 10));
+        assert_ne!(sequence_number(2, 9), sequence_number(3, 9));
+        assert_eq!(sequence_number(-1, -1), sequence_number(0, 0), "negative ids clamp to 0");
+    }
+}

@@ -316,3 +316,45 @@ fn stop_on_signals() -> Result<Arc<AtomicBool>, String> {
     }
     Ok(stop)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        kafka: KafkaArgs,
+    }
+
+    fn args(flags: &[&str]) -> KafkaArgs {
+        Cli::try_parse_from(std::iter::once("saams").chain(flags.iter().copied())).unwrap().kafka
+    }
+
+    #[test]
+    fn kafka_flags_without_brokers_are_refused_and_no_flags_mean_no_kafka() {
+        assert!(KafkaJob::start(&args(&[]), 0).unwrap().is_none());
+        for flags in [&["--data-topic", "t"][..], &["--output-topic", "o"], &["--exit-when-idle", "3s"]] {
+            let err = KafkaJob::start(&args(flags), 0).err().unwrap();
+            assert!(err.contains("need --brokers"), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn durations_and_topic_specs_follow_the_flags() {
+        let a = args(&["--brokers", "b:9092", "--data-topic", "d", "--request-topic", "r", "--dead-letter-topic", "x"]);
+        assert_eq!(durations(&a).unwrap(), (Duration::from_secs(5), None));
+        let names: Vec<(String, i32)> = topic_specs(&a).into_iter().map(|s| (s.name, s.partitions)).collect();
+        assert_eq!(
+            names,
+            [("d".to_string(), 4), ("r".to_string(), 1), ("x".to_string(), 4)],
+            "requests: one partition"
+        );
+        let a =
+            args(&["--idle-timeout", "250ms", "--exit-when-idle", "2m", "--partitions", "8", "--output-topic", "o"]);
+        assert_eq!(durations(&a).unwrap(), (Duration::from_millis(250), Some(Duration::from_secs(120))));
+        assert_eq!(topic_specs(&a), [TopicSpec::new("o", 8)]);
+        assert!(durations(&args(&["--idle-timeout", "soon"])).unwrap_err().contains("bad duration"));
+    }
+}
