@@ -4,8 +4,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use differential_dataflow::input::Input as _;
@@ -35,25 +35,7 @@ use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
 use crate::source::generated::Generated;
 use crate::source::kafka::{KafkaInput, KafkaJob};
 
-/// Counters of one process, shared by its workers and the progress thread.
-#[derive(Default)]
-pub struct Stats {
-    /// Valid tuples read.
-    pub tuples: AtomicU64,
-    /// Lines rejected (malformed or late).
-    pub dead_letters: AtomicU64,
-    /// Tuples older than the lateness bound (also dead letters).
-    pub late: AtomicU64,
-    /// Oldest input epoch over the workers (window start, ms).
-    pub epoch: AtomicI64,
-    /// Newest window seen (start, ms).
-    pub newest: AtomicI64,
-    /// When the first tuple was read.
-    pub first: OnceLock<Instant>,
-    /// Request fields outside the reference's request class (ignored, or refused with
-    /// `--strict-requests`).
-    pub request_warnings: AtomicU64,
-}
+pub use crate::stats::Stats;
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.
 ///
