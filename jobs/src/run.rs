@@ -16,14 +16,14 @@ use crate::control::fence::Fences;
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use saams_datasets::GeneratorSpec;
-use saams_operators::registry_join::Entry;
 use saams_operators::ask::{Origin, fence_marker, split_reply};
+use saams_operators::registry_join::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val};
-use timely::dataflow::operators::Exchange as _;
-use timely::dataflow::operators::vec::Map as _;
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
+use timely::dataflow::operators::Exchange as _;
 use timely::dataflow::operators::vec::Broadcast;
+use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::{Config, WorkerConfig};
@@ -486,7 +486,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                                 || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
                         {
                             match p {
-                            Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
+                                Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
                                 Pending::Values(index, time, values) => {
                                     router.route_values(r, index, time, &values, &mut input)
                                 }
@@ -828,14 +828,7 @@ type RecInput = InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>;
 /// Write and send what applying live requests gave, for the requests this worker took (worker 0
 /// also for the script's): acknowledgements and errors to the output and back to whoever waits,
 /// asks into the tuple input (they reach every worker). True if the plan changed.
-fn take_applied(
-    plan: &RefCell<Plan>,
-    me: usize,
-    sink: &LineSink,
-    hub: &Hub,
-    input: &mut RecInput,
-    epoch: u64,
-) -> bool {
+fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, input: &mut RecInput, epoch: u64) -> bool {
     let applied = plan.borrow_mut().take_applied();
     if applied.is_empty() {
         return false;

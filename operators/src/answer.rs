@@ -61,12 +61,20 @@ pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, windo
 
 /// Merge into `state` the snapshots LOADed while the job ran that take effect by window `window`
 /// (`done` of them already are); a failed merge is an error line for the LOAD.
-pub fn merge_loads(plan: &Plan, syn: u32, window: u64, state: &mut dyn Synopsis, done: &mut usize, out: &mut Vec<String>) {
+pub fn merge_loads(
+    plan: &Plan,
+    syn: u32,
+    window: u64,
+    state: &mut dyn Synopsis,
+    done: &mut usize,
+    out: &mut Vec<String>,
+) {
     let s = &plan.synopses[syn as usize];
     while let Some(load) = s.loads.get(*done).filter(|l| l.from <= window) {
         *done += 1;
         if let Err(e) = state.merge(load.state.0.as_ref()) {
-            let mut est = Estimation::error(load.request_id.clone(), None, s.synopsis_id, format!("LOAD {}: {e}", load.file));
+            let mut est =
+                Estimation::error(load.request_id.clone(), None, s.synopsis_id, format!("LOAD {}: {e}", load.file));
             est.stream_id = s.stream.clone();
             est.dataset_key = s.dataset.clone();
             est.field = s.field.clone();
@@ -84,7 +92,11 @@ pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64) -> Str
     let (query, answer) = match &ask.what {
         AskWhat::Query(args) => {
             let answer = match query_spec(s.kind, args.as_array().map(Vec::as_slice).unwrap_or(&[])) {
-                Ok(spec) => answer(s, &QueryReg { request_id: ask.request_id.clone(), uid: None, args: args.clone(), spec, from: 0 }, state),
+                Ok(spec) => answer(
+                    s,
+                    &QueryReg { request_id: ask.request_id.clone(), uid: None, args: args.clone(), spec, from: 0 },
+                    state,
+                ),
                 Err(e) => Answer::Error(e.0),
             };
             (args.clone(), answer)

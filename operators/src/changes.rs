@@ -21,8 +21,8 @@
 //! Only these small answer sets go through differential, never tuples. Ad-hoc set-valued queries
 //! answer their whole set once (as [`Answered::Line`]s, which pass through).
 
-use std::collections::{BTreeMap, HashMap};
 use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use differential_dataflow::AsCollection;

@@ -3,18 +3,18 @@
 //! at every window close, and its ad-hoc queries and SAVEs at the end of the input. Answer lines
 //! and snapshots of the upstream operators pass through; states for pair queries go on as snapshots.
 
-use std::collections::HashMap;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use saams::Synopsis;
 use saams::api::estimation::Estimation;
+use saams::api::estimation::with_as_of;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Pipeline;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
-use saams::api::estimation::with_as_of;
 
 use crate::answer;
 use crate::ask::AskPart;
@@ -43,11 +43,8 @@ fn answer_ask(plan: &Plan, merged: &Merged, parts: Vec<AskPart>, unfolded_from: 
         Some((state, items)) => (state.clone(), *items),
         None => (spec.initial.clone(), 0),
     };
-    let mut open: Vec<_> = parts
-        .into_iter()
-        .flat_map(|p| p.parts)
-        .filter(|(w, ..)| plan.close_time(*w) >= unfolded_from)
-        .collect();
+    let mut open: Vec<_> =
+        parts.into_iter().flat_map(|p| p.parts).filter(|(w, ..)| plan.close_time(*w) >= unfolded_from).collect();
     open.sort_by_key(|(w, bin, ..)| (*w, *bin));
     for (_, _, n, part) in open {
         if let Err(e) = state.merge(part.0.as_ref()) {

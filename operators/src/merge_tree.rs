@@ -8,8 +8,8 @@
 //! other kinds' partials travel as a list and are merged at home in bin order, so their answers
 //! do not depend on the number of workers either. Answer lines and snapshots pass through where they are.
 
-use std::collections::{BTreeMap, HashMap};
 use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use timely::container::CapacityContainerBuilder;

@@ -7,8 +7,8 @@
 //! with the previous one, for [`crate::changes`]); every other answer as a line. Answer lines
 //! pass through.
 
-use std::collections::{BTreeMap, HashMap};
 use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use saams::api::estimation::{Answer, Estimation};

@@ -116,11 +116,14 @@ pub struct Applied {
     pub registry: Vec<(Entry, u64, isize)>,
 }
 
+/// Requests as parsed (an error for each that could not be).
+type Parsed = Vec<Result<Request, RequestError>>;
+
 /// Requests received while running, in the order every worker applies them: per request epoch,
 /// the bodies (who took them, the vetted requests) and, once agreed, their fence.
 #[derive(Debug, Default)]
 struct Staged {
-    bodies: Vec<(Option<Origin>, Vec<Result<Request, RequestError>>)>,
+    bodies: Vec<(Option<Origin>, Parsed)>,
     fence: Option<u64>,
 }
 

@@ -29,8 +29,8 @@
 //! Timestamps are event-time milliseconds: a window's output (answers, partials, snapshots) is
 //! emitted at [`Plan::close_time`] of the window, its last millisecond.
 
-use std::collections::{BTreeMap, HashMap};
 use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use saams::{Datum, Synopsis};
@@ -181,11 +181,8 @@ impl Gathered {
     /// What `key` gathered in window `w` (created empty for a group of `synopses`), with `n`
     /// more values counted.
     fn counted(windows: &mut Windows, w: u64, key: (u32, u64), synopses: usize, n: usize) -> &mut Gathered {
-        let gathered = windows
-            .entry(w)
-            .or_default()
-            .entry(key)
-            .or_insert_with(|| Gathered { items: 0, parts: Vec::new() });
+        let gathered =
+            windows.entry(w).or_default().entry(key).or_insert_with(|| Gathered { items: 0, parts: Vec::new() });
         // A group gains synopses when a construct takes effect while the job runs.
         if gathered.parts.len() < synopses {
             gathered.parts.resize_with(synopses, || None);

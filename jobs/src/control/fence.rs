@@ -171,7 +171,8 @@ impl Fences {
     pub fn finished(&self, plan: &Plan) -> bool {
         self.requests.is_none()
             && self.forward.is_none()
-            && self.request_probe.done() && self.received.borrow().keys().all(|&e| e < plan.applied_before())
+            && self.request_probe.done()
+            && self.received.borrow().keys().all(|&e| e < plan.applied_before())
     }
 
     /// Stop taking requests: this worker's readers are done (its hub's later requests are refused).
