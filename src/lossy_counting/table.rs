@@ -295,15 +295,31 @@ impl<R: Record> Table<R> {
     pub fn absorb(&mut self, other: &Table<R>) {
         let most = self.len.saturating_add(other.len);
         let fit = (most.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
-        if fit > self.slots.len() {
-            self.rebuild(fit);
-        }
-        if !other.texts.is_empty() {
-            for e in other.iter() {
-                self.add(e, other.text(e.id()));
-            }
+        if fit > self.slots.len() && other.texts.is_empty() && other.len > self.len {
+            // The table is rebuilt anyway: start it from the larger side, whose records go in
+            // without lookups (copied outright when its slots are already the size), and look
+            // up only the smaller side's. The items, counts and capacity are those of adding
+            // the other side to this one; only slot positions within a probe run may differ.
+            let mine = if other.slots.len() == fit {
+                std::mem::replace(&mut self.slots, other.slots.clone())
+            } else {
+                let mine = std::mem::replace(&mut self.slots, vec![R::default(); fit]);
+                for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.place(*e)));
+                mine
+            };
+            self.len = other.len;
+            for_each_batch(&mine, |batch| batch.iter().for_each(|e| self.add_counted(*e)));
         } else {
-            for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.add_counted(*e)));
+            if fit > self.slots.len() {
+                self.rebuild(fit);
+            }
+            if !other.texts.is_empty() {
+                for e in other.iter() {
+                    self.add(e, other.text(e.id()));
+                }
+            } else {
+                for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.add_counted(*e)));
+            }
         }
         let tight = (self.len.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
         if tight < self.slots.len() && self.len * 8 < self.slots.len() * 3 {

@@ -81,9 +81,19 @@ mod tests {
 
     #[test]
     fn absorb_sums_counts_keeps_texts_and_ends_at_the_grown_size() {
-        // Without texts on the other side, absorb takes its gathering, single-probe path.
-        let cases =
-            [(1000u64, 1000u64, 0u64), (1000, 1000, 900), (3000, 10, 5), (10, 3000, 10), (20_000, 19_000, 6000)];
+        // Without texts on the other side, absorb takes its gathering, single-probe paths: the
+        // larger side first when the table grows (its slots copied when they are the final
+        // size, as in (10, 3000, 10), or re-placed, as in (1000, 1500, _)).
+        let cases = [
+            (1000u64, 1000u64, 0u64),
+            (1000, 1000, 900),
+            (3000, 10, 5),
+            (10, 3000, 10),
+            (1000, 1500, 0),
+            (1000, 1500, 999),
+            (20_000, 19_000, 6000),
+            (19_000, 20_000, 6000),
+        ];
         for ((mine, theirs, overlap), texts) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
             let (mut a, mut b, mut grown) = (Table::default(), Table::default(), Table::default());
             for id in 0..mine {
