@@ -563,7 +563,7 @@ mod tests {
         for (start, n) in [(0usize, 0usize), (0, 11), (0, 13), (100, 10), (100, 400), (5000, 2500), (5000, 30_000)] {
             let records: Vec<Slot> =
                 (0..n).map(|i| Slot { id: rng.next_u64() | 1, count: i as u64 + 1, delta: 2 }).collect();
-            let text = |id: u64| (id % 3 == 0).then_some("three");
+            let text = |id: u64| id.is_multiple_of(3).then_some("three");
             let mut one_by_one = Table::with_capacity(start);
             for r in &records {
                 one_by_one.insert_new(*r, text(r.id));
