@@ -258,6 +258,27 @@ impl<R: Record> Table<R> {
         }
     }
 
+    /// [`Table::place`] for records arriving in no particular slot order: the first four slots
+    /// from the record's home are tested together, without a branch each, so that a record whose
+    /// home is taken does not cost a misprediction (records placed in slot order from another
+    /// table mostly find their home free, and there the plain probe is faster).
+    #[inline]
+    fn place_scattered(&mut self, record: R) {
+        let mask = self.mask();
+        let home = (mix(record.id()) as usize) & mask;
+        let mut empty = 0u32;
+        for j in 0..4 {
+            empty |= u32::from(self.slots[(home + j) & mask].count() == 0) << j;
+        }
+        // The first free slot of the four; past them, probe on one by one (the capacity is at
+        // least 16, so the four never wrap onto each other).
+        let mut i = (home + (empty | 1 << 4).trailing_zeros() as usize) & mask;
+        while self.slots[i].count() != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = record;
+    }
+
     #[inline]
     fn place(&mut self, record: R) {
         let mask = self.mask();
@@ -399,7 +420,7 @@ impl<R: Record> Table<R> {
             table.slots = vec![R::default(); capacity];
         }
         for r in records {
-            table.place(*r);
+            table.place_scattered(*r);
             if let Some(t) = text(r.id()) {
                 table.texts.insert(r.id(), t.into());
             }
