@@ -464,6 +464,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 continue;
             }
             let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
+            let routed_before = router.tuples;
             // Read in event-time step: every unit up to a little past the unit that is furthest
             // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
             // and the values waiting for it (the update operator's reorder buffers) stay few,
@@ -478,7 +479,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             readers.retain_mut(|r| {
                 for _ in 0..4096 {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
-                        return false;
+                        // The end, or (a live stdin) nothing yet: keep it and read on later.
+                        return match &mut r.source {
+                            Source::Lines(reader) => reader.take_waiting(),
+                            _ => false,
+                        };
                     }
                     match r.pending.take() {
                         Some(p)
@@ -536,7 +541,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 input.advance_to(epoch);
                 stats.epoch.store(plan.borrow().window_of(epoch as i64) as i64, Ordering::Relaxed);
             }
-            worker.step();
+            if router.tuples == routed_before && hold_end.is_none() {
+                // Nothing to read right now (a quiet live input): wait for it or for the others.
+                worker.step_or_park(Some(Duration::from_millis(1)));
+            } else {
+                worker.step();
+            }
             // Keep a bounded number of windows in flight (each holds its synopses' state until it
             // closes): park (instead of spinning) while other workers catch up, still taking part
             // in the fences (they may wait for this worker's position).
