@@ -217,7 +217,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         None
     };
     let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes)?;
-    let sink = Arc::new(match kafka_job.as_ref().and_then(|k| k.estimation_writer()) {
+    let kafka_sink = kafka_job.as_ref().and_then(|k| k.estimation_writer());
+    let file_sink = kafka_sink.is_none();
+    let sink = Arc::new(match kafka_sink {
         Some(w) => LineSink::from_writer(w),
         None => LineSink::open(&cli.out)?,
     });
@@ -227,12 +229,14 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         (None, None) => None,
     };
     let stats = Arc::new(Stats::default());
+    let mut request_topic = None;
     let requests = match (requests, &kafka_job) {
-        (Some(mut text), Some(k)) => match k.request_text(dead.as_deref())? {
-            Some((more, bad)) => {
+        (Some(mut text), Some(k)) => match k.request_text_and_source(dead.as_deref())? {
+            Some((more, bad, source)) => {
                 stats.dead_letters.fetch_add(bad, Ordering::Relaxed);
                 text.push('\n');
                 text.push_str(&more);
+                request_topic = Some(source);
                 Some(text)
             }
             None => Some(text),
@@ -242,6 +246,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
     let finished = Arc::new(AtomicU64::new(0));
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
+    let flusher = file_sink.then(|| start_flusher(sink.clone(), finished.clone()));
     let no_synopses = cli.no_synopses;
     let strict_requests = cli.strict_requests;
     let workers_per_process = cli.workers;
@@ -251,6 +256,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let server = start_metrics(&cli, &metrics, &stats, &sink, hub.clone())?;
     hub.open();
     let hub2 = hub.clone();
+    // Requests produced on the request topic after the start arrive while the job runs.
+    let stop_following = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let follower = match (&kafka_job, request_topic) {
+        (Some(k), Some(source)) => Some(k.follow_requests(source, hub.clone(), stop_following.clone())),
+        _ => None,
+    };
     let (s2, sink2, dead2, m2) = (stats.clone(), sink.clone(), dead.clone(), metrics.clone());
     let requests = Arc::new(requests);
     let kafka_job2 = kafka_job.clone();
@@ -575,6 +586,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
     hub.close();
+    stop_following.store(true, Ordering::Relaxed);
+    if let Some(f) = follower {
+        let _ = f.join();
+    }
     finished.store(1, Ordering::Relaxed);
     if let Some((_, stop, handle)) = server {
         std::thread::sleep(Duration::from_millis(linger_ms as u64));
@@ -586,6 +601,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     }
     let end = Instant::now();
     if let Some(h) = progress {
+        let _ = h.join();
+    }
+    if let Some(h) = flusher {
         let _ = h.join();
     }
     sink.flush();
@@ -624,6 +642,19 @@ fn start_metrics(
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
     crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals))
+}
+
+/// How often a file or stdout sink is flushed while the job runs: a service's answers (and the
+/// acknowledgements of live requests) reach readers within this, not at the end.
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+fn start_flusher(sink: Arc<LineSink>, finished: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while finished.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(FLUSH_EVERY);
+            sink.flush();
+        }
+    })
 }
 
 fn start_progress(

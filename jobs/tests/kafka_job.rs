@@ -405,3 +405,75 @@ fn help_lists_the_kafka_flags() {
     assert!(!no_brokers.status.success());
     assert!(String::from_utf8_lossy(&no_brokers.stderr).contains("need --brokers"));
 }
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_request_produced_on_the_request_topic_after_the_start_is_applied() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("live-request");
+    let (data_topic, request_topic) = (unique("live-data"), unique("live-requests"));
+    // One stream, one tuple per second of 2019-01-02 (JSON lines).
+    let line = |sec: u64| {
+        format!(
+            r#"{{"streamID":"A","dataSetKey":"D","date":"2019-01-02","time":"{:02}:{:02}:{:02}","price":{},"volume":1}}"#,
+            sec / 3600,
+            sec / 60 % 60,
+            sec % 60,
+            sec % 5
+        )
+        .into_bytes()
+    };
+    produce_raw(&brokers, &data_topic, &(0..300).map(line).collect::<Vec<_>>());
+    produce_raw(&brokers, &request_topic, &[br#"{"streamID":"none","synopsisID":2,"dataSetKey":"D","param":["HLL","price","NotQueryable",0.05],"requestID":"x"}"#.to_vec()]);
+    let out_file = dir.join("out.json");
+    let job = Command::new(SAAMS)
+        .args(["--brokers", &brokers, "--data-topic", &data_topic, "--request-topic", &request_topic])
+        .args(["--group-id", &unique("live-group"), "--from", "earliest", "--progress", "0", "--window", "10s"])
+        .arg("--out")
+        .arg(&out_file)
+        .args(CONSUMER_SETTINGS)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run saams");
+    std::thread::sleep(Duration::from_secs(3));
+    produce_raw(
+        &brokers,
+        &request_topic,
+        &[br#"[{"streamID":"A","synopsisID":1,"dataSetKey":"D","param":["CountMin","price","NotQueryable",0.001,0.99,7],"requestID":"c"},
+               {"streamID":"A","synopsisID":1,"dataSetKey":"D","param":[2,"price","Queryable","Continuous"],"requestID":"q"}]"#
+            .to_vec()],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let accepted = || std::fs::read_to_string(&out_file).unwrap_or_default().contains(r#""requestID":"c""#);
+    while !accepted() {
+        assert!(Instant::now() < deadline, "the construct produced after the start was not acknowledged in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    produce_raw(&brokers, &data_topic, &(300..600).map(line).collect::<Vec<_>>());
+    std::thread::sleep(Duration::from_secs(3));
+    let status = Command::new("kill").args(["-TERM", &job.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let out = job.wait_with_output().expect("saams finished");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&out_file).expect("estimations");
+    let ack: serde_json::Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["requestID"] == "c")
+        .expect("acknowledgement");
+    let fence = saams::api::time::parse_timestamp(ack["effectiveFrom"].as_str().expect("effectiveFrom")).expect("time");
+    let first = 1_546_387_200_000i64;
+    let answers: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["requestID"] == "q" && v["window"].is_object())
+        .collect();
+    assert!(!answers.is_empty(), "no answers for the live query: {text}");
+    for v in &answers {
+        let end = saams::api::time::parse_timestamp(v["window"]["end"].as_str().expect("end")).expect("time");
+        let covered = (0..600u64).filter(|&s| first + 1000 * s as i64 >= fence && first + 1000 * (s as i64) < end);
+        let covered: Vec<u64> = covered.collect();
+        assert_eq!(v["tuples"].as_u64(), Some(covered.len() as u64), "{v}");
+        assert_eq!(v["estimate"].as_u64(), Some(covered.iter().filter(|&&s| s % 5 == 2).count() as u64), "{v}");
+    }
+}

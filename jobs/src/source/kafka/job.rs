@@ -113,6 +113,18 @@ impl KafkaJob {
     /// # Errors
     /// When the topic cannot be read to its end within 30 s.
     pub fn request_text(&self, file_dead: Option<&LineSink>) -> Result<Option<(String, u64)>, String> {
+        Ok(self.request_text_and_source(file_dead)?.map(|(text, bad, _)| (text, bad)))
+    }
+
+    /// As [`KafkaJob::request_text`], and the source positioned after what was read: the job
+    /// follows it with [`KafkaJob::follow_requests`].
+    ///
+    /// # Errors
+    /// As [`KafkaJob::request_text`].
+    pub fn request_text_and_source(
+        &self,
+        file_dead: Option<&LineSink>,
+    ) -> Result<Option<(String, u64, KafkaBroadcastSource)>, String> {
         let Some(topic) = &self.request_topic else { return Ok(None) };
         let mut source = KafkaBroadcastSource::new(&self.opts, topic, 0).map_err(|e| e.to_string())?;
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -133,12 +145,39 @@ impl KafkaJob {
                 })
                 .map_err(|e| e.to_string())?;
             if n == 0 && source.at_end() {
-                return Ok(Some((text, bad)));
+                return Ok(Some((text, bad, source)));
             }
             if Instant::now() > deadline {
                 return Err(format!("kafka: request topic {topic:?} not read to its end within 30 s"));
             }
         }
+    }
+
+    /// Keep reading the request topic after the start: every request produced while the job runs
+    /// goes to `hub` (it takes effect at the next fence). Stops when `stop` is set; malformed
+    /// records are dead letters, as at the start.
+    pub fn follow_requests(
+        self: &Arc<Self>,
+        mut source: KafkaBroadcastSource,
+        hub: Arc<crate::control::hub::Hub>,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> std::thread::JoinHandle<()> {
+        let job = self.clone();
+        std::thread::spawn(move || {
+            let topic = job.request_topic.clone().unwrap_or_default();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let polled = source.poll_with(1024, Duration::from_millis(100), |r| {
+                    match serde_json::from_slice::<serde_json::Value>(r.payload) {
+                        Ok(v) => hub.submit_detached(v.to_string()),
+                        Err(e) => job.reject(&topic, &r, &format!("malformed request JSON: {e}"), None),
+                    }
+                });
+                if let Err(e) = polled {
+                    job.problem(format!("request topic {topic:?}: {e}"));
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        })
     }
 
     pub(super) fn reject(&self, topic: &str, r: &RecordRef<'_>, reason: &str, file_dead: Option<&LineSink>) {
