@@ -27,8 +27,8 @@ use crate::cli::{Cli, parse_duration_ms};
 use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
-use crate::source::generated::Generated;
 use crate::source::kafka::{KafkaInput, KafkaJob};
+use crate::source::{generated::Generated, pace::Pacer, stop::StopFlag};
 
 /// Counters of one process, shared by its workers and the progress thread.
 #[derive(Default)]
@@ -205,6 +205,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     }
     let lateness_ms = parse_duration_ms(&cli.lateness)?;
     let config = timely_config(&cli)?;
+    let (stop, pacer) = (StopFlag::install()?, Pacer::new(cli.rate, cli.processes, cli.workers, Instant::now())?);
     let requests_file = cli.requests.clone().unwrap_or_default();
     if requests_file == "-" && cli.data.iter().any(|d| d == "-") {
         return Err("--requests - and --data - cannot both read stdin".into());
@@ -437,7 +438,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
         let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
         let mut epoch = 0u64;
-        while !readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running) {
+        while (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised() {
+            let (allowance, read) = (pacer.take(Instant::now()), router.tuples);
             // Read in event-time step: every unit up to a little past the unit that is furthest
             // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
             // and the values waiting for it (the update operator's reorder buffers) stay few,
@@ -445,7 +447,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
             let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
             readers.retain_mut(|r| {
-                for _ in 0..4096 {
+                for _ in 0..allowance.saturating_sub(router.tuples - read).min(4096) {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
                         return false;
                     }
@@ -499,6 +501,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 stats.epoch.store(plan.window_of(epoch as i64) as i64, Ordering::Relaxed);
             }
             worker.step();
+            pacer.settle(allowance, router.tuples - read); // --rate: park until the next batch may be read
+            while !stop.raised()
+                && let Some(wait) = pacer.wait(Instant::now())
+            {
+                worker.step_or_park(Some(wait));
+            }
             // Keep a bounded number of windows in flight (each holds its synopses' state until it closes).
             let behind = epoch.saturating_sub(64 * window_ms as u64);
             while probe.less_than(&behind) {
