@@ -235,8 +235,14 @@ impl GeneratorSpec {
             SpecError(format!("missing the number of streams in {spec:?}; expected `kind:N[:T[:seed]]`"))
         })?;
         let tuples = match parts.next() {
+            None => None,
             Some(t) if t.eq_ignore_ascii_case(Self::UNBOUNDED) => None,
-            t => number("tuples per stream T (or `unbounded`)", t)?,
+            Some(t) => Some(t.replace('_', "").parse::<u64>().map_err(|_| {
+                SpecError(format!(
+                    "tuples per stream T must be a non-negative integer or `{}`, got {t:?} in {spec:?}",
+                    Self::UNBOUNDED
+                ))
+            })?),
         };
         let seed = number("the seed", parts.next())?.unwrap_or(Self::DEFAULT_SEED);
         if parts.next().is_some() {
