@@ -77,8 +77,9 @@ pub struct Cli {
     #[arg(long, default_value = "stocks:100:2000")]
     pub generate: String,
     /// Read at most this many tuples per second over the whole job, from any input (each of the
-    /// job's workers reads its share, R / workers). Generated event times stay synthetic: they
-    /// advance by the generator's own gaps, not by wall-clock time. Default: as fast as possible.
+    /// process reads its share, R / processes, from a token bucket its workers share; Kafka polls
+    /// are paced on average). Generated event times stay synthetic: they advance by the
+    /// generator's own gaps, not by wall-clock time. Default: as fast as possible.
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Where estimations go, as JSON lines (`-` = stdout).

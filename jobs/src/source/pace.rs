@@ -186,8 +186,8 @@ mod tests {
     }
 
     /// Drive a bucket like the reading loop does, with a reader that reads at most
-    /// `max_per_round` of what it takes: take, read, settle, jump the clock by the wait (or by
-    /// 100 µs of work). Returns tuples read by `end_ms`.
+    /// `max_per_round` of what it takes: take, read, settle, 100 µs of work, then the wait.
+    /// Returns tuples read by `end_ms`.
     fn drive(b: &mut TokenBucket, t0: Instant, end_ms: u64, max_per_round: u64) -> u64 {
         let (mut now, mut read) = (t0, 0);
         while now < ms(t0, end_ms) {
@@ -195,7 +195,8 @@ mod tests {
             let n = taken.min(max_per_round);
             b.settle(taken, n);
             read += n;
-            now += b.wait(now).unwrap_or(Duration::from_micros(100));
+            now += Duration::from_micros(100);
+            now += b.wait(now).unwrap_or_default();
         }
         read
     }
