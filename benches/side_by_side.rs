@@ -301,6 +301,31 @@ fn sticky(rounds: usize) {
         },
     );
     row("Sticky Sampling merge (two halves)", 1, t, "Lossy Counting 2e-4");
+    // Partials of different lengths sample at different rates: the one at the higher rate is
+    // thinned (sorted by id, coins tossed) before the counts are summed.
+    let (u1, u2) = data.split_at(N / 5);
+    let (sa, sb, la, lb) = (build_s(u1), build_s(u2), build_l(u1), build_l(u2));
+    let t = alternate(
+        rounds,
+        || {
+            let mut a = sa.clone();
+            timed(|| a.merge(black_box(&sb)).unwrap())
+        },
+        || {
+            let mut a = la.clone();
+            timed(|| a.merge(black_box(&lb)).unwrap())
+        },
+    );
+    row(
+        &format!(
+            "Sticky Sampling merge (1/5 + 4/5, rates 1/{} and 1/{})",
+            sa.sampling_divisor(),
+            sb.sampling_divisor()
+        ),
+        1,
+        t,
+        "Lossy Counting 2e-4",
+    );
     println!(
         "sticky: size_bytes {} ({} tracked), lossy counting size_bytes {} ({} tracked)",
         s.size_bytes(),

@@ -77,9 +77,9 @@ pub struct Cli {
     #[arg(long, default_value = "stocks:100:2000")]
     pub generate: String,
     /// Read at most this many tuples per second over the whole job, from any input (each of the
-    /// process reads its share, R / processes, from a token bucket its workers share; Kafka polls
-    /// are paced on average). Generated event times stay synthetic: they advance by the
-    /// generator's own gaps, not by wall-clock time. Default: as fast as possible.
+    /// process reads its share, R / processes, from a token bucket its workers share). Generated
+    /// event times stay synthetic: they advance by the generator's own gaps, not by wall-clock
+    /// time. Default: as fast as possible.
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Where estimations go, as JSON lines (`-` = stdout).
@@ -109,6 +109,9 @@ pub struct Cli {
     /// Live metrics.
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,
+    /// The HTTP interface.
+    #[command(flatten)]
+    pub control: crate::control::ControlArgs,
 }
 
 /// Parse a duration: a number with unit `ms`, `s`, `m`, `h` or `d` (no unit = seconds), in ms.

@@ -3,7 +3,9 @@
 
 pub mod cli;
 pub mod control;
+pub mod kafka_client;
 pub mod metrics;
 pub mod run;
 pub mod sink;
 pub mod source;
+pub mod stats;

@@ -4,13 +4,10 @@
 //! their counts here once per batch of tuples ([`LocalCounts::flush`]), never per tuple. Bytes
 //! between processes come from timely's communication hooks (the sending side's
 //! `MessageHeader.length`), so only traffic that really crosses a process boundary is counted.
-//! `--metrics-addr` serves the registry in Prometheus text format from a plain
-//! [`std::net::TcpListener`] thread.
+//! `--http` (alias `--metrics-addr`) serves the registry in Prometheus text format at `/metrics`
+//! ([`crate::control::http`]).
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -26,10 +23,7 @@ use timely::communication::logging::{CommunicationEvent, CommunicationEventBuild
 /// The metrics flags of `saams` (flattened into its CLI).
 #[derive(Clone, Debug, Default, Args)]
 pub struct MetricsArgs {
-    /// Serve live metrics in Prometheus text format on HOST:PORT (e.g. 127.0.0.1:9898).
-    #[arg(long = "metrics-addr")]
-    pub metrics_addr: Option<String>,
-    /// Keep serving metrics this long after the input ends (e.g. 2s), so a scraper sees the totals.
+    /// Keep serving HTTP (`--http`, `--metrics-addr`) this long after the input ends (e.g. 2s), so a scraper sees the totals.
     #[arg(long = "metrics-linger", default_value = "0s")]
     pub metrics_linger: String,
 }
@@ -241,6 +235,13 @@ impl LocalCounts {
         LocalCounts { tuples, group_updates: vec![0; groups], raw_bytes: 0, reported_tuples: 0 }
     }
 
+    /// Count `groups` update groups (live constructs add groups).
+    pub fn grow(&mut self, groups: usize) {
+        if self.group_updates.len() < groups {
+            self.group_updates.resize(groups, 0);
+        }
+    }
+
     /// Count one routed record (local, no atomics).
     #[inline]
     pub fn record(&mut self, r: &Rec) {
@@ -300,62 +301,25 @@ impl Metrics {
     }
 }
 
-/// Serve `GET` requests on `addr` with the metrics (refreshed by `totals` at every scrape) until
-/// `stop` is set; returns the bound address.
-///
-/// # Errors
-/// When the address cannot be bound.
-pub fn serve<F>(
-    addr: &str,
-    metrics: Arc<Metrics>,
-    totals: F,
-    stop: Arc<AtomicU64>,
-) -> Result<(std::net::SocketAddr, std::thread::JoinHandle<()>), String>
-where
-    F: Fn() -> Totals + Send + 'static,
-{
-    let listener = TcpListener::bind(addr).map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
-    listener.set_nonblocking(true).map_err(|e| format!("--metrics-addr {addr}: {e}"))?;
-    let handle = std::thread::spawn(move || {
-        while stop.load(Ordering::Relaxed) == 0 {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nonblocking(false);
-                    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-                    metrics.sync(&totals());
-                    answer(stream, &metrics);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-    });
-    Ok((local, handle))
-}
-
-/// Answer one HTTP request: the metrics for `GET /metrics` (or `/`), 404 otherwise.
-fn answer(stream: std::net::TcpStream, metrics: &Metrics) {
-    let mut reader = BufReader::new(&stream);
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
+impl Metrics {
+    /// What `GET /metrics` serves ([`crate::control::http`]): the registry in Prometheus text
+    /// format, with the counters kept elsewhere brought up to `totals()` first, at every scrape.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use saams_jobs::metrics::{Metrics, Totals};
+    /// let text = Arc::new(Metrics::new()).scrape(|| Totals {
+    ///     estimations: 3, dead_letters: 0, late: 0, request_warnings: 0, window_lag_ms: 0,
+    /// });
+    /// assert!(text().contains("saams_estimations_out_total 3"));
+    /// ```
+    pub fn scrape<F>(self: Arc<Self>, totals: F) -> Arc<dyn Fn() -> String + Send + Sync>
+    where
+        F: Fn() -> Totals + Send + Sync + 'static,
+    {
+        Arc::new(move || {
+            self.sync(&totals());
+            self.render()
+        })
     }
-    // Skip the headers up to the blank line.
-    let mut line = String::new();
-    while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-        line.clear();
-    }
-    let path = request_line.split_whitespace().nth(1).unwrap_or("");
-    let (status, body) = if request_line.starts_with("GET ") && (path == "/metrics" || path == "/") {
-        ("200 OK", metrics.render())
-    } else {
-        ("404 Not Found", "not found: try GET /metrics\n".to_string())
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let mut w = &stream;
-    let _ = w.write_all(head.as_bytes()).and_then(|_| w.write_all(body.as_bytes()));
 }

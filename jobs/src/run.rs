@@ -4,21 +4,26 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use differential_dataflow::input::Input as _;
 use saams::Datum;
 use saams::api::request::parse_requests;
 
+use crate::control::fence::Fences;
+use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use saams_datasets::GeneratorSpec;
+use saams_operators::ask::{Origin, fence_marker, split_reply};
 use saams_operators::registry_join::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
+use timely::dataflow::operators::Exchange as _;
 use timely::dataflow::operators::vec::Broadcast;
+use timely::dataflow::operators::vec::Map as _;
 use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::{Config, WorkerConfig};
@@ -30,25 +35,7 @@ use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
 use crate::source::kafka::{KafkaInput, KafkaJob};
 use crate::source::{generated::Generated, pace::Pacer, stop::StopFlag};
 
-/// Counters of one process, shared by its workers and the progress thread.
-#[derive(Default)]
-pub struct Stats {
-    /// Valid tuples read.
-    pub tuples: AtomicU64,
-    /// Lines rejected (malformed or late).
-    pub dead_letters: AtomicU64,
-    /// Tuples older than the lateness bound (also dead letters).
-    pub late: AtomicU64,
-    /// Oldest input epoch over the workers (window start, ms).
-    pub epoch: AtomicI64,
-    /// Newest window seen (start, ms).
-    pub newest: AtomicI64,
-    /// When the first tuple was read.
-    pub first: OnceLock<Instant>,
-    /// Request fields outside the reference's request class (ignored, or refused with
-    /// `--strict-requests`).
-    pub request_warnings: AtomicU64,
-}
+pub use crate::stats::Stats;
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.
 ///
@@ -261,7 +248,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let workers_per_process = cli.workers;
     let metrics = Arc::new(Metrics::new());
     let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
-    let server = start_metrics(&cli, &metrics, &stats, &sink)?;
+    let hub = Arc::new(Hub::new());
+    let server = start_metrics(&cli, &metrics, &stats, &sink, hub.clone())?;
+    hub.open();
+    let hub2 = hub.clone();
     let (s2, sink2, dead2, m2) = (stats.clone(), sink.clone(), dead.clone(), metrics.clone());
     let requests = Arc::new(requests);
     let kafka_job2 = kafka_job.clone();
@@ -304,11 +294,14 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut plan = Plan::build(&requests, peers, window_ms, store.clone());
         plan.update = !no_synopses;
         plan.workers_per_process = workers_per_process;
-        let plan = Rc::new(plan);
         if me == 0 {
             let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
             sink2.write_all(lines.iter());
         }
+        let plan = Rc::new(RefCell::new(plan));
+        // The process' first worker takes its live requests (HTTP, and later the request topic).
+        let intake_hub = me.is_multiple_of(workers_per_process.max(1)).then(|| hub2.clone());
+        let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
 
         // 2. The dataflow.
         let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>> = InputHandle::new();
@@ -323,25 +316,33 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 .join_registry(entries, plan.clone())
                 .update_synopses(plan.clone())
                 .inspect(move |o| counted.count_partial(o));
-            for k in 1..=plan.merge_stages() {
+            for k in 1..=plan.borrow().merge_stages() {
                 stream = stream.merge_stage(plan.clone(), k);
             }
             let sink = sink2.clone();
+            // Answers someone waits for go back to the worker that took the request.
+            let replies = hub2.clone();
             stream
                 .fold_partials(plan.clone())
                 .answer_pairs(plan.clone())
                 .set_changes(plan.clone())
                 .inspect_core(move |event| {
                     if let Ok((_, lines)) = event {
-                        sink.write_all(lines.iter());
+                        sink.write_all(lines.iter().map(|l| split_reply(l).1));
                     }
                 })
+                .flat_map(|line: String| match split_reply(&line) {
+                    (Some(origin), body) => Some((origin, body.to_string())),
+                    (None, _) => None,
+                })
+                .exchange(|((worker, _), _): &(Origin, String)| u64::from(*worker))
+                .inspect(move |((_, ticket), line): &(Origin, String)| replies.reply(*ticket, line.clone()))
                 .probe_with(&probe);
             registry
         });
         // The request script takes effect at time 0, before the first window; worker 0 feeds it.
         if me == 0 {
-            for (entry, time, diff) in plan.registry_updates() {
+            for (entry, time, diff) in plan.borrow().registry_updates() {
                 registry.update_at(entry, time, diff);
             }
         }
@@ -367,21 +368,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         //    lateness): the watermark that releases values to their synopses inside a window.
         let mut readers = Vec::new();
         if let Some(spec) = &generator {
-            for i in generated_streams_for_worker(&plan, spec, me, peers) {
+            for i in generated_streams_for_worker(&plan.borrow(), spec, me, peers) {
                 let g = Generated::open(spec, i);
-                let (per_stream, wide) = plan.routes(&g.dataset_key, &g.stream_id);
-                let routes = per_stream
-                    .iter()
-                    .chain(wide)
-                    .filter_map(|&grp| {
-                        let field = &plan.groups[grp as usize].field;
-                        match field.as_str() {
-                            "streamID" => Some((grp, STREAM_ID_FIELD)),
-                            "dataSetKey" => Some((grp, DATASET_KEY_FIELD)),
-                            _ => g.fields.iter().position(|f| f == field).map(|k| (grp, k)),
-                        }
-                    })
-                    .collect();
+                let routes = generated_routes(&plan.borrow(), &g);
                 readers.push(Reading {
                     unit: i as u64,
                     source: Source::Generated(g, routes),
@@ -420,8 +409,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             recs: Vec::new(),
             tuples: 0,
             reported: 0,
-            counts: LocalCounts::new(&metrics, me, plan.groups.len()),
+            counts: LocalCounts::new(&metrics, me, plan.borrow().groups.len()),
+            newest: 0,
             syn_labels: plan
+                .borrow()
                 .synopses
                 .iter()
                 .enumerate()
@@ -438,7 +429,42 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
         let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
         let mut epoch = 0u64;
-        while (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised() {
+        let mut reading = true;
+        loop {
+            // Live requests: agree fences, apply them, answer for what this worker took.
+            let newest = plan.borrow().window_of(router.newest);
+            for (request_epoch, fence) in fences.poll(&plan, newest) {
+                if reading {
+                    // Before any value routed with the new plan: see `control::fence`.
+                    input.send(fence_marker(request_epoch, fence, epoch as i64));
+                }
+                plan.borrow_mut().apply_through(request_epoch, fence);
+            }
+            if take_applied(&plan, me, &sink2, &hub2, &mut input, epoch) {
+                for r in &mut readers {
+                    if let Source::Generated(g, routes) = &mut r.source {
+                        *routes = generated_routes(&plan.borrow(), g);
+                    }
+                }
+                router.counts.grow(plan.borrow().groups.len());
+            }
+            let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
+            if !active && reading {
+                // This worker's input ended: stop holding the others' windows back, stop taking
+                // requests; keep the input for the asks and fences still to come.
+                reading = false;
+                fences.stop_forwarding();
+                epoch = DONE_EPOCH;
+                input.advance_to(epoch);
+            }
+            if !active {
+                if fences.finished(&plan.borrow()) {
+                    break;
+                }
+                worker.step_or_park(Some(Duration::from_millis(1)));
+                continue;
+            }
+            let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
             let (allowance, read) = (pacer.take(Instant::now()), router.tuples);
             // Read in event-time step: every unit up to a little past the unit that is furthest
             // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
@@ -446,18 +472,28 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             // whatever the window length.
             let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
             let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
+            // While a fence is being agreed, nothing past the window this worker announced.
+            let horizon = match hold_end {
+                Some(end) if horizon == i64::MIN || horizon > end => end,
+                _ => horizon,
+            };
             readers.retain_mut(|r| {
                 for _ in 0..allowance.saturating_sub(router.tuples - read).min(4096) {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
                         return false;
                     }
                     match r.pending.take() {
-                        Some(p) if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN => match p {
-                            Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
-                            Pending::Values(index, time, values) => {
-                                router.route_values(r, index, time, &values, &mut input)
+                        Some(p)
+                            if p.time() < horizon
+                                || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
+                        {
+                            match p {
+                                Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
+                                Pending::Values(index, time, values) => {
+                                    router.route_values(r, index, time, &values, &mut input)
+                                }
                             }
-                        },
+                        }
                         other => {
                             r.pending = other;
                             return true;
@@ -467,14 +503,16 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 true
             });
             let kafka_low = kafka.as_mut().map(|k| {
-                k.poll(&stats, |seq, t| {
-                    kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
-                    let window = plan.window_of(t.time_ms.unwrap_or(0));
-                    router.route(&mut kafka_unit, seq, Ok(t), &mut input);
-                    window
-                });
+                if hold_end.is_none() && allowance > router.tuples - read {
+                    k.poll(allowance - (router.tuples - read), &stats, |seq, t| {
+                        kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
+                        let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
+                        router.route(&mut kafka_unit, seq, Ok(t), &mut input);
+                        window
+                    });
+                }
                 k.follow(heard.get());
-                let (low, own) = k.low(|t| plan.window_of(t));
+                let (low, own) = k.low(|t| plan.borrow().window_of(t));
                 if let Some(own) = own
                     && own > told
                     && let Some(g) = gossip.as_mut()
@@ -498,26 +536,26 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             {
                 epoch = low;
                 input.advance_to(epoch);
-                stats.epoch.store(plan.window_of(epoch as i64) as i64, Ordering::Relaxed);
+                stats.epoch.store(plan.borrow().window_of(epoch as i64) as i64, Ordering::Relaxed);
             }
             worker.step();
             pacer.settle(allowance, router.tuples - read); // --rate: park until the next batch may be read
-            while !stop.raised()
-                && let Some(wait) = pacer.wait(Instant::now())
-            {
+            if let Some(wait) = pacer.wait(Instant::now()) {
                 worker.step_or_park(Some(wait));
             }
-            // Keep a bounded number of windows in flight (each holds its synopses' state until it closes).
+            // Keep a bounded number of windows in flight (each holds its synopses' state until it
+            // closes): park (instead of spinning) while other workers catch up, still taking part
+            // in the fences (they may wait for this worker's position).
             let behind = epoch.saturating_sub(64 * window_ms as u64);
-            while probe.less_than(&behind) {
-                // Park (instead of spinning) while other workers catch up.
+            if probe.less_than(&behind) {
                 worker.step_or_park(Some(Duration::from_millis(1)));
+                continue;
             }
             if let Some(k) = kafka.as_mut() {
                 // Timestamps are event-time ms and a window's answers travel at its last ms: the
                 // windows before the frontier's window are done.
                 let done = probe.with_frontier(|f| f.first().copied());
-                k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { plan.window_of(f as i64) }));
+                k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { plan.borrow().window_of(f as i64) }));
             }
         }
         router.flush_stats(0);
@@ -532,10 +570,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     })
     .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
+    hub.close();
     finished.store(1, Ordering::Relaxed);
-    if let Some((stop, handle)) = server {
+    if let Some((_, stop, handle)) = server {
         std::thread::sleep(Duration::from_millis(linger_ms as u64));
-        stop.store(1, Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
         let _ = handle.join();
     }
     for r in results {
@@ -564,17 +603,14 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     })
 }
 
-/// Start the `--metrics-addr` server (if asked for); it stops when the returned flag is set.
-type Server = (Arc<AtomicU64>, std::thread::JoinHandle<()>);
-
+/// Start the `--http` server (if asked for); it stops when the returned flag is set.
 fn start_metrics(
     cli: &Cli,
     metrics: &Arc<Metrics>,
     stats: &Arc<Stats>,
     sink: &Arc<LineSink>,
-) -> Result<Option<Server>, String> {
-    let Some(addr) = &cli.metrics.metrics_addr else { return Ok(None) };
-    let stop = Arc::new(AtomicU64::new(0));
+    hub: Arc<Hub>,
+) -> Result<Option<crate::control::http::Server>, String> {
     let (stats, sink) = (stats.clone(), sink.clone());
     let totals = move || Totals {
         estimations: sink.count(),
@@ -583,9 +619,7 @@ fn start_metrics(
         request_warnings: stats.request_warnings.load(Ordering::Relaxed),
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
-    let (bound, handle) = crate::metrics::serve(addr, metrics.clone(), totals, stop.clone())?;
-    eprintln!("saams: metrics on http://{bound}/metrics");
-    Ok(Some((stop, handle)))
+    crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals))
 }
 
 fn start_progress(
@@ -621,7 +655,9 @@ const METRICS_EVERY: u64 = 1 << 16;
 
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
-    plan: Rc<Plan>,
+    plan: Rc<RefCell<Plan>>,
+    /// Newest event time routed (ms): the fences start after its window.
+    newest: i64,
     lateness_ms: i64,
     stats: Arc<Stats>,
     dead: Option<Arc<LineSink>>,
@@ -671,12 +707,13 @@ impl Router {
             );
             return self.reject(unit, line, &t.to_json(), &msg, true);
         }
-        let window = self.plan.window_of(time);
+        let plan = self.plan.borrow();
+        let window = plan.window_of(time);
         let seq = (unit.unit << 40) | line;
         self.recs.clear();
-        let (per_stream, wide) = self.plan.routes(&t.dataset_key, &t.stream_id);
+        let (per_stream, wide) = plan.routes(&t.dataset_key, &t.stream_id);
         for &g in per_stream.iter().chain(wide) {
-            let group = &self.plan.groups[g as usize];
+            let group = &plan.groups[g as usize];
             let datum = match group.field.as_str() {
                 "streamID" => Some(Datum::Str(&t.stream_id)),
                 "dataSetKey" => Some(Datum::Str(&t.dataset_key)),
@@ -696,6 +733,7 @@ impl Router {
             };
             self.recs.push(Rec { group: g, time, seq, val });
         }
+        drop(plan);
         self.accept(unit, time, window, input);
     }
 
@@ -722,6 +760,7 @@ impl Router {
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) {
         unit.max_time = unit.max_time.max(time);
+        self.newest = self.newest.max(time);
         self.tuples += 1;
         // The metrics registry (labelled counters behind a lock, ~600 instructions per synopsis
         // touched) less often than the progress counters: ~1 % of the paper workload at every
@@ -746,7 +785,8 @@ impl Router {
 
     fn flush_stats(&mut self, window: u64) {
         self.flush_progress(window);
-        let (plan, labels) = (&self.plan, &self.syn_labels);
+        let plan = self.plan.borrow();
+        let labels = &self.syn_labels;
         self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
             true => plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
             false => Vec::new(),
@@ -768,7 +808,7 @@ impl Router {
         if let Err((msg, late)) = self.check_time(unit, time) {
             return self.reject(unit, index, &format!("time {time}"), &msg, late);
         }
-        let window = self.plan.window_of(time);
+        let window = self.plan.borrow().window_of(time);
         let seq = (unit.unit << 40) | index;
         self.recs.clear();
         if let Source::Generated(gen_stream, routes) = &unit.source {
@@ -783,6 +823,83 @@ impl Router {
         }
         self.accept(unit, time, window, input);
     }
+}
+
+/// The input's epoch once a worker's input has ended while the job still takes requests: far
+/// past any event time, so it holds nobody's windows back, yet a time asks can still be sent at.
+const DONE_EPOCH: u64 = 1 << 62;
+
+type RecInput = InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>;
+
+/// Write and send what applying live requests gave, for the requests this worker took (worker 0
+/// also for the script's): acknowledgements and errors to the output and back to whoever waits,
+/// asks into the tuple input (they reach every worker). True if the plan changed.
+fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, input: &mut RecInput, epoch: u64) -> bool {
+    let applied = plan.borrow_mut().take_applied();
+    if applied.is_empty() {
+        return false;
+    }
+    for a in applied {
+        if a.origin.map_or(me != 0, |(worker, _)| worker as usize != me) {
+            continue;
+        }
+        for line in &a.lines {
+            let (origin, body) = split_reply(line);
+            sink.write_all(std::iter::once(body));
+            if let Some((_, ticket)) = origin {
+                hub.reply(ticket, body.to_string());
+            }
+        }
+        for ask in a.asks {
+            input.send(ask.into_rec(epoch.min(i64::MAX as u64) as i64));
+        }
+    }
+    input.flush();
+    if me.is_multiple_of(plan.borrow().workers_per_process.max(1)) {
+        hub.set_synopses(registry_rows(&plan.borrow()));
+    }
+    true
+}
+
+/// The live registry as `GET /synopses` lists it.
+fn registry_rows(plan: &Plan) -> Vec<serde_json::Value> {
+    plan.synopses
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)
+        .map(|(i, s)| {
+            serde_json::json!({
+                "id": i,
+                "requestID": s.request_id,
+                "synopsisID": s.synopsis_id,
+                "kind": s.kind.name(),
+                "streamID": s.stream,
+                "dataSetKey": s.dataset,
+                "field": s.field,
+                "mode": format!("{:?}", s.mode),
+                "home": s.home,
+                "bytes": s.fresh.size_bytes(),
+                "effectiveFrom": plan.live.registered_from(i as u32).map(saams::api::time::format_timestamp),
+            })
+        })
+        .collect()
+}
+
+/// The groups a generated stream feeds, with the index of the value each takes.
+fn generated_routes(plan: &Plan, g: &Generated) -> Vec<(u32, usize)> {
+    let (per_stream, wide) = plan.routes(&g.dataset_key, &g.stream_id);
+    per_stream
+        .iter()
+        .chain(wide)
+        .filter_map(|&grp| {
+            let field = &plan.groups[grp as usize].field;
+            match field.as_str() {
+                "streamID" => Some((grp, STREAM_ID_FIELD)),
+                "dataSetKey" => Some((grp, DATASET_KEY_FIELD)),
+                _ => g.fields.iter().position(|f| f == field).map(|k| (grp, k)),
+            }
+        })
+        .collect()
 }
 
 /// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark

@@ -5,6 +5,10 @@ use saams::Synopsis;
 use saams::api::estimation::{Answer, Estimation, EstimationRef};
 use saams::api::request::QuerySpec;
 
+use saams::api::request::query_spec;
+use serde_json::Value as Json;
+
+use crate::ask::{Ask, AskWhat, reply_line};
 use crate::plan::{Plan, QueryReg, SynSpec};
 
 /// The answer of query `q` on `state`.
@@ -50,8 +54,82 @@ pub fn query_line(
 pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, window: u64, out: &mut Vec<String>) {
     let s = &plan.synopses[syn as usize];
     let w = Some((window as i64, window as i64 + plan.window_ms));
-    for q in &s.continuous {
+    for q in s.continuous.iter().filter(|q| q.from <= window) {
         out.push(line(s, q, state, items, w));
+    }
+}
+
+/// Merge into `state` the snapshots LOADed while the job ran that take effect by window `window`
+/// (`done` of them already are); a failed merge is an error line for the LOAD.
+pub fn merge_loads(
+    plan: &Plan,
+    syn: u32,
+    window: u64,
+    state: &mut dyn Synopsis,
+    done: &mut usize,
+    out: &mut Vec<String>,
+) {
+    let s = &plan.synopses[syn as usize];
+    while let Some(load) = s.loads.get(*done).filter(|l| l.from <= window) {
+        *done += 1;
+        if let Err(e) = state.merge(load.state.0.as_ref()) {
+            let mut est =
+                Estimation::error(load.request_id.clone(), None, s.synopsis_id, format!("LOAD {}: {e}", load.file));
+            est.stream_id = s.stream.clone();
+            est.dataset_key = s.dataset.clone();
+            est.field = s.field.clone();
+            out.push(est.to_json_line());
+        }
+    }
+}
+
+/// The answer line of an ask (an ad-hoc query or SAVE answered now) from `state`, which
+/// summarizes `items` values; tagged for whoever waits for it.
+pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64) -> String {
+    let Some(s) = plan.synopses.get(ask.syn as usize) else {
+        return ask_error(ask, "the synopsis is not known here yet");
+    };
+    let (query, answer) = match &ask.what {
+        AskWhat::Query(args) => {
+            let answer = match query_spec(s.kind, args.as_array().map(Vec::as_slice).unwrap_or(&[])) {
+                Ok(spec) => answer(
+                    s,
+                    &QueryReg { request_id: ask.request_id.clone(), uid: None, args: args.clone(), spec, from: 0 },
+                    state,
+                ),
+                Err(e) => Answer::Error(e.0),
+            };
+            (args.clone(), answer)
+        }
+        AskWhat::Save(file) => (Json::Null, save(plan, file, state)),
+    };
+    let e = Estimation {
+        request_id: ask.request_id.clone(),
+        uid: ask.uid.clone(),
+        synopsis_id: s.synopsis_id,
+        kind: Some(s.kind),
+        stream_id: s.stream.clone(),
+        dataset_key: s.dataset.clone(),
+        field: s.field.clone(),
+        query,
+        window: None,
+        tuples: Some(items),
+        answer,
+    };
+    reply_line(ask.origin, e.to_json_line())
+}
+
+/// An error answer to an ask, tagged for whoever waits for it.
+pub fn ask_error(ask: &Ask, msg: &str) -> String {
+    reply_line(ask.origin, Estimation::error(ask.request_id.clone(), ask.uid.clone(), 0, msg).to_json_line())
+}
+
+/// Write `state` to snapshot `file`: what the SAVE answers.
+fn save(plan: &Plan, file: &str, state: &dyn Synopsis) -> Answer {
+    let bytes = state.encode();
+    match plan.store.save(file, &bytes) {
+        Ok(()) => Answer::Saved { file: file.to_string(), bytes: bytes.len() },
+        Err(e) => Answer::Error(format!("SAVE {file}: {e}")),
     }
 }
 
@@ -62,11 +140,7 @@ pub fn at_end(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, out: &mut
         out.push(line(s, q, state, items, None));
     }
     for save in &s.saves {
-        let bytes = state.encode();
-        let answer = match plan.store.save(&save.file, &bytes) {
-            Ok(()) => Answer::Saved { file: save.file.clone(), bytes: bytes.len() },
-            Err(e) => Answer::Error(format!("SAVE {}: {e}", save.file)),
-        };
+        let answer = self::save(plan, &save.file, state);
         let e = Estimation {
             request_id: save.request_id.clone(),
             uid: save.uid.clone(),

@@ -21,6 +21,7 @@
 //! Only these small answer sets go through differential, never tuples. Ad-hoc set-valued queries
 //! answer their whole set once (as [`Answered::Line`]s, which pass through).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -102,11 +103,11 @@ fn change_line(plan: &Plan, w: u64, (query, member): (u32, String), diff: isize,
 pub trait SetChanges<'scope> {
     /// Pass answer lines through and replace every continuous set answer by the lines of the
     /// set's changes at that window (none when the set did not change).
-    fn set_changes(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>>;
+    fn set_changes(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<String>>;
 }
 
 impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
-    fn set_changes(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<String>> {
+    fn set_changes(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<String>> {
         let (lines, sets) = self.ok_err::<Vec<String>, _, Vec<SetAnswer>, _, _>(|a| match a {
             Answered::Line(l) => Ok(l),
             Answered::Set(s) => Err(s),
@@ -117,7 +118,7 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
         let changes = sets
             .clone()
             .flat_map(move |s: SetAnswer| {
-                let (q, w) = (s.query, at.close_time(s.window));
+                let (q, w) = (s.query, at.borrow().close_time(s.window));
                 let entered = s.members.into_iter().map(move |(m, _)| ((q, m), w, 1isize));
                 entered.chain(s.previous.into_iter().map(move |m| ((q, m), w, -1isize)))
             })
@@ -125,8 +126,8 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
             .consolidate()
             .inner;
         let (home1, home2) = (plan.clone(), plan.clone());
-        let to_home1 = Exchange::new(move |c: &Change| home1.pair_queries[c.0.0 as usize].home as u64);
-        let to_home2 = Exchange::new(move |s: &SetAnswer| home2.pair_queries[s.query as usize].home as u64);
+        let to_home1 = Exchange::new(move |c: &Change| home1.borrow().pair_queries[c.0.0 as usize].home as u64);
+        let to_home2 = Exchange::new(move |s: &SetAnswer| home2.borrow().pair_queries[s.query as usize].home as u64);
         let rendered = changes.binary_frontier::<_, CapacityContainerBuilder<Vec<String>>, _, _, _, _>(
             sets,
             to_home1,
@@ -135,6 +136,8 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
             move |_cap, _info| {
                 let mut waiting: BTreeMap<u64, Waiting> = BTreeMap::new();
                 move |(changes, changes_frontier), (sets, sets_frontier), output| {
+                    let plan = plan.borrow();
+                    let plan = &*plan;
                     changes.for_each_stamp(|stamp, data| {
                         for batch in data {
                             for (key, t, diff) in batch.drain(..) {
@@ -169,7 +172,7 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
                             .filter(|(_, diff)| *diff != 0)
                             .map(|(key, diff)| {
                                 let set = sets.get(&key.0);
-                                change_line(&plan, w, key, diff, set)
+                                change_line(plan, w, key, diff, set)
                             })
                             .collect();
                         output.session(&cap).give_iterator(lines.into_iter());

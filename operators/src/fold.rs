@@ -3,17 +3,21 @@
 //! at every window close, and its ad-hoc queries and SAVEs at the end of the input. Answer lines
 //! and snapshots of the upstream operators pass through; states for pair queries go on as snapshots.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use saams::Synopsis;
 use saams::api::estimation::Estimation;
+use saams::api::estimation::with_as_of;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
+use crate::ask::AskPart;
 use crate::merge_tree::{Pending, combine, stash_partials};
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Snapshot, SynBox};
@@ -22,12 +26,40 @@ use crate::record::{Out, Snapshot, SynBox};
 pub trait FoldPartials<'scope> {
     /// Merge partials arriving at their home worker (after the last tree-merge stage) and emit
     /// every answer as a JSON line.
-    fn fold_partials(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>>;
+    fn fold_partials(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>>;
+}
+
+/// Merged state of spread synopses at their home, with the values it summarizes.
+type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
+
+/// Answer an ask of a spread synopsis from its merged closed windows plus every worker's parts
+/// of the windows not folded yet (those with a close time at or after `unfolded_from`).
+fn answer_ask(plan: &Plan, merged: &Merged, parts: Vec<AskPart>, unfolded_from: u64) -> String {
+    let ask = parts[0].ask.clone();
+    let Some(spec) = plan.synopses.get(ask.syn as usize) else {
+        return answer::ask_error(&ask, "the synopsis is not known here yet");
+    };
+    let (mut state, mut items) = match merged.get(&ask.syn) {
+        Some((state, items)) => (state.clone(), *items),
+        None => (spec.initial.clone(), 0),
+    };
+    let mut open: Vec<_> =
+        parts.into_iter().flat_map(|p| p.parts).filter(|(w, ..)| plan.close_time(*w) >= unfolded_from).collect();
+    open.sort_by_key(|(w, bin, ..)| (*w, *bin));
+    for (_, _, n, part) in open {
+        if let Err(e) = state.merge(part.0.as_ref()) {
+            return answer::ask_error(&ask, &format!("merging partials failed: {e}"));
+        }
+        items += n;
+    }
+    let as_of = unfolded_from.min(i64::MAX as u64) as i64;
+    with_as_of(answer::ask_line(plan, &ask, state.as_ref(), items), as_of)
 }
 
 impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
-    fn fold_partials(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>> {
+    fn fold_partials(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
+        let peers = self.scope().peers();
         self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
             Pipeline,
             "FoldPartials",
@@ -35,14 +67,30 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                 cap.downgrade(&u64::MAX);
                 let mut end_cap = Some(cap);
                 let mut pending = Pending::new();
-                let mut merged: HashMap<u32, (Box<dyn Synopsis>, u64)> = HashMap::new();
+                let mut merged: Merged = HashMap::new();
+                let mut loaded: HashMap<u32, usize> = HashMap::new();
+                // Asks of spread synopses homed here: their parts so far, by ask id.
+                let mut asks: HashMap<u64, (Capability<u64>, Vec<AskPart>)> = HashMap::new();
                 move |(input, frontier), output| {
+                    let plan = shared.borrow();
+                    let plan = &*plan;
                     input.for_each_stamp(|stamp, data| {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
                         for batch in data {
-                            stash_partials(&plan, batch, &cap, &mut pending, &mut lines);
+                            stash_partials(plan, batch, &cap, &mut pending, &mut lines);
                         }
+                        let lines: Vec<Out> = lines
+                            .into_iter()
+                            .filter_map(|o| match o {
+                                Out::Ask(part) => {
+                                    let entry = asks.entry(part.ask.id).or_insert_with(|| (cap.clone(), Vec::new()));
+                                    entry.1.push(part);
+                                    None
+                                }
+                                o => Some(o),
+                            })
+                            .collect();
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());
                         }
@@ -58,9 +106,10 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let mut snapshots = Vec::new();
                         for (s, partials) in by_syn {
                             let spec = &plan.synopses[s as usize];
-                            let p = combine(&plan, partials);
+                            let p = combine(plan, partials);
                             let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
                             *items += p.items;
+                            answer::merge_loads(plan, s, w, state.as_mut(), loaded.entry(s).or_insert(0), &mut lines);
                             let mut failure = None;
                             for (_, part) in &p.parts {
                                 if let Err(e) = state.merge(part.0.as_ref()) {
@@ -69,7 +118,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                             }
                             match failure {
                                 None => {
-                                    answer::continuous(&plan, s, state.as_ref(), *items, w, &mut lines);
+                                    answer::continuous(plan, s, state.as_ref(), *items, w, &mut lines);
                                     for &dest in &spec.snapshot_to {
                                         let state = SynBox(state.clone());
                                         snapshots.push(Snapshot {
@@ -96,6 +145,23 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         session.give_iterator(lines.into_iter().map(Out::Line));
                         session.give_iterator(snapshots.into_iter().map(Out::Snapshot));
                     }
+                    // Asks with every worker's part, once every window some worker had closed is
+                    // folded here: answered now.
+                    let unfolded_from = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let ready: Vec<u64> = asks
+                        .iter()
+                        .filter(|(_, (_, parts))| {
+                            parts.len() >= peers
+                                && parts.iter().map(|p| p.closed_before).max().is_none_or(|c| unfolded_from >= c)
+                        })
+                        .map(|(&id, _)| id)
+                        .collect();
+                    for id in ready {
+                        if let Some((cap, parts)) = asks.remove(&id) {
+                            let line = answer_ask(plan, &merged, parts, unfolded_from);
+                            output.session(&cap).give(Out::Line(line));
+                        }
+                    }
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
                     {
@@ -106,8 +172,8 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                                 continue;
                             }
                             match merged.get(&s) {
-                                Some((state, items)) => answer::at_end(&plan, s, state.as_ref(), *items, &mut lines),
-                                None => answer::at_end(&plan, s, spec.initial.as_ref(), 0, &mut lines),
+                                Some((state, items)) => answer::at_end(plan, s, state.as_ref(), *items, &mut lines),
+                                None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
                             }
                         }
                         output.session(&cap).give_iterator(lines.into_iter().map(Out::Line));

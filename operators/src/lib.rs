@@ -32,7 +32,7 @@
 //!        {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","Continues"],"requestID":9}"#,
 //! );
 //! let lines = timely::execute_directly(move |worker| {
-//!     let plan = Rc::new(Plan::build(&requests, 1, 60_000, Arc::new(NoFiles)));
+//!     let plan = Rc::new(RefCell::new(Plan::build(&requests, 1, 60_000, Arc::new(NoFiles))));
 //!     let out = Rc::new(RefCell::new(Vec::new()));
 //!     let sink = out.clone();
 //!     let mut input = worker.dataflow::<u64, _, _>(|scope| {
@@ -45,7 +45,7 @@
 //!             .inspect(move |line: &String| sink.borrow_mut().push(line.clone()));
 //!         input
 //!     });
-//!     let (per_stream, _) = plan.routes("F", "A");
+//!     let per_stream = plan.borrow().routes("F", "A").0.to_vec();
 //!     for (seq, x) in [2.5, 2.5, 7.0].into_iter().enumerate() {
 //!         input.send(Rec { group: per_stream[0], time: 1_000 * seq as i64, seq: seq as u64, val: Val::Num(x) });
 //!     }
@@ -60,6 +60,7 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+pub mod ask;
 pub mod changes;
 pub mod fold;
 pub mod merge_tree;

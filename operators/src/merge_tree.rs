@@ -8,6 +8,7 @@
 //! other kinds' partials travel as a list and are merged at home in bin order, so their answers
 //! do not depend on the number of workers either. Answer lines and snapshots pass through where they are.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -34,7 +35,7 @@ pub(crate) fn stash_partials(
 ) {
     for o in batch.drain(..) {
         match o {
-            o @ (Out::Line(_) | Out::Snapshot(_)) => lines.push(o),
+            o @ (Out::Line(_) | Out::Snapshot(_) | Out::Ask(_)) => lines.push(o),
             Out::Partial(p) => {
                 let (_, by_syn) = pending
                     .entry(p.window)
@@ -72,17 +73,22 @@ pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
 /// Extension trait: one tree-merge stage.
 pub trait MergeTree<'scope> {
     /// Stage `stage` (1-based) of the tree merge toward each synopsis' home worker.
-    fn merge_stage(self, plan: Rc<Plan>, stage: u32) -> Stream<'scope, u64, Vec<Out>>;
+    fn merge_stage(self, plan: Rc<RefCell<Plan>>, stage: u32) -> Stream<'scope, u64, Vec<Out>>;
 }
 
 impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
-    fn merge_stage(self, plan: Rc<Plan>, stage: u32) -> Stream<'scope, u64, Vec<Out>> {
+    fn merge_stage(self, shared: Rc<RefCell<Plan>>, stage: u32) -> Stream<'scope, u64, Vec<Out>> {
         let scope = self.scope();
         let me = scope.index();
-        let route = plan.clone();
+        let route = shared.clone();
         let pact = Exchange::new(move |o: &Out| match o {
             Out::Line(_) | Out::Snapshot(_) => me as u64,
-            Out::Partial(p) => route.merge_target(route.synopses[p.syn as usize].home, me, stage) as u64,
+            // Straight to the home: an ask does not wait for the tree.
+            Out::Ask(a) => u64::from(a.ask.home),
+            Out::Partial(p) => {
+                let plan = route.borrow();
+                plan.merge_target(plan.synopses[p.syn as usize].home, me, stage) as u64
+            }
         });
         self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
             pact,
@@ -90,11 +96,13 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
             move |_cap, _info| {
                 let mut pending: Pending = BTreeMap::new();
                 move |(input, frontier), output| {
+                    let plan = shared.borrow();
+                    let plan = &*plan;
                     input.for_each_stamp(|stamp, data| {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
                         for batch in data {
-                            stash_partials(&plan, batch, &cap, &mut pending, &mut lines);
+                            stash_partials(plan, batch, &cap, &mut pending, &mut lines);
                         }
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());
@@ -109,7 +117,7 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
                         by_syn.sort_unstable_by_key(|(s, _)| *s);
                         let mut session = output.session(&cap);
                         for (_, partials) in by_syn {
-                            session.give(Out::Partial(combine(&plan, partials)));
+                            session.give(Out::Partial(combine(plan, partials)));
                         }
                     }
                 }

@@ -7,6 +7,7 @@
 //! with the previous one, for [`crate::changes`]); every other answer as a line. Answer lines
 //! pass through.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -117,11 +118,11 @@ pub trait AnswerPairs<'scope> {
     /// Collect snapshots at the queries' homes and answer them: every answer line passes on as
     /// [`Answered::Line`], each continuous set-valued answer as [`Answered::Set`] (at the window
     /// whose close produced it). An answer that fails at a window is an error line and an empty set.
-    fn answer_pairs(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Answered>>;
+    fn answer_pairs(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Answered>>;
 }
 
 impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
-    fn answer_pairs(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Answered>> {
+    fn answer_pairs(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Answered>> {
         let me = self.scope().index();
         let pact = Exchange::new(move |o: &Out| match o {
             Out::Snapshot(s) => u64::from(s.dest),
@@ -138,6 +139,8 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                 // The last answered set of each continuous set-valued query (by index in the plan).
                 let mut previous: HashMap<u32, Vec<String>> = HashMap::new();
                 move |(input, frontier), output| {
+                    let plan = shared.borrow();
+                    let plan = &*plan;
                     input.for_each_stamp(|stamp, data| {
                         let Some(cap) = stamp.retain_least(0) else { return };
                         let mut lines = Vec::new();
@@ -153,8 +156,8 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                                             .1
                                             .push(s);
                                     }
-                                    // Partials never reach this operator (fold merges them).
-                                    Out::Partial(_) => {}
+                                    // Partials and asks never reach this operator (fold takes them).
+                                    Out::Partial(_) | Out::Ask(_) => {}
                                 }
                             }
                         }
@@ -175,16 +178,20 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let window = Some((w as i64, w as i64 + plan.window_ms));
                         let mut answers = Vec::new();
                         for (i, q) in plan.pair_queries.iter().enumerate() {
-                            if q.home != me || !q.continuous || !q.participants.iter().any(|p| changed.contains(p)) {
+                            if q.home != me
+                                || !q.continuous
+                                || q.reg.from > w
+                                || !q.participants.iter().any(|p| changed.contains(p))
+                            {
                                 continue;
                             }
                             if !is_set_valued(&q.reg.spec) {
-                                answers.push(Answered::Line(answer(&plan, q, &latest, window)));
+                                answers.push(Answered::Line(answer(plan, q, &latest, window)));
                                 continue;
                             }
-                            let tuples = state_of(&plan, &latest, q.syn).1;
-                            let members = members(&plan, q, &latest).unwrap_or_else(|msg| {
-                                answers.push(Answered::Line(error_line(&plan, q, msg, window, tuples)));
+                            let tuples = state_of(plan, &latest, q.syn).1;
+                            let members = members(plan, q, &latest).unwrap_or_else(|msg| {
+                                answers.push(Answered::Line(error_line(plan, q, msg, window, tuples)));
                                 Vec::new()
                             });
                             let keys = members.iter().map(|(m, _)| m.clone()).collect();
@@ -206,7 +213,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                             .pair_queries
                             .iter()
                             .filter(|q| q.home == me && !q.continuous)
-                            .map(|q| Answered::Line(answer(&plan, q, &latest, None)))
+                            .map(|q| Answered::Line(answer(plan, q, &latest, None)))
                             .collect();
                         output.session(&cap).give_iterator(lines.into_iter());
                     }

@@ -13,6 +13,8 @@ use saams::api::request::{Action, QueryMode, QuerySpec, Request, RequestError, q
 use saams::hash::hash_bytes;
 use saams::{Kind, Query, Synopsis, registry};
 
+use crate::ask::{Ask, AskWhat, Origin, reply_line};
+use crate::record::SynBox;
 use crate::registry_join::{Entry, LiveRegistry};
 use serde_json::{Value as Json, json};
 
@@ -79,6 +81,50 @@ pub struct QueryReg {
     pub args: Json,
     /// What to ask.
     pub spec: QuerySpec,
+    /// The first window (start, ms) it answers: 0 for the request script, the fence of a query
+    /// registered while the job runs.
+    pub from: u64,
+}
+
+/// A snapshot LOADed while the job runs: merged into the synopsis' state by whoever holds it,
+/// before it answers the window `from` (the fence).
+#[derive(Clone, Debug)]
+pub struct LiveLoad {
+    /// The first window it counts in.
+    pub from: u64,
+    /// The LOAD request's id.
+    pub request_id: Json,
+    /// The file it came from.
+    pub file: String,
+    /// The loaded synopsis.
+    pub state: SynBox,
+}
+
+/// What applying live requests at a fence gave: lines for the output (acknowledgements, errors,
+/// tagged for whoever waits), asks to answer now, and registry changes at the fence.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The worker that took the requests and its ticket (`None`: the request script).
+    pub origin: Option<Origin>,
+    /// The window (start, ms) they take effect with.
+    pub fence: u64,
+    /// Acknowledgements and errors, in request order.
+    pub lines: Vec<String>,
+    /// Ad-hoc queries and SAVEs to answer from the current state ([`crate::ask`]).
+    pub asks: Vec<Ask>,
+    /// Registry changes (constructs +1, deletes −1) at the fence, applied to [`Plan::live`].
+    pub registry: Vec<(Entry, u64, isize)>,
+}
+
+/// Requests as parsed (an error for each that could not be).
+type Parsed = Vec<Result<Request, RequestError>>;
+
+/// Requests received while running, in the order every worker applies them: per request epoch,
+/// the bodies (who took them, the vetted requests) and, once agreed, their fence.
+#[derive(Debug, Default)]
+struct Staged {
+    bodies: Vec<(Option<Origin>, Parsed)>,
+    fence: Option<u64>,
 }
 
 /// A registered SAVE.
@@ -126,7 +172,16 @@ pub struct SynSpec {
     /// Workers answering pair queries this synopsis takes part in: its merged state is sent
     /// there at every window close in which it changed.
     pub snapshot_to: Vec<usize>,
+    /// Snapshots LOADed while the job runs, in fence order.
+    pub loads: Vec<LiveLoad>,
     deleted: bool,
+}
+
+impl SynSpec {
+    /// Deleted (by the script, or while the job runs: then only from its fence on).
+    pub fn is_deleted(&self) -> bool {
+        self.deleted
+    }
 }
 
 /// True for queries whose answer is a set (correlated or similar stream pairs, frequent items):
@@ -227,6 +282,25 @@ pub struct Plan {
     /// Which synopses are registered at which window, as the registry collection's changes
     /// arrive ([`crate::registry_join`]).
     pub live: LiveRegistry,
+    /// Grows by one whenever live requests change the plan (readers that cache routes recompute them).
+    pub version: u64,
+    /// Update groups by (dataset, stream, field, mode): a synopsis constructed later joins its group.
+    group_index: HashMap<(String, String, String, Mode), u32>,
+    /// Live requests received, by request epoch, not applied yet.
+    staged: std::collections::BTreeMap<u64, Staged>,
+    /// Request epochs before this one are applied.
+    applied_before: u64,
+    /// What applying them gave, for the job to write and send.
+    applied: Vec<Applied>,
+    /// Requests applied so far (the script's and live ones): ids for requests without one.
+    requests_seen: u64,
+    /// Asks made so far (their ids).
+    asks_made: u64,
+    /// The fence live requests are being applied at (`None` while the script is applied).
+    fence: Option<u64>,
+    /// Ad-hoc queries and SAVEs of the live requests being applied: (synopsis, request id, uid,
+    /// what), made asks once the new synopses are compiled.
+    asked: Vec<(u32, Json, Option<Json>, AskWhat)>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -268,6 +342,15 @@ impl Plan {
             pair_queries: Vec::new(),
             registry: Vec::new(),
             live: LiveRegistry::default(),
+            version: 0,
+            group_index: HashMap::new(),
+            fence: None,
+            asked: Vec::new(),
+            requests_seen: requests.len() as u64,
+            staged: Default::default(),
+            applied_before: 0,
+            applied: Vec::new(),
+            asks_made: 0,
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = json!(format!("req-{}", n + 1));
@@ -347,6 +430,7 @@ impl Plan {
                     adhoc: Vec::new(),
                     saves: Vec::new(),
                     snapshot_to: Vec::new(),
+                    loads: Vec::new(),
                     deleted: false,
                 });
                 self.registry.push((self.synopses.len() as u32 - 1, 1));
@@ -361,6 +445,10 @@ impl Plan {
                     self.registry.push((i as u32, -1));
                     let s = &mut self.synopses[i];
                     s.deleted = true;
+                    if self.fence.is_some() {
+                        // While running: its windows before the fence still close and answer.
+                        continue;
+                    }
                     let why = format!("synopsis deleted by request {id} before the query could be answered");
                     for q in s.continuous.drain(..).chain(s.adhoc.drain(..)) {
                         let mut e = Estimation::error(q.request_id, q.uid, s.synopsis_id, why.clone());
@@ -381,7 +469,18 @@ impl Plan {
                 };
                 let s = &mut self.synopses[i];
                 let spec = query_spec(s.kind, args).map_err(|e| e.0)?;
-                let reg = QueryReg { request_id: id, uid: req.uid.clone(), args: Json::Array(args.clone()), spec };
+                let from = self.fence.unwrap_or(0);
+                let args = Json::Array(args.clone());
+                if self.fence.is_some() && *mode == QueryMode::AdHoc {
+                    if !matches!(spec, QuerySpec::Single(_)) {
+                        return Err("ad-hoc pair queries are answered at the end of the input, from the request \
+                                    script only; register it as a continuous query"
+                            .into());
+                    }
+                    self.asked.push((i as u32, id, req.uid.clone(), AskWhat::Query(args)));
+                    return Ok(());
+                }
+                let reg = QueryReg { request_id: id, uid: req.uid.clone(), args, spec, from };
                 match mode {
                     QueryMode::Continuous => s.continuous.push(reg),
                     QueryMode::AdHoc => s.adhoc.push(reg),
@@ -394,6 +493,10 @@ impl Plan {
                 let Some(&i) = found.first() else {
                     return Err(format!("SAVE: no {}", Plan::describe(req)));
                 };
+                if self.fence.is_some() {
+                    self.asked.push((i as u32, id, req.uid.clone(), AskWhat::Save(file.clone())));
+                    return Ok(());
+                }
                 self.synopses[i].saves.push(SaveReg { request_id: id, uid: req.uid.clone(), file: file.clone() });
                 Ok(())
             }
@@ -411,6 +514,12 @@ impl Plan {
                     ));
                 };
                 let s = &mut self.synopses[i];
+                if let Some(from) = self.fence {
+                    // Checked now, merged by whoever holds the state when the fence's window closes.
+                    s.fresh.clone().merge(loaded.as_ref()).map_err(|e| format!("LOAD {file}: {e}"))?;
+                    s.loads.push(LiveLoad { from, request_id: id.clone(), file: file.clone(), state: SynBox(loaded) });
+                    return Ok(());
+                }
                 s.initial.merge(loaded.as_ref()).map_err(|e| format!("LOAD {file}: {e}"))?;
                 self.script_answers.push(Estimation {
                     request_id: id,
@@ -430,11 +539,15 @@ impl Plan {
         }
     }
 
+    /// Put every synopsis not compiled yet into its update group (a new group, with its route,
+    /// for a new (dataset, stream, field, mode)). Groups only grow: routed values carry group
+    /// indices, and a synopsis deleted while running stays in its group (the registry says from
+    /// which window it no longer counts).
     fn compile(&mut self) {
-        let mut index: HashMap<(String, String, String, Mode), u32> = HashMap::new();
+        let mut index = std::mem::take(&mut self.group_index);
         for i in 0..self.synopses.len() {
             let s = &self.synopses[i];
-            if s.deleted {
+            if s.deleted || s.group != u32::MAX {
                 continue;
             }
             let key = (s.dataset.clone(), s.stream.clone(), s.field.clone(), s.mode);
@@ -475,6 +588,7 @@ impl Plan {
             }
             self.synopses[i].group = g;
         }
+        self.group_index = index;
         self.compile_pairs();
     }
 
@@ -544,6 +658,150 @@ impl Plan {
                 self.pair_queries.push(PairQueryReg { syn: i as u32, reg, continuous, participants, home });
             }
         }
+    }
+
+    /// Apply requests that arrived while the job runs, all taking effect with the window starting
+    /// at `fence` (ms): the boundary every worker agreed on, before which no worker routed a value
+    /// with the plan as it was. Every worker applies the same requests in the same order, so the
+    /// plans stay equal everywhere; the worker that took the requests writes [`Applied::lines`] and
+    /// sends [`Applied::asks`], worker 0 feeds [`Applied::registry`] to the registry collection.
+    /// `origin` is who waits for the replies (tagged into the lines, carried by the asks).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use saams_operators::{Plan, SnapshotStore};
+    /// struct NoFiles;
+    /// impl SnapshotStore for NoFiles {
+    ///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    ///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    ///     fn check(&self, f: &str) -> Result<(), String> { Ok(()) }
+    /// }
+    /// let mut plan = Plan::build(&[], 2, 60_000, Arc::new(NoFiles));
+    /// let live = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1],"requestID":1}
+    ///        {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","AdHoc"],"requestID":2}"#,
+    /// );
+    /// let applied = plan.extend(&live, 120_000, None);
+    /// assert!(applied.lines[0].contains(r#""accepted":"construct","effectiveFrom":"1970-01-01T00:02:00Z""#));
+    /// assert_eq!((applied.asks.len(), applied.asks[0].syn), (1, 0));
+    /// assert_eq!(applied.registry, vec![((("F".to_string(), "A".to_string()), 0), 120_000, 1)]);
+    /// assert_eq!(plan.routes("F", "A").0.len(), 1);
+    /// ```
+    pub fn extend(
+        &mut self,
+        requests: &[Result<Request, RequestError>],
+        fence: u64,
+        origin: Option<Origin>,
+    ) -> Applied {
+        self.fence = Some(fence);
+        let (registry_from, answers_from) = (self.registry.len(), self.script_answers.len());
+        let mut lines = Vec::new();
+        for r in requests {
+            self.requests_seen += 1;
+            let generated = json!(format!("req-{}", self.requests_seen));
+            let req = match r {
+                Err(e) => {
+                    lines.push(Estimation::error(generated, None, 0, e.0.clone()));
+                    continue;
+                }
+                Ok(req) => req,
+            };
+            let id = req.request_id.clone().unwrap_or(generated);
+            let mut e = match self.apply(req, id.clone()) {
+                Err(msg) => Estimation::error(id, req.uid.clone(), req.synopsis_id, msg),
+                Ok(()) => {
+                    let (action, field) = match &req.action {
+                        Action::Construct { field, .. } => ("construct", field.clone()),
+                        Action::Delete { field } => ("delete", field.clone().unwrap_or_default()),
+                        Action::Query { field, mode: QueryMode::Continuous, .. } => ("query", field.clone()),
+                        Action::Load { .. } => ("load", String::new()),
+                        // Answered by their ask.
+                        Action::Query { .. } | Action::Save { .. } => continue,
+                    };
+                    let mut e = Estimation::error(id, req.uid.clone(), req.synopsis_id, "");
+                    e.field = field;
+                    e.answer = Answer::Accepted { action: action.into(), from_window: fence as i64 };
+                    e
+                }
+            };
+            e.stream_id = req.stream_id.clone();
+            e.dataset_key = req.dataset_key.clone();
+            lines.push(e);
+        }
+        self.compile();
+        let mut lines: Vec<String> = lines.iter().map(Estimation::to_json_line).collect();
+        lines.extend(self.script_answers.drain(answers_from..).map(|e| e.to_json_line()));
+        let asks = std::mem::take(&mut self.asked)
+            .into_iter()
+            .map(|(syn, request_id, uid, what)| {
+                self.asks_made += 1;
+                let s = &self.synopses[syn as usize];
+                Ask {
+                    id: self.asks_made,
+                    syn,
+                    home: s.home as u32,
+                    spread: s.mode != Mode::Owned,
+                    request_id,
+                    uid,
+                    what,
+                    origin,
+                }
+            })
+            .collect();
+        let registry: Vec<(Entry, u64, isize)> = self
+            .registry
+            .drain(registry_from..)
+            .map(|(syn, diff)| {
+                let s = &self.synopses[syn as usize];
+                (((s.dataset.clone(), s.stream.clone()), syn), fence, diff)
+            })
+            .collect();
+        for &((_, syn), at, diff) in &registry {
+            self.live.apply(syn, at, diff);
+        }
+        self.version += 1;
+        self.fence = None;
+        Applied { origin, fence, lines: lines.into_iter().map(|l| reply_line(origin, l)).collect(), asks, registry }
+    }
+
+    /// Keep the requests of request epoch `epoch` (taken by `origin`) until their fence is agreed.
+    pub fn receive(&mut self, epoch: u64, origin: Option<Origin>, requests: Vec<Result<Request, RequestError>>) {
+        if epoch >= self.applied_before {
+            self.staged.entry(epoch).or_default().bodies.push((origin, requests));
+        }
+    }
+
+    /// Request epochs before this one are applied.
+    pub fn applied_before(&self) -> u64 {
+        self.applied_before
+    }
+
+    /// Apply, in epoch order, every received request epoch up to `epoch`, the last one at `fence`
+    /// (earlier ones at the fence agreed for them, or `fence`). Applying an epoch twice does
+    /// nothing: the job applies as soon as the fence is agreed, and the update operator on
+    /// a fence marker ([`crate::ask`]), whichever comes first.
+    pub fn apply_through(&mut self, epoch: u64, fence: u64) {
+        if epoch < self.applied_before {
+            return;
+        }
+        self.staged.entry(epoch).or_default().fence.get_or_insert(fence);
+        while let Some(entry) = self.staged.first_entry() {
+            if *entry.key() > epoch {
+                break;
+            }
+            let (e, staged) = entry.remove_entry();
+            let at = staged.fence.unwrap_or(fence);
+            for (origin, requests) in staged.bodies {
+                let applied = self.extend(&requests, at, origin);
+                self.applied.push(applied);
+            }
+            self.applied_before = e + 1;
+        }
+    }
+
+    /// What applying live requests gave since the last call.
+    pub fn take_applied(&mut self) -> Vec<Applied> {
+        std::mem::take(&mut self.applied)
     }
 
     /// The registry changes of the request script, as updates of the registry collection

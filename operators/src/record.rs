@@ -159,6 +159,8 @@ pub enum Out {
     Partial(Partial),
     /// A merged state for pair queries.
     Snapshot(Snapshot),
+    /// A worker's open partials for an ad-hoc query or SAVE answered now ([`crate::ask`]).
+    Ask(crate::ask::AskPart),
 }
 
 #[cfg(test)]

@@ -62,6 +62,24 @@ impl LiveRegistry {
             .is_some_and(|c| c.iter().take_while(|(t, _)| *t <= window).map(|(_, d)| d).sum::<isize>() > 0)
     }
 
+    /// The first window synopsis `syn` was registered at, if it ever was.
+    ///
+    /// ```
+    /// use saams_operators::registry_join::LiveRegistry;
+    /// let live = LiveRegistry::default();
+    /// live.apply(2, 120_000, 1);
+    /// assert_eq!((live.registered_from(2), live.registered_from(3)), (Some(120_000), None));
+    /// ```
+    pub fn registered_from(&self, syn: u32) -> Option<i64> {
+        let changes = self.changes.borrow();
+        let list = changes.get(syn as usize)?;
+        let mut count = 0;
+        list.iter().find_map(|&(t, d)| {
+            count += d;
+            (count > 0).then_some(t as i64)
+        })
+    }
+
     /// Apply one registry change: `diff` registrations of `syn` from window `time` on. Applying
     /// a change also marks the registry as joined (from then on only registered synopses are live).
     pub fn apply(&self, syn: u32, time: u64, diff: isize) {
@@ -88,7 +106,7 @@ pub trait JoinRegistry<'scope> {
     fn join_registry(
         self,
         registry: VecCollection<'scope, u64, Entry>,
-        plan: Rc<Plan>,
+        plan: Rc<RefCell<Plan>>,
     ) -> Stream<'scope, u64, Vec<Rec>>;
 }
 
@@ -96,9 +114,9 @@ impl<'scope> JoinRegistry<'scope> for Stream<'scope, u64, Vec<Rec>> {
     fn join_registry(
         self,
         registry: VecCollection<'scope, u64, Entry>,
-        plan: Rc<Plan>,
+        plan: Rc<RefCell<Plan>>,
     ) -> Stream<'scope, u64, Vec<Rec>> {
-        plan.live.join();
+        plan.borrow().live.join();
         let changes = registry.arrange_by_key().as_collection(|key, syn| (key.clone(), *syn)).inner.broadcast();
         self.binary_frontier::<_, CapacityContainerBuilder<Vec<Rec>>, _, _, _, _>(
             changes,
@@ -110,7 +128,7 @@ impl<'scope> JoinRegistry<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     changes.for_each_stamp(|_, data| {
                         for batch in data {
                             for ((_, syn), time, diff) in batch.drain(..) {
-                                plan.live.apply(syn, time, diff);
+                                plan.borrow().live.apply(syn, time, diff);
                             }
                         }
                     });

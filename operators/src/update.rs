@@ -29,6 +29,7 @@
 //! Timestamps are event-time milliseconds: a window's output (answers, partials, snapshots) is
 //! emitted at [`Plan::close_time`] of the window, its last millisecond.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -43,8 +44,10 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
+use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
+use saams::api::estimation::with_as_of;
 
 /// Feed values of one window (in event-time order, then arrival sequence) to one synopsis:
 /// order-sensitive kinds item by item with the event time (DFT's parameters are in time units),
@@ -178,11 +181,12 @@ impl Gathered {
     /// What `key` gathered in window `w` (created empty for a group of `synopses`), with `n`
     /// more values counted.
     fn counted(windows: &mut Windows, w: u64, key: (u32, u64), synopses: usize, n: usize) -> &mut Gathered {
-        let gathered = windows
-            .entry(w)
-            .or_default()
-            .entry(key)
-            .or_insert_with(|| Gathered { items: 0, parts: (0..synopses).map(|_| None).collect() });
+        let gathered =
+            windows.entry(w).or_default().entry(key).or_insert_with(|| Gathered { items: 0, parts: Vec::new() });
+        // A group gains synopses when a construct takes effect while the job runs.
+        if gathered.parts.len() < synopses {
+            gathered.parts.resize_with(synopses, || None);
+        }
         gathered.items += n as u64;
         gathered
     }
@@ -193,11 +197,14 @@ type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
 
 /// The operator's state between activations.
 struct State {
-    plan: Rc<Plan>,
     /// Reorder buffers per (group, bin).
     buffers: HashMap<(u32, u64), Reorder>,
     windows: Windows,
     merged: Merged,
+    /// Per owned synopsis: how many of its live LOADs are merged into its state.
+    loaded: HashMap<u32, usize>,
+    /// Windows before this one (start, ms) are closed.
+    closed_before: u64,
 }
 
 /// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
@@ -248,11 +255,49 @@ fn release(
 }
 
 impl State {
+    /// Take part in an ask: an owned synopsis is answered here by its owner, from its merged
+    /// state; for a spread one every worker sends its open windows' partials to the home
+    /// ([`crate::ask`]).
+    fn ask(&self, plan: &Plan, me: usize, ask: Ask, watermark: u64, out: &mut Vec<Out>) {
+        if !ask.spread {
+            if ask.home as usize != me {
+                return;
+            }
+            let line = match plan.synopses.get(ask.syn as usize) {
+                Some(spec) => {
+                    let (state, items) = match self.merged.get(&ask.syn) {
+                        Some((state, items)) => (state.as_ref(), *items),
+                        None => (spec.initial.as_ref(), 0),
+                    };
+                    answer::ask_line(plan, &ask, state, items)
+                }
+                None => answer::ask_error(&ask, "the synopsis is not known here yet"),
+            };
+            out.push(Out::Line(with_as_of(line, watermark.min(i64::MAX as u64) as i64)));
+            return;
+        }
+        let mut parts = Vec::new();
+        if let Some(spec) = plan.synopses.get(ask.syn as usize)
+            && let Some(group) = plan.groups.get(spec.group as usize)
+            && let Some(i) = group.synopses.iter().position(|&s| s == ask.syn)
+        {
+            for (&w, by_key) in &self.windows {
+                for (&(g, bin), got) in by_key {
+                    if g == spec.group
+                        && let Some(Some(part)) = got.parts.get(i)
+                    {
+                        parts.push((w, bin, got.items, SynBox(part.clone())));
+                    }
+                }
+            }
+        }
+        out.push(Out::Ask(AskPart { ask, closed_before: self.closed_before, parts }));
+    }
+
     /// Update the window partials of a spread exact-merge group with values on arrival (their
     /// windows are open: a value arrives no later than its event time, a window closes after its
     /// end). Whether the synopses are registered at the window is checked at its close.
-    fn gather(&mut self, key: (u32, u64), recs: &[Rec]) {
-        let plan = &self.plan;
+    fn gather(&mut self, plan: &Plan, key: (u32, u64), recs: &[Rec]) {
         let group = &plan.groups[key.0 as usize];
         let mut rest = recs;
         while let Some(first) = rest.first() {
@@ -271,15 +316,15 @@ impl State {
 
     /// Feed the buffered values older than `bound`, of the buffers that have at least
     /// `at_least` of them.
-    fn release_all(&mut self, bound: i64, at_least: usize) {
+    fn release_all(&mut self, plan: &Plan, bound: i64, at_least: usize) {
         for (&key, buffer) in &mut self.buffers {
-            release(&self.plan, key, buffer, (bound, at_least), &mut self.windows, &mut self.merged);
+            release(plan, key, buffer, (bound, at_least), &mut self.windows, &mut self.merged);
         }
     }
 
     /// The oldest window with anything open or buffered.
-    fn oldest_window(&self) -> Option<u64> {
-        let buffered = self.buffers.values().filter_map(Reorder::oldest).min().map(|t| self.plan.window_of(t));
+    fn oldest_window(&self, plan: &Plan) -> Option<u64> {
+        let buffered = self.buffers.values().filter_map(Reorder::oldest).min().map(|t| plan.window_of(t));
         let open = self.windows.first_key_value().map(|(&w, _)| w);
         match (buffered, open) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -288,9 +333,16 @@ impl State {
     }
 
     /// Close window `w` (every value of it fed): answers of owned synopses, partials of spread ones.
-    fn close(&mut self, w: u64, lines: &mut Vec<String>, partials: &mut Vec<Partial>, snapshots: &mut Vec<Snapshot>) {
+    fn close(
+        &mut self,
+        plan: &Plan,
+        w: u64,
+        lines: &mut Vec<String>,
+        partials: &mut Vec<Partial>,
+        snapshots: &mut Vec<Snapshot>,
+    ) {
+        self.closed_before = self.closed_before.max(w.saturating_add(plan.window_ms as u64));
         let Some(gathered) = self.windows.remove(&w) else { return };
-        let plan = &self.plan;
         for ((g, bin), mut got) in gathered {
             let group = &plan.groups[g as usize];
             for (i, &s) in group.synopses.iter().enumerate() {
@@ -299,7 +351,9 @@ impl State {
                 }
                 let spec = &plan.synopses[s as usize];
                 if group.mode == Mode::Owned {
-                    let Some((state, items)) = self.merged.get(&s) else { continue };
+                    let Some((state, items)) = self.merged.get_mut(&s) else { continue };
+                    let done = self.loaded.entry(s).or_insert(0);
+                    answer::merge_loads(plan, s, w, state.as_mut(), done, lines);
                     answer::continuous(plan, s, state.as_ref(), *items, w, lines);
                     for &dest in &spec.snapshot_to {
                         snapshots.push(Snapshot {
@@ -329,7 +383,7 @@ const SHIP_RECORDS: usize = 4096;
 /// target and pushes per record, ~90 instructions each, which made `-w 2` do ~20 % more work
 /// than `-w 1`). Other modes get their target per record, as [`Plan::target`] says.
 struct RunDistributor {
-    plan: Rc<Plan>,
+    plan: Rc<RefCell<Plan>>,
     me: usize,
     /// Per target worker: records waiting to be sent.
     pending: Vec<Vec<Rec>>,
@@ -338,12 +392,12 @@ struct RunDistributor {
 }
 
 impl RunDistributor {
-    fn target(&self, r: &Rec, peers: usize) -> usize {
-        let window = match self.plan.groups[r.group as usize].mode {
-            Mode::Windowed(_) => self.plan.window_of(r.time),
+    fn target(plan: &Plan, me: usize, r: &Rec, peers: usize) -> usize {
+        let window = match plan.groups[r.group as usize].mode {
+            Mode::Windowed(_) => plan.window_of(r.time),
             _ => 0,
         };
-        self.plan.target(r.group, r.seq, window, self.me) as usize % peers
+        plan.target(r.group, r.seq, window, me) as usize % peers
     }
 
     fn ship<T: Clone, P: Push<Message<T, Vec<Rec>>>>(&mut self, target: usize, stamp: &Stamp<T>, pusher: &mut P) {
@@ -365,12 +419,29 @@ impl Distributor<Vec<Rec>> for RunDistributor {
         if self.pending.len() != peers {
             self.pending.resize_with(peers, Vec::new);
         }
+        if container.iter().any(|r| r.group >= FENCE_GROUP) {
+            // Asks and fence markers go to every worker (each answers for what it holds; each
+            // applies the requests).
+            let mut asks = Vec::new();
+            container.retain(|r| {
+                let ask = r.group >= FENCE_GROUP;
+                if ask {
+                    asks.push(r.clone());
+                }
+                !ask
+            });
+            for ask in asks {
+                self.pending.iter_mut().for_each(|p| p.push(ask.clone()));
+            }
+        }
+        let plan = self.plan.clone();
+        let plan = plan.borrow();
         self.runs.clear();
         let mut i = 0;
         while i < container.len() {
             let first = &container[i];
-            let target = self.target(first, peers);
-            let len = if self.plan.groups[first.group as usize].mode == Mode::Owned {
+            let target = RunDistributor::target(&plan, self.me, first, peers);
+            let len = if plan.groups[first.group as usize].mode == Mode::Owned {
                 1 + container[i + 1..].iter().take_while(|r| r.group == first.group).count()
             } else {
                 1
@@ -437,13 +508,13 @@ pub trait UpdateSynopses<'scope> {
     ///
     /// Values must arrive at a timestamp no later than their event time (ms): the frontier is
     /// the watermark that releases them to their synopses.
-    fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>>;
+    fn update_synopses(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>>;
 }
 
 impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
-    fn update_synopses(self, plan: Rc<Plan>) -> Stream<'scope, u64, Vec<Out>> {
+    fn update_synopses(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
-        let route = plan.clone();
+        let route = shared.clone();
         // Runs on the reading worker: partition-based values stay where they were read.
         let pact = DistributorPact(move |_peers: usize| RunDistributor {
             plan: route,
@@ -458,19 +529,24 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 cap.downgrade(&u64::MAX);
                 let mut end_cap = Some(cap);
                 let mut state = State {
-                    plan: plan.clone(),
                     buffers: HashMap::new(),
                     windows: BTreeMap::new(),
                     merged: HashMap::new(),
+                    loaded: HashMap::new(),
+                    closed_before: 0,
                 };
                 // Held at the frontier while anything is buffered or open: every window still to
                 // close ends after it, so the window's output can be emitted at its close time.
                 let mut held: Option<Capability<u64>> = None;
                 // Runs of one incoming batch: ((group, bin), length).
                 let mut runs: Vec<((u32, u64), usize)> = Vec::new();
+                let mut asked: Vec<Out> = Vec::new();
+                let mut incoming: Vec<Vec<Rec>> = Vec::new();
                 move |(input, frontier), output| {
+                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let update = shared.borrow().update;
                     input.for_each_stamp(|stamp, data| {
-                        if !plan.update {
+                        if !update {
                             data.for_each(|batch| batch.clear());
                             return;
                         }
@@ -481,52 +557,87 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         if held.as_ref().is_none_or(|c| time < *c.time()) {
                             held = stamp.retain_least(0);
                         }
-                        for batch in data {
-                            // Records arrive in runs of one stream: find the runs on the slice,
-                            // then move each into its buffer in one go (one lookup per run).
-                            runs.clear();
-                            let mut i = 0;
-                            while i < batch.len() {
-                                let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
-                                let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
-                                let more = batch[i + 1..]
-                                    .iter()
-                                    .take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin))
-                                    .count();
-                                runs.push(((g, bin), more + 1));
-                                i += more + 1;
+                        incoming.extend(data.map(std::mem::take));
+                    });
+                    for mut batch in incoming.drain(..) {
+                        if batch.iter().any(|r| r.group == FENCE_GROUP) {
+                            // Requests take effect before any value routed with them is looked at
+                            // (the marker came first on its channel) and before the fence closes.
+                            let mut plan = shared.borrow_mut();
+                            for (epoch, fence) in batch.iter().filter_map(fence_of) {
+                                plan.apply_through(epoch, fence);
                             }
-                            let mut recs = batch.drain(..);
-                            for &(key, len) in &runs {
-                                let group = &plan.groups[key.0 as usize];
-                                if matches!(group.mode, Mode::Exact { .. }) {
-                                    // Exact-merge kinds only: the window's partial is the state,
-                                    // updated on arrival in any order.
-                                    state.gather(key, &recs.as_slice()[..len]);
-                                    recs.by_ref().take(len).for_each(drop);
-                                } else {
-                                    let ordered = group.ordered;
-                                    let buffer = state.buffers.entry(key).or_insert_with(|| Reorder::new(ordered));
-                                    buffer.push(recs.by_ref().take(len));
+                            batch.retain(|r| r.group != FENCE_GROUP);
+                        }
+                        let plan = shared.borrow();
+                        let plan = &*plan;
+                        // Records arrive in runs of one stream: find the runs on the slice,
+                        // then move each into its buffer in one go (one lookup per run).
+                        runs.clear();
+                        let mut i = 0;
+                        while i < batch.len() {
+                            if batch[i].group == ASK_GROUP {
+                                runs.push(((ASK_GROUP, 0), 1));
+                                i += 1;
+                                continue;
+                            }
+                            let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
+                            let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
+                            let more = batch[i + 1..]
+                                .iter()
+                                .take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin))
+                                .count();
+                            runs.push(((g, bin), more + 1));
+                            i += more + 1;
+                        }
+                        let mut recs = batch.drain(..);
+                        for &(key, len) in &runs {
+                            if key.0 == ASK_GROUP {
+                                if let Some(ask) = recs.next().as_ref().and_then(Ask::from_rec) {
+                                    state.ask(plan, me, ask, watermark, &mut asked);
                                 }
+                                continue;
+                            }
+                            let group = &plan.groups[key.0 as usize];
+                            if matches!(group.mode, Mode::Exact { .. }) {
+                                // Exact-merge kinds only: the window's partial is the state,
+                                // updated on arrival in any order.
+                                state.gather(plan, key, &recs.as_slice()[..len]);
+                                recs.by_ref().take(len).for_each(drop);
+                            } else {
+                                let ordered = group.ordered;
+                                let buffer = state.buffers.entry(key).or_insert_with(|| Reorder::new(ordered));
+                                if ordered && !buffer.ordered {
+                                    // An order-sensitive synopsis joined the group while running.
+                                    buffer.ordered = true;
+                                    buffer.sorted = false;
+                                }
+                                buffer.push(recs.by_ref().take(len));
                             }
                         }
-                    });
+                    }
+                    if !asked.is_empty()
+                        && let Some(cap) = &held
+                    {
+                        // Answered now: nothing waits for a window.
+                        output.session(cap).give_iterator(asked.drain(..));
+                    }
+                    let plan = shared.borrow();
+                    let plan = &*plan;
                     // The watermark: no value older than it can still arrive.
-                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
                     let bound = i64::try_from(watermark).unwrap_or(i64::MAX);
                     let mut lines = Vec::new();
                     let mut partials = Vec::new();
                     let mut snapshots = Vec::new();
                     // Close every window the watermark has passed, oldest first: feed its values,
                     // then answer it.
-                    while let Some(w) = state.oldest_window() {
+                    while let Some(w) = state.oldest_window(plan) {
                         let end = w.saturating_add(plan.window_ms as u64);
                         if end > watermark {
                             break;
                         }
-                        state.release_all(i64::try_from(end).unwrap_or(i64::MAX), 1);
-                        state.close(w, &mut lines, &mut partials, &mut snapshots);
+                        state.release_all(plan, i64::try_from(end).unwrap_or(i64::MAX), 1);
+                        state.close(plan, w, &mut lines, &mut partials, &mut snapshots);
                         if let Some(cap) = &held {
                             let at = cap.delayed(&plan.close_time(w));
                             let mut session = output.session(&at);
@@ -535,10 +646,13 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
                         }
                     }
+                    if watermark < u64::MAX {
+                        state.closed_before = state.closed_before.max(plan.window_of(bound));
+                    }
                     // Values of the open window the watermark has passed go to their synopses, a
                     // batch at a time: feeding each stream's synopses a few values per activation,
                     // round the streams, misses the cache on every update (a Count-Min is ~50 KiB).
-                    state.release_all(bound, RELEASE_BATCH);
+                    state.release_all(plan, bound, RELEASE_BATCH);
                     if state.windows.is_empty() && state.buffers.values().all(Reorder::is_empty) {
                         held = None;
                         state.buffers.retain(|_, b| b.recs.capacity() <= 4096);
@@ -557,8 +671,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                                 continue;
                             }
                             match state.merged.get(&s) {
-                                Some((st, items)) => answer::at_end(&plan, s, st.as_ref(), *items, &mut lines),
-                                None => answer::at_end(&plan, s, spec.initial.as_ref(), 0, &mut lines),
+                                Some((st, items)) => answer::at_end(plan, s, st.as_ref(), *items, &mut lines),
+                                None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
                             }
                         }
                         output.session(&cap).give_iterator(lines.into_iter().map(Out::Line));

@@ -1,6 +1,7 @@
 //! The registry collection drives what the update operator maintains: registry changes take
 //! effect at their timestamps (windows), on every worker alike.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -25,7 +26,7 @@ fn run(workers: usize, registry: Vec<(Entry, u64, isize)>) -> Vec<(String, u64, 
     let requests = parse_requests(SCRIPT);
     timely::execute(timely::Config::process(workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
-        let plan = Rc::new(Plan::build(&requests, peers, 60_000, Arc::new(NoSnapshots)));
+        let plan = Rc::new(RefCell::new(Plan::build(&requests, peers, 60_000, Arc::new(NoSnapshots))));
         let sink = sink.clone();
         let (mut input, mut entries) = worker.dataflow::<u64, _, _>(|scope| {
             let (input, values) = scope.new_input::<Vec<Rec>>();
@@ -48,7 +49,7 @@ fn run(workers: usize, registry: Vec<(Entry, u64, isize)>) -> Vec<(String, u64, 
             // Four minutes of A and B, one value every 10 s, read by worker 0.
             for (seq, sec) in (0..240).step_by(10).enumerate() {
                 for stream in ["A", "B"] {
-                    let group = plan.routes("F", stream).0[0];
+                    let group = plan.borrow().routes("F", stream).0[0];
                     let time = 1_000 * i64::from(sec);
                     input.send(Rec { group, time, seq: seq as u64, val: Val::Num(1.0) });
                 }

@@ -45,6 +45,15 @@ pub enum Answer {
     /// window, an empty quantile sketch), and what it still needs: `"estimate":null` and a
     /// `"reason"`, so a continuous query is never silent and never an error for waiting.
     NotYet(String),
+    /// A live request (construct, delete, continuous query, LOAD) was accepted and takes effect
+    /// with the window starting at `from_window` (ms): the fence every worker agreed on, so its
+    /// answers cover exactly the tuples from that window on.
+    Accepted {
+        /// What was accepted: `construct`, `delete`, `query` or `load`.
+        action: String,
+        /// Start (ms) of the first window the request applies to.
+        from_window: i64,
+    },
     /// The request could not be carried out, and why.
     Error(String),
 }
@@ -414,6 +423,12 @@ impl EstimationRef<'_> {
                 key(&mut o, b",\"estimate\":null,\"reason\":");
                 push_str_lit(&mut o, reason);
             }
+            Answer::Accepted { action, from_window } => {
+                key(&mut o, b",\"accepted\":");
+                push_str_lit(&mut o, action);
+                key(&mut o, b",\"effectiveFrom\":");
+                push_str_lit(&mut o, &format_timestamp(*from_window));
+            }
             Answer::Error(msg) => {
                 key(&mut o, b",\"error\":");
                 push_str_lit(&mut o, msg);
@@ -427,6 +442,27 @@ impl EstimationRef<'_> {
         // Only whole UTF-8 strings and ASCII were appended.
         String::from_utf8(o).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
+}
+
+/// Add what an ad-hoc answer covers to its line: `"asOf"`, the watermark (event time, ms)
+/// up to which every window was complete when the answer was taken (later tuples it includes are
+/// the open windows' partials). `tuples` already says how many values it summarizes.
+///
+/// ```
+/// use saams::api::estimation::{Estimation, with_as_of};
+/// let line = Estimation::error(serde_json::json!(1), None, 1, "x").to_json_line();
+/// let line = with_as_of(line, 60_000);
+/// assert!(line.ends_with(r#","asOf":"1970-01-01T00:01:00Z"}"#));
+/// assert!(serde_json::from_str::<serde_json::Value>(&line).is_ok());
+/// ```
+pub fn with_as_of(mut line: String, as_of_ms: i64) -> String {
+    if line.ends_with('}') {
+        line.pop();
+        line.push_str(",\"asOf\":\"");
+        line.push_str(&format_timestamp(as_of_ms));
+        line.push_str("\"}");
+    }
+    line
 }
 
 #[cfg(test)]

@@ -116,15 +116,26 @@ impl Shadow {
         Shadow { caps: self.lens.clone(), outer: self.lens.len(), ..self.clone() }
     }
 
-    /// One item added, as the library's `internal_update` does it.
-    #[inline]
-    fn update(&mut self) {
-        if self.retained >= self.capacity {
-            self.compress();
+    /// `added` items added, as that many calls of the library's `internal_update` leave it:
+    /// compact whenever the levels are full, and push onto level 0 in between. Followed per
+    /// batch rather than per item, as it depends only on how many items arrived.
+    fn add(&mut self, mut added: usize) {
+        while added > 0 {
+            if self.retained >= self.capacity {
+                self.compress();
+            }
+            let take = self.capacity.saturating_sub(self.retained).clamp(1, added);
+            let (len, mut cap) = (self.lens[0] + take, self.caps[0]);
+            // A push onto a full vector grows it (`grown`); after `take` pushes its capacity is
+            // the first of those growths that holds them all.
+            while cap < len {
+                cap = grown(cap, cap);
+            }
+            self.caps[0] = cap;
+            self.lens[0] = len;
+            self.retained += take;
+            added -= take;
         }
-        self.caps[0] = grown(self.lens[0], self.caps[0]);
-        self.lens[0] += 1;
-        self.retained += 1;
     }
 
     /// The library's `compress_while_updating`: compact the lowest full level into the next.
@@ -279,16 +290,18 @@ impl Kll {
         }
     }
 
+    /// Add one item to the library's sketch (not to the shadow); whether it was taken.
     #[inline(always)]
-    fn update_one(&mut self, item: Datum<'_>) {
+    fn update_one(&mut self, item: Datum<'_>) -> bool {
         // The library asserts (panics) at n = u64::MAX; update must never panic.
         if let Datum::Num(x) = item
             && let Ok(v) = KllFloat::<f64>::new(x)
             && self.sketch.n() < u64::MAX
         {
             self.sketch.update(v);
-            self.shadow.update();
+            return true;
         }
+        false
     }
 
     fn empty(&self) -> SynopsisError {
@@ -307,15 +320,19 @@ impl Synopsis for Kll {
 
     #[inline]
     fn update(&mut self, item: Datum<'_>) {
-        self.update_one(item);
+        if self.update_one(item) {
+            self.shadow.add(1);
+        }
     }
 
     /// One loop over the batch with the library's update inlined into it, instead of one
-    /// dynamic call per item (the operators feed batches).
+    /// dynamic call per item (the operators feed batches); the shadow follows once per batch.
     fn update_batch(&mut self, items: &[Datum<'_>]) {
+        let mut added = 0;
         for item in items {
-            self.update_one(*item);
+            added += usize::from(self.update_one(*item));
         }
+        self.shadow.add(added);
     }
 
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {

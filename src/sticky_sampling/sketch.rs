@@ -188,18 +188,29 @@ impl StickySampling {
         Ok(ss)
     }
 
-    /// Diminish every count by a run of fair coin tosses (one rate halving), visiting items in
-    /// id order so the outcome depends only on the state, not on the table's layout.
-    fn halve(table: &Table, rng: &mut SplitMix64) -> Table {
-        // Most single-count items are dropped: start at half the size and let it grow.
-        let mut out = Table::with_capacity(table.len() / 2);
-        for s in table.sorted() {
-            let tails = u64::from(rng.next_u64().trailing_zeros());
-            if s.count > tails {
-                out.insert_new(Entry { id: s.id, count: s.count - tails }, table.text(s.id));
+    /// Diminish every count by a run of fair coin tosses, `halvings` times over (one per rate
+    /// halving), visiting items in id order so the outcome depends only on the state, not on
+    /// the table's layout. The items are sorted once: the survivors of one halving are still in
+    /// id order for the next. The result is the table halving one step at a time would build.
+    fn halve(table: &Table, halvings: u32, rng: &mut SplitMix64) -> Table {
+        let mut kept = table.sorted();
+        let mut before = kept.len();
+        for _ in 0..halvings {
+            before = kept.len();
+            // The survivors are kept in place, without a branch on the coin (it mispredicts on
+            // about every other single-count item).
+            let mut w = 0;
+            for i in 0..kept.len() {
+                let s = kept[i];
+                let tails = u64::from(rng.next_u64().trailing_zeros());
+                kept[w] = Entry { id: s.id, count: s.count.saturating_sub(tails) };
+                w += usize::from(s.count > tails);
             }
+            kept.truncate(w);
         }
-        out
+        // Sized as starting at half the size and growing while inserting them would leave it
+        // (most single-count items are dropped).
+        Table::from_distinct(before / 2, &kept, |id| table.text(id))
     }
 
     /// Probability that one item's count is more than `εN` below its true count.
@@ -275,7 +286,7 @@ impl Synopsis for StickySampling {
                 self.rate *= 2;
             }
             self.next_change = self.next_change.saturating_mul(2);
-            self.table = Self::halve(&self.table, &mut self.rng);
+            self.table = Self::halve(&self.table, 1, &mut self.rng);
         }
     }
 
@@ -306,20 +317,15 @@ impl Synopsis for StickySampling {
         }
         let n = self.n + other.n;
         let rate = self.rate.max(other.rate);
-        let mut r = self.rate;
-        while r < rate {
-            self.table = Self::halve(&self.table, &mut self.rng);
-            r *= 2;
+        // Rates are powers of two: the difference of their logarithms is the halvings needed.
+        let halvings = |r: u64| rate.trailing_zeros() - r.trailing_zeros();
+        if self.rate < rate {
+            self.table = Self::halve(&self.table, halvings(self.rate), &mut self.rng);
         }
         // Summing counts does not depend on the order items are visited in, so the other side
         // is read in slot order, without a copy or a sort, unless it must be thinned first
         // (coin tosses are drawn in id order, so their outcome depends only on the state).
-        let mut theirs_halved = None;
-        let mut r = other.rate;
-        while r < rate {
-            theirs_halved = Some(Self::halve(theirs_halved.as_ref().unwrap_or(&other.table), &mut self.rng));
-            r *= 2;
-        }
+        let theirs_halved = (other.rate < rate).then(|| Self::halve(&other.table, halvings(other.rate), &mut self.rng));
         self.table.absorb(theirs_halved.as_ref().unwrap_or(&other.table));
         self.n = n;
         self.rate = rate;

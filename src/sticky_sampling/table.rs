@@ -81,26 +81,43 @@ mod tests {
 
     #[test]
     fn absorb_sums_counts_keeps_texts_and_ends_at_the_grown_size() {
-        for (mine, theirs, overlap) in [(1000u64, 1000u64, 0u64), (1000, 1000, 900), (3000, 10, 5), (10, 3000, 10)] {
+        // Without texts on the other side, absorb takes its gathering, single-probe paths: the
+        // larger side first when the table grows (its slots copied when they are the final
+        // size, as in (10, 3000, 10), or re-placed, as in (1000, 1500, _)).
+        let cases = [
+            (1000u64, 1000u64, 0u64),
+            (1000, 1000, 900),
+            (3000, 10, 5),
+            (10, 3000, 10),
+            (1000, 1500, 0),
+            (1000, 1500, 999),
+            (20_000, 19_000, 6000),
+            (19_000, 20_000, 6000),
+        ];
+        for ((mine, theirs, overlap), texts) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
             let (mut a, mut b, mut grown) = (Table::default(), Table::default(), Table::default());
             for id in 0..mine {
                 a.add(Entry { id, count: 1 }, None);
                 grown.add(Entry { id, count: 1 }, None);
             }
             for id in mine - overlap..mine - overlap + theirs {
-                let text = (id % 7 == 0).then_some("seven");
+                let text = (texts && id % 7 == 0).then_some("seven");
                 b.add(Entry { id, count: 2 }, text);
                 grown.add(Entry { id, count: 2 }, text);
             }
             a.absorb(&b);
             assert_eq!(a.sorted(), grown.sorted());
+            assert_eq!(a.len(), grown.len());
             assert_eq!(a.capacity(), grown.capacity(), "{mine} {theirs} {overlap}");
+            for e in grown.iter() {
+                assert_eq!(a.count(e.id), e.count, "a lookup finds every item where the probe ends");
+            }
             // An id first seen in `b` brings its text along (ids in both have the same text in
             // real use: the id is the item's identity).
             for id in mine..mine - overlap + theirs {
                 assert_eq!(a.text(id), b.text(id));
             }
-            assert!(a.texts_len() >= b.texts_len() - (overlap as usize).div_ceil(7));
+            assert!(a.texts_len() >= b.texts_len().saturating_sub((overlap as usize).div_ceil(7)));
         }
     }
 }

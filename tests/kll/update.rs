@@ -118,6 +118,22 @@ fn size_bytes_is_the_real_heap() {
             let real = heap + std::mem::size_of::<Kll>();
             assert_eq!(s.size_bytes(), real, "k {k}, n {n}: updated");
 
+            // Fed in batches of any size, the size ends where item-by-item updates leave it (the
+            // retained values differ: the library's compactions draw random offsets).
+            let items: Vec<Datum> = stream[..n].iter().map(|x| Datum::Num(*x as f64)).collect();
+            for batch in [1usize, 7, 1000, n.max(1)] {
+                let (b, heap) = heap::held(|| {
+                    let mut b = Kll::new(k).unwrap();
+                    for chunk in items.chunks(batch) {
+                        b.update_batch(chunk);
+                    }
+                    b
+                });
+                assert_eq!(b.size_bytes(), heap + std::mem::size_of::<Kll>(), "k {k}, n {n}, batch {batch}");
+                assert_eq!(b.size_bytes(), s.size_bytes());
+                assert_eq!(b.n(), s.n());
+            }
+
             let (c, heap) = heap::held(|| s.clone());
             assert_eq!(c.size_bytes(), heap + std::mem::size_of::<Kll>(), "k {k}, n {n}: cloned");
 

@@ -40,7 +40,7 @@ impl LineSink {
     }
 
     /// Write lines (a newline is added to each).
-    pub fn write_all<'a>(&self, lines: impl IntoIterator<Item = &'a String>) {
+    pub fn write_all<L: AsRef<str>>(&self, lines: impl IntoIterator<Item = L>) {
         let mut out = match self.out.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -48,7 +48,7 @@ impl LineSink {
         let mut n = 0;
         for l in lines {
             // A closed stdout (e.g. `| head`) is not worth stopping the job for.
-            let _ = out.write_all(l.as_bytes()).and_then(|_| out.write_all(b"\n"));
+            let _ = out.write_all(l.as_ref().as_bytes()).and_then(|_| out.write_all(b"\n"));
             n += 1;
         }
         self.lines.fetch_add(n, Ordering::Relaxed);

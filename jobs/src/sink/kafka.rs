@@ -19,14 +19,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{DeliveryResult, Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::types::RDKafkaErrorCode;
 use serde::Deserialize;
 
-use crate::source::kafka::{AdapterError, KafkaOptions, kafka_err, topic_partitions};
+use crate::kafka_client::{AdapterError, KafkaOptions, kafka_err, lock, topic_partitions};
 
 /// Header naming why a dead letter was rejected.
 pub const REASON_HEADER: &str = "saams.reason";
@@ -145,17 +144,12 @@ struct CountingProducer {
 impl CountingProducer {
     fn open(opts: &KafkaOptions, topic: &str, defaults: &[(&str, &str)]) -> Result<Self, AdapterError> {
         opts.validate()?;
-        let mut config = ClientConfig::new();
-        // topics are created explicitly (`ensure_topics`), never as a side effect of a metadata fetch
-        config.set("bootstrap.servers", &opts.brokers).set("allow.auto.create.topics", "false");
-        // after a broker restart, deliver within a second of its return (librdkafka's backoff grows to 10 s)
-        config.set("reconnect.backoff.max.ms", "1000");
-        for (k, v) in defaults {
-            config.set(*k, *v);
-        }
-        for (k, v) in &opts.extra {
-            config.set(k, v);
-        }
+        // topics are created explicitly (`ensure_topics`), never as a side effect of a metadata fetch;
+        // after a broker restart, deliver within a second of its return (librdkafka's backoff grows
+        // to 10 s); then the producer's own defaults, and the -X settings over all of them
+        let mut settings = vec![("allow.auto.create.topics", "false"), ("reconnect.backoff.max.ms", "1000")];
+        settings.extend_from_slice(defaults);
+        let config = opts.client_config_with(&settings);
         let context = CountingContext::default();
         let counters = Arc::clone(&context.counters);
         let producer: ThreadedProducer<CountingContext> =
@@ -487,13 +481,6 @@ impl EstimationLines {
 
 fn io_err(e: AdapterError) -> std::io::Error {
     std::io::Error::other(e.to_string())
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 /// Splits `buf` into complete lines, handing each non-blank one to `f`; keeps the partial tail.

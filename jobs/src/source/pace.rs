@@ -13,8 +13,9 @@
 //! (With fixed `R / workers` shares, `stocks:3 --rate 2000 -w 2` read 1,480 tuples/s: the worker
 //! whose streams advance event time fastest waits for the others' windows and wastes its share.)
 //!
-//! An input that cannot stop mid-batch (a Kafka poll) may use more than it took: the bucket goes
-//! negative and the debt is waited off, so the rate holds on average. The bucket holds at most
+//! Every input stops at what it took (a Kafka poll asks for at most that many records); one that
+//! could not would leave the bucket negative, and the debt would be waited off, so the rate holds
+//! on average either way. The bucket holds at most
 //! [`BURST`] of tokens, so a job that fell behind (a stall, a slow synopsis) catches up by at
 //! most that much, not by a flood.
 //!
@@ -241,7 +242,7 @@ mod tests {
         let t0 = Instant::now();
         let mut b = TokenBucket::new(1000.0, 1, t0);
         let taken = b.take(t0);
-        b.settle(taken, 500); // a Kafka poll of 500 records
+        b.settle(taken, 500); // a reader that could not stop at its allowance
         assert_eq!(b.take(ms(t0, 400)), 0, "still 99 tuples in debt");
         assert_eq!(b.wait(ms(t0, 400)), Some(MAX_PARK), "a long debt parks in short steps");
         assert_eq!(b.wait(ms(t0, 480)), Some(Duration::from_millis(20)), "19 in debt, then a batch of 1");

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use rdkafka::bindings as rdsys;
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::Message;
 use rdkafka::topic_partition_list::TopicPartitionList;
 use rdkafka::types::RDKafkaErrorCode;
 
-use super::{AdapterError, ConsumerErrors, KafkaOptions, RecordRef, StartFrom, kafka_err, topic_partitions};
+use super::records::{ConsumerErrors, RecordRef};
+use crate::kafka_client::{AdapterError, KafkaOptions, StartFrom, kafka_err, topic_partitions};
 
 /// Counts asynchronous commit failures (reported through the consumer's poll) so they are not lost.
 #[derive(Default)]
@@ -205,23 +205,21 @@ impl PartitionReader {
         choose: impl FnOnce(&[i32]) -> Result<Vec<i32>, AdapterError>,
     ) -> Result<Self, AdapterError> {
         opts.validate()?;
-        let mut config = ClientConfig::new();
-        config
-            .set("bootstrap.servers", &opts.brokers)
-            .set("group.id", &opts.group_id)
-            .set("client.id", client_id)
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "true")
-            .set("auto.offset.reset", "earliest")
+        let config = opts.client_config_with(&[
+            ("group.id", &opts.group_id),
+            ("client.id", client_id),
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+            ("enable.partition.eof", "true"),
+            ("auto.offset.reset", "earliest"),
             // Throughput: prefetch deeply and do not back off for a second once the local queue
             // is full (librdkafka's defaults stall a fast consumer); -X overrides both.
-            .set("queued.min.messages", "1000000")
-            .set("fetch.queue.backoff.ms", "10")
+            ("queued.min.messages", "1000000"),
+            ("fetch.queue.backoff.ms", "10"),
             // After a broker restart, reconnect within a second of its return: librdkafka's default
             // backoff grows to 10 s, longer than a partition's idle timeout.
-            .set("reconnect.backoff.max.ms", "1000");
-        opts.apply_extra(&mut config);
+            ("reconnect.backoff.max.ms", "1000"),
+        ]);
         let context = SourceContext::default();
         let consumer: BaseConsumer<SourceContext> =
             config.create_with_context(context.clone()).map_err(kafka_err("creating a consumer"))?;

@@ -1,0 +1,342 @@
+//! Fences: how requests that arrive while the job runs take effect at a window every worker
+//! agrees on, without pausing the job.
+//!
+//! Three small dataflows beside the tuple dataflow:
+//!
+//! 1. **forward**: a process' intake worker (its first) hands the bodies its [`Hub`] took (HTTP,
+//!    stdin, the request topic) to worker 0, the sequencer. Any process can take requests.
+//! 2. **requests**: worker 0 broadcasts them, in the order it got them, at a *request epoch*
+//!    (a counter, one per batch), and advances; the input's frontier passing an epoch tells every
+//!    worker it has all of that epoch's requests, in the same order.
+//! 3. **positions**: each worker answers every epoch with the newest window it has routed a value
+//!    of, and from then on holds values of later windows back (readers keep them pending). When
+//!    the positions of an epoch are all in, every worker computes the same fence: the window after
+//!    the newest anyone routed. No value of the fence's window or later was routed with the old
+//!    plan, so a construct counts exactly the values from its fence on, for any `-w`/`-n`.
+//!
+//! Then every worker still reading sends a fence marker ([`saams_operators::ask::fence_marker`])
+//! through the tuple exchange and applies the requests ([`Plan::apply_through`]); the update
+//! operator applies them on the marker if the worker has not yet, so no window at or after the
+//! fence closes anywhere before the requests are in the plan. The worker that took a request
+//! writes its acknowledgement (with the fence: `effectiveFrom`) and sends its asks.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use saams::api::request::parse_requests;
+use saams_operators::Plan;
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::vec::Broadcast;
+use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
+
+use crate::control::hub::Hub;
+use crate::control::intake::Intake;
+
+/// A body of requests on its way: who took it, the ticket waiting there, the JSON text.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Body {
+    /// The worker that took it (its process' intake worker); `u32::MAX` for the request script.
+    pub origin: u32,
+    /// The ticket waiting for replies there (0: nobody).
+    pub ticket: u64,
+    /// The requests.
+    pub text: String,
+}
+
+type Handle<D> = InputHandle<u64, CapacityContainerBuilder<Vec<D>>>;
+
+/// One worker's side of the fence protocol.
+pub struct Fences {
+    me: usize,
+    window_ms: u64,
+    hub: Option<Arc<Hub>>,
+    forward: Option<Handle<Body>>,
+    forwarded: Rc<RefCell<Vec<Body>>>,
+    forward_probe: ProbeHandle<u64>,
+    requests: Option<Handle<Body>>,
+    received: Rc<RefCell<BTreeMap<u64, Vec<Body>>>>,
+    request_probe: ProbeHandle<u64>,
+    request_epoch: u64,
+    positions: Option<Handle<u64>>,
+    heard: Rc<RefCell<BTreeMap<u64, u64>>>,
+    position_probe: ProbeHandle<u64>,
+    /// Request epochs this worker has answered with its position (those before it).
+    positioned: u64,
+    /// Request epochs before this one have their fence.
+    agreed_before: u64,
+    /// While epochs await their fence: the newest window this worker may route.
+    hold: Option<u64>,
+    intake: Intake,
+}
+
+impl Fences {
+    /// Build the three dataflows on this worker. `hub` is the process' hand-off, given to its
+    /// intake worker only.
+    pub fn build(worker: &mut Worker, window_ms: u64, hub: Option<Arc<Hub>>, strict: bool) -> Fences {
+        let me = worker.index();
+        let forwarded: Rc<RefCell<Vec<Body>>> = Rc::default();
+        let mut forward = InputHandle::new();
+        let forward_probe = {
+            let sink = forwarded.clone();
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (probe, _) = scope
+                    .input_from(&mut forward)
+                    .exchange_to_sequencer()
+                    .inspect(move |b: &Body| sink.borrow_mut().push(b.clone()))
+                    .probe();
+                probe
+            })
+        };
+        let received: Rc<RefCell<BTreeMap<u64, Vec<Body>>>> = Rc::default();
+        let mut requests = InputHandle::new();
+        let request_probe = {
+            let sink = received.clone();
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (probe, _) = scope
+                    .input_from(&mut requests)
+                    .broadcast()
+                    .inspect_core(move |event| {
+                        if let Ok((stamp, bodies)) = event
+                            && let Some(&t) = stamp.least()
+                        {
+                            sink.borrow_mut().entry(t).or_default().extend(bodies.iter().cloned());
+                        }
+                    })
+                    .probe();
+                probe
+            })
+        };
+        let heard: Rc<RefCell<BTreeMap<u64, u64>>> = Rc::default();
+        let mut positions = InputHandle::new();
+        let position_probe = {
+            let sink = heard.clone();
+            worker.dataflow::<u64, _, _>(|scope| {
+                let (probe, _) = scope
+                    .input_from(&mut positions)
+                    .broadcast()
+                    .inspect_core(move |event| {
+                        if let Ok((stamp, positions)) = event
+                            && let Some(&t) = stamp.least()
+                        {
+                            let mut heard = sink.borrow_mut();
+                            let newest = heard.entry(t).or_insert(0);
+                            *newest = positions.iter().fold(*newest, |a, &b| a.max(b));
+                        }
+                    })
+                    .probe();
+                probe
+            })
+        };
+        // Epoch 0 is the request script's (applied before the dataflow starts): live ones from 1.
+        requests.advance_to(1);
+        positions.advance_to(1);
+        Fences {
+            me,
+            window_ms: window_ms.max(1),
+            forward: hub.is_some().then_some(forward),
+            hub,
+            forwarded,
+            forward_probe,
+            requests: (me == 0).then_some(requests),
+            received,
+            request_probe,
+            request_epoch: 1,
+            positions: Some(positions),
+            heard,
+            position_probe,
+            positioned: 1,
+            agreed_before: 1,
+            hold: None,
+            intake: Intake::new(strict),
+        }
+    }
+
+    /// Unknown request fields seen (warnings).
+    pub fn warnings(&self) -> u64 {
+        self.intake.warnings()
+    }
+
+    /// The newest window this worker may route now (`None`: any).
+    pub fn hold(&self) -> Option<u64> {
+        self.hold
+    }
+
+    /// The request script and every live request have been applied and no more can come.
+    pub fn finished(&self, plan: &Plan) -> bool {
+        self.requests.is_none()
+            && self.forward.is_none()
+            && self.request_probe.done()
+            && self.received.borrow().keys().all(|&e| e < plan.applied_before())
+    }
+
+    /// Stop taking requests: this worker's readers are done (its hub's later requests are refused).
+    pub fn stop_forwarding(&mut self) {
+        self.forward = None;
+        if let Some(hub) = &self.hub {
+            for s in hub.drain() {
+                let e = saams::api::estimation::Estimation::error(
+                    serde_json::json!("job"),
+                    None,
+                    0,
+                    "the job's input has ended: requests are no longer taken",
+                );
+                hub.reply(s.ticket, e.to_json_line());
+            }
+        }
+    }
+
+    /// One round of the protocol. `newest_routed` is the newest window this worker has routed
+    /// a value of. Returns the (request epoch, fence) pairs agreed now, oldest first: the job
+    /// sends their markers and applies them.
+    pub fn poll(&mut self, plan: &RefCell<Plan>, newest_routed: u64) -> Vec<(u64, u64)> {
+        self.forward_bodies();
+        self.sequence();
+        self.take_positions(plan, newest_routed);
+        self.agreed()
+    }
+
+    /// The intake worker hands its hub's bodies to worker 0.
+    fn forward_bodies(&mut self) {
+        let (Some(hub), Some(forward)) = (&self.hub, self.forward.as_mut()) else { return };
+        let bodies = hub.drain();
+        if bodies.is_empty() {
+            return;
+        }
+        for s in bodies {
+            forward.send(Body { origin: self.me as u32, ticket: s.ticket, text: s.text });
+        }
+        // An input hands exchanged data on when its epoch closes (flushing is not enough); the
+        // forward dataflow's times mean nothing.
+        let next = forward.time() + 1;
+        forward.advance_to(next);
+    }
+
+    /// Worker 0 broadcasts what it was handed, one request epoch per round; it stops when every
+    /// intake has stopped forwarding.
+    fn sequence(&mut self) {
+        let Some(input) = self.requests.as_mut() else { return };
+        let bodies = std::mem::take(&mut *self.forwarded.borrow_mut());
+        if !bodies.is_empty() {
+            for b in bodies {
+                input.send(b);
+            }
+            self.request_epoch += 1;
+            input.advance_to(self.request_epoch);
+        } else if self.forward.is_none() && self.forward_probe.done() {
+            // Every intake has stopped (a probe reads as done before its first progress, so
+            // worker 0, itself an intake, waits for its own stop first).
+            self.requests = None;
+        }
+    }
+
+    /// Answer every complete request epoch with this worker's position, and hold back later
+    /// windows until its fence is agreed.
+    fn take_positions(&mut self, plan: &RefCell<Plan>, newest_routed: u64) {
+        let complete: Vec<(u64, Vec<Body>)> = {
+            let received = self.received.borrow();
+            received
+                .range(self.positioned..)
+                .filter(|(e, _)| !self.request_probe.less_equal(*e))
+                .map(|(e, b)| (*e, b.clone()))
+                .collect()
+        };
+        for (epoch, bodies) in complete {
+            let mut plan = plan.borrow_mut();
+            for body in bodies {
+                let (requests, notes) = self.intake.vet(parse_requests(&body.text));
+                if self.me == 0 {
+                    notes.iter().for_each(|n| eprintln!("{n}"));
+                }
+                let origin = (body.origin != u32::MAX).then_some((body.origin, body.ticket));
+                plan.receive(epoch, origin, requests);
+            }
+            drop(plan);
+            if let Some(input) = self.positions.as_mut() {
+                input.send(newest_routed);
+                input.advance_to(epoch + 1);
+                input.flush();
+            }
+            self.positioned = epoch + 1;
+            self.hold = Some(self.hold.map_or(newest_routed, |h| h.min(newest_routed)));
+        }
+        if self.request_probe.done() && self.received.borrow().range(self.positioned..).next().is_none() {
+            self.positions = None;
+        }
+    }
+
+    /// Epochs whose positions are all in: their fences (the window after the newest routed).
+    fn agreed(&mut self) -> Vec<(u64, u64)> {
+        let mut heard = self.heard.borrow_mut();
+        let mut agreed = Vec::new();
+        while let Some((&epoch, &newest)) = heard.first_key_value() {
+            if self.position_probe.less_equal(&epoch) {
+                break;
+            }
+            heard.remove(&epoch);
+            agreed.push((epoch, newest - newest % self.window_ms + self.window_ms));
+            self.agreed_before = epoch + 1;
+        }
+        if self.agreed_before >= self.positioned {
+            self.hold = None;
+        }
+        agreed
+    }
+}
+
+/// Extension: send every body to worker 0.
+trait ToSequencer<'scope> {
+    fn exchange_to_sequencer(self) -> Self;
+}
+
+impl<'scope> ToSequencer<'scope> for timely::dataflow::Stream<'scope, u64, Vec<Body>> {
+    fn exchange_to_sequencer(self) -> Self {
+        use timely::dataflow::operators::generic::Operator;
+        self.unary(Exchange::new(|_: &Body| 0), "ToSequencer", |_, _| {
+            |input, output| {
+                input.for_each_stamp(|stamp, data| output.session(&stamp).give_containers(data));
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_reaches_the_sequencer() {
+        timely::execute_directly(|worker| {
+            let hub = Arc::new(Hub::new());
+            hub.open();
+            let mut f = Fences::build(worker, 1000, Some(hub.clone()), false);
+            let _t = hub.submit("{}".into(), 1);
+            let plan = RefCell::new(Plan::build(&[], 1, 1000, Arc::new(NoFiles)));
+            // One worker: exchanges deliver at once; see `a body reaches the sequencer` in the
+            // job tests for several.
+            for _ in 0..100 {
+                f.poll(&plan, 0);
+                worker.step();
+            }
+            assert!(f.received.borrow().len() == 1, "{:?}", f.received.borrow());
+        });
+    }
+
+    struct NoFiles;
+    impl saams_operators::SnapshotStore for NoFiles {
+        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
+            Err(f.into())
+        }
+        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
+            Err(f.into())
+        }
+        fn check(&self, f: &str) -> Result<(), String> {
+            Err(f.into())
+        }
+    }
+}

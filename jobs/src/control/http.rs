@@ -1,0 +1,407 @@
+//! The HTTP interface of a running job (`--http ADDR`, alias `--metrics-addr`), on axum.
+//!
+//! | endpoint | answer |
+//! |---|---|
+//! | `POST /requests` | the replies to the body's requests, as JSON lines (`application/x-ndjson`) |
+//! | `GET /synopses` | the live registry ([`Hub::synopses`]) as a JSON array |
+//! | `GET /metrics` | the Prometheus registry (OpenMetrics text) |
+//! | `GET /health` | `{"status":"ok", …}` ([`Hub::health`]) |
+//!
+//! A body is vetted before anything is queued, so a refused body changes nothing: malformed JSON
+//! or a request that is none is 400, a construct the library refuses (unknown kind, bad
+//! parameters) is 400, a query, delete or SAVE naming a synopsis that is neither live nor
+//! constructed earlier in the same body is 404, a body over the limit is 413, a job that takes no
+//! requests (not started yet, or finished) is 503. Errors are `{"error": "…"}`.
+//!
+//! The server runs on its own thread with a one-thread tokio runtime, never on a timely worker:
+//! the job's side is the [`Hub`], which plain threads use. Waiting for the replies (a blocking
+//! [`Ticket::wait`](super::hub::Ticket::wait)) happens on tokio's blocking pool, so one slow body
+//! holds up no other connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use saams::api::request::{Action, Request, parse_requests};
+use saams::error::SynopsisError;
+use serde_json::{Value, json};
+
+use super::ControlArgs;
+use super::hub::Hub;
+
+/// What `GET /metrics` serves: called at every scrape.
+pub type MetricsText = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// A running server: its bound address, the flag that stops it, and its thread.
+pub type Server = (SocketAddr, Arc<AtomicBool>, JoinHandle<()>);
+
+/// The limits of `POST /requests`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Largest body accepted (bytes); larger ones get 413.
+    pub body_bytes: usize,
+    /// How long a body waits for the job's replies before the answer is 504.
+    pub reply_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    /// 1 MiB bodies, 10 s for the replies.
+    fn default() -> Self {
+        HttpLimits { body_bytes: 1 << 20, reply_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// How long a stopped server lets open connections finish before its thread ends anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Bodies vetted or waiting for replies at once (each holds a thread of the blocking pool for up to
+/// its reply timeout); more wait for a free thread.
+const MAX_WAITING_BODIES: usize = 64;
+
+/// How often the server looks at its stop flag.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// Start the HTTP server if `--http` (or `--metrics-addr`) is given, printing
+/// `saams: http on http://ADDR` on stderr. The server stops when the returned flag is set.
+///
+/// # Errors
+/// Bad limits, or an address that cannot be bound.
+pub fn start(args: &ControlArgs, hub: Arc<Hub>, metrics_text: MetricsText) -> Result<Option<Server>, String> {
+    let Some(addr) = &args.http else { return Ok(None) };
+    let limits = args.limits()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (bound, handle) = serve_with(addr, limits, hub, metrics_text, stop.clone())?;
+    eprintln!("saams: http on http://{bound}");
+    Ok(Some((bound, stop, handle)))
+}
+
+/// Serve the HTTP interface on `addr` with the [default limits](HttpLimits::default) until
+/// `stop` is set; returns the bound address and the server's thread.
+///
+/// # Errors
+/// When the address cannot be bound or the runtime cannot be built.
+pub fn serve(
+    addr: &str,
+    hub: Arc<Hub>,
+    metrics_text: MetricsText,
+    stop: Arc<AtomicBool>,
+) -> Result<(SocketAddr, JoinHandle<()>), String> {
+    serve_with(addr, HttpLimits::default(), hub, metrics_text, stop)
+}
+
+/// [`serve`] with explicit limits.
+///
+/// # Errors
+/// As [`serve`].
+pub fn serve_with(
+    addr: &str,
+    limits: HttpLimits,
+    hub: Arc<Hub>,
+    metrics_text: MetricsText,
+    stop: Arc<AtomicBool>,
+) -> Result<(SocketAddr, JoinHandle<()>), String> {
+    let what = |e: std::io::Error| format!("--http {addr}: {e}");
+    let listener = std::net::TcpListener::bind(addr).map_err(what)?;
+    let bound = listener.local_addr().map_err(what)?;
+    listener.set_nonblocking(true).map_err(what)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .thread_name("saams-http-blocking")
+        .max_blocking_threads(MAX_WAITING_BODIES)
+        .build()
+        .map_err(|e| format!("--http: tokio runtime: {e}"))?;
+    let listener = {
+        let _inside = runtime.enter();
+        tokio::net::TcpListener::from_std(listener).map_err(what)?
+    };
+    let app = router(Service { hub, metrics_text, limits });
+    let handle = std::thread::Builder::new()
+        .name("saams-http".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let server = axum::serve(listener, app).with_graceful_shutdown(stopped(stop.clone()));
+                let task = tokio::spawn(async move { server.await });
+                stopped(stop).await;
+                // In-flight requests may finish (a POST waits at most its reply timeout).
+                let _ = tokio::time::timeout(limits.reply_timeout + SHUTDOWN_GRACE, task).await;
+            });
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+        })
+        .map_err(|e| format!("--http: cannot start its thread: {e}"))?;
+    Ok((bound, handle))
+}
+
+async fn stopped(stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(STOP_POLL).await;
+    }
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+struct Service {
+    hub: Arc<Hub>,
+    metrics_text: MetricsText,
+    limits: HttpLimits,
+}
+
+fn router(service: Service) -> Router {
+    let body_bytes = service.limits.body_bytes;
+    Router::new()
+        .route("/requests", post(post_requests))
+        .route("/synopses", get(get_synopses))
+        .route("/metrics", get(get_metrics))
+        .route("/health", get(get_health))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_bytes))
+        .with_state(service)
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body.to_string()).into_response()
+}
+
+fn error_response(status: StatusCode, message: &str) -> Response {
+    json_response(status, &json!({ "error": message }))
+}
+
+async fn not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "not found: the endpoints are POST /requests, GET /synopses, GET /metrics and GET /health",
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed: POST /requests; GET /synopses, /metrics, /health",
+    )
+}
+
+async fn get_synopses(State(s): State<Service>) -> Response {
+    json_response(StatusCode::OK, &Value::Array(s.hub.synopses()))
+}
+
+async fn get_health(State(s): State<Service>) -> Response {
+    json_response(StatusCode::OK, &s.hub.health())
+}
+
+async fn get_metrics(State(s): State<Service>) -> Response {
+    // prometheus-client writes OpenMetrics text (`_total` samples, `# EOF`): say so, so that a
+    // scraper parses it as what it is.
+    let text = (s.metrics_text)();
+    let kind = HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+    (StatusCode::OK, [(header::CONTENT_TYPE, kind)], text).into_response()
+}
+
+async fn post_requests(State(s): State<Service>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            let msg = format!("request body over the limit of {} bytes", s.limits.body_bytes);
+            return error_response(StatusCode::PAYLOAD_TOO_LARGE, &msg);
+        }
+        Err(r) => return error_response(r.status(), &r.body_text()),
+    };
+    // Vetting constructs synopses and waiting blocks: both on the blocking pool.
+    match tokio::task::spawn_blocking(move || answer_requests(&s, &body)).await {
+        Ok(response) => response,
+        Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &format!("the request handler failed: {e}")),
+    }
+}
+
+/// Vet a body, queue it, and wait for its replies (blocking).
+fn answer_requests(s: &Service, body: &[u8]) -> Response {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return error_response(StatusCode::BAD_REQUEST, "the request body is not UTF-8");
+    };
+    let expected = match vet(text, &s.hub.synopses()) {
+        Ok(n) => n,
+        Err(Refusal { status, message }) => return error_response(status, &message),
+    };
+    if !s.hub.is_open() {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this process takes no requests now (its job has not started taking them, or has finished)",
+        );
+    }
+    let ticket = s.hub.submit(text.to_string(), expected);
+    let replies = ticket.wait(s.limits.reply_timeout);
+    let mut out = String::new();
+    for line in &replies.lines {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    let status = if replies.complete {
+        StatusCode::OK
+    } else {
+        s.hub.cancel(ticket.id);
+        let got = replies.lines.len();
+        let (status, why) = if replies.abandoned {
+            (StatusCode::SERVICE_UNAVAILABLE, "the job stopped before answering".to_string())
+        } else {
+            (StatusCode::GATEWAY_TIMEOUT, format!("no reply within {:?}", s.limits.reply_timeout))
+        };
+        out.push_str(&json!({ "error": format!("{why}: {got} of {expected} replies") }).to_string());
+        out.push('\n');
+        status
+    };
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"))], out).into_response()
+}
+
+/// Why a body is refused.
+#[derive(Debug, PartialEq, Eq)]
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+fn refuse(status: StatusCode, message: String) -> Refusal {
+    Refusal { status, message }
+}
+
+/// Check a body of requests against the live registry `rows` before it is queued; the number of
+/// requests (= replies owed) when it may go.
+fn vet(text: &str, rows: &[Value]) -> Result<usize, Refusal> {
+    let parsed = parse_requests(text);
+    if parsed.is_empty() {
+        return Err(refuse(StatusCode::BAD_REQUEST, "the body holds no request".into()));
+    }
+    let malformed: Vec<String> = parsed
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.as_ref().err().map(|e| format!("request {}: {e}", i + 1)))
+        .collect();
+    if !malformed.is_empty() {
+        return Err(refuse(StatusCode::BAD_REQUEST, malformed.join("; ")));
+    }
+    let requests: Vec<&Request> = parsed.iter().filter_map(|r| r.as_ref().ok()).collect();
+    for (i, req) in requests.iter().enumerate() {
+        let n = i + 1;
+        let field = match &req.action {
+            Action::Construct { params, .. } => {
+                if let Err(e) = saams::registry::construct(req.synopsis_id, params) {
+                    let message = match e {
+                        SynopsisError::UnknownKind(_) => format!("request {n}: unknown synopsis kind: {e}"),
+                        _ => format!("request {n}: {e}"),
+                    };
+                    return Err(refuse(StatusCode::BAD_REQUEST, message));
+                }
+                continue;
+            }
+            Action::Query { field, .. } => Some(field.as_str()),
+            Action::Delete { field } => field.as_deref(),
+            Action::Save { .. } => None,
+            Action::Load { .. } => continue,
+        };
+        let live = rows.iter().any(|row| row_names(row, req, field));
+        let earlier = requests[..i].iter().any(|c| constructs(c, req, field));
+        if !live && !earlier {
+            let on_field = field.map(|f| format!(" on field {f:?}")).unwrap_or_default();
+            let message = format!(
+                "request {n}: unknown synopsis: no synopsisID {} on stream {:?} of dataset {:?}{on_field}",
+                req.synopsis_id, req.stream_id, req.dataset_key
+            );
+            return Err(refuse(StatusCode::NOT_FOUND, message));
+        }
+    }
+    Ok(requests.len())
+}
+
+/// Whether a registry row is a synopsis `req` names, as the plan finds it: same dataset and
+/// stream, the same kind unless `synopsisID` is 0, and the field when the request names one
+/// (and the row says its field).
+fn row_names(row: &Value, req: &Request, field: Option<&str>) -> bool {
+    let text = |key: &str| row.get(key).and_then(Value::as_str).unwrap_or("");
+    text("dataSetKey") == req.dataset_key
+        && text("streamID") == req.stream_id
+        && (req.synopsis_id == 0 || row.get("synopsisID").and_then(Value::as_u64) == Some(req.synopsis_id))
+        && field.is_none_or(|f| row.get("field").and_then(Value::as_str).is_none_or(|rf| rf == f))
+}
+
+/// Whether `earlier` constructs a synopsis `req` names.
+fn constructs(earlier: &Request, req: &Request, field: Option<&str>) -> bool {
+    let Action::Construct { field: built, .. } = &earlier.action else { return false };
+    earlier.dataset_key == req.dataset_key
+        && earlier.stream_id == req.stream_id
+        && (req.synopsis_id == 0 || earlier.synopsis_id == req.synopsis_id)
+        && field.is_none_or(|f| f == built)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CM: &str =
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.9,7]}"#;
+    const QUERY: &str =
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["A","price","Queryable","Ad-hoc"]}"#;
+
+    fn live_cm() -> Vec<Value> {
+        vec![json!({"streamID":"A","dataSetKey":"F","synopsisID":1,"field":"price","kind":"CountMin"})]
+    }
+
+    #[test]
+    fn a_body_counts_its_requests_in_every_form() {
+        assert_eq!(vet(CM, &[]), Ok(1));
+        assert_eq!(vet(&format!("[{CM},{QUERY}]"), &[]), Ok(2));
+        assert_eq!(vet(&format!("{CM}\n{QUERY}\n"), &[]), Ok(2));
+        assert_eq!(vet(QUERY, &live_cm()), Ok(1));
+    }
+
+    #[test]
+    fn malformed_and_empty_bodies_are_400() {
+        let r = vet(&format!("[{CM}, {{not json"), &[]).unwrap_err();
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(r.message.contains("malformed JSON"), "{}", r.message);
+        let r = vet(&format!("[{CM}, {{\"synopsisID\":1}}]"), &[]).unwrap_err();
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(r.message.contains("request 2: missing `param`"), "{}", r.message);
+        assert_eq!(vet("  \n", &[]).unwrap_err().status, StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn constructs_the_library_refuses_are_400_with_its_message() {
+        let unknown = r#"{"streamID":"A","synopsisID":99,"dataSetKey":"F","param":["X","price","NotQueryable"]}"#;
+        let r = vet(unknown, &[]).unwrap_err();
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert_eq!(r.message, "request 1: unknown synopsis kind: unknown synopsisID 99");
+        let bad =
+            r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",7,0.9,7]}"#;
+        let r = vet(bad, &[]).unwrap_err();
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(r.message.starts_with("request 1: bad parameter for CountMin"), "{}", r.message);
+    }
+
+    #[test]
+    fn naming_a_synopsis_neither_live_nor_constructed_before_is_404() {
+        let r = vet(QUERY, &[]).unwrap_err();
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        assert!(r.message.contains("unknown synopsis"), "{}", r.message);
+        // Constructed later in the body does not count; another field does not match.
+        assert_eq!(vet(&format!("[{QUERY},{CM}]"), &[]).unwrap_err().status, StatusCode::NOT_FOUND);
+        let volume = QUERY.replace("\"price\"", "\"volume\"");
+        assert_eq!(vet(&volume, &live_cm()).unwrap_err().status, StatusCode::NOT_FOUND);
+        let other_stream = QUERY.replace("\"A\",\"synopsisID\"", "\"B\",\"synopsisID\"");
+        assert_eq!(vet(&other_stream, &live_cm()).unwrap_err().status, StatusCode::NOT_FOUND);
+        // Delete (without field) and SAVE match on stream, dataset and kind.
+        let delete = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["DELETE_REQUEST"]}"#;
+        assert_eq!(vet(delete, &live_cm()), Ok(1));
+        assert_eq!(vet(delete, &[]).unwrap_err().status, StatusCode::NOT_FOUND);
+        let save = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["SAVE_REQUEST","cm.bin"]}"#;
+        assert_eq!(vet(save, &live_cm()), Ok(1));
+        assert_eq!(vet(&save.replace("\"F\"", "\"G\""), &live_cm()).unwrap_err().status, StatusCode::NOT_FOUND);
+    }
+}

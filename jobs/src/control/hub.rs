@@ -1,0 +1,304 @@
+//! The hand-off between the threads that take requests while the job runs (HTTP, stdin, the
+//! request topic) and the one worker per process that feeds them into the dataflow.
+//!
+//! Everything sits behind one [`Mutex`]: the queue of request bodies, the tickets of the callers
+//! that wait for replies, the live registry and the open/closed state. Every operation holds the
+//! lock for a push, a swap or a map look-up, never while waiting, so neither side stalls the
+//! other. Replies travel over a [`std::sync::mpsc`] channel per ticket, which a plain thread reads
+//! with [`Ticket::wait`] and the HTTP server reads from tokio's blocking pool.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Requests that arrive while the job runs (HTTP, stdin, request topic) and the replies owed to them.
+///
+/// ```
+/// use saams_jobs::control::hub::Hub;
+/// let hub = Hub::new();
+/// hub.open();
+/// let ticket = hub.submit(r#"{"synopsisID":1,"param":["CountMin","price","NotQueryable"]}"#.into(), 1);
+/// // The job's feeding worker takes the body and answers it.
+/// let taken = hub.drain();
+/// assert_eq!(taken.len(), 1);
+/// assert_eq!(taken[0].ticket, ticket.id);
+/// hub.reply(taken[0].ticket, r#"{"ack":1}"#.into());
+/// let replies = ticket.wait(std::time::Duration::from_secs(1));
+/// assert!(replies.complete);
+/// assert_eq!(replies.lines, vec![r#"{"ack":1}"#.to_string()]);
+/// ```
+pub struct Hub {
+    state: Mutex<State>,
+}
+
+/// A body of requests as submitted, for the worker that feeds the dataflow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    /// Where the replies go ([`Hub::reply`]); 0 = nobody waits for replies.
+    pub ticket: u64,
+    /// The requests, in any form `saams::api::request::parse_requests` reads.
+    pub text: String,
+}
+
+/// What the submitter of a body holds: the replies owed to it arrive on `replies`.
+pub struct Ticket {
+    /// The ticket's number (never 0).
+    pub id: u64,
+    /// How many reply lines are owed.
+    pub expected: usize,
+    /// The reply lines (JSON), in the order the job sent them.
+    pub replies: mpsc::Receiver<String>,
+}
+
+/// The replies a [`Ticket`] received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replies {
+    /// The lines received, in order.
+    pub lines: Vec<String>,
+    /// All `expected` lines arrived.
+    pub complete: bool,
+    /// The hub let go of the ticket before every line arrived ([`Hub::close`] or [`Hub::cancel`]):
+    /// no more lines can come.
+    pub abandoned: bool,
+}
+
+struct Waiting {
+    sender: mpsc::Sender<String>,
+    owed: usize,
+}
+
+struct State {
+    open: bool,
+    next_ticket: u64,
+    queue: Vec<Submission>,
+    waiting: HashMap<u64, Waiting>,
+    synopses: Vec<Value>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub::new()
+    }
+}
+
+impl Hub {
+    /// An empty hub, closed until the job [opens](Hub::open) it.
+    pub fn new() -> Hub {
+        Hub {
+            state: Mutex::new(State {
+                open: false,
+                next_ticket: 1,
+                queue: Vec::new(),
+                waiting: HashMap::new(),
+                synopses: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A thread that panicked while holding the lock left the state consistent (every
+        // operation is a single push, swap or map change), so go on with it.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The job takes requests from now on: called once its feeding worker runs.
+    pub fn open(&self) {
+        self.lock().open = true;
+    }
+
+    /// The job takes no more requests (its dataflow ended): queued bodies are dropped and every
+    /// waiting ticket is let go, so its holder stops waiting at once ([`Replies::abandoned`]).
+    pub fn close(&self) {
+        let mut s = self.lock();
+        s.open = false;
+        s.queue.clear();
+        s.waiting.clear();
+    }
+
+    /// Whether the job takes requests (between [`Hub::open`] and [`Hub::close`]).
+    pub fn is_open(&self) -> bool {
+        self.lock().open
+    }
+
+    /// Queue a body of requests (the same JSON as request files); `expected` replies are owed.
+    pub fn submit(&self, text: String, expected: usize) -> Ticket {
+        let (sender, replies) = mpsc::channel();
+        let mut s = self.lock();
+        let id = s.next_ticket;
+        s.next_ticket += 1;
+        s.queue.push(Submission { ticket: id, text });
+        if expected > 0 {
+            s.waiting.insert(id, Waiting { sender, owed: expected });
+        }
+        Ticket { id, expected, replies }
+    }
+
+    /// Queue requests nobody waits a reply for (stdin, request topic).
+    pub fn submit_detached(&self, text: String) {
+        self.lock().queue.push(Submission { ticket: 0, text });
+    }
+
+    /// Taken by the one worker per process that feeds requests into the dataflow: every body
+    /// queued since the last call, oldest first.
+    pub fn drain(&self) -> Vec<Submission> {
+        std::mem::take(&mut self.lock().queue)
+    }
+
+    /// One reply line (JSON) owed to `ticket` (dropped if the ticket is unknown or gone). The
+    /// ticket is forgotten after its last owed line or once its holder stopped listening.
+    pub fn reply(&self, ticket: u64, line: String) {
+        let mut s = self.lock();
+        let Some(w) = s.waiting.get_mut(&ticket) else { return };
+        let delivered = w.sender.send(line).is_ok();
+        w.owed = w.owed.saturating_sub(1);
+        if !delivered || w.owed == 0 {
+            s.waiting.remove(&ticket);
+        }
+    }
+
+    /// Stop holding replies for `ticket` (its holder gave up waiting).
+    pub fn cancel(&self, ticket: u64) {
+        self.lock().waiting.remove(&ticket);
+    }
+
+    /// The live registry as JSON objects, replaced by the job after each change. Each row
+    /// names its synopsis with the request fields `streamID`, `dataSetKey`, `synopsisID` and
+    /// `field` (the HTTP server matches requests against them).
+    pub fn set_synopses(&self, rows: Vec<Value>) {
+        self.lock().synopses = rows;
+    }
+
+    /// The rows last given to [`Hub::set_synopses`].
+    pub fn synopses(&self) -> Vec<Value> {
+        self.lock().synopses.clone()
+    }
+
+    /// What the hub can say about the service: `status`, whether the job takes requests
+    /// (`accepting`), bodies `queued` and not yet drained, tickets `waiting` for replies, and
+    /// the number of live `synopses`.
+    ///
+    /// ```
+    /// let hub = saams_jobs::control::hub::Hub::new();
+    /// hub.submit_detached("[]".into());
+    /// let h = hub.health();
+    /// assert_eq!(h["status"], "ok");
+    /// assert_eq!(h["accepting"], false);
+    /// assert_eq!(h["queued"], 1);
+    /// ```
+    pub fn health(&self) -> Value {
+        let s = self.lock();
+        json!({
+            "status": "ok",
+            "accepting": s.open,
+            "queued": s.queue.len(),
+            "waiting": s.waiting.len(),
+            "synopses": s.synopses.len(),
+        })
+    }
+}
+
+impl Ticket {
+    /// Wait up to `timeout` for the lines owed (from a plain thread; the HTTP server calls it on
+    /// tokio's blocking pool).
+    pub fn wait(&self, timeout: Duration) -> Replies {
+        let deadline = Instant::now() + timeout;
+        let mut lines = Vec::with_capacity(self.expected);
+        let mut abandoned = false;
+        while lines.len() < self.expected {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.replies.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    abandoned = true;
+                    break;
+                }
+            }
+        }
+        let complete = lines.len() == self.expected;
+        Replies { lines, complete, abandoned: abandoned && !complete }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_reach_their_own_ticket_only_and_the_ticket_is_forgotten_when_paid() {
+        let hub = Hub::new();
+        let a = hub.submit("a".into(), 2);
+        let b = hub.submit("b".into(), 1);
+        hub.submit_detached("c".into());
+        let taken = hub.drain();
+        assert_eq!(
+            taken,
+            vec![
+                Submission { ticket: a.id, text: "a".into() },
+                Submission { ticket: b.id, text: "b".into() },
+                Submission { ticket: 0, text: "c".into() },
+            ]
+        );
+        assert!(hub.drain().is_empty());
+        hub.reply(b.id, "b1".into());
+        hub.reply(a.id, "a1".into());
+        hub.reply(0, "nobody".into());
+        hub.reply(999, "unknown".into());
+        assert_eq!(hub.health()["waiting"], 1);
+        hub.reply(a.id, "a2".into());
+        assert_eq!(hub.health()["waiting"], 0);
+        // A line beyond those owed finds no ticket.
+        hub.reply(a.id, "a3".into());
+        let ra = a.wait(Duration::from_millis(10));
+        assert_eq!(ra, Replies { lines: vec!["a1".into(), "a2".into()], complete: true, abandoned: false });
+        assert_eq!(b.wait(Duration::from_millis(10)).lines, vec!["b1".to_string()]);
+    }
+
+    #[test]
+    fn a_wait_ends_at_the_timeout_with_the_lines_received() {
+        let hub = Hub::new();
+        let t = hub.submit("x".into(), 3);
+        hub.reply(t.id, "one".into());
+        let r = t.wait(Duration::from_millis(20));
+        assert_eq!(r, Replies { lines: vec!["one".into()], complete: false, abandoned: false });
+        hub.cancel(t.id);
+        assert_eq!(hub.health()["waiting"], 0);
+    }
+
+    #[test]
+    fn closing_drops_the_queue_and_releases_every_waiting_ticket() {
+        let hub = Hub::new();
+        hub.open();
+        assert!(hub.is_open());
+        let t = hub.submit("x".into(), 2);
+        hub.reply(t.id, "one".into());
+        let waiter = std::thread::spawn(move || t.wait(Duration::from_secs(30)));
+        hub.close();
+        let r = waiter.join().expect("waiter");
+        assert_eq!(r, Replies { lines: vec!["one".into()], complete: false, abandoned: true });
+        assert!(!hub.is_open());
+        assert!(hub.drain().is_empty());
+    }
+
+    #[test]
+    fn a_reply_to_a_holder_that_stopped_listening_forgets_the_ticket() {
+        let hub = Hub::new();
+        let t = hub.submit("x".into(), 2);
+        let id = t.id;
+        drop(t);
+        hub.reply(id, "late".into());
+        assert_eq!(hub.health()["waiting"], 0);
+    }
+
+    #[test]
+    fn the_registry_rows_are_replaced_whole() {
+        let hub = Hub::new();
+        hub.set_synopses(vec![json!({"synopsisID": 1}), json!({"synopsisID": 2})]);
+        hub.set_synopses(vec![json!({"synopsisID": 3})]);
+        assert_eq!(hub.synopses(), vec![json!({"synopsisID": 3})]);
+        assert_eq!(hub.health()["synopses"], 1);
+    }
+}

@@ -1,0 +1,275 @@
+//! One worker's input from the data topic ([`KafkaInput`]): polls a batch, parses and routes the
+//! tuples, sends malformed and late records to the dead letters, follows the epoch idle workers
+//! share, and commits the offsets of flushed windows.
+//!
+//! Why its own file: it is the per-record path of the Kafka job, driven from each worker's loop.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use saams::api::Tuple;
+use saams_datasets::LineContext;
+
+use super::job::{FLUSH_TIMEOUT, KafkaJob};
+use super::marks::Marks;
+use super::records::RecordRef;
+use super::tuple_source::KafkaTupleSource;
+use crate::kafka_client::lock;
+use crate::sink::file::LineSink;
+use crate::stats::Stats;
+
+/// How often a worker commits the offsets of flushed windows.
+const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
+/// How many records one poll hands to the dataflow before the worker steps it.
+const POLL_BATCH: usize = 8192;
+/// Offsets are kept below this in a tuple's sequence number (the partition goes above).
+const OFFSET_BITS: u32 = 40;
+
+/// One worker's input from the data topic, driven from the worker's loop without blocking the
+/// dataflow: [`poll`](Self::poll) a batch, downgrade the input to [`low`](Self::low), step, then
+/// [`maybe_commit`](Self::maybe_commit) what the probe shows flushed; [`finish`](Self::finish) at
+/// the end.
+pub struct KafkaInput {
+    job: Arc<KafkaJob>,
+    ctx: LineContext,
+    topic: String,
+    source: KafkaTupleSource,
+    file_dead: Option<Arc<LineSink>>,
+    marks: Marks,
+    committed_through: Option<u64>,
+    last_commit: Instant,
+    quiet: bool,
+    floor_ms: i64,
+}
+
+impl KafkaInput {
+    /// The input of one worker of `job` from its share `source` of `topic`; records are parsed as
+    /// JSON tuples with `ctx`; rejected ones go to the job's dead-letter topic, else to `file_dead`.
+    pub(super) fn new(
+        job: Arc<KafkaJob>,
+        ctx: LineContext,
+        topic: String,
+        source: KafkaTupleSource,
+        file_dead: Option<Arc<LineSink>>,
+    ) -> Self {
+        KafkaInput {
+            job,
+            ctx,
+            topic,
+            source,
+            file_dead,
+            marks: Marks::default(),
+            committed_through: None,
+            last_commit: Instant::now(),
+            quiet: false,
+            floor_ms: 0,
+        }
+    }
+
+    /// True while this worker should keep reading (see [`KafkaJob::running`]); a worker without
+    /// partitions stops at once so it never holds windows open.
+    pub fn running(&self) -> bool {
+        !self.source.partitions().is_empty() && self.job.running()
+    }
+
+    /// Polls up to one batch of at most `max` records (`--rate`'s allowance; waiting 2 ms only
+    /// when the previous poll found nothing), parses each record as a JSON tuple (event time: the
+    /// tuple's, else the record timestamp) and hands valid, on-time tuples to `route(seq, tuple)`,
+    /// which returns the tuple's window. Malformed and late records go to the dead letters and are
+    /// counted in `stats`. Returns the records handled.
+    pub fn poll(&mut self, max: u64, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
+        let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
+        // below the watermark, or below the epoch this worker's input already passed: late
+        let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
+        let KafkaInput { job, ctx, topic, source, file_dead, marks, .. } = self;
+        let max = usize::try_from(max).map_or(POLL_BATCH, |m| m.min(POLL_BATCH));
+        let polled = source.poll_with(max, wait, |r| match admit(ctx, &r, late_below) {
+            Ok(Some((time, tuple))) => {
+                let window = route(sequence_number(r.partition, r.offset), tuple);
+                marks.push(r.partition, r.offset, Some((time, window)));
+            }
+            Ok(None) => marks.push(r.partition, r.offset, None),
+            Err(Rejected { reason, late }) => {
+                stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+                if late {
+                    stats.late.fetch_add(1, Ordering::Relaxed);
+                }
+                job.reject(topic, &r, &reason, file_dead.as_deref());
+                marks.push(r.partition, r.offset, None);
+            }
+        });
+        let n = match polled {
+            Ok(n) => n,
+            Err(e) => {
+                job.set_fatal(e.to_string());
+                0
+            }
+        };
+        let KafkaTupleSource { clock, offsets, .. } = &mut self.source;
+        self.marks.drain_into(clock, offsets, Instant::now());
+        if n > 0 {
+            self.job.touch(n);
+        }
+        self.quiet = n == 0;
+        n
+    }
+
+    /// The oldest window this worker may still send to (its input epoch): the window of its
+    /// watermark; while all of its partitions are idle, the newest epoch any active worker reached
+    /// (of this process, or of another one through [`KafkaInput::follow`]), so silent partitions do
+    /// not hold windows open.
+    ///
+    /// Also returns the epoch this worker reached from its own partitions (`None` while they are
+    /// all idle), which the job gossips to every worker of every process ([`KafkaInput::follow`]).
+    pub fn low(&mut self, window_of: impl Fn(i64) -> u64) -> (u64, Option<u64>) {
+        let (low, own) = if self.source.is_idle() {
+            (self.job.epoch_hint.load(Ordering::Relaxed), None)
+        } else {
+            let low = self.source.watermark().map_or(0, window_of);
+            self.job.epoch_hint.fetch_max(low, Ordering::Relaxed);
+            (low, Some(low))
+        };
+        self.floor_ms = self.floor_ms.max(i64::try_from(low).unwrap_or(i64::MAX));
+        (low, own)
+    }
+
+    /// Raises the epoch that this process' idle workers follow to `low`, an epoch an active worker
+    /// of any process reached. Without it a process whose partitions are all idle holds its input
+    /// at the last epoch it saw, and the other processes' windows can never close.
+    pub fn follow(&self, low: u64) {
+        self.job.epoch_hint.fetch_max(low, Ordering::Relaxed);
+    }
+
+    /// At most once a second: when the dataflow's frontier (`None`: everything done) shows
+    /// windows closed since the last commit, waits for the estimation producer to deliver what it
+    /// was handed, then commits the offsets of the records those windows consumed (at-least-once).
+    pub fn maybe_commit(&mut self, frontier: Option<u64>) {
+        if self.last_commit.elapsed() < COMMIT_INTERVAL {
+            return;
+        }
+        self.last_commit = Instant::now();
+        let through = match frontier {
+            None => u64::MAX,
+            Some(0) => return,
+            Some(f) => f - 1,
+        };
+        if self.committed_through.is_some_and(|c| c >= through) || self.source.pending_windows() == 0 {
+            return;
+        }
+        self.commit(through);
+    }
+
+    fn commit(&mut self, through: u64) {
+        if let Some(out) = &self.job.out
+            && let Err(e) = lock(out).flush(FLUSH_TIMEOUT)
+        {
+            return self.job.problem(format!("not committing: {e}"));
+        }
+        let result = if through == u64::MAX { self.source.commit_all() } else { self.source.commit_through(through) };
+        match result {
+            Ok(_) => self.committed_through = Some(through),
+            Err(e) => self.job.problem(e.to_string()),
+        }
+    }
+
+    /// After the dataflow finished (every estimation handed to the sink): deliver, commit all
+    /// offsets handled, and keep the consumer's survived errors for the report.
+    pub fn finish(mut self) {
+        self.commit(u64::MAX);
+        let errors = self.source.errors();
+        if errors.poll_errors > 0 || errors.commit_failures > 0 {
+            self.job.problem(format!(
+                "partitions {:?}: {} poll error(s) (last {:?}), {} refused commit(s) (last {:?})",
+                self.source.partitions(),
+                errors.poll_errors,
+                errors.last_poll_error,
+                errors.commit_failures,
+                errors.last_commit_error
+            ));
+        }
+    }
+}
+
+/// Why a record was not routed: the dead-letter reason, and whether the record was late.
+struct Rejected {
+    reason: String,
+    late: bool,
+}
+
+/// Parses record `r` as a JSON tuple and gives it its event time (the tuple's, else the record
+/// timestamp): `Ok(Some((time, tuple)))` to route, `Ok(None)` for a blank record (nothing to do),
+/// `Err` for a record that is not UTF-8, not a tuple, without event time, or older than
+/// `late_below`.
+fn admit(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option<(i64, Tuple)>, Rejected> {
+    let refuse = |reason: String| Rejected { reason, late: false };
+    let text = std::str::from_utf8(r.payload).map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
+    let Some(mut t) = ctx.parse_line(r.offset.max(0) as u64, text).map_err(|e| refuse(e.message))? else {
+        return Ok(None);
+    };
+    let Some(time) = t.time_ms.or(r.timestamp_ms) else {
+        return Err(refuse("no event time: neither the tuple nor the record has one".into()));
+    };
+    t.time_ms = Some(time);
+    if time < late_below {
+        let reason = format!("late: {} ms behind the watermark of its partitions", late_below - time);
+        return Err(Rejected { reason, late: true });
+    }
+    Ok(Some((time, t)))
+}
+
+/// The sequence number of the tuple at `offset` of `partition`: the offset in the low
+/// [`OFFSET_BITS`], above them the partition with bit 20 set, so tuples of one partition keep their
+/// order and tuples of different partitions never share a number.
+fn sequence_number(partition: i32, offset: i64) -> u64 {
+    ((1u64 << 20 | partition.max(0) as u64) << OFFSET_BITS) | (offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(payload: &[u8], timestamp_ms: Option<i64>) -> RecordRef<'_> {
+        RecordRef { partition: 1, offset: 7, timestamp_ms, key: None, payload }
+    }
+
+    fn refusal(result: Result<Option<(i64, Tuple)>, Rejected>) -> (String, bool) {
+        match result {
+            Err(Rejected { reason, late }) => (reason, late),
+            Ok(routed) => panic!("admitted: {routed:?}"),
+        }
+    }
+
+    #[test]
+    fn admit_routes_on_time_tuples_and_says_why_it_refuses_the_others() {
+        let ctx = LineContext::new(saams_datasets::Format::JsonLines, "ticks", None).unwrap();
+        let untimed = br#"{"streamID":"EURTRY","dataSetKey":"Forex","price":1.5}"#;
+        let timed = br#"{"streamID":"EURTRY","dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":1.5}"#;
+        // the tuple's own time wins over the record timestamp, which stands in when it has none
+        let own = 1_546_387_201_000;
+        let (time, t) = admit(&ctx, &record(timed, Some(3)), 0).ok().flatten().unwrap();
+        assert_eq!((time, t.time_ms), (own, Some(own)));
+        let (time, t) = admit(&ctx, &record(untimed, Some(3)), 0).ok().flatten().unwrap();
+        assert_eq!((time, t.time_ms, t.stream_id.as_str()), (3, Some(3), "EURTRY"));
+        assert!(matches!(admit(&ctx, &record(b"  ", Some(3)), 0), Ok(None)), "blank: nothing to do");
+
+        let (reason, late) = refusal(admit(&ctx, &record(b"\xff{", Some(3)), 0));
+        assert!(reason.contains("not UTF-8") && !late, "{reason}");
+        let (reason, late) = refusal(admit(&ctx, &record(b"{\"streamID\":", Some(3)), 0));
+        assert!(!reason.is_empty() && !late, "{reason}");
+        let (reason, late) = refusal(admit(&ctx, &record(untimed, None), 0));
+        assert!(reason.contains("no event time") && !late, "{reason}");
+        let (reason, late) = refusal(admit(&ctx, &record(untimed, Some(3)), 10));
+        assert!(reason.contains("7 ms behind") && late, "{reason}");
+        assert!(admit(&ctx, &record(untimed, Some(10)), 10).is_ok_and(|r| r.is_some()), "at the watermark: on time");
+    }
+
+    #[test]
+    fn sequence_numbers_keep_offset_order_and_never_collide_across_partitions() {
+        assert_eq!(sequence_number(0, 0), 1 << 60);
+        assert_eq!(sequence_number(3, 5), ((1 << 20 | 3) << 40) | 5);
+        assert!(sequence_number(2, 9) < sequence_number(2, 10));
+        assert_ne!(sequence_number(2, 9), sequence_number(3, 9));
+        assert_eq!(sequence_number(-1, -1), sequence_number(0, 0), "negative ids clamp to 0");
+    }
+}

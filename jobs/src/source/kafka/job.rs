@@ -1,0 +1,360 @@
+//! The Kafka side of one `saams` process ([`KafkaJob`]): start-up from the flags (broker check,
+//! topic creation, producers, signal handler), the request topic read at start, the stop rule, the
+//! dead letters of Kafka records, and the exit report.
+//!
+//! Why its own file: it is shared by all workers of the process; the per-worker input is in `input`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use saams_datasets::LineContext;
+
+use super::args::KafkaArgs;
+use super::broadcast_source::KafkaBroadcastSource;
+use super::input::KafkaInput;
+use super::records::RecordRef;
+use super::tuple_source::KafkaTupleSource;
+use crate::cli::parse_duration_ms;
+use crate::kafka_client::{AdapterError, KafkaOptions, TopicSpec, check_brokers, ensure_topics, lock};
+use crate::sink::file::LineSink;
+use crate::sink::kafka::{DeadLetterLines, EstimationLines, KafkaDeadLetterSink, KafkaEstimationSink, RecordOrigin};
+
+/// How long flushes of the estimation and dead-letter producers wait for acknowledgements.
+pub(super) const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The Kafka side of one `saams` process, shared by its workers: options, the producers of the
+/// estimation and dead-letter topics, the stop flag (SIGINT/SIGTERM, `--exit-when-idle`), and the
+/// counters of the exit report.
+pub struct KafkaJob {
+    opts: KafkaOptions,
+    data_topic: Option<String>,
+    request_topic: Option<String>,
+    lateness_ms: i64,
+    idle_timeout: Duration,
+    exit_when_idle: Option<Duration>,
+    /// The estimation producer (`--output-topic`); an input flushes it before committing.
+    pub(super) out: Option<Arc<Mutex<KafkaEstimationSink>>>,
+    dead: Option<Arc<Mutex<KafkaDeadLetterSink>>>,
+    stop: Arc<AtomicBool>,
+    start: Instant,
+    first_record_ns: AtomicU64,
+    last_record_ns: AtomicU64,
+    consumed: AtomicU64,
+    /// The newest epoch an active worker reached, which idle workers follow.
+    pub(super) epoch_hint: AtomicU64,
+    problems: Mutex<Vec<String>>,
+    fatal: Mutex<Option<String>>,
+}
+
+impl KafkaJob {
+    /// Checks the flags, contacts the brokers (a clear error within seconds when none answers),
+    /// creates missing topics with `--partitions`, opens the producers and installs the
+    /// SIGINT/SIGTERM handler (a second signal ends the process at once). `None` without
+    /// `--brokers`.
+    ///
+    /// # Errors
+    /// For a topic flag without `--brokers`, bad durations or `-X` settings, unreachable brokers,
+    /// and topics that cannot be created.
+    pub fn start(args: &KafkaArgs, lateness_ms: i64) -> Result<Option<Arc<KafkaJob>>, String> {
+        let Some(brokers) = &args.brokers else {
+            return refuse_topics_without_brokers(args).map(|()| None);
+        };
+        let (idle_timeout, exit_when_idle) = durations(args)?;
+        let opts = KafkaOptions {
+            brokers: brokers.clone(),
+            group_id: args.group_id.clone(),
+            from: args.from,
+            extra: args.extra.clone(),
+        };
+        check_brokers(&opts).map_err(|e| e.to_string())?;
+        ensure_topics(&opts, &topic_specs(args)).map_err(|e| e.to_string())?;
+        let out = open_shared(&args.output_topic, |t| KafkaEstimationSink::new(&opts, t))?;
+        let dead = open_shared(&args.dead_letter_topic, |t| KafkaDeadLetterSink::new(&opts, t))?;
+        let stop = stop_on_signals()?;
+        Ok(Some(Arc::new(KafkaJob {
+            opts,
+            data_topic: args.data_topic.clone(),
+            request_topic: args.request_topic.clone(),
+            lateness_ms,
+            idle_timeout,
+            exit_when_idle,
+            out,
+            dead,
+            stop,
+            start: Instant::now(),
+            first_record_ns: AtomicU64::new(u64::MAX),
+            last_record_ns: AtomicU64::new(0),
+            consumed: AtomicU64::new(0),
+            epoch_hint: AtomicU64::new(0),
+            problems: Mutex::new(Vec::new()),
+            fatal: Mutex::new(None),
+        })))
+    }
+
+    /// The line sink writer for estimations when `--output-topic` is given.
+    pub fn estimation_writer(&self) -> Option<Box<dyn std::io::Write + Send>> {
+        self.out
+            .as_ref()
+            .map(|s| Box::new(EstimationLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
+    }
+
+    /// The line sink writer for dead letters when `--dead-letter-topic` is given.
+    pub fn dead_letter_writer(&self) -> Option<Box<dyn std::io::Write + Send>> {
+        self.dead
+            .as_ref()
+            .map(|s| Box::new(DeadLetterLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
+    }
+
+    /// Reads the request topic to its end (when `--request-topic` is given) and returns its valid
+    /// records as request lines plus the number of malformed records, which go to the dead
+    /// letters (the topic's, else `file_dead`).
+    ///
+    /// # Errors
+    /// When the topic cannot be read to its end within 30 s.
+    pub fn request_text(&self, file_dead: Option<&LineSink>) -> Result<Option<(String, u64)>, String> {
+        let Some(topic) = &self.request_topic else { return Ok(None) };
+        let mut source = KafkaBroadcastSource::new(&self.opts, topic, 0).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (mut text, mut bad) = (String::new(), 0u64);
+        loop {
+            let n = source
+                .poll_with(1024, Duration::from_millis(50), |r| {
+                    match serde_json::from_slice::<serde_json::Value>(r.payload) {
+                        Ok(v) => {
+                            text.push_str(&v.to_string());
+                            text.push('\n');
+                        }
+                        Err(e) => {
+                            bad += 1;
+                            self.reject(topic, &r, &format!("malformed request JSON: {e}"), file_dead);
+                        }
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+            if n == 0 && source.at_end() {
+                return Ok(Some((text, bad)));
+            }
+            if Instant::now() > deadline {
+                return Err(format!("kafka: request topic {topic:?} not read to its end within 30 s"));
+            }
+        }
+    }
+
+    pub(super) fn reject(&self, topic: &str, r: &RecordRef<'_>, reason: &str, file_dead: Option<&LineSink>) {
+        if let Some(dead) = &self.dead {
+            let origin = RecordOrigin { topic, partition: r.partition, offset: r.offset };
+            if let Err(e) = lock(dead).send(r.payload, r.key, reason, Some(origin)) {
+                self.problem(e.to_string());
+            }
+        } else if let Some(d) = file_dead {
+            let j = serde_json::json!({
+                "source": format!("kafka:{topic}/{}/{}", r.partition, r.offset),
+                "error": reason,
+                "input": String::from_utf8_lossy(r.payload),
+            });
+            d.write_all(std::iter::once(&j.to_string()));
+        }
+    }
+
+    pub(super) fn problem(&self, msg: String) {
+        let mut p = lock(&self.problems);
+        if p.len() < 20 {
+            p.push(msg);
+        }
+    }
+
+    pub(super) fn set_fatal(&self, msg: String) {
+        lock(&self.fatal).get_or_insert(msg);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn touch(&self, n: usize) {
+        let now = self.start.elapsed().as_nanos() as u64;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        self.first_record_ns.fetch_min(now, Ordering::Relaxed);
+        self.last_record_ns.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// False once the job should close its windows and stop reading Kafka: a signal, a fatal
+    /// consumer error, or `--exit-when-idle` elapsed since the last record (or the start).
+    pub fn running(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.exit_when_idle {
+            Some(idle) => {
+                let last = Duration::from_nanos(self.last_record_ns.load(Ordering::Relaxed));
+                self.start.elapsed().saturating_sub(last) < idle
+            }
+            None => true,
+        }
+    }
+
+    /// This worker's share of the data topic (`None` without `--data-topic`). A failure is
+    /// reported at exit by [`finish`](Self::finish) and stops the job.
+    pub fn worker_input(
+        self: &Arc<Self>,
+        me: usize,
+        peers: usize,
+        file_dead: Option<Arc<LineSink>>,
+    ) -> Option<KafkaInput> {
+        let topic = self.data_topic.as_ref()?;
+        let source = match KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout) {
+            Ok(source) => source,
+            Err(e) => {
+                self.set_fatal(format!("worker {me}: {e}"));
+                return None;
+            }
+        };
+        let ctx = match LineContext::new(saams_datasets::Format::JsonLines, topic, None) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                self.set_fatal(format!("kafka: {e}"));
+                return None;
+            }
+        };
+        // with a dead-letter topic, rejected records go there, not to the file
+        let file_dead = if self.dead.is_some() { None } else { file_dead };
+        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, file_dead))
+    }
+
+    /// The exit report lines (consumed records and their rate, producer deliveries, errors met).
+    ///
+    /// # Errors
+    /// When a worker failed fatally or records could not be delivered.
+    pub fn finish(&self) -> Result<Vec<String>, String> {
+        let mut lines = Vec::new();
+        let consumed = self.consumed.load(Ordering::Relaxed);
+        if self.data_topic.is_some() {
+            let first = self.first_record_ns.load(Ordering::Relaxed);
+            let last = self.last_record_ns.load(Ordering::Relaxed);
+            let secs = if consumed > 0 { last.saturating_sub(first) as f64 / 1e9 } else { 0.0 };
+            let rate = if secs > 0.0 { consumed as f64 / secs } else { 0.0 };
+            lines.push(format!("kafka consumed={consumed} first_to_last_s={secs:.3} records_per_s={rate:.0}"));
+        }
+        let mut failed = 0;
+        for (name, report) in [
+            ("estimations", self.out.as_ref().map(|s| lock(s).report())),
+            ("dead_letters", self.dead.as_ref().map(|s| lock(s).report())),
+        ] {
+            if let Some(r) = report {
+                failed += r.failed;
+                lines.push(format!(
+                    "kafka {name} sent={} delivered={} failed={}{}",
+                    r.sent,
+                    r.delivered,
+                    r.failed,
+                    r.first_error.map(|e| format!(" first_error={e:?}")).unwrap_or_default()
+                ));
+            }
+        }
+        for p in lock(&self.problems).iter() {
+            lines.push(format!("kafka problem: {p}"));
+        }
+        if let Some(f) = lock(&self.fatal).clone() {
+            return Err(format!("{f}\n{}", lines.join("\n")));
+        }
+        if failed > 0 {
+            return Err(format!("kafka: {failed} record(s) could not be delivered\n{}", lines.join("\n")));
+        }
+        Ok(lines)
+    }
+}
+
+/// Without `--brokers`, no Kafka flag may be given: a topic flag or `--exit-when-idle` alone would
+/// otherwise be ignored silently.
+fn refuse_topics_without_brokers(args: &KafkaArgs) -> Result<(), String> {
+    let topics = [&args.data_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic];
+    if topics.iter().any(|t| t.is_some()) || args.exit_when_idle.is_some() {
+        return Err("--data-topic, --request-topic, --output-topic, --dead-letter-topic and \
+                    --exit-when-idle need --brokers HOST:PORT"
+            .into());
+    }
+    Ok(())
+}
+
+/// `--idle-timeout` and `--exit-when-idle`, parsed.
+fn durations(args: &KafkaArgs) -> Result<(Duration, Option<Duration>), String> {
+    let idle_timeout = Duration::from_millis(parse_duration_ms(&args.idle_timeout)? as u64);
+    let exit_when_idle = match &args.exit_when_idle {
+        Some(d) => Some(Duration::from_millis(parse_duration_ms(d)? as u64)),
+        None => None,
+    };
+    Ok((idle_timeout, exit_when_idle))
+}
+
+/// The topics to create when missing, with `--partitions` each, except the request topic, which
+/// gets one partition: requests are a script whose order matters.
+fn topic_specs(args: &KafkaArgs) -> Vec<TopicSpec> {
+    [&args.data_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic]
+        .into_iter()
+        .filter_map(|t| t.as_ref())
+        .map(|t| TopicSpec::new(t, if Some(t) == args.request_topic.as_ref() { 1 } else { args.partitions }))
+        .collect()
+}
+
+/// Opens the producer `open` makes for `topic`, if given, to be shared by all workers.
+fn open_shared<S>(
+    topic: &Option<String>,
+    open: impl FnOnce(&str) -> Result<S, AdapterError>,
+) -> Result<Option<Arc<Mutex<S>>>, String> {
+    match topic {
+        Some(t) => Ok(Some(Arc::new(Mutex::new(open(t).map_err(|e| e.to_string())?)))),
+        None => Ok(None),
+    }
+}
+
+/// The stop flag SIGINT and SIGTERM raise (the job then closes its windows and flushes); a second
+/// signal ends the process at once.
+fn stop_on_signals() -> Result<Arc<AtomicBool>, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+            .map_err(|e| format!("cannot install the signal handler: {e}"))?;
+    }
+    Ok(stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        kafka: KafkaArgs,
+    }
+
+    fn args(flags: &[&str]) -> KafkaArgs {
+        Cli::try_parse_from(std::iter::once("saams").chain(flags.iter().copied())).unwrap().kafka
+    }
+
+    #[test]
+    fn kafka_flags_without_brokers_are_refused_and_no_flags_mean_no_kafka() {
+        assert!(KafkaJob::start(&args(&[]), 0).unwrap().is_none());
+        for flags in [&["--data-topic", "t"][..], &["--output-topic", "o"], &["--exit-when-idle", "3s"]] {
+            let err = KafkaJob::start(&args(flags), 0).err().unwrap();
+            assert!(err.contains("need --brokers"), "{flags:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn durations_and_topic_specs_follow_the_flags() {
+        let a = args(&["--brokers", "b:9092", "--data-topic", "d", "--request-topic", "r", "--dead-letter-topic", "x"]);
+        assert_eq!(durations(&a).unwrap(), (Duration::from_secs(5), None));
+        let names: Vec<(String, i32)> = topic_specs(&a).into_iter().map(|s| (s.name, s.partitions)).collect();
+        assert_eq!(
+            names,
+            [("d".to_string(), 4), ("r".to_string(), 1), ("x".to_string(), 4)],
+            "requests: one partition"
+        );
+        let a =
+            args(&["--idle-timeout", "250ms", "--exit-when-idle", "2m", "--partitions", "8", "--output-topic", "o"]);
+        assert_eq!(durations(&a).unwrap(), (Duration::from_millis(250), Some(Duration::from_secs(120))));
+        assert_eq!(topic_specs(&a), [TopicSpec::new("o", 8)]);
+        assert!(durations(&args(&["--idle-timeout", "soon"])).unwrap_err().contains("bad duration"));
+    }
+}

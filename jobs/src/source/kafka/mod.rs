@@ -1,0 +1,46 @@
+//! Kafka sources: the data topic spread over all workers, the requests topic read by every worker,
+//! per-partition event-time watermarks with idleness, and offset commits that follow window flushes;
+//! and the `saams` job's Kafka side (its flags, start-up, per-worker input and exit report).
+//!
+//! Everything here is usable from inside a timely worker's step: consumers are rdkafka
+//! `BaseConsumer`s whose records are taken in batches with a zero (or small) timeout, partitions
+//! are assigned by hand (`p % peers == worker_index`, no group rebalance), and nothing needs an
+//! async runtime.
+//!
+//! Delivery guarantee: at-least-once. Offsets are committed only up to records whose windows the
+//! engine has reported flushed ([`KafkaTupleSource::mark_processed`],
+//! [`KafkaTupleSource::commit_through`]); after a crash the uncommitted tail is read again.
+//!
+//! One concern per file:
+//! - `consumer`: the rdkafka consumer (hand-assigned partitions, batch queue, commit replies);
+//! - `records`: the records and survived errors the sources hand out;
+//! - `watermarks`, `offsets`: the pure bookkeeping of event time and committable offsets;
+//! - `tuple_source`, `broadcast_source`: the data topic's and the requests topic's sources;
+//! - `args`, `job`, `input`, `marks`: the `saams` job's flags, its process-wide Kafka side, one
+//!   worker's input, and that input's per-poll batching of the bookkeeping.
+//!
+//! What sources and sinks share (options, errors, broker checks, topic creation) is in
+//! [`crate::kafka_client`], re-exported here so `saams_jobs::source::kafka::X` keeps naming it.
+
+pub(crate) mod args;
+pub(crate) mod broadcast_source;
+mod consumer;
+pub(crate) mod input;
+pub(crate) mod job;
+mod marks;
+pub(crate) mod offsets;
+pub(crate) mod records;
+pub(crate) mod tuple_source;
+pub(crate) mod watermarks;
+
+pub use crate::kafka_client::{
+    AdapterError, KafkaOptions, METADATA_TIMEOUT, StartFrom, TopicSpec, check_brokers, ensure_topics, parse_setting,
+};
+pub use args::KafkaArgs;
+pub use broadcast_source::KafkaBroadcastSource;
+pub use input::KafkaInput;
+pub use job::KafkaJob;
+pub use offsets::OffsetTracker;
+pub use records::{ConsumerErrors, KafkaRecord, RecordRef};
+pub use tuple_source::{KafkaTupleSource, assigned_partitions};
+pub use watermarks::PartitionWatermarks;

@@ -1,0 +1,227 @@
+//! Per-partition event-time watermarks with idleness ([`PartitionWatermarks`]).
+//!
+//! Why its own file: pure bookkeeping over explicit clocks, with no Kafka client in it, so its
+//! rules (minimum over active partitions, idleness, outages are not idleness) are tested
+//! deterministically here.
+
+use std::time::{Duration, Instant};
+
+/// Per-partition event-time watermarks with idleness, as Flink's
+/// `forBoundedOutOfOrderness(lateness).withIdleness(idle_timeout)`.
+///
+/// The watermark is the minimum over the *active* partitions of (that partition's max event time −
+/// lateness), so records of a slow partition interleaved with a fast one are never late just because
+/// the other partition is ahead. A partition that produced no event time for `idle_timeout` (or
+/// none since start) is left out of the minimum until it produces again, so an idle partition does
+/// not hold windows open forever. The watermark never goes back: when an idle partition returns
+/// behind it, its records below the watermark are late (as in Flink).
+///
+/// Pure bookkeeping with explicit clocks, so it is deterministic to test.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use saams_jobs::source::kafka::PartitionWatermarks;
+/// let t0 = Instant::now();
+/// let mut w = PartitionWatermarks::new(&[0, 1], 100, Duration::from_secs(10), t0);
+/// w.observe(0, 5_000, t0);
+/// assert_eq!(w.watermark(t0), None, "partition 1 has not spoken and is not idle yet");
+/// w.observe(1, 1_000, t0);
+/// assert_eq!(w.watermark(t0), Some(900), "min over partitions, minus lateness");
+/// // partition 1 goes quiet: after the idle timeout only partition 0 counts
+/// let later = t0 + Duration::from_secs(11);
+/// w.observe(0, 6_000, later);
+/// assert_eq!(w.watermark(later), Some(5_900));
+/// ```
+#[derive(Debug, Clone)]
+pub struct PartitionWatermarks {
+    lateness_ms: i64,
+    idle_timeout: Duration,
+    parts: Vec<PartitionClock>,
+    emitted: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+struct PartitionClock {
+    partition: i32,
+    max_event_ms: Option<i64>,
+    last_active: Instant,
+}
+
+impl PartitionWatermarks {
+    /// Tracks `partitions` (all considered active at `now`, with no event time yet).
+    pub fn new(partitions: &[i32], lateness_ms: i64, idle_timeout: Duration, now: Instant) -> Self {
+        let mut parts: Vec<PartitionClock> = partitions
+            .iter()
+            .map(|&partition| PartitionClock { partition, max_event_ms: None, last_active: now })
+            .collect();
+        parts.sort_by_key(|p| p.partition);
+        parts.dedup_by_key(|p| p.partition);
+        PartitionWatermarks { lateness_ms: lateness_ms.max(0), idle_timeout, parts, emitted: None }
+    }
+
+    /// Records event time `t` (ms) seen on `partition` at `now`; the partition becomes active.
+    /// Returns false (and changes nothing) for a partition that is not tracked.
+    pub fn observe(&mut self, partition: i32, t: i64, now: Instant) -> bool {
+        match self.parts.binary_search_by_key(&partition, |p| p.partition) {
+            Ok(i) => {
+                let part = &mut self.parts[i];
+                part.max_event_ms = Some(part.max_event_ms.map_or(t, |m| m.max(t)));
+                part.last_active = now;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn is_active(&self, part: &PartitionClock, now: Instant) -> bool {
+        now.saturating_duration_since(part.last_active) < self.idle_timeout
+    }
+
+    /// The watermark at `now` (ms): min over active partitions of max event time − lateness, never
+    /// lower than a watermark returned before. `None` until every active partition has an event
+    /// time (or went idle) and none was ever returned.
+    pub fn watermark(&mut self, now: Instant) -> Option<i64> {
+        let mut min: Option<i64> = None;
+        let mut any_active = false;
+        for part in &self.parts {
+            if !self.is_active(part, now) {
+                continue;
+            }
+            any_active = true;
+            match part.max_event_ms {
+                Some(t) => min = Some(min.map_or(t, |m: i64| m.min(t))),
+                None => return self.emitted,
+            }
+        }
+        if any_active && let Some(m) = min {
+            let candidate = m.saturating_sub(self.lateness_ms);
+            self.emitted = Some(self.emitted.map_or(candidate, |e| e.max(candidate)));
+        }
+        self.emitted
+    }
+
+    /// The watermark of one partition alone (its max event time − lateness), if it has one.
+    pub fn partition_watermark(&self, partition: i32) -> Option<i64> {
+        let i = self.parts.binary_search_by_key(&partition, |p| p.partition).ok()?;
+        self.parts[i].max_event_ms.map(|t| t.saturating_sub(self.lateness_ms))
+    }
+
+    /// Marks every tracked partition active at `now`, keeping its event time: the consumer met an
+    /// error (a broker down or reconnecting), and silence caused by an outage is not idleness.
+    /// Otherwise all partitions would go idle during the outage, and after it the first partition
+    /// whose records come back would drive the watermark past the others' on-time records.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// let t0 = Instant::now();
+    /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(1), t0);
+    /// w.observe(0, 1_000, t0);
+    /// w.observe(1, 1_000, t0);
+    /// // the broker goes away for 5 s; the consumer keeps reporting errors
+    /// let back = t0 + Duration::from_secs(5);
+    /// w.hold_active(back);
+    /// // partition 0 returns first, far ahead: partition 1 still holds the watermark
+    /// w.observe(0, 60_000, back);
+    /// assert_eq!(w.watermark(back), Some(1_000));
+    /// ```
+    pub fn hold_active(&mut self, now: Instant) {
+        for part in &mut self.parts {
+            part.last_active = part.last_active.max(now);
+        }
+    }
+
+    /// True when no tracked partition is active at `now` (also when none is tracked): this worker
+    /// should then not hold the dataflow's frontier back.
+    pub fn is_idle(&self, now: Instant) -> bool {
+        !self.parts.iter().any(|p| self.is_active(p, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interleaved_partitions_never_make_on_time_tuples_late() {
+        let t0 = Instant::now();
+        let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(60), t0);
+        // partition 0 is an hour ahead of partition 1; records interleave
+        for i in 0..100i64 {
+            w.observe(0, 3_600_000 + i * 1000, t0);
+            let wm = w.watermark(t0);
+            let t1 = i * 1000;
+            assert!(wm.is_none_or(|wm| t1 >= wm), "tuple {t1} of partition 1 late at watermark {wm:?}");
+            w.observe(1, t1, t0);
+        }
+        assert_eq!(w.watermark(t0), Some(99_000));
+    }
+
+    #[test]
+    fn idle_partition_excluded_then_rejoins_without_regressing() {
+        let t0 = Instant::now();
+        let idle = Duration::from_millis(500);
+        let mut w = PartitionWatermarks::new(&[0, 1, 2], 10, idle, t0);
+        w.observe(0, 1_000, t0);
+        w.observe(1, 2_000, t0);
+        assert_eq!(w.watermark(t0), None, "partition 2 never spoke and is not idle yet");
+        let t1 = t0 + Duration::from_millis(400);
+        w.observe(0, 1_500, t1);
+        w.observe(1, 2_500, t1);
+        assert_eq!(w.watermark(t1), None, "still within the idle timeout");
+        let t2 = t0 + Duration::from_millis(600);
+        assert_eq!(w.watermark(t2), Some(1_490), "partition 2 idle: excluded");
+        assert!(!w.is_idle(t2));
+        // partition 2 comes back behind the watermark: the watermark does not go back
+        w.observe(2, 100, t2);
+        assert_eq!(w.watermark(t2), Some(1_490));
+        w.observe(2, 5_000, t2);
+        assert_eq!(w.watermark(t2), Some(1_490));
+        // everything idle: the watermark stays, the worker reports idle
+        let t3 = t2 + Duration::from_secs(1);
+        assert!(w.is_idle(t3));
+        assert_eq!(w.watermark(t3), Some(1_490));
+        assert_eq!(w.partition_watermark(2), Some(4_990));
+        assert!(!w.observe(7, 1, t3), "untracked partition");
+    }
+
+    #[test]
+    fn an_outage_is_not_idleness() {
+        let t0 = Instant::now();
+        let idle = Duration::from_secs(2);
+        let run = |hold: bool| {
+            let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+            w.observe(0, 1_000, t0);
+            w.observe(1, 1_000, t0);
+            // the broker is down for 5 s; the consumer reports errors until it is back
+            let mut now = t0;
+            while now < t0 + Duration::from_secs(5) {
+                now += Duration::from_millis(500);
+                if hold {
+                    w.hold_active(now);
+                }
+            }
+            // partition 0's records come back first, an hour ahead of partition 1's next ones
+            w.observe(0, 3_600_000, now);
+            let after = now + Duration::from_millis(1500);
+            (w.watermark(after), w.is_idle(after))
+        };
+        assert_eq!(run(false), (Some(3_600_000), false), "without holding, partition 1 counted as idle");
+        assert_eq!(run(true), (Some(1_000), false), "partition 1 still holds the watermark");
+        // a partition silent for the idle timeout after the outage is idle again
+        let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+        w.observe(0, 1_000, t0);
+        w.observe(1, 1_000, t0);
+        w.hold_active(t0 + Duration::from_secs(5));
+        w.observe(0, 9_000, t0 + Duration::from_secs(6));
+        assert_eq!(w.watermark(t0 + Duration::from_secs(7) + Duration::from_millis(1)), Some(9_000));
+    }
+
+    #[test]
+    fn no_partitions_is_idle_without_watermark() {
+        let t0 = Instant::now();
+        let mut w = PartitionWatermarks::new(&[], 0, Duration::from_secs(1), t0);
+        assert!(w.is_idle(t0));
+        assert_eq!(w.watermark(t0), None);
+    }
+}

@@ -1,0 +1,181 @@
+//! Requests while the job runs: a construct posted over HTTP in the middle of the input takes
+//! effect at the fence its acknowledgement names, and from then on its answers count exactly the
+//! tuples from that window on (checked against the tuples the test wrote), for 1, 2 and 3 workers;
+//! an ad-hoc query answers now, within its bounds for the tuples it says it covers.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn post(addr: &str, body: &str) -> Vec<Value> {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(
+        s,
+        "POST /requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("read");
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let body = reply.split("\r\n\r\n").nth(1).unwrap_or("");
+    body.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("JSON line")).collect()
+}
+
+fn ms_of(iso: &Value) -> i64 {
+    saams::api::time::parse_timestamp(iso.as_str().expect("timestamp")).expect("ISO timestamp")
+}
+
+/// Start `saams` with `args` and `--http` on a free port: the child and the address.
+fn start(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_saams"))
+        .args(args)
+        .args(["--http", "127.0.0.1:0", "--progress", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("saams");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("saams: http on http://") {
+                let _ = tx.send(addr.to_string());
+            }
+        }
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the job announces its HTTP address");
+    (child, addr)
+}
+
+/// Event times (ms) of the generated stream from `fence` on, in order.
+fn times_from(spec: &saams_datasets::GeneratorSpec, fence: i64) -> Vec<i64> {
+    let mut g = saams_jobs::source::generated::Generated::open(spec, 0);
+    let mut values = [0.0; 6];
+    let mut times = Vec::new();
+    while let Some((_, time)) = g.next_values(&mut values) {
+        if time >= fence {
+            times.push(time);
+        }
+    }
+    times
+}
+
+fn run(workers: usize) {
+    let dir = std::env::temp_dir().join(format!("saams-live-{}-{workers}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (requests, out) = (dir.join("none.json"), dir.join("out.jsonl"));
+    std::fs::write(&requests, "").expect("requests");
+    let (requests, out) = (requests.display().to_string(), out.display().to_string());
+    let generator = "stocks:1:4000000";
+    let spec = saams_datasets::GeneratorSpec::parse(generator).expect("spec");
+    let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
+    let w = workers.to_string();
+    let (mut child, addr) =
+        start(&["-w", &w, "--generate", generator, "--window", "1h", "--requests", &requests, "--out", &out]);
+    std::thread::sleep(Duration::from_millis(100));
+    let acks = post(
+        &addr,
+        &format!(
+            r#"[{{"streamID":"{stream}","synopsisID":1,"dataSetKey":"{dataset}","param":["CountMin","price","NotQueryable",0.01,0.99,7],"requestID":"c","noOfP":{workers}}},
+                {{"streamID":"{stream}","synopsisID":1,"dataSetKey":"{dataset}","param":[1.5,"price","Queryable","Continuous"],"requestID":"q"}}]"#
+        ),
+    );
+    assert_eq!(acks.len(), 2, "{acks:?}");
+    assert_eq!(acks[0]["accepted"], "construct", "{acks:?}");
+    let fence = ms_of(&acks[0]["effectiveFrom"]);
+    assert_eq!(fence, ms_of(&acks[1]["effectiveFrom"]), "one fence for one body");
+    assert_eq!(fence % 3_600_000, 0, "a fence is a window boundary");
+    drop(child.stdin.take());
+    assert!(child.wait().expect("wait").success());
+    let times = times_from(&spec, fence);
+    assert!(!times.is_empty(), "the construct came after the input's end: make the input longer");
+    let text = std::fs::read_to_string(&out).expect("output");
+    let mut checked = 0;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("JSON line");
+        if v["requestID"] != "q" || v["accepted"].is_string() {
+            continue;
+        }
+        let start = ms_of(&v["window"]["start"]);
+        assert!(start >= fence, "an answer before the fence: {line}");
+        let end = ms_of(&v["window"]["end"]);
+        let covered = times.iter().take_while(|&&t| t < end).count();
+        assert_eq!(v["tuples"].as_u64(), Some(covered as u64), "{line}");
+        checked += 1;
+    }
+    let windows: std::collections::BTreeSet<i64> = times.iter().map(|t| t - t % 3_600_000).collect();
+    assert_eq!(checked, windows.len(), "one answer per window with values from the fence on");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_construct_mid_stream_counts_exactly_from_its_fence_on_for_1_worker() {
+    run(1);
+}
+
+#[test]
+fn a_construct_mid_stream_counts_exactly_from_its_fence_on_for_2_workers() {
+    run(2);
+}
+
+#[test]
+fn a_construct_mid_stream_counts_exactly_from_its_fence_on_for_3_workers() {
+    run(3);
+}
+
+#[test]
+fn an_ad_hoc_query_mid_stream_answers_now_within_its_bounds_for_what_it_covers() {
+    use saams_datasets::GeneratorSpec;
+    use saams_jobs::source::generated::Generated;
+    let dir = std::env::temp_dir().join(format!("saams-live-adhoc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let requests = dir.join("none.json");
+    std::fs::write(&requests, "").expect("requests");
+    let requests = requests.display().to_string();
+    let generator = "stocks:1:3000000";
+    let (mut child, addr) = start(&["-w", "2", "--generate", generator, "--window", "1s", "--requests", &requests]);
+    let spec = GeneratorSpec::parse(generator).expect("spec");
+    let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
+    let construct = format!(
+        r#"{{"streamID":"{stream}","synopsisID":2,"dataSetKey":"{dataset}","param":["HyperLogLog","price","NotQueryable",0.02],"requestID":"c","noOfP":2}}"#
+    );
+    let acks = post(&addr, &construct);
+    if acks[0]["error"].is_string() {
+        panic!("{acks:?}");
+    }
+    let fence = ms_of(&acks[0]["effectiveFrom"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let ask = format!(
+        r#"{{"streamID":"{stream}","synopsisID":2,"dataSetKey":"{dataset}","param":["distinct","price","Queryable","AdHoc"],"requestID":"h"}}"#
+    );
+    let answer = post(&addr, &ask);
+    let _ = child.kill();
+    let _ = child.wait();
+    let a = &answer[0];
+    assert!(a["asOf"].is_string(), "{answer:?}");
+    let covered = a["tuples"].as_u64().expect("tuples") as usize;
+    // The values it covers: the stream's values from the fence on (one stream: in time order).
+    let mut g = Generated::open(&spec, 0);
+    let mut values = [0.0; 6];
+    let mut distinct = std::collections::HashSet::new();
+    let mut taken = 0;
+    while taken < covered {
+        let Some((_, time)) = g.next_values(&mut values) else { break };
+        if time >= fence {
+            distinct.insert(values[0].to_bits());
+            taken += 1;
+        }
+    }
+    assert_eq!(taken, covered, "{answer:?}");
+    let exact = distinct.len() as f64;
+    let (lower, upper) = (a["lower"].as_f64().expect("lower"), a["upper"].as_f64().expect("upper"));
+    assert!(lower <= exact && exact <= upper, "exact {exact} outside [{lower}, {upper}]: {answer:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

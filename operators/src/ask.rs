@@ -1,0 +1,148 @@
+//! Ad-hoc queries and SAVEs answered now, from the current state, while the job runs.
+//!
+//! A live ad-hoc request becomes an [`Ask`]: the worker that took the request sends it into the
+//! tuple input as a marker record ([`Ask::into_rec`], group [`ASK_GROUP`]), which the exchange
+//! hands to every worker. There it does not wait for the watermark:
+//!
+//! - an owned synopsis is answered on the spot by its owner, from its merged state;
+//! - a spread synopsis: every worker sends its open windows' partials of it ([`AskPart`]) straight
+//!   to the synopsis' home, which answers once it has every worker's part and has folded every
+//!   window some worker had already closed: its merged closed windows plus the parts of the windows
+//!   it has not folded. Nothing is counted twice (a window is either folded or taken from the parts)
+//!   and nothing closed is missed.
+//!
+//! The answer line says what it covers (`tuples`, and `asOf`: the watermark) and goes to the
+//! output like any other; when someone waits for it (an HTTP request), it is also tagged with the
+//! origin ([`reply_line`]) so the job hands it back to the process that took the request.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use crate::record::{Rec, SynBox, Val};
+
+/// The update group of ask markers in the tuple input (no real group has this index).
+pub const ASK_GROUP: u32 = u32::MAX;
+
+/// The update group of fence markers: request epoch `seq` takes effect at fence `val` (ms).
+/// Every worker still reading sends one (to every worker) before it routes any value of the new
+/// plan, so a worker applies the requests before it sees such a value, and before its frontier
+/// passes the fence.
+pub const FENCE_GROUP: u32 = u32::MAX - 1;
+
+/// The fence marker of request epoch `epoch` taking effect at window `fence`, sent at `time`.
+///
+/// ```
+/// use saams_operators::ask::{FENCE_GROUP, fence_marker, fence_of};
+/// let rec = fence_marker(4, 120_000, 61_000);
+/// assert_eq!(rec.group, FENCE_GROUP);
+/// assert_eq!(fence_of(&rec), Some((4, 120_000)));
+/// ```
+pub fn fence_marker(epoch: u64, fence: u64, time: i64) -> Rec {
+    Rec { group: FENCE_GROUP, time, seq: epoch, val: Val::Num(fence as f64) }
+}
+
+/// The (request epoch, fence) a fence marker carries.
+pub fn fence_of(rec: &Rec) -> Option<(u64, u64)> {
+    match (&rec.val, rec.group) {
+        (Val::Num(f), FENCE_GROUP) => Some((rec.seq, *f as u64)),
+        _ => None,
+    }
+}
+
+/// Who waits for an answer: the worker that took the request and its ticket there.
+pub type Origin = (u32, u64);
+
+/// What an ask wants.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AskWhat {
+    /// An ad-hoc query with the request's arguments.
+    Query(Json),
+    /// Save the synopsis' current state to a snapshot file.
+    Save(String),
+}
+
+/// One ad-hoc query or SAVE, answered from the current state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ask {
+    /// Unique per job: (origin worker << 40) | its count.
+    pub id: u64,
+    /// The synopsis ([`crate::plan::Plan::synopses`] index).
+    pub syn: u32,
+    /// Its home worker: where its merged state is (and where the parts of a spread one meet).
+    pub home: u32,
+    /// Spread over workers (every worker sends its open partials), or owned by `home` alone.
+    pub spread: bool,
+    /// The request's id.
+    pub request_id: Json,
+    /// The request's uid.
+    pub uid: Option<Json>,
+    /// What is asked.
+    pub what: AskWhat,
+    /// Who waits for the answer, if anyone.
+    pub origin: Option<Origin>,
+}
+
+impl Ask {
+    /// The marker record that carries the ask to every worker through the tuple exchange.
+    ///
+    /// ```
+    /// use saams_operators::ask::{ASK_GROUP, Ask, AskWhat};
+    /// let ask = Ask { id: 7, syn: 2, home: 1, spread: true, request_id: serde_json::json!(9), uid: None,
+    ///                 what: AskWhat::Query(serde_json::json!([1.5])), origin: Some((0, 3)) };
+    /// let rec = ask.clone().into_rec(60_000);
+    /// assert_eq!((rec.group, rec.time), (ASK_GROUP, 60_000));
+    /// assert_eq!(Ask::from_rec(&rec), Some(ask));
+    /// ```
+    pub fn into_rec(self, time: i64) -> Rec {
+        let text = serde_json::to_string(&self).unwrap_or_default();
+        Rec { group: ASK_GROUP, time, seq: self.id, val: Val::Str(text.into()) }
+    }
+
+    /// The ask a marker record carries (`None` for anything else).
+    pub fn from_rec(rec: &Rec) -> Option<Ask> {
+        match (&rec.val, rec.group) {
+            (Val::Str(s), ASK_GROUP) => serde_json::from_str(s).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// One worker's contribution to a spread synopsis' ask: its open windows' partials.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AskPart {
+    /// The ask.
+    pub ask: Ask,
+    /// Windows before this one (start, ms) were closed by this worker when it answered: their
+    /// partials are on their way to the home (or folded there).
+    pub closed_before: u64,
+    /// Open partials: (window, bin, values, partial).
+    pub parts: Vec<(u64, u64, u64, SynBox)>,
+}
+
+/// Tag a line for the worker waiting for it: `\u{1}worker:ticket\u{1}line`. Lines of the output
+/// never start with `\u{1}` (they are JSON objects).
+///
+/// ```
+/// use saams_operators::ask::{reply_line, split_reply};
+/// let tagged = reply_line(Some((3, 12)), "{}".to_string());
+/// assert_eq!(split_reply(&tagged), (Some((3, 12)), "{}"));
+/// assert_eq!(split_reply("{}"), (None, "{}"));
+/// assert_eq!(reply_line(None, "{}".to_string()), "{}");
+/// ```
+pub fn reply_line(origin: Option<Origin>, line: String) -> String {
+    match origin {
+        None => line,
+        Some((worker, ticket)) => format!("\u{1}{worker}:{ticket}\u{1}{line}"),
+    }
+}
+
+/// The origin a line is tagged with, and the line itself ([`reply_line`]).
+pub fn split_reply(line: &str) -> (Option<Origin>, &str) {
+    let Some(rest) = line.strip_prefix('\u{1}') else { return (None, line) };
+    let Some((tag, body)) = rest.split_once('\u{1}') else { return (None, line) };
+    let parsed = tag.split_once(':').and_then(|(w, t)| Some((w.parse().ok()?, t.parse().ok()?)));
+    match parsed {
+        Some(origin) => (Some(origin), body),
+        None => (None, line),
+    }
+}
