@@ -465,7 +465,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 continue;
             }
             let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
-            let (allowance, read) = (pacer.take(Instant::now()), router.tuples);
+            let (allowance, routed_before) = (pacer.take(Instant::now()), router.tuples);
             // Read in event-time step: every unit up to a little past the unit that is furthest
             // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
             // and the values waiting for it (the update operator's reorder buffers) stay few,
@@ -478,9 +478,13 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 _ => horizon,
             };
             readers.retain_mut(|r| {
-                for _ in 0..allowance.saturating_sub(router.tuples - read).min(4096) {
+                for _ in 0..allowance.saturating_sub(router.tuples - routed_before).min(4096) {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
-                        return false;
+                        // The end, or (a live stdin) nothing yet: keep it and read on later.
+                        return match &mut r.source {
+                            Source::Lines(reader) => reader.take_waiting(),
+                            _ => false,
+                        };
                     }
                     match r.pending.take() {
                         Some(p)
@@ -503,8 +507,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 true
             });
             let kafka_low = kafka.as_mut().map(|k| {
-                if hold_end.is_none() && allowance > router.tuples - read {
-                    k.poll(allowance - (router.tuples - read), &stats, |seq, t| {
+                if hold_end.is_none() && allowance > router.tuples - routed_before {
+                    k.poll(allowance - (router.tuples - routed_before), &stats, |seq, t| {
                         kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
                         let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
                         router.route(&mut kafka_unit, seq, Ok(t), &mut input);
@@ -538,8 +542,13 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 input.advance_to(epoch);
                 stats.epoch.store(plan.borrow().window_of(epoch as i64) as i64, Ordering::Relaxed);
             }
-            worker.step();
-            pacer.settle(allowance, router.tuples - read); // --rate: park until the next batch may be read
+            if router.tuples == routed_before && hold_end.is_none() {
+                // Nothing to read right now (a quiet live input): wait for it or for the others.
+                worker.step_or_park(Some(Duration::from_millis(1)));
+            } else {
+                worker.step();
+            }
+            pacer.settle(allowance, router.tuples - routed_before); // --rate: park until the next batch may be read
             if let Some(wait) = pacer.wait(Instant::now()) {
                 worker.step_or_park(Some(wait));
             }

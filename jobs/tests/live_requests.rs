@@ -73,7 +73,7 @@ fn run(workers: usize) {
     let (requests, out) = (dir.join("none.json"), dir.join("out.jsonl"));
     std::fs::write(&requests, "").expect("requests");
     let (requests, out) = (requests.display().to_string(), out.display().to_string());
-    let generator = "stocks:1:4000000";
+    let generator = "stocks:1:8000000";
     let spec = saams_datasets::GeneratorSpec::parse(generator).expect("spec");
     let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
     let w = workers.to_string();
@@ -139,7 +139,7 @@ fn an_ad_hoc_query_mid_stream_answers_now_within_its_bounds_for_what_it_covers()
     let requests = dir.join("none.json");
     std::fs::write(&requests, "").expect("requests");
     let requests = requests.display().to_string();
-    let generator = "stocks:1:3000000";
+    let generator = "stocks:1:50000000";
     let (mut child, addr) = start(&["-w", "2", "--generate", generator, "--window", "1s", "--requests", &requests]);
     let spec = GeneratorSpec::parse(generator).expect("spec");
     let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
@@ -177,5 +177,87 @@ fn an_ad_hoc_query_mid_stream_answers_now_within_its_bounds_for_what_it_covers()
     let exact = distinct.len() as f64;
     let (lower, upper) = (a["lower"].as_f64().expect("lower"), a["upper"].as_f64().expect("upper"));
     assert!(lower <= exact && exact <= upper, "exact {exact} outside [{lower}, {upper}]: {answer:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn stock_line(sec: u64) -> String {
+    format!(
+        r#"{{"streamID":"A","dataSetKey":"D","date":"2019-01-02","time":"{:02}:{:02}:{:02}","price":{},"volume":1}}"#,
+        sec / 3600,
+        sec / 60 % 60,
+        sec % 60,
+        sec % 7
+    ) + "\n"
+}
+
+/// Event time (ms) of second `sec` of 2019-01-02.
+fn stock_time(sec: u64) -> i64 {
+    1_546_387_200_000 + 1_000 * sec as i64
+}
+
+#[test]
+fn stdin_stays_live_a_construct_counts_from_its_fence_and_an_ad_hoc_count_min_is_exact_for_what_it_covers() {
+    let dir = std::env::temp_dir().join(format!("saams-live-stdin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (requests, out) = (dir.join("none.json"), dir.join("out.jsonl"));
+    std::fs::write(&requests, "").expect("requests");
+    let (requests, out) = (requests.display().to_string(), out.display().to_string());
+    let (mut child, addr) = start(&[
+        "-w",
+        "2",
+        "--data",
+        "-",
+        "--format",
+        "json",
+        "--window",
+        "10s",
+        "--requests",
+        &requests,
+        "--out",
+        &out,
+    ]);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut feed = |secs: std::ops::Range<u64>| {
+        stdin.write_all(secs.map(stock_line).collect::<String>().as_bytes()).expect("feed");
+        stdin.flush().expect("flush");
+    };
+    feed(0..300);
+    std::thread::sleep(Duration::from_millis(200));
+    let acks = post(
+        &addr,
+        r#"[{"streamID":"A","synopsisID":1,"dataSetKey":"D","param":["CountMin","price","NotQueryable",0.0005,0.999,7],"requestID":"c"},
+            {"streamID":"A","synopsisID":1,"dataSetKey":"D","param":[3,"price","Queryable","Continuous"],"requestID":"q"}]"#,
+    );
+    assert_eq!(acks[0]["accepted"], "construct", "{acks:?}");
+    let fence = ms_of(&acks[0]["effectiveFrom"]);
+    assert!(fence > stock_time(0), "the first 300 s were routed before the construct: {acks:?}");
+    feed(300..400);
+    std::thread::sleep(Duration::from_millis(300));
+    let adhoc = post(
+        &addr,
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"D","param":[3,"price","Queryable","AdHoc"],"requestID":"h"}"#,
+    );
+    let covered = adhoc[0]["tuples"].as_u64().expect("tuples") as usize;
+    let after: Vec<u64> = (0..400).filter(|&s| stock_time(s) >= fence).collect();
+    assert!(covered > 0 && covered <= after.len(), "{adhoc:?}");
+    let threes = after[..covered].iter().filter(|&&s| s % 7 == 3).count() as u64;
+    assert_eq!(adhoc[0]["estimate"].as_u64(), Some(threes), "covering {covered}: {adhoc:?}");
+    feed(400..600);
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+    let text = std::fs::read_to_string(&out).expect("output");
+    let mut checked = 0;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("JSON line");
+        if v["requestID"] != "q" || v["accepted"].is_string() {
+            continue;
+        }
+        let end = ms_of(&v["window"]["end"]);
+        let covered: Vec<u64> = (0..600).filter(|&s| stock_time(s) >= fence && stock_time(s) < end).collect();
+        assert_eq!(v["tuples"].as_u64(), Some(covered.len() as u64), "{line}");
+        assert_eq!(v["estimate"].as_u64(), Some(covered.iter().filter(|&&s| s % 7 == 3).count() as u64), "{line}");
+        checked += 1;
+    }
+    assert_eq!(checked as i64, (stock_time(599) - fence) / 10_000 + 1, "one answer per window from the fence on");
     let _ = std::fs::remove_dir_all(&dir);
 }

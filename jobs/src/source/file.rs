@@ -109,6 +109,57 @@ pub struct UnitReader {
     /// Bytes of lines that may still start in this unit (byte ranges), else `u64::MAX`.
     budget: u64,
     name: String,
+    /// The last read found no data yet (a live stdin): not the end, ask again later.
+    waiting: bool,
+}
+
+/// Standard input for a job that runs as a service: a thread reads it and hands the chunks over,
+/// so a worker never blocks in `read` (it keeps taking part in fences, asks and progress while
+/// the producer is quiet); `read` says `WouldBlock` while nothing has arrived.
+struct LiveStdin {
+    chunks: std::sync::mpsc::Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    pos: usize,
+}
+
+impl LiveStdin {
+    fn start() -> LiveStdin {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(64);
+        std::thread::spawn(move || {
+            let mut stdin = std::io::stdin();
+            loop {
+                let mut buf = vec![0u8; 1 << 16];
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.send(buf).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        });
+        LiveStdin { chunks: rx, chunk: Vec::new(), pos: 0 }
+    }
+}
+
+impl Read for LiveStdin {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.chunk.len() {
+            match self.chunks.try_recv() {
+                Ok(chunk) => (self.chunk, self.pos) = (chunk, 0),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return Err(std::io::ErrorKind::WouldBlock.into()),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.chunk.len() - self.pos);
+        out[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 impl UnitReader {
@@ -145,22 +196,27 @@ impl UnitReader {
             }
             Input::Stdin(f) => {
                 let format = f.unwrap_or(Format::JsonLines);
-                let mut lines = LineReader::new(Box::new(std::io::stdin()) as Box<dyn Read>);
                 let first = if format.has_header() {
-                    match lines.next_line().map_err(|e| format!("stdin: {e}"))? {
-                        Some((Line::Text(s), _)) => Some(s.to_string()),
-                        Some((Line::NotUtf8(_), _)) => {
-                            return Err("stdin: stream did not contain valid UTF-8".to_string());
-                        }
-                        None => Some(String::new()),
-                    }
+                    // The header, read before the reading thread starts (it may take a while).
+                    let mut header = String::new();
+                    std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut header)
+                        .map_err(|e| format!("stdin: {e}"))?;
+                    Some(header)
                 } else {
                     None
                 };
+                let lines = LineReader::new(Box::new(LiveStdin::start()) as Box<dyn Read>);
                 let ctx = LineContext::new(format, "stdin", first.as_deref()).map_err(|e| e.to_string())?;
                 // The header line was consumed: count it so line numbers stay those of the input.
                 let name = ctx.file().to_string();
-                let r = UnitReader { ctx, lines, line_no: u64::from(first.is_some()), budget: u64::MAX, name };
+                let r = UnitReader {
+                    ctx,
+                    lines,
+                    line_no: u64::from(first.is_some()),
+                    budget: u64::MAX,
+                    name,
+                    waiting: false,
+                };
                 Ok(r)
             }
         }
@@ -168,7 +224,7 @@ impl UnitReader {
 
     fn new(ctx: LineContext, input: Box<dyn Read>) -> UnitReader {
         let name = ctx.file().to_string();
-        UnitReader { ctx, lines: LineReader::new(input), line_no: 0, budget: u64::MAX, name }
+        UnitReader { ctx, lines: LineReader::new(input), line_no: 0, budget: u64::MAX, name, waiting: false }
     }
 
     /// A reader over in-memory text (for tests and `Read` sources).
@@ -191,7 +247,14 @@ impl UnitReader {
         &self.name
     }
 
-    /// The next tuple (or bad line) with its line number (1-based), or `None` at the end.
+    /// True (once) if the last [`UnitReader::next_tuple`] returned `None` because nothing had
+    /// arrived yet, not because the input ended.
+    pub fn take_waiting(&mut self) -> bool {
+        std::mem::take(&mut self.waiting)
+    }
+
+    /// The next tuple (or bad line) with its line number (1-based), or `None` at the end (or,
+    /// see [`UnitReader::take_waiting`], for now).
     /// Blank lines and header rows are skipped.
     pub fn next_tuple(&mut self) -> Option<(u64, Parsed)> {
         loop {
@@ -206,6 +269,12 @@ impl UnitReader {
                         self.budget = self.budget.saturating_sub(n as u64);
                     }
                     line
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    // Nothing has arrived yet (a live stdin): not the end.
+                    self.line_no -= 1;
+                    self.waiting = true;
+                    return None;
                 }
                 Err(e) => return Some((self.line_no, Err((String::new(), format!("read error: {e}"))))),
             };
