@@ -1,5 +1,6 @@
 //! The seeded synthetic generator: the engine's embedded default input (`--generate stocks:N[:T]`,
-//! `--generate ais:N[:T]`).
+//! `--generate ais:N[:T]`). Without `T` every stream is unbounded: it yields tuples until the
+//! reader stops (a live demo or a benchmark that runs until interrupted).
 //!
 //! Every stream is an independent, non-allocating iterator seeded only by `(spec.seed, stream
 //! index)`, so a worker that generates streams `i ≡ w (mod W)` produces exactly the tuples a single
@@ -137,22 +138,24 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-/// What to generate: kind, number of streams, tuples per stream, seed.
+/// What to generate: kind, number of streams, tuples per stream (or unbounded), seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GeneratorSpec {
     /// Stocks or AIS.
     pub kind: GeneratorKind,
     /// Number of streams (instruments or vessels), ≥ 1.
     pub streams: usize,
-    /// Tuples each stream yields.
-    pub tuples_per_stream: u64,
+    /// Tuples each stream yields; `None`: unbounded, every stream yields tuples for as long as it
+    /// is read (its first tuples are the same as a bounded spec's with the same seed).
+    pub tuples_per_stream: Option<u64>,
     /// The seed; with the stream index it determines every value.
     pub seed: u64,
 }
 
 impl GeneratorSpec {
-    /// Tuples per stream when the spec leaves `T` out.
-    pub const DEFAULT_TUPLES_PER_STREAM: u64 = 10_000;
+    /// How `T` is written for an unbounded spec by [`Display`](fmt::Display) (and read back by
+    /// [`Self::parse`]).
+    pub const UNBOUNDED: &'static str = "unbounded";
     /// Seed when the spec leaves it out (the reference examples' seed).
     pub const DEFAULT_SEED: u64 = 12_345;
 
@@ -160,14 +163,19 @@ impl GeneratorSpec {
     ///
     /// ```
     /// use saams_datasets::generator::{GeneratorKind, GeneratorSpec};
-    /// let s = GeneratorSpec::new(GeneratorKind::Ais, 3, 10).unwrap();
+    /// let s = GeneratorSpec::new(GeneratorKind::Ais, 3, Some(10)).unwrap();
     /// assert_eq!(s.seed, GeneratorSpec::DEFAULT_SEED);
-    /// assert!(GeneratorSpec::new(GeneratorKind::Ais, 0, 10).is_err());
+    /// assert!(GeneratorSpec::new(GeneratorKind::Ais, 0, Some(10)).is_err());
+    /// assert_eq!(GeneratorSpec::new(GeneratorKind::Ais, 3, None).unwrap().total_tuples(), None);
     /// ```
     ///
     /// # Errors
     /// When `streams` is 0, or above [`MAX_AIS_STREAMS`] for AIS.
-    pub fn new(kind: GeneratorKind, streams: usize, tuples_per_stream: u64) -> Result<GeneratorSpec, SpecError> {
+    pub fn new(
+        kind: GeneratorKind,
+        streams: usize,
+        tuples_per_stream: Option<u64>,
+    ) -> Result<GeneratorSpec, SpecError> {
         if streams == 0 {
             return Err(SpecError("the number of streams must be at least 1".into()));
         }
@@ -182,19 +190,21 @@ impl GeneratorSpec {
         GeneratorSpec { seed, ..self }
     }
 
-    /// Parse `kind:N[:T[:seed]]`, kind `stocks` or `ais` (case-insensitive); `T` defaults to
-    /// [`Self::DEFAULT_TUPLES_PER_STREAM`], `seed` to [`Self::DEFAULT_SEED`]. `_` is allowed as a digit
-    /// separator (`ais:8_000:1_000`).
+    /// Parse `kind:N[:T[:seed]]`, kind `stocks` or `ais` (case-insensitive). Without `T` (or with
+    /// `T` = `unbounded`) every stream is unbounded; `seed` defaults to [`Self::DEFAULT_SEED`]. `_`
+    /// is allowed as a digit separator (`ais:8_000:1_000`).
     ///
     /// ```
     /// use saams_datasets::generator::{GeneratorKind, GeneratorSpec};
     /// let s = GeneratorSpec::parse("stocks:100:2000").unwrap();
-    /// assert_eq!((s.kind, s.streams, s.tuples_per_stream), (GeneratorKind::Stocks, 100, 2000));
-    /// assert_eq!(GeneratorSpec::parse("ais:5").unwrap().tuples_per_stream, 10_000);
+    /// assert_eq!((s.kind, s.streams, s.tuples_per_stream), (GeneratorKind::Stocks, 100, Some(2000)));
+    /// assert_eq!(GeneratorSpec::parse("ais:5").unwrap().tuples_per_stream, None);
+    /// assert_eq!(GeneratorSpec::parse("ais:5:unbounded:7").unwrap(), GeneratorSpec::parse("ais:5").unwrap().with_seed(7));
     /// assert_eq!(GeneratorSpec::parse("ais:5:10:7").unwrap().seed, 7);
     /// assert!(GeneratorSpec::parse("bonds:5").is_err());
     /// assert!(GeneratorSpec::parse("stocks:0").is_err());
     /// assert!(GeneratorSpec::parse("stocks:x").is_err());
+    /// assert!(GeneratorSpec::parse("stocks:3:abc").is_err());
     /// assert!(GeneratorSpec::parse("stocks:1:2:3:4").is_err());
     /// ```
     ///
@@ -224,7 +234,16 @@ impl GeneratorSpec {
         let streams = number("the number of streams N", parts.next())?.ok_or_else(|| {
             SpecError(format!("missing the number of streams in {spec:?}; expected `kind:N[:T[:seed]]`"))
         })?;
-        let tuples = number("tuples per stream T", parts.next())?.unwrap_or(Self::DEFAULT_TUPLES_PER_STREAM);
+        let tuples = match parts.next() {
+            None => None,
+            Some(t) if t.eq_ignore_ascii_case(Self::UNBOUNDED) => None,
+            Some(t) => Some(t.replace('_', "").parse::<u64>().map_err(|_| {
+                SpecError(format!(
+                    "tuples per stream T must be a non-negative integer or `{}`, got {t:?} in {spec:?}",
+                    Self::UNBOUNDED
+                ))
+            })?),
+        };
         let seed = number("the seed", parts.next())?.unwrap_or(Self::DEFAULT_SEED);
         if parts.next().is_some() {
             return Err(SpecError(format!("too many components in {spec:?}; expected `kind:N[:T[:seed]]`")));
@@ -233,9 +252,15 @@ impl GeneratorSpec {
         Ok(GeneratorSpec::new(kind, streams, tuples)?.with_seed(seed))
     }
 
-    /// The total number of tuples all streams yield.
-    pub fn total_tuples(&self) -> u64 {
-        self.tuples_per_stream.saturating_mul(self.streams as u64)
+    /// The total number of tuples all streams yield; `None` when unbounded.
+    ///
+    /// ```
+    /// use saams_datasets::generator::GeneratorSpec;
+    /// assert_eq!(GeneratorSpec::parse("stocks:3:10").unwrap().total_tuples(), Some(30));
+    /// assert_eq!(GeneratorSpec::parse("stocks:3").unwrap().total_tuples(), None);
+    /// ```
+    pub fn total_tuples(&self) -> Option<u64> {
+        self.tuples_per_stream.map(|t| t.saturating_mul(self.streams as u64))
     }
 
     /// Stream id of stream `i` (see the module docs for the naming scheme).
@@ -308,9 +333,13 @@ impl FromStr for GeneratorSpec {
 }
 
 impl fmt::Display for GeneratorSpec {
-    /// The canonical `kind:N:T:seed` form, which [`GeneratorSpec::parse`] reads back.
+    /// The canonical `kind:N:T:seed` form (`T` = `unbounded` when unbounded), which
+    /// [`GeneratorSpec::parse`] reads back.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}:{}", self.kind.name(), self.streams, self.tuples_per_stream, self.seed)
+        match self.tuples_per_stream {
+            Some(t) => write!(f, "{}:{}:{t}:{}", self.kind.name(), self.streams, self.seed),
+            None => write!(f, "{}:{}:{}:{}", self.kind.name(), self.streams, Self::UNBOUNDED, self.seed),
+        }
     }
 }
 
@@ -366,7 +395,8 @@ pub struct StockStream {
     stream_id: String,
     dataset_key: &'static str,
     rng: SplitMix64,
-    remaining: u64,
+    /// `None`: unbounded.
+    remaining: Option<u64>,
     time_ms: i64,
     mean_gap_ms: f64,
     log_price: f64,
@@ -439,8 +469,8 @@ impl StockStream {
         self.dataset_key
     }
 
-    /// Ticks not yet yielded.
-    pub fn remaining(&self) -> u64 {
+    /// Ticks not yet yielded; `None` when unbounded.
+    pub fn remaining(&self) -> Option<u64> {
         self.remaining
     }
 
@@ -482,10 +512,9 @@ impl Iterator for StockStream {
 
     #[inline]
     fn next(&mut self) -> Option<StockTick> {
-        if self.remaining == 0 {
-            return None;
+        if let Some(left) = &mut self.remaining {
+            *left = left.checked_sub(1)?;
         }
-        self.remaining -= 1;
         let gap = -self.mean_gap_ms * open01(&mut self.rng).ln();
         self.time_ms += 1 + gap as i64;
         let z = self.gaussian();
@@ -498,8 +527,13 @@ impl Iterator for StockStream {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = usize::try_from(self.remaining).unwrap_or(usize::MAX);
-        (n, Some(n))
+        match self.remaining {
+            Some(left) => {
+                let n = usize::try_from(left).unwrap_or(usize::MAX);
+                (n, Some(n))
+            }
+            None => (usize::MAX, None),
+        }
     }
 }
 
@@ -534,7 +568,8 @@ pub struct AisStream {
     dataset_key: &'static str,
     area: AisArea,
     rng: SplitMix64,
-    remaining: u64,
+    /// `None`: unbounded.
+    remaining: Option<u64>,
     time_ms: i64,
     mean_gap_s: f64,
     lat: f64,
@@ -606,8 +641,8 @@ impl AisStream {
         self.dataset_key
     }
 
-    /// Reports not yet yielded.
-    pub fn remaining(&self) -> u64 {
+    /// Reports not yet yielded; `None` when unbounded.
+    pub fn remaining(&self) -> Option<u64> {
         self.remaining
     }
 
@@ -646,10 +681,9 @@ impl Iterator for AisStream {
 
     #[inline]
     fn next(&mut self) -> Option<AisReport> {
-        if self.remaining == 0 {
-            return None;
+        if let Some(left) = &mut self.remaining {
+            *left = left.checked_sub(1)?;
         }
-        self.remaining -= 1;
         let gap_s = (self.mean_gap_s * uniform(&mut self.rng, 0.5, 1.5)).round().max(1.0);
         self.time_ms += gap_s as i64 * 1000;
         let (z1, z2) = gaussian_pair(&mut self.rng);
@@ -692,8 +726,13 @@ impl Iterator for AisStream {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = usize::try_from(self.remaining).unwrap_or(usize::MAX);
-        (n, Some(n))
+        match self.remaining {
+            Some(left) => {
+                let n = usize::try_from(left).unwrap_or(usize::MAX);
+                (n, Some(n))
+            }
+            None => (usize::MAX, None),
+        }
     }
 }
 

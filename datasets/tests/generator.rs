@@ -161,6 +161,8 @@ fn malformed_specs_are_refused_with_a_reason() {
         ("stocks:0", "at least 1"),
         ("stocks:-3", "non-negative integer"),
         ("stocks:10:x", "tuples per stream"),
+        ("stocks:abc", "number of streams"),
+        ("stocks:3:abc", "`unbounded`"),
         ("trades:10", "unknown kind"),
         ("ais:1:2:3:4", "too many"),
     ] {
@@ -168,6 +170,34 @@ fn malformed_specs_are_refused_with_a_reason() {
         assert!(err.contains(needle), "{bad:?}: {err}");
     }
     let s = GeneratorSpec::parse("AIS:8_000:1_000").unwrap();
-    assert_eq!((s.kind, s.streams, s.tuples_per_stream), (GeneratorKind::Ais, 8000, 1000));
+    assert_eq!((s.kind, s.streams, s.tuples_per_stream), (GeneratorKind::Ais, 8000, Some(1000)));
     assert_eq!(GeneratorSpec::parse(&s.to_string()).unwrap(), s);
+    let unbounded = GeneratorSpec::parse("stocks:3").unwrap();
+    assert_eq!(unbounded.to_string(), "stocks:3:unbounded:12345");
+    assert_eq!(GeneratorSpec::parse(&unbounded.to_string()).unwrap(), unbounded);
+}
+
+#[test]
+fn an_unbounded_stream_starts_with_the_bounded_streams_tuples_and_goes_on() {
+    let bounded = GeneratorSpec::parse("stocks:4:300:9").unwrap();
+    let unbounded = GeneratorSpec::parse("stocks:4:unbounded:9").unwrap();
+    for i in 0..4 {
+        let a: Vec<_> = StockStream::new(&bounded, i).collect();
+        let b: Vec<_> = StockStream::new(&unbounded, i).take(900).collect();
+        assert_eq!((a.len(), b.len()), (300, 900), "stream {i}: an unbounded stream goes on past T");
+        assert_eq!(a[..], b[..300], "stream {i}");
+    }
+    let bounded = GeneratorSpec::parse("ais:4:300:9").unwrap();
+    let unbounded = GeneratorSpec::parse("ais:4:unbounded:9").unwrap();
+    for i in 0..4 {
+        let a: Vec<_> = AisStream::new(&bounded, i).collect();
+        let b: Vec<_> = AisStream::new(&unbounded, i).take(900).collect();
+        assert_eq!((a.len(), b.len()), (300, 900), "vessel {i}");
+        assert_eq!(a[..], b[..300], "vessel {i}");
+    }
+    assert_eq!(unbounded.interleaved(1, 2).take(5000).count(), 5000);
+    let mut s = StockStream::new(&GeneratorSpec::parse("stocks:1").unwrap(), 0);
+    assert_eq!((s.remaining(), s.size_hint().1), (None, None));
+    assert_eq!(s.by_ref().take(100_000).count(), 100_000);
+    assert_eq!(AisStream::new(&GeneratorSpec::parse("ais:1").unwrap(), 0).remaining(), None);
 }

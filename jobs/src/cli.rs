@@ -72,9 +72,16 @@ pub struct Cli {
     #[arg(long = "chunk-bytes", default_value_t = 64 << 20)]
     pub chunk_bytes: u64,
     /// Seeded generator used when no --data is given: `stocks:N[:T]` or `ais:N[:T]` (N streams of
-    /// T tuples each).
+    /// T tuples each; without T the streams do not end: the job runs until SIGINT/SIGTERM, then
+    /// closes its windows and prints its summary).
     #[arg(long, default_value = "stocks:100:2000")]
     pub generate: String,
+    /// Read at most this many tuples per second over the whole job, from any input (each of the
+    /// process reads its share, R / processes, from a token bucket its workers share). Generated
+    /// event times stay synthetic: they advance by the generator's own gaps, not by wall-clock
+    /// time. Default: as fast as possible.
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub rate: Option<f64>,
     /// Where estimations go, as JSON lines (`-` = stdout).
     #[arg(long, default_value = "-")]
     pub out: String,
@@ -137,4 +144,25 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
         return Err(format!("duration {s:?} out of range"));
     }
     Ok(ms.round() as i64)
+}
+
+/// Parse `--rate`: a positive number of tuples per second (`_` allowed as a digit separator).
+///
+/// ```
+/// use saams_jobs::cli::parse_rate;
+/// assert_eq!(parse_rate("2000"), Ok(2000.0));
+/// assert_eq!(parse_rate("1_000_000"), Ok(1e6));
+/// assert_eq!(parse_rate("0.5"), Ok(0.5));
+/// assert!(parse_rate("0").unwrap_err().contains("positive"));
+/// assert!(parse_rate("abc").unwrap_err().contains("tuples per second"));
+/// assert!(parse_rate("inf").is_err());
+/// ```
+///
+/// # Errors
+/// For text that is not a positive finite number.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().replace('_', "").parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!("expected a positive number of tuples per second (e.g. 2000), got {s:?}")),
+    }
 }

@@ -32,8 +32,8 @@ use crate::cli::{Cli, parse_duration_ms};
 use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
-use crate::source::generated::Generated;
 use crate::source::kafka::{KafkaInput, KafkaJob};
+use crate::source::{generated::Generated, pace::Pacer, stop::StopFlag};
 
 pub use crate::stats::Stats;
 
@@ -192,6 +192,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     }
     let lateness_ms = parse_duration_ms(&cli.lateness)?;
     let config = timely_config(&cli)?;
+    let (stop, pacer) = (StopFlag::install()?, Pacer::new(cli.rate, cli.processes, cli.workers, Instant::now())?);
     let requests_file = cli.requests.clone().unwrap_or_default();
     if requests_file == "-" && cli.data.iter().any(|d| d == "-") {
         return Err("--requests - and --data - cannot both read stdin".into());
@@ -458,7 +459,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 }
                 router.counts.grow(plan.borrow().groups.len());
             }
-            let active = !readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running);
+            let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
             if !active && reading {
                 // This worker's input ended: stop holding the others' windows back, stop taking
                 // requests; keep the input for the asks and fences still to come.
@@ -475,7 +476,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 continue;
             }
             let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
-            let routed_before = router.tuples;
+            let (allowance, routed_before) = (pacer.take(Instant::now()), router.tuples);
             // Read in event-time step: every unit up to a little past the unit that is furthest
             // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
             // and the values waiting for it (the update operator's reorder buffers) stay few,
@@ -488,7 +489,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 _ => horizon,
             };
             readers.retain_mut(|r| {
-                for _ in 0..4096 {
+                for _ in 0..allowance.saturating_sub(router.tuples - routed_before).min(4096) {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
                         // The end, or (a live stdin) nothing yet: keep it and read on later.
                         return match &mut r.source {
@@ -517,8 +518,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 true
             });
             let kafka_low = kafka.as_mut().map(|k| {
-                if hold_end.is_none() {
-                    k.poll(&stats, |seq, t| {
+                if hold_end.is_none() && allowance > router.tuples - routed_before {
+                    k.poll(allowance - (router.tuples - routed_before), &stats, |seq, t| {
                         kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
                         let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
                         router.route(&mut kafka_unit, seq, Ok(t), &mut input);
@@ -557,6 +558,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 worker.step_or_park(Some(Duration::from_millis(1)));
             } else {
                 worker.step();
+            }
+            pacer.settle(allowance, router.tuples - routed_before); // --rate: park until the next batch may be read
+            if let Some(wait) = pacer.wait(Instant::now()) {
+                worker.step_or_park(Some(wait));
             }
             // Keep a bounded number of windows in flight (each holds its synopses' state until it
             // closes): park (instead of spinning) while other workers catch up, still taking part

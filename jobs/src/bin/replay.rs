@@ -44,7 +44,8 @@ struct Args {
     format: Option<Format>,
 
     /// Generate instead of reading: `stocks:N[:T[:seed]]` or `ais:N[:T[:seed]]` (T tuples per
-    /// stream, default 10000), merged in event-time order.
+    /// stream; without T, or with T = `unbounded`, until stopped or --limit), merged in event-time
+    /// order.
     #[arg(long, value_parser = parse_spec, conflicts_with = "inputs")]
     generate: Option<GeneratorSpec>,
 
@@ -289,7 +290,7 @@ fn file_source(args: &Args) -> Result<Source, ParseError> {
 
 fn source(args: &Args) -> Result<(Source, Option<u64>), String> {
     let (base, total): (Source, Option<u64>) = match (&args.generate, args.inputs.is_empty()) {
-        (Some(spec), _) => (Box::new(spec.interleaved(0, 1).map(Ok)), Some(spec.total_tuples())),
+        (Some(spec), _) => (Box::new(spec.interleaved(0, 1).map(Ok)), spec.total_tuples()),
         (None, false) => (file_source(args).map_err(|e| e.to_string())?, None),
         (None, true) => return Err("give input files or directories (`-` for stdin), or --generate".into()),
     };

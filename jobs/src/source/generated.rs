@@ -1,6 +1,12 @@
 //! The embedded seeded generator as a source: unit `i` is generated stream `i` (read by worker
 //! `i mod W`), its arrival sequence is the tuple's index in the stream. Values are handed out as
 //! plain numbers with their field names, with no allocation per tuple.
+//!
+//! A spec without a tuple count (`stocks:N`) gives streams that never end: [`Generated::next_values`]
+//! always has a next tuple, and the job reads until it is stopped (SIGINT/SIGTERM, see
+//! [`stop`](super::stop)). The arrival sequence shares a 64-bit word with the stream index (40 bits
+//! for the index), so a single stream stays in order for 2^40 ≈ 10^12 tuples: 12 days at a
+//! million tuples per second on that one stream.
 
 use saams_datasets::{AisStream, GeneratorKind, GeneratorSpec, StockStream};
 
@@ -42,7 +48,19 @@ impl Generated {
         }
     }
 
-    /// The next tuple: its index (1-based), event time, and values (in [`Generated::fields`] order).
+    /// The next tuple: its index (1-based), event time, and values (in [`Generated::fields`] order);
+    /// `None` after the spec's tuples per stream (never for an unbounded spec).
+    ///
+    /// ```
+    /// use saams_datasets::GeneratorSpec;
+    /// use saams_jobs::source::generated::Generated;
+    /// let mut values = [0.0; 6];
+    /// let mut bounded = Generated::open(&GeneratorSpec::parse("stocks:2:3").unwrap(), 1);
+    /// assert_eq!((0..5).filter_map(|_| bounded.next_values(&mut values)).count(), 3);
+    /// let mut unbounded = Generated::open(&GeneratorSpec::parse("stocks:2").unwrap(), 1);
+    /// assert_eq!(unbounded.next_values(&mut values).map(|(index, _)| index), Some(1));
+    /// assert_eq!((0..100_000).filter_map(|_| unbounded.next_values(&mut values)).count(), 100_000);
+    /// ```
     #[inline]
     pub fn next_values(&mut self, values: &mut [f64; 6]) -> Option<(u64, i64)> {
         let time = match &mut self.stream {

@@ -3,3 +3,5 @@
 pub mod file;
 pub mod generated;
 pub mod kafka;
+pub mod pace;
+pub mod stop;

@@ -73,16 +73,18 @@ impl KafkaInput {
         !self.source.partitions().is_empty() && self.job.running()
     }
 
-    /// Polls up to one batch (waiting 2 ms only when the previous poll found nothing), parses each
-    /// record as a JSON tuple (event time: the tuple's, else the record timestamp) and hands valid,
-    /// on-time tuples to `route(seq, tuple)`, which returns the tuple's window. Malformed and late
-    /// records go to the dead letters and are counted in `stats`. Returns the records handled.
-    pub fn poll(&mut self, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
+    /// Polls up to one batch of at most `max` records (`--rate`'s allowance; waiting 2 ms only
+    /// when the previous poll found nothing), parses each record as a JSON tuple (event time: the
+    /// tuple's, else the record timestamp) and hands valid, on-time tuples to `route(seq, tuple)`,
+    /// which returns the tuple's window. Malformed and late records go to the dead letters and are
+    /// counted in `stats`. Returns the records handled.
+    pub fn poll(&mut self, max: u64, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
         let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         // below the watermark, or below the epoch this worker's input already passed: late
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
         let KafkaInput { job, ctx, topic, source, file_dead, marks, .. } = self;
-        let polled = source.poll_with(POLL_BATCH, wait, |r| match admit(ctx, &r, late_below) {
+        let max = usize::try_from(max).map_or(POLL_BATCH, |m| m.min(POLL_BATCH));
+        let polled = source.poll_with(max, wait, |r| match admit(ctx, &r, late_below) {
             Ok(Some((time, tuple))) => {
                 let window = route(sequence_number(r.partition, r.offset), tuple);
                 marks.push(r.partition, r.offset, Some((time, window)));
