@@ -3,7 +3,9 @@
 //! The counters are `prometheus-client` metrics (shared atomics). Workers count locally and add
 //! their counts here once per batch of tuples ([`LocalCounts::flush`]), never per tuple. Bytes
 //! between processes come from timely's communication hooks (the sending side's
-//! `MessageHeader.length`), so only traffic that really crosses a process boundary is counted.
+//! `MessageHeader.length`), so only traffic that really crosses a process boundary is counted;
+//! the partials among it are counted by the decoder that receives them
+//! ([`saams_operators::record::wire_counts`]), so no partial is encoded a second time to count it.
 //! `--http` (alias `--metrics-addr`) serves the registry in Prometheus text format at `/metrics`
 //! ([`crate::control::http`]).
 
@@ -16,7 +18,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use saams_operators::{Out, Rec, Val};
+use saams_operators::{Rec, Val};
 use timely::communication::initialize::Hooks;
 use timely::communication::logging::{CommunicationEvent, CommunicationEventBuilder};
 
@@ -48,10 +50,13 @@ pub struct Metrics {
     pub request_warnings: Counter,
     /// Bytes sent by this process to other processes (timely's communication log).
     pub bytes_between_processes: Counter,
-    /// Wire bytes (codec bytes, zero runs packed) of the partials the update operator ships to the tree merge.
+    /// Wire bytes (codec bytes, zero runs packed, and the fields around them) of the partials
+    /// this process received from other processes in the tree merge.
     pub partial_bytes: Counter,
-    /// Partials shipped to the tree merge.
+    /// Partials this process received from other processes in the tree merge.
     pub partials: Counter,
+    /// [`saams_operators::record::wire_counts`] when these metrics were made.
+    partials_before: (u64, u64),
     /// Bytes the routed tuples take as compact records (what shipping the raw streams costs).
     pub raw_bytes: Counter,
     /// Event-time lag between the newest window read and the oldest window still open (ms).
@@ -81,6 +86,7 @@ impl Metrics {
             partials: Counter::default(),
             raw_bytes: Counter::default(),
             window_lag_ms: Gauge::default(),
+            partials_before: saams_operators::record::wire_counts(),
         };
         registry.register("tuples_in", "Valid tuples read, per worker", m.tuples_in.clone());
         registry.register("synopsis_updates", "Values fed to each synopsis", m.synopsis_updates.clone());
@@ -99,10 +105,10 @@ impl Metrics {
         );
         registry.register(
             "partial_bytes",
-            "Encoded bytes of partials shipped to the tree merge",
+            "Wire bytes of the partials received from other processes in the tree merge",
             m.partial_bytes.clone(),
         );
-        registry.register("partials", "Partials shipped to the tree merge", m.partials.clone());
+        registry.register("partials", "Partials received from other processes in the tree merge", m.partials.clone());
         registry.register("raw_bytes", "Bytes of the routed tuples as compact records", m.raw_bytes.clone());
         registry.register("window_lag_ms", "Newest window read minus oldest open window (ms)", m.window_lag_ms.clone());
         Metrics { registry, ..m }
@@ -153,19 +159,19 @@ impl Metrics {
         }
     }
 
-    /// Count a partial among the update operator's output, at its size on the wire between
-    /// processes ([`saams_operators::SynBox::wire_len`]).
-    pub fn count_partial(&self, out: &Out) {
-        if let Out::Partial(p) = out {
-            let bytes: usize = p.parts.iter().map(|(_, s)| s.wire_len() + 8).sum();
-            // syn, window, items, list length, as fixed-width integers on the wire.
-            self.partial_bytes.inc_by((bytes + 4 + 8 + 8 + 8) as u64);
-            self.partials.inc();
-        }
+    /// Bring the partial counters up to what this process has received from other processes
+    /// since the metrics were made ([`saams_operators::record::wire_counts`]: counted by the
+    /// decoder, from the bytes received; nothing is encoded to count it).
+    fn sync_partials(&self) {
+        let (partials, bytes) = saams_operators::record::wire_counts();
+        let (partials, bytes) = (partials - self.partials_before.0, bytes - self.partials_before.1);
+        self.partials.inc_by(partials.saturating_sub(self.partials.get()));
+        self.partial_bytes.inc_by(bytes.saturating_sub(self.partial_bytes.get()));
     }
 
     /// The communication figures of the summary line.
     pub fn comm(&self) -> CommFigures {
+        self.sync_partials();
         CommFigures {
             bytes_between_processes: self.bytes_between_processes.get(),
             partial_bytes: self.partial_bytes.get(),
@@ -180,9 +186,9 @@ impl Metrics {
 pub struct CommFigures {
     /// Bytes this process sent to other processes.
     pub bytes_between_processes: u64,
-    /// Encoded bytes of the partials shipped to the tree merge.
+    /// Wire bytes of the partials received from other processes.
     pub partial_bytes: u64,
-    /// Partials shipped.
+    /// Partials received from other processes.
     pub partials: u64,
     /// Bytes of the routed tuples as compact records.
     pub raw_bytes: u64,
@@ -298,6 +304,7 @@ impl Metrics {
             c.inc_by(v.saturating_sub(c.get()));
         }
         self.window_lag_ms.set(t.window_lag_ms);
+        self.sync_partials();
     }
 }
 

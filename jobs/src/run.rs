@@ -318,15 +318,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>> = InputHandle::new();
         let probe = ProbeHandle::new();
         let mut registry = worker.dataflow::<u64, _, _>(|scope| {
-            let counted = metrics.clone();
             // The registry: a differential collection of (dataset, stream) → synopsis entries
             // that the routed values join at their window (raw tuples never enter differential).
             let (registry, entries) = scope.new_collection::<Entry, isize>();
-            let mut stream = scope
-                .input_from(&mut input)
-                .join_registry(entries, plan.clone())
-                .update_synopses(plan.clone())
-                .inspect(move |o| counted.count_partial(o));
+            let mut stream =
+                scope.input_from(&mut input).join_registry(entries, plan.clone()).update_synopses(plan.clone());
             for k in 1..=plan.borrow().merge_stages() {
                 stream = stream.merge_stage(plan.clone(), k);
             }

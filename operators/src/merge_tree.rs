@@ -4,14 +4,38 @@
 //! root, rotated per synopsis), within each process first (to the worker with the root's local
 //! index), then across processes, so a merge over n processes sends n − 1 partials between them
 //! whatever the root.
-//! Exact-merge kinds are merged at every stage (the result does not depend on the tree); the
-//! other kinds' partials travel as a list and are merged at home in bin order, so their answers
-//! do not depend on the number of workers either. Answer lines and snapshots pass through where they are.
+//!
+//! At every stage, a worker reduces the partials it holds of one synopsis and window to one if
+//! the kind's merge does not depend on the merge tree ([`reduces_at_every_stage`]); the result
+//! travels on as one partial. The other kinds' partials travel as a list and are merged at home
+//! in bin order, each into the merged state, so their answers do not depend on the number of
+//! workers either:
+//!
+//! - Count-Min, AMS (linear: counters add), HyperLogLog (registers take the maximum), Bloom
+//!   filter (bits OR): the merged state is bit-identical for any tree and order;
+//! - CPC: the merged sketch's coupons are the union of the parts' coupons, and a merged sketch
+//!   answers (ICON estimate and bounds) from the number of coupons and lgK alone, so the answers
+//!   are identical for any tree, though the bytes of its state may not be;
+//! - KLL: mergeable with the same rank-error guarantee over any merge tree, and its compactions
+//!   draw unseeded random bits, so its answers differ between runs of the same input anyway
+//!   (the engine tests leave it out of their line-for-line comparisons); reducing at each stage
+//!   changes nothing a caller can rely on;
+//! - kept in bin order at the home: Lossy Counting (a merge adds the other side's error bound
+//!   `⌊n/w⌋` to the entries it lacks and prunes at the new total, so S ⊕ (a ⊕ b) ≠ (S ⊕ a) ⊕ b
+//!   in deltas and in which entries survive), Sticky Sampling (a merge thins the side with the
+//!   lower rate with the receiver's coin tosses), GK (combine then compress at the running
+//!   total), Frequent Items (a merge past the map's capacity purges by the median counter):
+//!   their answers would depend on the number of workers.
+//!
+//! Order-sensitive kinds (DFT, LSH, window quantiles) are built one window per worker
+//! (window-based mode): a window has one partial, which the stages pass on, and the home merges
+//! windows in time order. Answer lines and snapshots pass through where they are.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use saams::Kind;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
@@ -46,7 +70,22 @@ pub(crate) fn stash_partials(
     }
 }
 
-/// Fold a window's partials of one synopsis into one (exact kinds) or one list (others).
+/// True for kinds whose partials are merged wherever they meet in the tree, at every stage
+/// (see the module docs for why each kind is or is not): the result of the merge does not depend
+/// on the tree, or (KLL) depends on it no more than on the library's own random compactions.
+///
+/// ```
+/// use saams::Kind;
+/// use saams_operators::merge_tree::reduces_at_every_stage;
+/// assert!(reduces_at_every_stage(Kind::CountMin) && reduces_at_every_stage(Kind::Cpc));
+/// assert!(!reduces_at_every_stage(Kind::LossyCounting) && !reduces_at_every_stage(Kind::GkQuantiles));
+/// ```
+pub fn reduces_at_every_stage(kind: Kind) -> bool {
+    merge_is_exact(kind) || matches!(kind, Kind::Cpc | Kind::Kll)
+}
+
+/// Fold a window's partials of one synopsis into one (kinds that reduce at every stage) or one
+/// list in bin order (others). Partials are moved, never cloned.
 pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
     let mut first = partials.swap_remove(0);
     for p in partials {
@@ -54,7 +93,7 @@ pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
         first.parts.extend(p.parts);
     }
     first.parts.sort_by_key(|(bin, _)| *bin);
-    if merge_is_exact(plan.synopses[first.syn as usize].kind) && first.parts.len() > 1 {
+    if reduces_at_every_stage(plan.synopses[first.syn as usize].kind) && first.parts.len() > 1 {
         let mut parts = std::mem::take(&mut first.parts).into_iter();
         if let Some((bin, mut acc)) = parts.next() {
             let mut failed = Vec::new();
@@ -123,5 +162,88 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
                 }
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use saams::api::request::parse_requests;
+    use saams::{Datum, Query, Synopsis};
+
+    use super::*;
+    use crate::plan::SnapshotStore;
+    use crate::record::SynBox;
+
+    struct NoFiles;
+    impl SnapshotStore for NoFiles {
+        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
+            Err(f.into())
+        }
+        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
+            Err(f.into())
+        }
+        fn check(&self, f: &str) -> Result<(), String> {
+            Err(f.into())
+        }
+    }
+
+    /// A CPC (synopsis 0) and a Lossy Counting (synopsis 1), each in four bins.
+    fn plan() -> Plan {
+        let script = r#"{"streamID":"A","synopsisID":12,"dataSetKey":"F","param":["CPC","price","NotQueryable",11],"noOfP":4}
+{"streamID":"A","synopsisID":5,"dataSetKey":"F","param":["LossyCounting","price","NotQueryable",0.1],"noOfP":4}"#;
+        Plan::build(&parse_requests(script), 4, 60_000, Arc::new(NoFiles))
+    }
+
+    /// Partials of synopsis `syn`, one per bin, each over its own values (overlapping ranges).
+    fn bins(plan: &Plan, syn: u32, order: [u64; 4]) -> Vec<Partial> {
+        order
+            .iter()
+            .map(|&bin| {
+                let mut part = plan.synopses[syn as usize].fresh.clone();
+                for i in 0..300 * (bin + 1) {
+                    part.update(Datum::Num(((i * 7 + bin * 100) % 900) as f64));
+                }
+                Partial { syn, window: 0, items: 300 * (bin + 1), parts: vec![(bin, SynBox(part))] }
+            })
+            .collect()
+    }
+
+    /// Merge the parts into a fresh state in their order, as the home does.
+    fn fold(plan: &Plan, p: &Partial) -> Box<dyn Synopsis> {
+        let mut state = plan.synopses[p.syn as usize].initial.clone();
+        for (_, part) in &p.parts {
+            state.merge(part.0.as_ref()).expect("merge");
+        }
+        state
+    }
+
+    #[test]
+    fn cpc_partials_reduce_to_one_with_the_answer_of_the_bin_ordered_merge() {
+        let plan = plan();
+        // What the home would have by merging each bin's partial in bin order.
+        let parts = bins(&plan, 0, [0, 1, 2, 3]).into_iter().flat_map(|p| p.parts).collect();
+        let expected = fold(&plan, &Partial { syn: 0, window: 0, items: 3000, parts });
+        // Two stages of a tree: bins {3, 1} and {2, 0} meet first, then the two results.
+        let mut first = bins(&plan, 0, [3, 1, 2, 0]);
+        let (b, a) = (first.split_off(2), first);
+        let (a, b) = (combine(&plan, a), combine(&plan, b));
+        assert_eq!((a.parts.len(), b.parts.len()), (1, 1), "each stage leaves one partial");
+        let root = combine(&plan, vec![b, a]);
+        assert_eq!((root.parts.len(), root.items), (1, 3000));
+        assert_eq!(root.parts[0].0, 0, "the reduced partial carries its lowest bin");
+        let answer = |s: &dyn Synopsis| s.estimate(&Query::Distinct).expect("distinct");
+        assert_eq!(answer(fold(&plan, &root).as_ref()), answer(expected.as_ref()));
+    }
+
+    #[test]
+    fn lossy_counting_partials_stay_a_list_in_bin_order() {
+        let plan = plan();
+        let mut first = bins(&plan, 1, [3, 1, 2, 0]);
+        let (b, a) = (first.split_off(2), first);
+        let root = combine(&plan, vec![combine(&plan, b), combine(&plan, a)]);
+        assert_eq!(root.parts.iter().map(|(bin, _)| *bin).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(root.items, 3000);
     }
 }

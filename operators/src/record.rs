@@ -1,5 +1,8 @@
 //! What flows between the operators: routed tuple values, synopsis partials, answer lines.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use saams::{Datum, Synopsis, registry};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -44,6 +47,10 @@ pub struct Rec {
 }
 
 /// A synopsis that can cross process boundaries: serialized as its codec bytes.
+///
+/// Timely serializes only what goes to another process, so decoding one is a synopsis that
+/// crossed: the bytes it took on the wire are counted there ([`wire_counts`]), from the very
+/// bytes received, without encoding anything again.
 #[derive(Clone, Debug)]
 pub struct SynBox(pub Box<dyn Synopsis>);
 
@@ -56,6 +63,7 @@ impl Serialize for SynBox {
 impl<'de> Deserialize<'de> for SynBox {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let packed: Vec<u8> = serde::de::Deserialize::deserialize(d)?;
+        DECODED_BYTES.with(|n| n.set(n.get() + packed.len() as u64));
         let bytes = unpack_zero_runs(&packed).map_err(D::Error::custom)?;
         registry::decode(&bytes).map(SynBox).map_err(D::Error::custom)
     }
@@ -63,9 +71,47 @@ impl<'de> Deserialize<'de> for SynBox {
 
 impl SynBox {
     /// Bytes the synopsis takes on the wire between processes (its codec bytes, zero runs packed).
+    /// This encodes it: the job's counts come from the decoder instead ([`wire_counts`]).
     pub fn wire_len(&self) -> usize {
         pack_zero_runs(&self.0.encode()).len()
     }
+}
+
+thread_local! {
+    /// Packed synopsis bytes this thread has decoded: read around a partial's parts.
+    static DECODED_BYTES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Partials received from other processes, since the process started.
+static PARTIALS_RECEIVED: AtomicU64 = AtomicU64::new(0);
+/// Their bytes on the wire (see [`wire_counts`]).
+static PARTIAL_WIRE_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of a partial on the wire besides its parts: synopsis, window, items and the parts'
+/// count, as bincode's fixed-width integers.
+const PARTIAL_HEADER_BYTES: u64 = 4 + 8 + 8 + 8;
+/// Bytes per part besides the synopsis' packed bytes: the bin, and the byte string's length.
+const PART_HEADER_BYTES: u64 = 8 + 8;
+
+/// Partials this process received from other processes, and the bytes they took on the wire
+/// (each synopsis' packed codec bytes as received, plus the fixed-width fields around them),
+/// counted as timely decodes them: every partial that crosses a process boundary is decoded
+/// exactly once, by the worker it goes to, and nothing else is (partials between workers of
+/// one process are moved, not serialized). Summed over the processes of a job, this is every
+/// partial that crossed.
+pub fn wire_counts() -> (u64, u64) {
+    (PARTIALS_RECEIVED.load(Ordering::Relaxed), PARTIAL_WIRE_BYTES.load(Ordering::Relaxed))
+}
+
+/// Decode a partial's parts, counting the partial and its bytes on the wire ([`wire_counts`]).
+fn counted_parts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u64, SynBox)>, D::Error> {
+    let before = DECODED_BYTES.with(Cell::get);
+    let parts: Vec<(u64, SynBox)> = Deserialize::deserialize(d)?;
+    let packed = DECODED_BYTES.with(Cell::get) - before;
+    PARTIALS_RECEIVED.fetch_add(1, Ordering::Relaxed);
+    PARTIAL_WIRE_BYTES
+        .fetch_add(PARTIAL_HEADER_BYTES + PART_HEADER_BYTES * parts.len() as u64 + packed, Ordering::Relaxed);
+    Ok(parts)
 }
 
 /// Longest output [`unpack_zero_runs`] accepts (a bound on what a corrupt message can allocate).
@@ -131,7 +177,9 @@ pub struct Partial {
     pub window: u64,
     /// Items summarized.
     pub items: u64,
-    /// Partials with their bin (merge order at the home worker).
+    /// Partials with their bin (merge order at the home worker). Decoding them counts them
+    /// ([`wire_counts`]).
+    #[serde(deserialize_with = "counted_parts")]
     pub parts: Vec<(u64, SynBox)>,
 }
 
@@ -204,5 +252,26 @@ mod tests {
         assert!(packed.len() * 4 < syn.0.encode().len(), "a 100-item Count-Min is mostly zeros");
         let back = registry::decode(&unpack_zero_runs(&packed).expect("unpack")).expect("decode");
         assert_eq!(back.encode(), syn.0.encode());
+    }
+
+    #[test]
+    fn decoding_a_partial_counts_it_and_its_wire_bytes_once() {
+        let params = [serde_json::json!(0.01), serde_json::json!(0.99), serde_json::json!(7)];
+        let mut cm = registry::construct(1, &params).expect("CountMin");
+        for i in 0..50 {
+            cm.update(Datum::Num(f64::from(i)));
+        }
+        let packed = SynBox(cm.clone_box()).wire_len() as u64;
+        let partial =
+            Partial { syn: 3, window: 60_000, items: 50, parts: vec![(0, SynBox(cm.clone_box())), (2, SynBox(cm))] };
+        let text = serde_json::to_string(&partial).expect("serialize");
+        let (partials, bytes) = wire_counts();
+        assert_eq!(wire_counts(), (partials, bytes), "encoding counts nothing");
+        let back: Partial = serde_json::from_str(&text).expect("deserialize");
+        assert_eq!(back.parts.len(), 2);
+        assert_eq!(back.parts[1].1.0.encode(), partial.parts[1].1.0.encode());
+        let (after_partials, after_bytes) = wire_counts();
+        assert_eq!(after_partials - partials, 1);
+        assert_eq!(after_bytes - bytes, 28 + 2 * (16 + packed));
     }
 }

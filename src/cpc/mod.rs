@@ -31,6 +31,13 @@
 //! accumulator) depends on the order of the updates, so the engine feeds it in event-time order
 //! (then arrival sequence) for answers that do not depend on the number of workers or the split of
 //! the input.
+//!
+//! # Merge order
+//!
+//! A merge ORs the coupons of both sides and marks the result merged, and a merged sketch answers
+//! (the ICON estimate and its bounds) from lgK and the number of coupons alone: merging partials
+//! in any tree gives the same answers, so the engine's tree merge reduces CPC partials at every
+//! stage (`saams_operators::merge_tree`), though the bytes of the merged state may differ.
 
 mod codec;
 mod sketch;

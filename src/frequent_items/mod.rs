@@ -42,6 +42,12 @@
 //! hash-slot order) depends on the order of the updates, so the engine feeds it in event-time order
 //! (then arrival sequence) for answers that do not depend on the number of workers or the split of
 //! the input.
+//!
+//! # Merge order
+//!
+//! A merge past the map's capacity purges by the median counter, so the merged counters depend on
+//! the merge order: the engine's tree merge keeps Frequent Items partials as a list and merges them
+//! at the home in bin order (`saams_operators::merge_tree`).
 
 mod codec;
 mod sketch;

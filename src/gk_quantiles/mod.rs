@@ -24,6 +24,12 @@
 //! for any order of the items, but its state (which tuples are kept and compressed) depends on the
 //! order of the updates, so the engine feeds it in event-time order (then arrival sequence) for
 //! answers that do not depend on the number of workers or the split of the input.
+//!
+//! # Merge order
+//!
+//! A merge combines both summaries and compresses at the running total, so the kept tuples (and
+//! the answers' bounds) depend on the merge order: the engine's tree merge keeps GK partials as a
+//! list and merges them at the home in bin order (`saams_operators::merge_tree`).
 
 pub(crate) mod codec;
 mod sketch;

@@ -36,6 +36,13 @@
 //! compactions are also randomized, unseeded) depends on the order of the updates, so the engine
 //! feeds it in event-time order (then arrival sequence) for answers that do not depend on the
 //! number of workers or the split of the input.
+//!
+//! # Merge order
+//!
+//! KLL keeps its rank-error guarantee over any merge tree, and which items a merge's compactions
+//! keep is random already (unseeded), so the engine's tree merge reduces KLL partials at every
+//! stage (`saams_operators::merge_tree`): its answers vary between runs, within a guarantee that
+//! does not depend on the number of workers.
 
 mod codec;
 mod sketch;

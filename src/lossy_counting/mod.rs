@@ -22,6 +22,13 @@
 //! for any order of the items, but its state (which counts each bucket boundary prunes) depends on
 //! the order of the updates, so the engine feeds it in event-time order (then arrival sequence) for
 //! answers that do not depend on the number of workers or the split of the input.
+//!
+//! # Merge order
+//!
+//! A merge adds the other side's error bound ⌊n/width⌋ to the entries only one side has and prunes
+//! at the new total, so the merged deltas (and which entries survive) depend on the merge order:
+//! the engine's tree merge keeps Lossy Counting partials as a list and merges them at the home in
+//! bin order (`saams_operators::merge_tree`).
 
 pub(crate) mod codec;
 mod sketch;

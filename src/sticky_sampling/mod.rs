@@ -27,6 +27,12 @@
 //! changes) depends on the order of the updates, so the engine feeds it in event-time order (then
 //! arrival sequence) for answers that do not depend on the number of workers or the split of the
 //! input.
+//!
+//! # Merge order
+//!
+//! A merge thins the side with the lower sampling rate with the receiving sketch's coin tosses, so
+//! the merged table depends on the merge order: the engine's tree merge keeps Sticky Sampling
+//! partials as a list and merges them at the home in bin order (`saams_operators::merge_tree`).
 
 pub(crate) mod codec;
 mod sketch;
