@@ -312,6 +312,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let plan = Rc::new(RefCell::new(plan));
         // The process' first worker takes its live requests (HTTP, and later the request topic).
         let intake_hub = me.is_multiple_of(workers_per_process.max(1)).then(|| hub2.clone());
+        if let Some(hub) = &intake_hub {
+            // The script's synopses are live from the start (GET /synopses, and what HTTP checks
+            // queries against).
+            hub.set_synopses(registry_rows(&plan.borrow()));
+        }
         let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
 
         // 2. The dataflow.
@@ -484,8 +489,15 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 Some(end) if horizon == i64::MIN || horizon > end => end,
                 _ => horizon,
             };
+            // Under --rate, every unit gets its share of the allowance: a unit never read would
+            // hold the epoch (the oldest time any unit can still produce) back for good.
+            let share = allowance.div_ceil(readers.len().max(1) as u64).min(4096);
+            if share < 4096 && !readers.is_empty() {
+                // Too little for every unit this round: the next round starts with the next unit.
+                readers.rotate_left(1);
+            }
             readers.retain_mut(|r| {
-                for _ in 0..allowance.saturating_sub(router.tuples - routed_before).min(4096) {
+                for _ in 0..share.min(allowance.saturating_sub(router.tuples - routed_before)) {
                     if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
                         // The end, or (a live stdin) nothing yet: keep it and read on later.
                         return match &mut r.source {
@@ -915,7 +927,7 @@ fn registry_rows(plan: &Plan) -> Vec<serde_json::Value> {
                 "mode": format!("{:?}", s.mode),
                 "home": s.home,
                 "bytes": s.fresh.size_bytes(),
-                "effectiveFrom": plan.live.registered_from(i as u32).map(saams::api::time::format_timestamp),
+                "effectiveFrom": saams::api::time::format_timestamp(plan.live.registered_from(i as u32).unwrap_or(0)),
             })
         })
         .collect()

@@ -255,6 +255,30 @@ fn release(
 }
 
 impl State {
+    /// An order-insensitive owned synopsis' state with the values still waiting in its group's
+    /// reorder buffers (those of windows it is registered at) fed to a copy, and how many they
+    /// were; `None` if there are none or the synopsis depends on update order.
+    fn with_waiting(&self, plan: &Plan, syn: u32, state: &dyn Synopsis) -> Option<(Box<dyn Synopsis>, u64)> {
+        let spec = plan.synopses.get(syn as usize)?;
+        if spec.kind.is_order_sensitive() {
+            return None;
+        }
+        let waiting: Vec<Datum<'_>> = self
+            .buffers
+            .iter()
+            .filter(|((g, _), _)| *g == spec.group)
+            .flat_map(|(_, b)| &b.recs[b.head..])
+            .filter(|r| plan.live.is_live(syn, plan.window_of(r.time)))
+            .map(|r| r.val.datum())
+            .collect();
+        if waiting.is_empty() {
+            return None;
+        }
+        let mut now = state.clone_box();
+        now.update_batch(&waiting);
+        Some((now, waiting.len() as u64))
+    }
+
     /// Take part in an ask: an owned synopsis is answered here by its owner, from its merged
     /// state; for a spread one every worker sends its open windows' partials to the home
     /// ([`crate::ask`]).
@@ -269,7 +293,12 @@ impl State {
                         Some((state, items)) => (state.as_ref(), *items),
                         None => (spec.initial.as_ref(), 0),
                     };
-                    answer::ask_line(plan, &ask, state, items)
+                    match self.with_waiting(plan, ask.syn, state) {
+                        // Values the watermark has not passed yet count too: the answer does
+                        // not depend on their order.
+                        Some((now, waiting)) => answer::ask_line(plan, &ask, now.as_ref(), items + waiting),
+                        None => answer::ask_line(plan, &ask, state, items),
+                    }
                 }
                 None => answer::ask_error(&ask, "the synopsis is not known here yet"),
             };
