@@ -56,7 +56,7 @@ pub type Origin = (u32, u64);
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum AskWhat {
     /// An ad-hoc query with the request's arguments.
-    Query(Json),
+    Query(#[serde(with = "json_text")] Json),
     /// Save the synopsis' current state to a snapshot file.
     Save(String),
 }
@@ -73,8 +73,10 @@ pub struct Ask {
     /// Spread over workers (every worker sends its open partials), or owned by `home` alone.
     pub spread: bool,
     /// The request's id.
+    #[serde(with = "json_text")]
     pub request_id: Json,
     /// The request's uid.
+    #[serde(with = "json_text_option")]
     pub uid: Option<Json>,
     /// What is asked.
     pub what: AskWhat,
@@ -144,5 +146,67 @@ pub fn split_reply(line: &str) -> (Option<Origin>, &str) {
     match parsed {
         Some(origin) => (Some(origin), body),
         None => (None, line),
+    }
+}
+
+/// JSON values cross processes as their text: timely's wire format (bincode) cannot carry
+/// self-describing values such as `serde_json::Value`.
+mod json_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value as Json;
+
+    pub fn serialize<S: Serializer>(v: &Json, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        let text = String::deserialize(d)?;
+        serde_json::from_str(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// As [`json_text`], for an optional value (`""` for none).
+mod json_text_option {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value as Json;
+
+    pub fn serialize<S: Serializer>(v: &Option<Json>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.as_ref().map(Json::to_string).unwrap_or_default())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Json>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        serde_json::from_str(&text).map(Some).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asks cross processes in timely's wire format (bincode), which cannot carry
+    /// self-describing values: the JSON fields travel as text.
+    #[test]
+    fn an_ask_part_survives_the_wire_format() {
+        let ask = Ask {
+            id: 3,
+            syn: 1,
+            home: 0,
+            spread: true,
+            request_id: serde_json::json!({"a": [1, "x"]}),
+            uid: Some(serde_json::json!("u")),
+            what: AskWhat::Query(serde_json::json!([1.5, "price"])),
+            origin: Some((1, 9)),
+        };
+        let part = AskPart { ask: ask.clone(), closed_before: 60_000, parts: Vec::new() };
+        let bytes = bincode::serialize(&part).expect("encode");
+        let back: AskPart = bincode::deserialize(&bytes).expect("decode");
+        assert_eq!(back.ask, ask);
+        let none = Ask { uid: None, ..ask };
+        let back: Ask = bincode::deserialize(&bincode::serialize(&none).expect("encode")).expect("decode");
+        assert_eq!(back, none);
     }
 }
