@@ -728,6 +728,8 @@ impl Router {
             self.recs.push(Rec { group: g, time, seq, val });
         }
         drop(plan);
+        // The next JSON line parsed on this thread reuses the tuple's allocations.
+        saams_datasets::jsonl::recycle(t);
         self.accept(unit, time, window, input);
     }
 
