@@ -235,7 +235,7 @@ fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
     let (date, i) = string_at(line, i)?;
     let i = expect(b, i, b",\"time\":")?;
     let (time, mut i) = string_at(line, i)?;
-    let time_ms = crate::fields::date_days(trim(date))? * 86_400_000 + crate::fields::time_of_day_ms(trim(time))?;
+    let time_ms = same_date_days(date)? * 86_400_000 + crate::fields::time_of_day_ms(trim(time))?;
     // Value fields overwrite `t`'s in place (names and text values reuse their buffers); the
     // first `n` are this line's.
     let mut n = 0;
@@ -297,6 +297,33 @@ fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
     t.dataset_key.push_str(dataset_key);
     t.time_ms = Some(time_ms);
     Some(())
+}
+
+thread_local! {
+    /// The last date [`same_date_days`] converted: its bytes (length in the last byte) and days.
+    static LAST_DATE: std::cell::Cell<(u128, i64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Days since the epoch of a reference date (`MM/dd/yyyy`, or what [`crate::fields`] takes),
+/// remembering the last one converted on this thread: consecutive tuples of a file nearly
+/// always share their date, and converting it (civil date to days) was ~3 % of ingest.
+#[inline]
+fn same_date_days(date: &str) -> Option<i64> {
+    let b = date.as_bytes();
+    if b.is_empty() || b.len() > 15 {
+        return crate::fields::date_days(trim(date));
+    }
+    let mut bytes = [0u8; 16];
+    bytes[..b.len()].copy_from_slice(b);
+    bytes[15] = b.len() as u8;
+    let key = u128::from_le_bytes(bytes);
+    let (last, days) = LAST_DATE.get();
+    if last == key {
+        return Some(days);
+    }
+    let days = crate::fields::date_days(trim(date))?;
+    LAST_DATE.set((key, days));
+    Some(days)
 }
 
 /// A flat JSON value: a string without escapes, a number (its text), or null.
