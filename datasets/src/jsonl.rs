@@ -628,7 +628,7 @@ mod tests {
                 3 => format!("0.{frac}{int}"),
                 _ => format!("{int}{int}.{frac}"),
             };
-            s.push(if x % 2 == 0 { ',' } else { '}' });
+            s.push(if x.is_multiple_of(2) { ',' } else { '}' });
             cases.push(s);
         }
         for s in &cases {
