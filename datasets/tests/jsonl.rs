@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use saams::api::Tuple;
 use saams::hash::SplitMix64;
 use saams_datasets::generator::GeneratorSpec;
-use saams_datasets::jsonl::{parse_json_tuple, write_reference_json};
+use saams_datasets::jsonl::{parse_json_tuple, recycle, write_reference_json};
 use saams_datasets::read_path;
 
 fn normalized(mut t: Tuple) -> Tuple {
@@ -155,5 +155,39 @@ fn agrees_on_numbers_with_more_than_seventeen_digits() {
         agree(&format!(r#"{{"streamID":"A","dataSetKey":"D","price":{price}}}"#));
         let t = parse_json_tuple(&format!(r#"{{"streamID":"A","dataSetKey":"D","price":{price}}}"#)).unwrap();
         assert_eq!(t.field("price"), Some(saams::Datum::Num(price.parse::<f64>().unwrap())), "{price}");
+    }
+}
+
+/// A recycled tuple (`recycle`) lends its buffers to the next parse: with every parsed tuple
+/// given back, and tuples of other shapes given back in between (more fields, text values, other
+/// names), each line parses to the same tuple, in the same field order, as on a fresh thread.
+#[test]
+fn recycled_tuples_change_nothing() {
+    let head = r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01.250""#;
+    let tails = [
+        r#","price":6.0654,"volume":1}"#,
+        r#","note":"a b","price":2,"extra":"x","more":3}"#,
+        r#"}"#,
+        r#","price":null,"note":"c"}"#,
+        r#","volume":1,"price":6.0654}"#,
+        r#","price":6.0654,"price":1}"#,
+        r#","note":"x\"y"}"#,
+        r#","note":"longer text than before, to grow the buffer"}"#,
+        r#","price":true}"#,
+    ];
+    let lines: Vec<String> = tails.iter().map(|t| format!("{head}{t}")).collect();
+    let fresh: Vec<_> =
+        std::thread::scope(|s| s.spawn(|| lines.iter().map(|l| parse_json_tuple(l)).collect()).join().unwrap());
+    for round in 0..3 {
+        for (i, l) in lines.iter().enumerate().rev().chain(lines.iter().enumerate()) {
+            let got = parse_json_tuple(l);
+            assert_eq!(got, fresh[i], "round {round}, line {l:?}");
+            if let Ok(t) = got {
+                recycle(t);
+            }
+            if round == 1 {
+                recycle(Tuple::from_json(&lines[1]).unwrap());
+            }
+        }
     }
 }

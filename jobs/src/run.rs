@@ -482,7 +482,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
             // and the values waiting for it (the update operator's reorder buffers) stay few,
             // whatever the window length.
-            let horizon = readers.iter().filter_map(|r| r.pending.as_ref().map(Pending::time)).min();
+            // A unit with nothing pending (it read its whole batch) is where its newest tuple is:
+            // ignoring it let every other unit run ahead, and the reorder buffers held all of them.
+            let position =
+                |r: &Reading| r.pending.as_ref().map(Pending::time).or((r.max_time != i64::MIN).then_some(r.max_time));
+            let horizon = readers.iter().filter_map(position).min();
             let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
             // While a fence is being agreed, nothing past the window this worker announced.
             let horizon = match hold_end {
@@ -782,6 +786,8 @@ impl Router {
             self.recs.push(Rec { group: g, time, seq, val });
         }
         drop(plan);
+        // The next JSON line parsed on this thread reuses the tuple's allocations.
+        saams_datasets::jsonl::recycle(t);
         self.accept(unit, time, window, input);
     }
 
