@@ -313,7 +313,7 @@ impl State {
             .buffers
             .iter()
             .filter(|((g, _), _)| *g == spec.group)
-            .flat_map(|(_, b)| &b.recs[b.head..])
+            .flat_map(|(_, b)| b.runs.iter().flatten())
             .filter(|r| plan.live.is_live(syn, plan.window_of(r.time)))
             .map(|r| r.val.datum())
             .collect();
