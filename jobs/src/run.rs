@@ -887,12 +887,14 @@ type RecInput = InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>;
 
 /// Write and send what applying live requests gave, for the requests this worker took (worker 0
 /// also for the script's): acknowledgements and errors to the output and back to whoever waits,
-/// asks into the tuple input (they reach every worker). True if the plan changed.
+/// asks into the tuple input (they reach every worker). True if synopses were constructed or
+/// deleted (routes and the registry rows change).
 fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, input: &mut RecInput, epoch: u64) -> bool {
     let applied = plan.borrow_mut().take_applied();
     if applied.is_empty() {
         return false;
     }
+    let changed = applied.iter().any(|a| !a.registry.is_empty());
     for a in applied {
         if a.origin.map_or(me != 0, |(worker, _)| worker as usize != me) {
             continue;
@@ -909,10 +911,10 @@ fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, inp
         }
     }
     input.flush();
-    if me.is_multiple_of(plan.borrow().workers_per_process.max(1)) {
+    if changed && me.is_multiple_of(plan.borrow().workers_per_process.max(1)) {
         hub.set_synopses(registry_rows(&plan.borrow()));
     }
-    true
+    changed
 }
 
 /// The live registry as `GET /synopses` lists it.

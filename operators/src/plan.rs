@@ -296,6 +296,8 @@ pub struct Plan {
     requests_seen: u64,
     /// Asks made so far (their ids).
     asks_made: u64,
+    /// Asks this worker made at once ([`Plan::ask_now`]).
+    asked_now: u64,
     /// The fence live requests are being applied at (`None` while the script is applied).
     fence: Option<u64>,
     /// Ad-hoc queries and SAVEs of the live requests being applied: (synopsis, request id, uid,
@@ -351,6 +353,7 @@ impl Plan {
             applied_before: 0,
             applied: Vec::new(),
             asks_made: 0,
+            asked_now: 0,
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = json!(format!("req-{}", n + 1));
@@ -764,6 +767,64 @@ impl Plan {
         Applied { origin, fence, lines: lines.into_iter().map(|l| reply_line(origin, l)).collect(), asks, registry }
     }
 
+    /// True for requests that only read state (ad-hoc queries and SAVEs): they need no fence
+    /// and are answered at once ([`Plan::ask_now`]).
+    ///
+    /// ```
+    /// use saams_operators::Plan;
+    /// let adhoc = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","AdHoc"]}"#);
+    /// let construct = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}"#);
+    /// assert!(Plan::reads_only(&adhoc) && !Plan::reads_only(&construct));
+    /// ```
+    pub fn reads_only(requests: &[Result<Request, RequestError>]) -> bool {
+        !requests.is_empty()
+            && requests.iter().all(|r| {
+                matches!(
+                    r,
+                    Ok(Request { action: Action::Query { mode: QueryMode::AdHoc, .. } | Action::Save { .. }, .. })
+                )
+            })
+    }
+
+    /// Ad-hoc queries and SAVEs ([`Plan::reads_only`]) taken by worker `origin.0`, answered now:
+    /// only that worker applies them (they change nothing), so their asks are numbered apart
+    /// from those every worker makes at fences.
+    pub fn ask_now(&mut self, requests: &[Result<Request, RequestError>], origin: Origin) -> Applied {
+        self.fence = Some(0);
+        let mut lines = Vec::new();
+        for r in requests {
+            let Ok(req) = r else { continue };
+            let id = req.request_id.clone().unwrap_or_else(|| json!(format!("ask-{}", self.asked_now + 1)));
+            if let Err(msg) = self.apply(req, id.clone()) {
+                let mut e = Estimation::error(id, req.uid.clone(), req.synopsis_id, msg);
+                e.stream_id = req.stream_id.clone();
+                e.dataset_key = req.dataset_key.clone();
+                lines.push(reply_line(Some(origin), e.to_json_line()));
+            }
+        }
+        self.fence = None;
+        let asks = std::mem::take(&mut self.asked)
+            .into_iter()
+            .map(|(syn, request_id, uid, what)| {
+                self.asked_now += 1;
+                let s = &self.synopses[syn as usize];
+                Ask {
+                    id: (1 << 63) | (u64::from(origin.0) << 40) | self.asked_now,
+                    syn,
+                    home: s.home as u32,
+                    spread: s.mode != Mode::Owned,
+                    request_id,
+                    uid,
+                    what,
+                    origin: Some(origin),
+                }
+            })
+            .collect();
+        Applied { origin: Some(origin), fence: 0, lines, asks, registry: Vec::new() }
+    }
+
     /// Keep the requests of request epoch `epoch` (taken by `origin`) until their fence is agreed.
     pub fn receive(&mut self, epoch: u64, origin: Option<Origin>, requests: Vec<Result<Request, RequestError>>) {
         if epoch >= self.applied_before {
@@ -797,6 +858,11 @@ impl Plan {
             }
             self.applied_before = e + 1;
         }
+    }
+
+    /// Queue what [`Plan::ask_now`] gave with what fences gave, for the job to write and send.
+    pub fn push_applied(&mut self, applied: Applied) {
+        self.applied.push(applied);
     }
 
     /// What applying live requests gave since the last call.

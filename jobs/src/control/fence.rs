@@ -193,23 +193,37 @@ impl Fences {
 
     /// One round of the protocol. `newest_routed` is the newest window this worker has routed
     /// a value of. Returns the (request epoch, fence) pairs agreed now, oldest first: the job
-    /// sends their markers and applies them.
+    /// sends their markers and applies them. Bodies of ad-hoc queries and SAVEs only need no
+    /// fence: they are answered at once ([`Plan::ask_now`], into the plan's applied list).
     pub fn poll(&mut self, plan: &RefCell<Plan>, newest_routed: u64) -> Vec<(u64, u64)> {
-        self.forward_bodies();
+        self.forward_bodies(plan);
         self.sequence();
         self.take_positions(plan, newest_routed);
         self.agreed()
     }
 
     /// The intake worker hands its hub's bodies to worker 0.
-    fn forward_bodies(&mut self) {
+    fn forward_bodies(&mut self, plan: &RefCell<Plan>) {
         let (Some(hub), Some(forward)) = (&self.hub, self.forward.as_mut()) else { return };
         let bodies = hub.drain();
         if bodies.is_empty() {
             return;
         }
+        let mut forwarded = false;
         for s in bodies {
+            let parsed = parse_requests(&s.text);
+            if Plan::reads_only(&parsed) {
+                let (requests, _) = self.intake.vet(parsed);
+                let mut plan = plan.borrow_mut();
+                let applied = plan.ask_now(&requests, (self.me as u32, s.ticket));
+                plan.push_applied(applied);
+                continue;
+            }
             forward.send(Body { origin: self.me as u32, ticket: s.ticket, text: s.text });
+            forwarded = true;
+        }
+        if !forwarded {
+            return;
         }
         // An input hands exchanged data on when its epoch closes (flushing is not enough); the
         // forward dataflow's times mean nothing.
