@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod control;
+pub mod dataflow;
 pub mod kafka_client;
 pub mod metrics;
 pub mod run;

@@ -8,24 +8,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use differential_dataflow::input::Input as _;
 use saams::Datum;
 use saams::api::request::parse_requests;
 
 use crate::control::fence::Fences;
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
+use crate::dataflow::RecInput;
 use saams_datasets::GeneratorSpec;
-use saams_operators::ask::{Origin, fence_marker, split_reply};
-use saams_operators::registry_join::Entry;
-use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val};
+use saams_operators::ask::{fence_marker, split_reply};
+use saams_operators::{Plan, Rec, Val};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::operators::Exchange as _;
-use timely::dataflow::operators::vec::Broadcast;
-use timely::dataflow::operators::vec::Map as _;
-use timely::dataflow::operators::{Input, Inspect, Probe};
-use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::dataflow::InputHandle;
 use timely::{Config, WorkerConfig};
 
 use crate::cli::{Cli, parse_duration_ms};
@@ -248,359 +243,43 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let finished = Arc::new(AtomicU64::new(0));
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
     let flusher = file_sink.then(|| start_flusher(sink.clone(), finished.clone()));
-    let no_synopses = cli.no_synopses;
-    let strict_requests = cli.strict_requests;
-    let workers_per_process = cli.workers;
     let metrics = Arc::new(Metrics::new());
     let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
     let hub = Arc::new(Hub::new());
     let server = start_metrics(&cli, &metrics, &stats, &sink, hub.clone())?;
     hub.open();
-    let hub2 = hub.clone();
     // Requests produced on the request topic after the start arrive while the job runs.
     let stop_following = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let follower = match (&kafka_job, request_topic) {
         (Some(k), Some(source)) => Some(k.follow_requests(source, hub.clone(), stop_following.clone())),
         _ => None,
     };
-    let (s2, sink2, dead2, m2) = (stats.clone(), sink.clone(), dead.clone(), metrics.clone());
-    let requests = Arc::new(requests);
-    let kafka_job2 = kafka_job.clone();
 
     let (builders, others) =
         config.communication.try_build_with(metrics.hooks()).map_err(|e| format!("timely: {e}"))?;
-    let guards = timely::execute::execute_from(builders, others, config.worker, move |worker| {
-        let me = worker.index();
-        let peers = worker.peers();
-        let stats = s2.clone();
-        let metrics = m2.clone();
-
-        // 1. The request script, broadcast from worker 0 to every worker, in order.
-        let received: Rc<RefCell<Vec<String>>> = Rc::default();
-        let mut req_input: InputHandle<u64, CapacityContainerBuilder<Vec<String>>> = InputHandle::new();
-        let req_probe = {
-            let received = received.clone();
-            worker.dataflow::<u64, _, _>(|scope| {
-                let (probe, _) = scope
-                    .input_from(&mut req_input)
-                    .broadcast()
-                    .inspect(move |s: &String| received.borrow_mut().push(s.clone()))
-                    .probe();
-                probe
-            })
-        };
-        if let (0, Some(text)) = (me, requests.as_ref()) {
-            req_input.send(text.clone());
-        }
-        drop(req_input);
-        worker.step_while(|| !req_probe.done());
-        let text = received.borrow().concat();
-        // Every worker vets the same script the same way; worker 0 speaks for them.
-        let mut intake = Intake::new(strict_requests);
-        let (requests, notes) = intake.vet(parse_requests(&text));
-        if me == 0 {
-            notes.iter().for_each(|n| eprintln!("{n}"));
-            stats.request_warnings.fetch_add(intake.warnings(), Ordering::Relaxed);
-        }
-        let mut plan = Plan::build(&requests, peers, window_ms, store.clone());
-        plan.update = !no_synopses;
-        plan.workers_per_process = workers_per_process;
-        if me == 0 {
-            let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
-            sink2.write_all(lines.iter());
-        }
-        let plan = Rc::new(RefCell::new(plan));
-        // The process' first worker takes its live requests (HTTP, and later the request topic).
-        let intake_hub = me.is_multiple_of(workers_per_process.max(1)).then(|| hub2.clone());
-        if let Some(hub) = &intake_hub {
-            // The script's synopses are live from the start (GET /synopses, and what HTTP checks
-            // queries against).
-            hub.set_synopses(registry_rows(&plan.borrow()));
-        }
-        let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
-
-        // 2. The dataflow.
-        let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>> = InputHandle::new();
-        let probe = ProbeHandle::new();
-        let mut registry = worker.dataflow::<u64, _, _>(|scope| {
-            // The registry: a differential collection of (dataset, stream) → synopsis entries
-            // that the routed values join at their window (raw tuples never enter differential).
-            let (registry, entries) = scope.new_collection::<Entry, isize>();
-            let mut stream =
-                scope.input_from(&mut input).join_registry(entries, plan.clone()).update_synopses(plan.clone());
-            for k in 1..=plan.borrow().merge_stages() {
-                stream = stream.merge_stage(plan.clone(), k);
-            }
-            let sink = sink2.clone();
-            // Answers someone waits for go back to the worker that took the request.
-            let replies = hub2.clone();
-            stream
-                .fold_partials(plan.clone())
-                .answer_pairs(plan.clone())
-                .set_changes(plan.clone())
-                .inspect_core(move |event| {
-                    if let Ok((_, lines)) = event {
-                        sink.write_all(lines.iter().map(|l| split_reply(l).1));
-                    }
-                })
-                .flat_map(|line: String| match split_reply(&line) {
-                    (Some(origin), body) => Some((origin, body.to_string())),
-                    (None, _) => None,
-                })
-                .exchange(|((worker, _), _): &(Origin, String)| u64::from(*worker))
-                .inspect(move |((_, ticket), line): &(Origin, String)| replies.reply(*ticket, line.clone()))
-                .probe_with(&probe);
-            registry
-        });
-        // The request script takes effect at time 0, before the first window; worker 0 feeds it.
-        if me == 0 {
-            for (entry, time, diff) in plan.borrow().registry_updates() {
-                registry.update_at(entry, time, diff);
-            }
-        }
-        registry.close();
-
-        // 2b. Epoch gossip for Kafka input: every worker's own epoch (while it has active
-        //     partitions) reaches every worker of every process, so a process whose partitions are
-        //     all idle follows the others instead of holding their windows open.
-        let heard = Rc::new(Cell::new(0u64));
-        let mut gossip: Option<InputHandle<u64, CapacityContainerBuilder<Vec<u64>>>> = None;
-        if kafka_job2.is_some() {
-            let mut handle = InputHandle::new();
-            let heard = heard.clone();
-            worker.dataflow::<u64, _, _>(|scope| {
-                scope.input_from(&mut handle).broadcast().inspect(move |low: &u64| heard.set(heard.get().max(*low)));
-            });
-            gossip = Some(handle);
-        }
-        let mut told = 0u64;
-
-        // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
-        //    oldest event time (ms) any unit can still produce (its newest time minus the
-        //    lateness): the watermark that releases values to their synopses inside a window.
-        let mut readers = Vec::new();
-        if let Some(spec) = &generator {
-            for i in generated_streams_for_worker(&plan.borrow(), spec, me, peers) {
-                let g = Generated::open(spec, i);
-                let routes = generated_routes(&plan.borrow(), &g);
-                readers.push(Reading {
-                    unit: i as u64,
-                    source: Source::Generated(g, routes),
-                    max_time: i64::MIN,
-                    pending: None,
-                });
-            }
-        }
-        for (u, unit) in units.iter().enumerate() {
-            if u % peers != me || (matches!(unit, Unit::Stdin(_)) && me != 0) {
-                continue;
-            }
-            match UnitReader::open(unit) {
-                Ok(reader) => readers.push(Reading {
-                    unit: u as u64,
-                    source: Source::Lines(reader),
-                    max_time: i64::MIN,
-                    pending: None,
-                }),
-                Err(e) => {
-                    if let Some(d) = &dead2 {
-                        d.write_all(std::iter::once(
-                            &serde_json::json!({"source": format!("{unit:?}"), "error": e}).to_string(),
-                        ));
-                    }
-                    eprintln!("saams: {e}");
-                    stats.dead_letters.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        let mut router = Router {
-            plan: plan.clone(),
+    let shared = Shared {
+        stats: stats.clone(),
+        metrics: metrics.clone(),
+        sink: sink.clone(),
+        dead: dead.clone(),
+        hub: hub.clone(),
+        kafka_job: kafka_job.clone(),
+        requests,
+        store,
+        generator,
+        units,
+        stop,
+        pacer,
+        settings: Settings {
+            window_ms,
             lateness_ms,
-            stats: stats.clone(),
-            dead: dead2.clone(),
-            recs: Vec::new(),
-            tuples: 0,
-            reported: 0,
-            counts: LocalCounts::new(&metrics, me, plan.borrow().groups.len()),
-            newest: 0,
-            syn_labels: plan
-                .borrow()
-                .synopses
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    vec![
-                        ("synopsis".to_string(), i.to_string()),
-                        ("kind".to_string(), s.kind.to_string()),
-                        ("stream".to_string(), format!("{}/{}", s.dataset, s.stream)),
-                    ]
-                })
-                .collect(),
-            metrics: metrics.clone(),
-        };
-        let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
-        let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
-        let mut epoch = 0u64;
-        let mut reading = true;
-        loop {
-            // Live requests: agree fences, apply them, answer for what this worker took.
-            let newest = plan.borrow().window_of(router.newest);
-            for (request_epoch, fence) in fences.poll(&plan, newest) {
-                if reading {
-                    // Before any value routed with the new plan: see `control::fence`.
-                    input.send(fence_marker(request_epoch, fence, epoch as i64));
-                }
-                plan.borrow_mut().apply_through(request_epoch, fence);
-            }
-            if take_applied(&plan, me, &sink2, &hub2, &mut input, epoch) {
-                for r in &mut readers {
-                    if let Source::Generated(g, routes) = &mut r.source {
-                        *routes = generated_routes(&plan.borrow(), g);
-                    }
-                }
-                router.counts.grow(plan.borrow().groups.len());
-            }
-            let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
-            if !active && reading {
-                // This worker's input ended: stop holding the others' windows back, stop taking
-                // requests; keep the input for the asks and fences still to come.
-                reading = false;
-                fences.stop_forwarding();
-                epoch = DONE_EPOCH;
-                input.advance_to(epoch);
-            }
-            if !active {
-                if fences.finished(&plan.borrow()) {
-                    break;
-                }
-                worker.step_or_park(Some(Duration::from_millis(1)));
-                continue;
-            }
-            let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
-            let (allowance, routed_before) = (pacer.take(Instant::now()), router.tuples);
-            // Read in event-time step: every unit up to a little past the unit that is furthest
-            // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
-            // and the values waiting for it (the update operator's reorder buffers) stay few,
-            // whatever the window length.
-            // A unit with nothing pending (it read its whole batch) is where its newest tuple is:
-            // ignoring it let every other unit run ahead, and the reorder buffers held all of them.
-            let position =
-                |r: &Reading| r.pending.as_ref().map(Pending::time).or((r.max_time != i64::MIN).then_some(r.max_time));
-            let horizon = readers.iter().filter_map(position).min();
-            let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
-            // While a fence is being agreed, nothing past the window this worker announced.
-            let horizon = match hold_end {
-                Some(end) if horizon == i64::MIN || horizon > end => end,
-                _ => horizon,
-            };
-            // Under --rate, every unit gets its share of the allowance: a unit never read would
-            // hold the epoch (the oldest time any unit can still produce) back for good.
-            let share = allowance.div_ceil(readers.len().max(1) as u64).min(4096);
-            if share < 4096 && !readers.is_empty() {
-                // Too little for every unit this round: the next round starts with the next unit.
-                readers.rotate_left(1);
-            }
-            readers.retain_mut(|r| {
-                for _ in 0..share.min(allowance.saturating_sub(router.tuples - routed_before)) {
-                    if r.pending.is_none() && !r.fetch(&mut router, &mut input) {
-                        // The end, or (a live stdin) nothing yet: keep it and read on later.
-                        return match &mut r.source {
-                            Source::Lines(reader) => reader.take_waiting(),
-                            _ => false,
-                        };
-                    }
-                    match r.pending.take() {
-                        Some(p)
-                            if p.time() < horizon
-                                || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
-                        {
-                            match p {
-                                Pending::Tuple(line, t) => router.route(r, line, Ok(t), &mut input),
-                                Pending::Values(index, time, values) => {
-                                    router.route_values(r, index, time, &values, &mut input)
-                                }
-                            }
-                        }
-                        other => {
-                            r.pending = other;
-                            return true;
-                        }
-                    }
-                }
-                true
-            });
-            let kafka_low = kafka.as_mut().map(|k| {
-                if hold_end.is_none() && allowance > router.tuples - routed_before {
-                    k.poll(allowance - (router.tuples - routed_before), &stats, |seq, t| {
-                        kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
-                        let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
-                        router.route(&mut kafka_unit, seq, Ok(t), &mut input);
-                        window
-                    });
-                }
-                k.follow(heard.get());
-                let (low, own) = k.low(|t| plan.borrow().window_of(t));
-                if let Some(own) = own
-                    && own > told
-                    && let Some(g) = gossip.as_mut()
-                {
-                    told = own;
-                    g.send(own);
-                    g.flush(); // an input hands data on only when flushed or advanced
-                }
-                low
-            });
-            let low = readers
-                .iter()
-                .map(|r| if r.max_time == i64::MIN { 0 } else { r.max_time.saturating_sub(lateness_ms).max(0) as u64 })
-                .chain(kafka_low)
-                .min();
-            // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
-            // between all workers and processes.
-            let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
-            if let Some(low) = low.map(|l| l - l % step)
-                && low > epoch
-            {
-                epoch = low;
-                input.advance_to(epoch);
-                stats.epoch.store(plan.borrow().window_of(epoch as i64) as i64, Ordering::Relaxed);
-            }
-            if router.tuples == routed_before && hold_end.is_none() {
-                // Nothing to read right now (a quiet live input): wait for it or for the others.
-                worker.step_or_park(Some(Duration::from_millis(1)));
-            } else {
-                worker.step();
-            }
-            pacer.settle(allowance, router.tuples - routed_before); // --rate: park until the next batch may be read
-            if let Some(wait) = pacer.wait(Instant::now()) {
-                worker.step_or_park(Some(wait));
-            }
-            // Keep a bounded number of windows in flight (each holds its synopses' state until it
-            // closes): park (instead of spinning) while other workers catch up, still taking part
-            // in the fences (they may wait for this worker's position).
-            let behind = epoch.saturating_sub(64 * window_ms as u64);
-            if probe.less_than(&behind) {
-                worker.step_or_park(Some(Duration::from_millis(1)));
-                continue;
-            }
-            if let Some(k) = kafka.as_mut() {
-                // Timestamps are event-time ms and a window's answers travel at its last ms: the
-                // windows before the frontier's window are done.
-                let done = probe.with_frontier(|f| f.first().copied());
-                k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { plan.borrow().window_of(f as i64) }));
-            }
-        }
-        router.flush_stats(0);
-        drop(input);
-        drop(gossip);
-        while !probe.done() {
-            worker.step_or_park(Some(Duration::from_millis(1)));
-        }
-        if let Some(k) = kafka {
-            k.finish();
-        }
-    })
-    .map_err(|e| format!("timely: {e}"))?;
+            no_synopses: cli.no_synopses,
+            strict_requests: cli.strict_requests,
+            workers_per_process: cli.workers,
+        },
+    };
+    let guards = timely::execute::execute_from(builders, others, config.worker, move |worker| work(worker, &shared))
+        .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
     hub.close();
     stop_following.store(true, Ordering::Relaxed);
@@ -640,6 +319,203 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         request_warnings: stats.request_warnings.load(Ordering::Relaxed),
         comm: metrics.comm(),
     })
+}
+
+/// What every worker of a process shares: counters, sinks, the hub, the inputs to read.
+struct Shared {
+    stats: Arc<Stats>,
+    metrics: Arc<Metrics>,
+    sink: Arc<LineSink>,
+    dead: Option<Arc<LineSink>>,
+    hub: Arc<Hub>,
+    kafka_job: Option<Arc<KafkaJob>>,
+    requests: Option<String>,
+    store: Arc<SnapshotDir>,
+    generator: Option<GeneratorSpec>,
+    units: Vec<Unit>,
+    stop: StopFlag,
+    pacer: Pacer,
+    settings: Settings,
+}
+
+/// The job's settings every worker reads.
+#[derive(Clone, Copy)]
+struct Settings {
+    window_ms: i64,
+    lateness_ms: i64,
+    no_synopses: bool,
+    strict_requests: bool,
+    workers_per_process: usize,
+}
+
+/// The plan every worker compiles from the same request script; worker 0 speaks for them
+/// (unknown-field notes, the script's own answers).
+fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) -> Rc<RefCell<Plan>> {
+    let settings = job.settings;
+    let mut intake = Intake::new(settings.strict_requests);
+    let (requests, notes) = intake.vet(parse_requests(text));
+    if me == 0 {
+        notes.iter().for_each(|n| eprintln!("{n}"));
+        job.stats.request_warnings.fetch_add(intake.warnings(), Ordering::Relaxed);
+    }
+    let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
+    plan.update = !settings.no_synopses;
+    plan.workers_per_process = settings.workers_per_process;
+    if me == 0 {
+        let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
+        job.sink.write_all(lines.iter());
+    }
+    Rc::new(RefCell::new(plan))
+}
+
+/// One worker: receive the request script, build the dataflows, read its units (and Kafka
+/// partitions) until the input ends and every live request is answered, then finish.
+fn work(worker: &mut timely::worker::Worker, job: &Shared) {
+    let Settings { window_ms, lateness_ms, strict_requests, workers_per_process, .. } = job.settings;
+    let (stats, sink2, dead2, hub2) = (&job.stats, &job.sink, &job.dead, &job.hub);
+    let (kafka_job2, generator, units) = (&job.kafka_job, &job.generator, &job.units);
+    let (stop, pacer, requests) = (&job.stop, &job.pacer, &job.requests);
+    let me = worker.index();
+    let peers = worker.peers();
+
+    // 1. The request script, broadcast from worker 0 to every worker, in order.
+    let text = crate::dataflow::receive_script(worker, requests.as_ref());
+    let plan = build_plan(&text, (me, peers), job);
+    // The process' first worker takes its live requests (HTTP, and later the request topic).
+    let intake_hub = me.is_multiple_of(workers_per_process.max(1)).then(|| hub2.clone());
+    if let Some(hub) = &intake_hub {
+        // The script's synopses are live from the start (GET /synopses, and what HTTP checks
+        // queries against).
+        hub.set_synopses(registry_rows(&plan.borrow()));
+    }
+    let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
+
+    // 2. The dataflow.
+    let (mut input, probe) = crate::dataflow::build(worker, &plan, sink2.clone(), hub2.clone());
+
+    // 2b. Epoch gossip for Kafka input: every worker's own epoch (while it has active
+    //     partitions) reaches every worker of every process, so a process whose partitions are
+    //     all idle follows the others instead of holding their windows open.
+    let heard = Rc::new(Cell::new(0u64));
+    let mut gossip = kafka_job2.is_some().then(|| crate::dataflow::gossip(worker, heard.clone()));
+    let mut told = 0u64;
+
+    // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
+    //    oldest event time (ms) any unit can still produce (its newest time minus the
+    //    lateness): the watermark that releases values to their synopses inside a window.
+    let mut readers = open_readers(&plan.borrow(), generator.as_ref(), units, (me, peers), dead2.as_deref(), stats);
+    let mut router = Router::new(&plan, me, job);
+    let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
+    let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
+    let mut epoch = 0u64;
+    let mut reading = true;
+    loop {
+        // Live requests: agree fences, apply them, answer for what this worker took.
+        let newest = plan.borrow().window_of(router.newest);
+        for (request_epoch, fence) in fences.poll(&plan, newest) {
+            if reading {
+                // Before any value routed with the new plan: see `control::fence`.
+                input.send(fence_marker(request_epoch, fence, epoch as i64));
+            }
+            plan.borrow_mut().apply_through(request_epoch, fence);
+        }
+        if take_applied(&plan, me, sink2, hub2, &mut input, epoch) {
+            for r in &mut readers {
+                if let Source::Generated(g, routes) = &mut r.source {
+                    *routes = generated_routes(&plan.borrow(), g);
+                }
+            }
+            router.counts.grow(plan.borrow().groups.len());
+        }
+        let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
+        if !active && reading {
+            // This worker's input ended: stop holding the others' windows back, stop taking
+            // requests; keep the input for the asks and fences still to come.
+            reading = false;
+            fences.stop_forwarding();
+            epoch = DONE_EPOCH;
+            input.advance_to(epoch);
+        }
+        if !active {
+            if fences.finished(&plan.borrow()) {
+                break;
+            }
+            worker.step_or_park(Some(Duration::from_millis(1)));
+            continue;
+        }
+        let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
+        let (allowance, routed_before) = (pacer.take(Instant::now()), router.tuples);
+        read_units(&mut readers, &mut router, &mut input, (allowance, hold_end), window_ms);
+        let kafka_low = kafka.as_mut().map(|k| {
+            if hold_end.is_none() && allowance > router.tuples - routed_before {
+                k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
+                    kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
+                    let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
+                    router.route(&mut kafka_unit, seq, Ok(t), &mut input);
+                    window
+                });
+            }
+            k.follow(heard.get());
+            let (low, own) = k.low(|t| plan.borrow().window_of(t));
+            if let Some(own) = own
+                && own > told
+                && let Some(g) = gossip.as_mut()
+            {
+                told = own;
+                g.send(own);
+                g.flush(); // an input hands data on only when flushed or advanced
+            }
+            low
+        });
+        let low = readers
+            .iter()
+            .map(|r| if r.max_time == i64::MIN { 0 } else { r.max_time.saturating_sub(lateness_ms).max(0) as u64 })
+            .chain(kafka_low)
+            .min();
+        // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
+        // between all workers and processes.
+        let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
+        if let Some(low) = low.map(|l| l - l % step)
+            && low > epoch
+        {
+            epoch = low;
+            input.advance_to(epoch);
+            stats.epoch.store(plan.borrow().window_of(epoch as i64) as i64, Ordering::Relaxed);
+        }
+        if router.tuples == routed_before && hold_end.is_none() {
+            // Nothing to read right now (a quiet live input): wait for it or for the others.
+            worker.step_or_park(Some(Duration::from_millis(1)));
+        } else {
+            worker.step();
+        }
+        pacer.settle(allowance, router.tuples - routed_before); // --rate: park until the next batch may be read
+        if let Some(wait) = pacer.wait(Instant::now()) {
+            worker.step_or_park(Some(wait));
+        }
+        // Keep a bounded number of windows in flight (each holds its synopses' state until it
+        // closes): park (instead of spinning) while other workers catch up, still taking part
+        // in the fences (they may wait for this worker's position).
+        let behind = epoch.saturating_sub(64 * window_ms as u64);
+        if probe.less_than(&behind) {
+            worker.step_or_park(Some(Duration::from_millis(1)));
+            continue;
+        }
+        if let Some(k) = kafka.as_mut() {
+            // Timestamps are event-time ms and a window's answers travel at its last ms: the
+            // windows before the frontier's window are done.
+            let done = probe.with_frontier(|f| f.first().copied());
+            k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { plan.borrow().window_of(f as i64) }));
+        }
+    }
+    router.flush_stats(0);
+    drop(input);
+    drop(gossip);
+    while !probe.done() {
+        worker.step_or_park(Some(Duration::from_millis(1)));
+    }
+    if let Some(k) = kafka {
+        k.finish();
+    }
 }
 
 /// Start the `--http` server (if asked for); it stops when the returned flag is set.
@@ -704,6 +580,36 @@ fn start_progress(
 
 /// Tuples between two flushes of a worker's counts into the metrics registry.
 const METRICS_EVERY: u64 = 1 << 16;
+
+impl Router {
+    fn new(plan: &Rc<RefCell<Plan>>, me: usize, job: &Shared) -> Router {
+        Router {
+            plan: plan.clone(),
+            lateness_ms: job.settings.lateness_ms,
+            stats: job.stats.clone(),
+            dead: job.dead.clone(),
+            recs: Vec::new(),
+            tuples: 0,
+            reported: 0,
+            counts: LocalCounts::new(&job.metrics, me, plan.borrow().groups.len()),
+            newest: 0,
+            syn_labels: plan
+                .borrow()
+                .synopses
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    vec![
+                        ("synopsis".to_string(), i.to_string()),
+                        ("kind".to_string(), s.kind.to_string()),
+                        ("stream".to_string(), format!("{}/{}", s.dataset, s.stream)),
+                    ]
+                })
+                .collect(),
+            metrics: job.metrics.clone(),
+        }
+    }
+}
 
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
@@ -879,11 +785,118 @@ impl Router {
     }
 }
 
+/// One round of reading this worker's units: each up to a little past the unit furthest behind
+/// in event time, at most `allowance` tuples in all (`--rate`), nothing past `hold_end` while a
+/// fence is agreed. Units that ended are dropped (a quiet live stdin stays).
+fn read_units(
+    readers: &mut Vec<Reading>,
+    router: &mut Router,
+    input: &mut RecInput,
+    (allowance, hold_end): (u64, Option<i64>),
+    window_ms: i64,
+) {
+    let routed_before = router.tuples;
+    // Read in event-time step: every unit up to a little past the unit that is furthest
+    // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
+    // and the values waiting for it (the update operator's reorder buffers) stay few,
+    // whatever the window length.
+    // A unit with nothing pending (it read its whole batch) is where its newest tuple is:
+    // ignoring it let every other unit run ahead, and the reorder buffers held all of them.
+    let position =
+        |r: &Reading| r.pending.as_ref().map(Pending::time).or((r.max_time != i64::MIN).then_some(r.max_time));
+    let horizon = readers.iter().filter_map(position).min();
+    let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
+    // While a fence is being agreed, nothing past the window this worker announced.
+    let horizon = match hold_end {
+        Some(end) if horizon == i64::MIN || horizon > end => end,
+        _ => horizon,
+    };
+    // Under --rate, every unit gets its share of the allowance: a unit never read would
+    // hold the epoch (the oldest time any unit can still produce) back for good.
+    let share = allowance.div_ceil(readers.len().max(1) as u64).min(4096);
+    if share < 4096 && !readers.is_empty() {
+        // Too little for every unit this round: the next round starts with the next unit.
+        readers.rotate_left(1);
+    }
+    readers.retain_mut(|r| {
+        for _ in 0..share.min(allowance.saturating_sub(router.tuples - routed_before)) {
+            if r.pending.is_none() && !r.fetch(router, input) {
+                // The end, or (a live stdin) nothing yet: keep it and read on later.
+                return match &mut r.source {
+                    Source::Lines(reader) => reader.take_waiting(),
+                    _ => false,
+                };
+            }
+            match r.pending.take() {
+                Some(p)
+                    if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
+                {
+                    match p {
+                        Pending::Tuple(line, t) => router.route(r, line, Ok(t), input),
+                        Pending::Values(index, time, values) => router.route_values(r, index, time, &values, input),
+                    }
+                }
+                other => {
+                    r.pending = other;
+                    return true;
+                }
+            }
+        }
+        true
+    });
+}
+
+/// The units worker `me` of `peers` reads: its generated streams, and every `peers`-th input unit
+/// (stdin by worker 0 only). A unit that cannot be opened is a dead letter.
+fn open_readers(
+    plan: &Plan,
+    generator: Option<&GeneratorSpec>,
+    units: &[Unit],
+    (me, peers): (usize, usize),
+    dead: Option<&LineSink>,
+    stats: &Stats,
+) -> Vec<Reading> {
+    let mut readers = Vec::new();
+    if let Some(spec) = generator {
+        for i in generated_streams_for_worker(plan, spec, me, peers) {
+            let g = Generated::open(spec, i);
+            let routes = generated_routes(plan, &g);
+            readers.push(Reading {
+                unit: i as u64,
+                source: Source::Generated(g, routes),
+                max_time: i64::MIN,
+                pending: None,
+            });
+        }
+    }
+    for (u, unit) in units.iter().enumerate() {
+        if u % peers != me || (matches!(unit, Unit::Stdin(_)) && me != 0) {
+            continue;
+        }
+        match UnitReader::open(unit) {
+            Ok(reader) => readers.push(Reading {
+                unit: u as u64,
+                source: Source::Lines(reader),
+                max_time: i64::MIN,
+                pending: None,
+            }),
+            Err(e) => {
+                if let Some(d) = dead {
+                    d.write_all(std::iter::once(
+                        &serde_json::json!({"source": format!("{unit:?}"), "error": e}).to_string(),
+                    ));
+                }
+                eprintln!("saams: {e}");
+                stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    readers
+}
+
 /// The input's epoch once a worker's input has ended while the job still takes requests: far
 /// past any event time, so it holds nobody's windows back, yet a time asks can still be sent at.
 const DONE_EPOCH: u64 = 1 << 62;
-
-type RecInput = InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>;
 
 /// Write and send what applying live requests gave, for the requests this worker took (worker 0
 /// also for the script's): acknowledgements and errors to the output and back to whoever waits,

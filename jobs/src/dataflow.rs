@@ -1,0 +1,106 @@
+//! The `saams` job's dataflows, as every worker builds them: the request script's broadcast,
+//! the tuple dataflow (registry join → update → tree merge → fold → answers → set changes →
+//! sink, and replies to whoever waits), and the epoch gossip of Kafka inputs.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use differential_dataflow::input::Input as _;
+use saams_operators::ask::{Origin, split_reply};
+use saams_operators::registry_join::Entry;
+use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::operators::Exchange as _;
+use timely::dataflow::operators::vec::{Broadcast, Map as _};
+use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
+
+use crate::control::hub::Hub;
+use crate::sink::file::LineSink;
+
+/// The tuple input: routed values (and asks and fence markers) at event-time epochs.
+pub type RecInput = InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>;
+
+/// The request script, sent by worker 0 (`text`), as every worker receives it (in order).
+pub fn receive_script(worker: &mut Worker, text: Option<&String>) -> String {
+    let received: Rc<RefCell<Vec<String>>> = Rc::default();
+    let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<String>>> = InputHandle::new();
+    let probe = {
+        let received = received.clone();
+        worker.dataflow::<u64, _, _>(|scope| {
+            let (probe, _) = scope
+                .input_from(&mut input)
+                .broadcast()
+                .inspect(move |s: &String| received.borrow_mut().push(s.clone()))
+                .probe();
+            probe
+        })
+    };
+    if let (0, Some(text)) = (worker.index(), text) {
+        input.send(text.clone());
+    }
+    drop(input);
+    worker.step_while(|| !probe.done());
+    received.borrow().concat()
+}
+
+/// Build the tuple dataflow for `plan`: its input and the probe of its end. Answer lines go to
+/// `sink`; those someone waits for also go back to the worker that took the request, which
+/// hands them to its process' `hub`. The script's registry takes effect at time 0 (worker 0
+/// feeds it); live requests change the plan at their fences ([`crate::control::fence`]).
+pub fn build(
+    worker: &mut Worker,
+    plan: &Rc<RefCell<Plan>>,
+    sink: Arc<LineSink>,
+    hub: Arc<Hub>,
+) -> (RecInput, ProbeHandle<u64>) {
+    let mut input: RecInput = InputHandle::new();
+    let probe = ProbeHandle::new();
+    let mut registry = worker.dataflow::<u64, _, _>(|scope| {
+        // The registry: a differential collection of (dataset, stream) → synopsis entries
+        // that the routed values join at their window (raw tuples never enter differential).
+        let (registry, entries) = scope.new_collection::<Entry, isize>();
+        let mut stream =
+            scope.input_from(&mut input).join_registry(entries, plan.clone()).update_synopses(plan.clone());
+        for k in 1..=plan.borrow().merge_stages() {
+            stream = stream.merge_stage(plan.clone(), k);
+        }
+        stream
+            .fold_partials(plan.clone())
+            .answer_pairs(plan.clone())
+            .set_changes(plan.clone())
+            .inspect_core(move |event| {
+                if let Ok((_, lines)) = event {
+                    sink.write_all(lines.iter().map(|l| split_reply(l).1));
+                }
+            })
+            .flat_map(|line: String| match split_reply(&line) {
+                (Some(origin), body) => Some((origin, body.to_string())),
+                (None, _) => None,
+            })
+            .exchange(|((worker, _), _): &(Origin, String)| u64::from(*worker))
+            .inspect(move |((_, ticket), line): &(Origin, String)| hub.reply(*ticket, line.clone()))
+            .probe_with(&probe);
+        registry
+    });
+    if worker.index() == 0 {
+        for (entry, time, diff) in plan.borrow().registry_updates() {
+            registry.update_at(entry, time, diff);
+        }
+    }
+    registry.close();
+    (input, probe)
+}
+
+/// Epoch gossip for Kafka input: every worker's own epoch (while it has active partitions)
+/// reaches every worker of every process (the newest lands in `heard`), so a process whose
+/// partitions are all idle follows the others instead of holding their windows open.
+pub fn gossip(worker: &mut Worker, heard: Rc<Cell<u64>>) -> InputHandle<u64, CapacityContainerBuilder<Vec<u64>>> {
+    let mut handle = InputHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        scope.input_from(&mut handle).broadcast().inspect(move |low: &u64| heard.set(heard.get().max(*low)));
+    });
+    handle
+}
