@@ -543,9 +543,14 @@ const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
 fn start_flusher(sink: Arc<LineSink>, finished: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        // Short naps, so the job's end does not wait for a whole period.
+        let mut last = Instant::now();
         while finished.load(Ordering::Relaxed) == 0 {
-            std::thread::sleep(FLUSH_EVERY);
-            sink.flush();
+            std::thread::sleep(Duration::from_millis(10));
+            if last.elapsed() >= FLUSH_EVERY {
+                sink.flush();
+                last = Instant::now();
+            }
         }
     })
 }

@@ -575,6 +575,66 @@ impl Distributor<Vec<Rec>> for RunDistributor {
     }
 }
 
+/// Take one incoming batch: fence markers first (the requests take effect before any value
+/// routed with them is looked at: the marker came first on its channel, and before the fence
+/// closes), then asks (answered now) and values (to their partials or reorder buffers). The
+/// batch is emptied in place (timely recycles its allocation).
+fn take_batch(
+    shared: &RefCell<Plan>,
+    state: &mut State,
+    batch: &mut Vec<Rec>,
+    runs: &mut Vec<((u32, u64), usize)>,
+    (me, watermark): (usize, u64),
+    asked: &mut Vec<Out>,
+) {
+    if batch.iter().any(|r| r.group == FENCE_GROUP) {
+        // Requests take effect before any value routed with them is looked at
+        // (the marker came first on its channel) and before the fence closes.
+        let mut plan = shared.borrow_mut();
+        for (epoch, fence) in batch.iter().filter_map(fence_of) {
+            plan.apply_through(epoch, fence);
+        }
+        batch.retain(|r| r.group != FENCE_GROUP);
+    }
+    let plan = shared.borrow();
+    let plan = &*plan;
+    // Records arrive in runs of one stream: find the runs on the slice,
+    // then move each into its buffer in one go (one lookup per run).
+    runs.clear();
+    let mut i = 0;
+    while i < batch.len() {
+        if batch[i].group == ASK_GROUP {
+            runs.push(((ASK_GROUP, 0), 1));
+            i += 1;
+            continue;
+        }
+        let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
+        let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
+        let more = batch[i + 1..].iter().take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin)).count();
+        runs.push(((g, bin), more + 1));
+        i += more + 1;
+    }
+    let mut recs = batch.drain(..);
+    for &(key, len) in runs.iter() {
+        if key.0 == ASK_GROUP {
+            if let Some(ask) = recs.next().as_ref().and_then(Ask::from_rec) {
+                state.ask(plan, me, ask, watermark, asked);
+            }
+            continue;
+        }
+        let group = &plan.groups[key.0 as usize];
+        if matches!(group.mode, Mode::Exact { .. }) {
+            // Exact-merge kinds only: the window's partial is the state,
+            // updated on arrival in any order.
+            state.gather(plan, key, &recs.as_slice()[..len]);
+            recs.by_ref().take(len).for_each(drop);
+        } else {
+            let buffer = state.buffers.entry(key).or_insert_with(Reorder::new);
+            buffer.push(recs.by_ref().take(len));
+        }
+    }
+}
+
 /// Extension trait: maintain the plan's synopses from a stream of routed values.
 pub trait UpdateSynopses<'scope> {
     /// Update every synopsis of `plan` from the values; emits answer lines of owned synopses and
@@ -616,7 +676,6 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 // Runs of one incoming batch: ((group, bin), length).
                 let mut runs: Vec<((u32, u64), usize)> = Vec::new();
                 let mut asked: Vec<Out> = Vec::new();
-                let mut incoming: Vec<Vec<Rec>> = Vec::new();
                 move |(input, frontier), output| {
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
                     let update = shared.borrow().update;
@@ -632,59 +691,10 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         if held.as_ref().is_none_or(|c| time < *c.time()) {
                             held = stamp.retain_least(0);
                         }
-                        incoming.extend(data.map(std::mem::take));
+                        for batch in data {
+                            take_batch(&shared, &mut state, batch, &mut runs, (me, watermark), &mut asked);
+                        }
                     });
-                    for mut batch in incoming.drain(..) {
-                        if batch.iter().any(|r| r.group == FENCE_GROUP) {
-                            // Requests take effect before any value routed with them is looked at
-                            // (the marker came first on its channel) and before the fence closes.
-                            let mut plan = shared.borrow_mut();
-                            for (epoch, fence) in batch.iter().filter_map(fence_of) {
-                                plan.apply_through(epoch, fence);
-                            }
-                            batch.retain(|r| r.group != FENCE_GROUP);
-                        }
-                        let plan = shared.borrow();
-                        let plan = &*plan;
-                        // Records arrive in runs of one stream: find the runs on the slice,
-                        // then move each into its buffer in one go (one lookup per run).
-                        runs.clear();
-                        let mut i = 0;
-                        while i < batch.len() {
-                            if batch[i].group == ASK_GROUP {
-                                runs.push(((ASK_GROUP, 0), 1));
-                                i += 1;
-                                continue;
-                            }
-                            let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
-                            let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
-                            let more = batch[i + 1..]
-                                .iter()
-                                .take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin))
-                                .count();
-                            runs.push(((g, bin), more + 1));
-                            i += more + 1;
-                        }
-                        let mut recs = batch.drain(..);
-                        for &(key, len) in &runs {
-                            if key.0 == ASK_GROUP {
-                                if let Some(ask) = recs.next().as_ref().and_then(Ask::from_rec) {
-                                    state.ask(plan, me, ask, watermark, &mut asked);
-                                }
-                                continue;
-                            }
-                            let group = &plan.groups[key.0 as usize];
-                            if matches!(group.mode, Mode::Exact { .. }) {
-                                // Exact-merge kinds only: the window's partial is the state,
-                                // updated on arrival in any order.
-                                state.gather(plan, key, &recs.as_slice()[..len]);
-                                recs.by_ref().take(len).for_each(drop);
-                            } else {
-                                let buffer = state.buffers.entry(key).or_insert_with(Reorder::new);
-                                buffer.push(recs.by_ref().take(len));
-                            }
-                        }
-                    }
                     if !asked.is_empty()
                         && let Some(cap) = &held
                     {
