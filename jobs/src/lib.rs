@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod control;
 pub mod dataflow;
+pub mod duration;
 pub mod kafka_client;
 pub mod metrics;
 pub mod run;

@@ -373,3 +373,115 @@ fn two_processes_each_take_requests_and_agree_on_the_fence() {
     assert!(checked > 0 || times.is_empty(), "no answers for the live query");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A line of stream `stream` at second `sec` with price `sec % 7`.
+fn line_of(stream: &str, sec: u64) -> String {
+    stock_line(sec).replacen(r#""streamID":"A""#, &format!(r#""streamID":"{stream}""#), 1)
+}
+
+#[test]
+fn a_live_delete_stops_its_answers_at_its_fence_and_a_live_load_merges_from_its_fence_on() {
+    let dir = std::env::temp_dir().join(format!("saams-live-delete-{}", std::process::id()));
+    let snaps = dir.join("snapshots");
+    std::fs::create_dir_all(&snaps).expect("dir");
+    let (requests, out) = (dir.join("none.json"), dir.join("out.jsonl"));
+    std::fs::write(&requests, "").expect("requests");
+    let (requests, out, snaps_arg) =
+        (requests.display().to_string(), out.display().to_string(), snaps.display().to_string());
+    let (mut child, addr) = start(&[
+        "-w",
+        "2",
+        "--data",
+        "-",
+        "--format",
+        "json",
+        "--window",
+        "10s",
+        "--requests",
+        &requests,
+        "--out",
+        &out,
+        "--snapshots",
+        &snaps_arg,
+    ]);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut feed = |secs: std::ops::Range<u64>| {
+        let text: String = secs.flat_map(|s| [line_of("A", s), line_of("B", s)]).collect();
+        stdin.write_all(text.as_bytes()).expect("feed");
+        stdin.flush().expect("flush");
+    };
+    let cm = |stream: &str, id: &str| {
+        format!(
+            r#"{{"streamID":"{stream}","synopsisID":1,"dataSetKey":"D","param":["CountMin","price","NotQueryable",0.0005,0.999,7],"requestID":"{id}"}}"#
+        )
+    };
+    let query = |stream: &str, id: &str, mode: &str| {
+        format!(
+            r#"{{"streamID":"{stream}","synopsisID":1,"dataSetKey":"D","param":[3,"price","Queryable","{mode}"],"requestID":"{id}"}}"#
+        )
+    };
+    feed(0..100);
+    std::thread::sleep(Duration::from_millis(200));
+    let acks = post(
+        &addr,
+        &format!(
+            "[{},{},{},{}]",
+            cm("A", "ca"),
+            query("A", "qa", "Continuous"),
+            cm("B", "cb"),
+            query("B", "qb", "Continuous")
+        ),
+    );
+    let fence_a = ms_of(&acks[0]["effectiveFrom"]);
+    feed(100..200);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAVE A now, then LOAD it into B, then delete A.
+    let saved = post(
+        &addr,
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"D","param":["SAVE_REQUEST","a.bin"],"requestID":"s"}"#,
+    );
+    assert_eq!(saved[0]["saved"], "a.bin", "{saved:?}");
+    let saved_tuples = saved[0]["tuples"].as_u64().expect("tuples") as usize;
+    let loaded = post(
+        &addr,
+        r#"{"streamID":"B","synopsisID":1,"dataSetKey":"D","param":["LOAD_REQUEST","a.bin"],"requestID":"l"}"#,
+    );
+    assert_eq!(loaded[0]["accepted"], "load", "{loaded:?}");
+    let fence_load = ms_of(&loaded[0]["effectiveFrom"]);
+    let deleted = post(
+        &addr,
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"D","param":["DELETE_REQUEST","price"],"requestID":"d"}"#,
+    );
+    assert_eq!(deleted[0]["accepted"], "delete", "{deleted:?}");
+    let fence_delete = ms_of(&deleted[0]["effectiveFrom"]);
+    feed(200..400);
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+    let threes = |from: i64, to: i64| {
+        (0..400u64).filter(|&s| stock_time(s) >= from && stock_time(s) < to && s % 7 == 3).count() as u64
+    };
+    // What the snapshot held: A's first `saved_tuples` values from its fence on.
+    let in_snapshot =
+        (0..400u64).filter(|&s| stock_time(s) >= fence_a).take(saved_tuples).filter(|s| s % 7 == 3).count() as u64;
+    let text = std::fs::read_to_string(&out).expect("output");
+    let (mut a_windows, mut b_loaded) = (0, 0);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("JSON line");
+        if !v["window"].is_object() {
+            continue;
+        }
+        let (start, end) = (ms_of(&v["window"]["start"]), ms_of(&v["window"]["end"]));
+        if v["requestID"] == "qa" {
+            assert!(start < fence_delete, "an answer of A after its delete took effect: {line}");
+            assert_eq!(v["estimate"].as_u64(), Some(threes(fence_a, end)), "{line}");
+            a_windows += 1;
+        } else if v["requestID"] == "qb" {
+            let loaded = if start >= fence_load { in_snapshot } else { 0 };
+            assert_eq!(v["estimate"].as_u64(), Some(threes(fence_a, end) + loaded), "{line}");
+            b_loaded += usize::from(start >= fence_load);
+        }
+    }
+    assert_eq!(a_windows as i64, (fence_delete - fence_a) / 10_000, "A answers every window up to its delete");
+    assert!(b_loaded > 0, "B answered no window after the LOAD");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -282,6 +282,10 @@ pub struct Plan {
     /// Which synopses are registered at which window, as the registry collection's changes
     /// arrive ([`crate::registry_join`]).
     pub live: LiveRegistry,
+    /// Routing through bins: key → bin ([`BINS`] of them, by the key's hash) → worker. The
+    /// default map puts bin `b` on worker `b mod peers`; a rescale changes only this map (the
+    /// keys keep their bins), so owners move with whole bins.
+    pub bins: Vec<u32>,
     /// Grows by one whenever live requests change the plan (readers that cache routes recompute them).
     pub version: u64,
     /// Update groups by (dataset, stream, field, mode): a synopsis constructed later joins its group.
@@ -310,6 +314,10 @@ impl std::fmt::Debug for Plan {
         f.debug_struct("Plan").field("synopses", &self.synopses.len()).field("groups", &self.groups.len()).finish()
     }
 }
+
+/// Bins of the key space: a key (a stream, a synopsis' root) hashes to one of them, and
+/// [`Plan::bins`] says which worker holds each.
+pub const BINS: usize = 4096;
 
 fn spread_hash(parts: &[&str]) -> u64 {
     let mut bytes = Vec::new();
@@ -345,6 +353,7 @@ impl Plan {
             registry: Vec::new(),
             live: LiveRegistry::default(),
             version: 0,
+            bins: (0..BINS).map(|b| (b % peers) as u32).collect(),
             group_index: HashMap::new(),
             fence: None,
             asked: Vec::new(),
@@ -428,7 +437,7 @@ impl Plan {
                     fresh,
                     mode,
                     group: u32::MAX,
-                    home: (root % self.peers as u64) as usize,
+                    home: self.worker_of(root),
                     continuous: Vec::new(),
                     adhoc: Vec::new(),
                     saves: Vec::new(),
@@ -558,7 +567,7 @@ impl Plan {
                 Some(&g) => g,
                 None => {
                     let g = self.groups.len() as u32;
-                    let owner = (spread_hash(&[&s.dataset, &s.stream]) % self.peers as u64) as usize;
+                    let owner = self.worker_of(spread_hash(&[&s.dataset, &s.stream]));
                     self.groups.push(Group {
                         dataset: s.dataset.clone(),
                         stream: s.stream.clone(),
@@ -661,6 +670,26 @@ impl Plan {
                 self.pair_queries.push(PairQueryReg { syn: i as u32, reg, continuous, participants, home });
             }
         }
+    }
+
+    /// The worker holding the bin of a key hash (see [`Plan::bins`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use saams_operators::{Plan, SnapshotStore, plan::BINS};
+    /// # struct NoFiles;
+    /// # impl SnapshotStore for NoFiles {
+    /// #     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    /// #     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    /// #     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// # }
+    /// let mut plan = Plan::build(&[], 3, 60_000, Arc::new(NoFiles));
+    /// assert_eq!(plan.worker_of(BINS as u64 + 5), 5 % 3);
+    /// plan.bins[5] = 0; // a rescale moves whole bins
+    /// assert_eq!(plan.worker_of(5), 0);
+    /// ```
+    pub fn worker_of(&self, hash: u64) -> usize {
+        self.bins[(hash % BINS as u64) as usize] as usize % self.peers
     }
 
     /// Apply requests that arrived while the job runs, all taking effect with the window starting

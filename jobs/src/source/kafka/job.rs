@@ -15,7 +15,7 @@ use super::broadcast_source::KafkaBroadcastSource;
 use super::input::KafkaInput;
 use super::records::RecordRef;
 use super::tuple_source::KafkaTupleSource;
-use crate::cli::parse_duration_ms;
+use crate::duration::parse_duration_ms;
 use crate::kafka_client::{AdapterError, KafkaOptions, TopicSpec, check_brokers, ensure_topics, lock};
 use crate::sink::file::LineSink;
 use crate::sink::kafka::{DeadLetterLines, EstimationLines, KafkaDeadLetterSink, KafkaEstimationSink, RecordOrigin};
