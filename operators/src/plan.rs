@@ -763,23 +763,10 @@ impl Plan {
         self.compile();
         let mut lines: Vec<String> = lines.iter().map(Estimation::to_json_line).collect();
         lines.extend(self.script_answers.drain(answers_from..).map(|e| e.to_json_line()));
-        let asks = std::mem::take(&mut self.asked)
-            .into_iter()
-            .map(|(syn, request_id, uid, what)| {
-                self.asks_made += 1;
-                let s = &self.synopses[syn as usize];
-                Ask {
-                    id: self.asks_made,
-                    syn,
-                    home: s.home as u32,
-                    spread: s.mode != Mode::Owned,
-                    request_id,
-                    uid,
-                    what,
-                    origin,
-                }
-            })
-            .collect();
+        let asks = self.take_asks(origin, |plan| {
+            plan.asks_made += 1;
+            plan.asks_made
+        });
         let registry: Vec<(Entry, u64, isize)> = self
             .registry
             .drain(registry_from..)
@@ -834,24 +821,23 @@ impl Plan {
             }
         }
         self.fence = None;
-        let asks = std::mem::take(&mut self.asked)
+        let asks = self.take_asks(Some(origin), |plan| {
+            plan.asked_now += 1;
+            (1 << 63) | (u64::from(origin.0) << 40) | plan.asked_now
+        });
+        Applied { origin: Some(origin), fence: 0, lines, asks, registry: Vec::new() }
+    }
+
+    /// The asks of the requests just applied, numbered by `next_id`.
+    fn take_asks(&mut self, origin: Option<Origin>, mut next_id: impl FnMut(&mut Plan) -> u64) -> Vec<Ask> {
+        std::mem::take(&mut self.asked)
             .into_iter()
             .map(|(syn, request_id, uid, what)| {
-                self.asked_now += 1;
+                let id = next_id(self);
                 let s = &self.synopses[syn as usize];
-                Ask {
-                    id: (1 << 63) | (u64::from(origin.0) << 40) | self.asked_now,
-                    syn,
-                    home: s.home as u32,
-                    spread: s.mode != Mode::Owned,
-                    request_id,
-                    uid,
-                    what,
-                    origin: Some(origin),
-                }
+                Ask { id, syn, home: s.home as u32, spread: s.mode != Mode::Owned, request_id, uid, what, origin }
             })
-            .collect();
-        Applied { origin: Some(origin), fence: 0, lines, asks, registry: Vec::new() }
+            .collect()
     }
 
     /// Keep the requests of request epoch `epoch` (taken by `origin`) until their fence is agreed.
