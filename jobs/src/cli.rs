@@ -53,7 +53,10 @@ pub struct Cli {
     /// Hostfile: one `host:port` per process (timely's -h); default 127.0.0.1:2101+i.
     #[arg(short = 'h', long = "hostfile")]
     pub hostfile: Option<PathBuf>,
-    /// Request JSON file, or `-` for stdin (an array, one object per line, or one array per line).
+    /// Request JSON file (an array, one object per line, or one array per line): the job's initial
+    /// requests, in effect from the first window (its ad-hoc queries answered at the end of the
+    /// input). `-`: requests read from stdin while the job runs, each taking effect at the next
+    /// fence, like requests over HTTP or the request topic.
     #[arg(long, required_unless_present = "request_topic")]
     pub requests: Option<String>,
     /// Refuse requests carrying fields outside the reference's request class (default: ignore

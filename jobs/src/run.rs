@@ -197,9 +197,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         let text = if requests_file.is_empty() {
             String::new()
         } else if requests_file == "-" {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| format!("requests: {e}"))?;
-            s
+            // Requests on stdin are live: they arrive while the job runs (follow_stdin_requests).
+            String::new()
         } else {
             std::fs::read_to_string(&requests_file).map_err(|e| format!("--requests {requests_file}: {e}"))?
         };
@@ -250,6 +249,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     hub.open();
     // Requests produced on the request topic after the start arrive while the job runs.
     let stop_following = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if requests_file == "-" && cli.process == 0 {
+        follow_stdin_requests(hub.clone());
+    }
     let follower = match (&kafka_job, request_topic) {
         (Some(k), Some(source)) => Some(k.follow_requests(source, hub.clone(), stop_following.clone())),
         _ => None,
@@ -535,6 +537,25 @@ fn start_metrics(
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
     crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals))
+}
+
+/// `--requests -`: every JSON value on stdin (a request object or an array of them, on one
+/// line or several) goes to the hub as it completes and takes effect at the next fence, like a
+/// request posted over HTTP. Malformed JSON ends the reading (the stream cannot be resynchronized)
+/// with a message; the job goes on.
+fn follow_stdin_requests(hub: Arc<Hub>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin().lock();
+        for value in serde_json::Deserializer::from_reader(stdin).into_iter::<serde_json::Value>() {
+            match value {
+                Ok(v) => hub.submit_detached(v.to_string()),
+                Err(e) => {
+                    eprintln!("saams: requests on stdin: {e}; no more requests are read from stdin");
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// How often a file or stdout sink is flushed while the job runs: a service's answers (and the

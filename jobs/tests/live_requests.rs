@@ -485,3 +485,35 @@ fn a_live_delete_stops_its_answers_at_its_fence_and_a_live_load_merges_from_its_
     assert!(b_loaded > 0, "B answered no window after the LOAD");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn requests_on_stdin_take_effect_while_the_job_runs() {
+    let dir = std::env::temp_dir().join(format!("saams-live-stdin-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let out = dir.join("out.jsonl").display().to_string();
+    let generator = "stocks:1:8000000";
+    let spec = saams_datasets::GeneratorSpec::parse(generator).expect("spec");
+    let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
+    let (mut child, _) = start(&["--generate", generator, "--window", "1h", "--requests", "-", "--out", &out]);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut stdin = child.stdin.take().expect("stdin");
+    // A pretty-printed array: values are read as they complete, not by lines.
+    let body = format!(
+        "[\n{{\"streamID\":\"{stream}\",\"synopsisID\":1,\"dataSetKey\":\"{dataset}\",\n \"param\":[\"CountMin\",\"price\",\"NotQueryable\",0.01,0.99,7],\"requestID\":\"c\"}},\n{{\"streamID\":\"{stream}\",\"synopsisID\":1,\"dataSetKey\":\"{dataset}\",\"param\":[1.5,\"price\",\"Queryable\",\"Continuous\"],\"requestID\":\"q\"}}]\n"
+    );
+    stdin.write_all(body.as_bytes()).expect("write");
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+    let text = std::fs::read_to_string(&out).expect("output");
+    let values: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    let ack = values.iter().find(|v| v["requestID"] == "c").expect("the construct is acknowledged");
+    let fence = ms_of(&ack["effectiveFrom"]);
+    let times = times_from(&spec, fence);
+    let answers: Vec<&Value> = values.iter().filter(|v| v["requestID"] == "q" && v["window"].is_object()).collect();
+    assert!(!answers.is_empty() || times.is_empty(), "no answers for the query from stdin");
+    for v in answers {
+        let end = ms_of(&v["window"]["end"]);
+        assert_eq!(v["tuples"].as_u64(), Some(times.iter().take_while(|&&t| t < end).count() as u64), "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
