@@ -971,9 +971,10 @@ fn registry_rows(plan: &Plan) -> Vec<serde_json::Value> {
                 "streamID": s.stream,
                 "dataSetKey": s.dataset,
                 "field": s.field,
+                "params": s.params,
                 "mode": format!("{:?}", s.mode),
                 "home": s.home,
-                "bytes": s.fresh.size_bytes(),
+                "emptyBytes": s.fresh.size_bytes(),
                 "effectiveFrom": saams::api::time::format_timestamp(plan.live.registered_from(i as u32).unwrap_or(0)),
             })
         })

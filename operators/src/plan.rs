@@ -153,6 +153,8 @@ pub struct SynSpec {
     pub stream: String,
     /// Field.
     pub field: String,
+    /// The construct parameters as the request gave them (`param[3..]`).
+    pub params: Vec<Json>,
     /// An empty synopsis with the construct parameters: every partial starts from a clone.
     pub fresh: Box<dyn Synopsis>,
     /// The state the merged synopsis starts from (`fresh` plus any LOADed snapshot).
@@ -433,6 +435,7 @@ impl Plan {
                     dataset: req.dataset_key.clone(),
                     stream: req.stream_id.clone(),
                     field: field.clone(),
+                    params: params.clone(),
                     initial: fresh.clone(),
                     fresh,
                     mode,
