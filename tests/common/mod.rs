@@ -14,8 +14,8 @@ pub fn zipf_stream(n: usize, domain: u64, s: f64, seed: u64) -> Vec<u64> {
     (0..n).map(|_| zipf.sample(&mut rng) as u64).collect()
 }
 
-/// The shared datasets folder: `$SAAMS_DATASETS`, else `../shared/datasets` beside the clone, as
-/// the build script found it (`build/test_env.rs`). Tests that read it carry
+/// The shared datasets folder, as the build script's locator found it (`build/test_env.rs`:
+/// `$SAAMS_DATASETS`, else the default it names). Tests that read it carry
 /// `#[cfg_attr(saams_no_datasets, ignore = "…")]`, so they show as ignored where it is absent.
 pub fn datasets_dir() -> PathBuf {
     PathBuf::from(env!("SAAMS_DATASETS_DIR"))

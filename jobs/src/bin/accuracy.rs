@@ -24,9 +24,9 @@ use serde_json::json;
 #[derive(Parser, Debug)]
 #[command(name = "accuracy", version)]
 struct Args {
-    /// Folder with the shared sample data (`stocks/`, `ais/`); the same locator as the tests:
-    /// `$SAAMS_DATASETS`, else `../shared/datasets`.
-    #[arg(long, env = "SAAMS_DATASETS", default_value = "../shared/datasets")]
+    /// Folder with the shared sample data (`stocks/`, `ais/`); by default the one the tests read,
+    /// as the build found it (`build/test_env.rs`); `$SAAMS_DATASETS` at run time overrides it.
+    #[arg(long, env = "SAAMS_DATASETS", default_value = env!("SAAMS_DATASETS_DIR"))]
     datasets: PathBuf,
     /// Also write the table as TSV to this file.
     #[arg(long)]
