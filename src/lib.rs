@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod checkpoint;
 pub mod codec;
 pub mod error;
 pub mod hash;

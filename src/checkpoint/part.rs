@@ -1,0 +1,634 @@
+//! One worker's share of a checkpoint and its binary encoding (layout in the module doc of
+//! [`crate::checkpoint`]).
+
+use std::fmt;
+
+use crate::codec::{Reader, Writer};
+
+use super::CheckpointError;
+
+/// The four bytes every checkpoint part starts with.
+pub const MAGIC: [u8; 4] = *b"SAMC";
+/// The part format version this build writes and reads.
+pub const PART_FORMAT_VERSION: u16 = 1;
+/// The length of the smallest valid part (no synopses, sets or sources).
+pub const MIN_PART_BYTES: usize = 42 + 4 + 4 + 8 + 4;
+
+/// Minimum encoded sizes of the vectors' items, so a count can be checked against the bytes
+/// left before anything is allocated.
+const MIN_SYNOPSIS_BYTES: u64 = 4 + 1 + 8 + 4 + 4;
+const MIN_SET_BYTES: u64 = 4 + 4;
+const MIN_STRING_BYTES: u64 = 4;
+const MIN_SOURCE_BYTES: u64 = 4 + 8 + 8 + 1 + 1;
+
+/// Where one input is: enough to reopen it and skip to the next unread record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourcePosition {
+    /// Which input: `"unit:3"`, `"generator:17"`, `"kafka:<topic>:<partition>"`.
+    pub source: String,
+    /// The byte offset of the next line, the generator index, or the next Kafka offset.
+    pub offset: u64,
+    /// The line number of that next line (0 when meaningless).
+    pub line: u64,
+    /// The newest event time read before it: lateness after a restart is judged from it.
+    pub max_time: Option<i64>,
+    /// The input had ended.
+    pub done: bool,
+}
+
+/// How a worker holds a synopsis, which decides how a restore with another shape rebins it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateRole {
+    /// The worker owns the synopsis' merged state (byte 0).
+    Owned,
+    /// A partial: the synopsis is spread over workers and this is one share (byte 1).
+    Spread,
+    /// The latest published copy (byte 2).
+    Latest,
+}
+
+impl StateRole {
+    /// The byte this role is written as.
+    pub fn byte(self) -> u8 {
+        match self {
+            StateRole::Owned => 0,
+            StateRole::Spread => 1,
+            StateRole::Latest => 2,
+        }
+    }
+    /// The role written as `b`, if any.
+    pub fn from_byte(b: u8) -> Option<StateRole> {
+        match b {
+            0 => Some(StateRole::Owned),
+            1 => Some(StateRole::Spread),
+            2 => Some(StateRole::Latest),
+            _ => None,
+        }
+    }
+}
+
+/// One synopsis' state as a worker holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SynopsisState {
+    /// The synopsis (its uid in the registry).
+    pub syn: u32,
+    /// How this worker holds it.
+    pub role: StateRole,
+    /// Items summarized into this state.
+    pub items: u64,
+    /// Loaded snapshots merged into it.
+    pub loads_merged: u32,
+    /// An encoded synopsis envelope ([`crate::codec`]), stored opaque: the part decoder does
+    /// not decode it (the registry does, when the state is restored).
+    pub bytes: Vec<u8>,
+}
+
+/// One worker's share of checkpoint `id`, taken at window boundary `boundary_ms`.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct CheckpointPart {
+    /// The checkpoint.
+    pub id: u64,
+    /// The window boundary (event time, ms) the checkpoint was taken at.
+    pub boundary_ms: u64,
+    /// The process that wrote it.
+    pub process: u32,
+    /// The worker that wrote it.
+    pub worker: u32,
+    /// Processes of the job that wrote it.
+    pub processes: u32,
+    /// Workers of the job that wrote it.
+    pub workers: u32,
+    /// The worker's synopses.
+    pub synopses: Vec<SynopsisState>,
+    /// Per continuous set-valued query: its last answered members (the next answer is a diff).
+    pub previous_sets: Vec<(u32, Vec<String>)>,
+    /// The positions of the inputs this worker reads.
+    pub sources: Vec<SourcePosition>,
+    /// Tuples this worker had read.
+    pub tuples: u64,
+}
+
+/// A vector's length or a string's as the u32 the layout stores.
+///
+/// # Panics
+/// When it exceeds `u32::MAX`: a 4 GiB synopsis or string is a bug upstream, and writing a
+/// truncated length would make a checkpoint that cannot be read back.
+fn len32(n: usize, what: &str) -> u32 {
+    u32::try_from(n).unwrap_or_else(|_| panic!("checkpoint part: {what} has {n} entries, more than a u32 holds"))
+}
+
+fn put_str(w: &mut Writer, s: &str, what: &str) {
+    w.u32(len32(s.len(), what));
+    w.bytes(s.as_bytes());
+}
+
+impl CheckpointPart {
+    /// The part's bytes (layout in [`crate::checkpoint`]).
+    ///
+    /// # Panics
+    /// When a vector, string or synopsis is longer than a u32 can count.
+    ///
+    /// ```
+    /// use saams::checkpoint::{CheckpointPart, StateRole, SynopsisState};
+    /// let part = CheckpointPart {
+    ///     id: 1,
+    ///     synopses: vec![SynopsisState { syn: 7, role: StateRole::Owned, items: 10, loads_merged: 0, bytes: vec![1, 2, 3] }],
+    ///     ..CheckpointPart::default()
+    /// };
+    /// let bytes = part.encode();
+    /// assert_eq!(bytes.len(), saams::checkpoint::MIN_PART_BYTES + 21 + 3);
+    /// assert_eq!(&bytes[4..6], &[1, 0]); // format version 1
+    /// ```
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(MIN_PART_BYTES + self.synopses.iter().map(|s| 21 + s.bytes.len()).sum::<usize>());
+        w.bytes(&MAGIC);
+        w.u16(PART_FORMAT_VERSION);
+        w.u64(self.id);
+        w.u64(self.boundary_ms);
+        w.u32(self.process);
+        w.u32(self.worker);
+        w.u32(self.processes);
+        w.u32(self.workers);
+        w.u32(len32(self.synopses.len(), "synopses"));
+        for s in &self.synopses {
+            w.u32(s.syn);
+            w.u8(s.role.byte());
+            w.u64(s.items);
+            w.u32(s.loads_merged);
+            w.u32(len32(s.bytes.len(), "a synopsis' bytes"));
+            w.bytes(&s.bytes);
+        }
+        w.u32(len32(self.previous_sets.len(), "previous_sets"));
+        for (query, members) in &self.previous_sets {
+            w.u32(*query);
+            w.u32(len32(members.len(), "a previous set"));
+            for m in members {
+                put_str(&mut w, m, "a set member");
+            }
+        }
+        w.u32(len32(self.sources.len(), "sources"));
+        for p in &self.sources {
+            put_str(&mut w, &p.source, "a source name");
+            w.u64(p.offset);
+            w.u64(p.line);
+            match p.max_time {
+                None => w.u8(0),
+                Some(t) => {
+                    w.u8(1);
+                    w.i64(t);
+                }
+            }
+            w.u8(u8::from(p.done));
+        }
+        w.u64(self.tuples);
+        let mut bytes = w.into_inner();
+        let crc = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        bytes
+    }
+
+    /// Check the bytes and rebuild the part. The synopses' bytes are returned as stored, not
+    /// decoded.
+    ///
+    /// # Errors
+    /// [`CheckpointError`] with the offset of the problem for truncated bytes, a wrong magic,
+    /// an unknown format version, a count larger than the bytes left can hold, bad UTF-8, an
+    /// unknown role or flag byte, trailing bytes, or a checksum mismatch.
+    ///
+    /// ```
+    /// use saams::checkpoint::CheckpointPart;
+    /// let bytes = CheckpointPart { id: 9, tuples: 5, ..CheckpointPart::default() }.encode();
+    /// assert_eq!(CheckpointPart::decode(&bytes).unwrap().tuples, 5);
+    /// let cut = CheckpointPart::decode(&bytes[..bytes.len() - 1]).unwrap_err();
+    /// assert!(cut.to_string().contains("truncated"), "{cut}");
+    /// let mut flipped = bytes.clone();
+    /// flipped[10] ^= 1;
+    /// assert!(CheckpointPart::decode(&flipped).unwrap_err().to_string().contains("checksum"));
+    /// ```
+    pub fn decode(bytes: &[u8]) -> Result<CheckpointPart, CheckpointError> {
+        let head = &bytes[..bytes.len().min(4)];
+        if head != &MAGIC[..head.len()] {
+            return Err(CheckpointError::at(
+                0,
+                format!("not a checkpoint part: it starts with {head:02x?}, a part with {:02x?} (\"SAMC\")", MAGIC),
+            ));
+        }
+        if bytes.len() < MIN_PART_BYTES {
+            return Err(CheckpointError::at(
+                bytes.len() as u64,
+                format!("checkpoint part truncated: {} bytes, the smallest part has {MIN_PART_BYTES}", bytes.len()),
+            ));
+        }
+        let (body, crc_bytes) = bytes.split_at(bytes.len() - 4);
+        let stored = u32::from_le_bytes([crc_bytes[0], crc_bytes[1], crc_bytes[2], crc_bytes[3]]);
+        let computed = crc32fast::hash(body);
+        let crc_note = |e: CheckpointError| {
+            if stored == computed {
+                e
+            } else {
+                CheckpointError { what: format!("{}; the checksum does not match either", e.what), ..e }
+            }
+        };
+        let mut c = Cursor { r: Reader::new(body), len: body.len() };
+        let part = c.part().map_err(crc_note)?;
+        if !c.r.is_empty() {
+            return Err(crc_note(CheckpointError::at(
+                c.at(),
+                format!("{} trailing bytes after the last field of the checkpoint part", c.r.remaining()),
+            )));
+        }
+        if stored != computed {
+            return Err(CheckpointError::at(
+                body.len() as u64,
+                format!(
+                    "checkpoint part checksum mismatch: stored {stored:#010x}, computed {computed:#010x}: the bytes are corrupted"
+                ),
+            ));
+        }
+        Ok(part)
+    }
+}
+
+/// A [`Reader`] that knows where it is, so every error names its offset and field.
+struct Cursor<'a> {
+    r: Reader<'a>,
+    len: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn at(&self) -> u64 {
+        (self.len - self.r.remaining()) as u64
+    }
+
+    fn take(&mut self, n: usize, field: fmt::Arguments<'_>) -> Result<&'a [u8], CheckpointError> {
+        let at = self.at();
+        let left = self.r.remaining();
+        self.r.take(n).map_err(|_| {
+            CheckpointError::at(
+                at,
+                format!("checkpoint part truncated reading {field}: needs {n} bytes, {left} left before the checksum"),
+            )
+        })
+    }
+
+    fn array<const N: usize>(&mut self, field: fmt::Arguments<'_>) -> Result<[u8; N], CheckpointError> {
+        let b = self.take(N, field)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(b);
+        Ok(a)
+    }
+
+    fn u8(&mut self, field: fmt::Arguments<'_>) -> Result<u8, CheckpointError> {
+        Ok(self.array::<1>(field)?[0])
+    }
+    fn u16(&mut self, field: fmt::Arguments<'_>) -> Result<u16, CheckpointError> {
+        Ok(u16::from_le_bytes(self.array(field)?))
+    }
+    fn u32(&mut self, field: fmt::Arguments<'_>) -> Result<u32, CheckpointError> {
+        Ok(u32::from_le_bytes(self.array(field)?))
+    }
+    fn u64(&mut self, field: fmt::Arguments<'_>) -> Result<u64, CheckpointError> {
+        Ok(u64::from_le_bytes(self.array(field)?))
+    }
+    fn i64(&mut self, field: fmt::Arguments<'_>) -> Result<i64, CheckpointError> {
+        Ok(i64::from_le_bytes(self.array(field)?))
+    }
+
+    fn flag(&mut self, field: fmt::Arguments<'_>) -> Result<bool, CheckpointError> {
+        let at = self.at();
+        match self.u8(field)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            b => Err(CheckpointError::at(at, format!("{field} is byte {b}, not 0 or 1"))),
+        }
+    }
+
+    /// A u32 count of items of at least `min_item` bytes each, refused when the bytes left
+    /// cannot hold that many (so no allocation follows from a corrupted count).
+    fn count(&mut self, min_item: u64, field: fmt::Arguments<'_>) -> Result<usize, CheckpointError> {
+        let at = self.at();
+        let n = self.u32(field)?;
+        let left = self.r.remaining() as u64;
+        if u64::from(n) * min_item > left {
+            return Err(CheckpointError::at(
+                at,
+                format!("{field} says {n}, which needs at least {} bytes, but {left} are left", u64::from(n) * min_item),
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    fn string(&mut self, field: fmt::Arguments<'_>) -> Result<String, CheckpointError> {
+        let n = self.count(1, format_args!("the length of {field}"))?;
+        let at = self.at();
+        let b = self.take(n, field)?;
+        match std::str::from_utf8(b) {
+            Ok(s) => Ok(s.to_string()),
+            Err(e) => Err(CheckpointError::at(at + e.valid_up_to() as u64, format!("{field} is not UTF-8"))),
+        }
+    }
+
+    fn part(&mut self) -> Result<CheckpointPart, CheckpointError> {
+        self.take(4, format_args!("the magic"))?;
+        let at = self.at();
+        let version = self.u16(format_args!("the format version"))?;
+        if version != PART_FORMAT_VERSION {
+            return Err(CheckpointError::at(
+                at,
+                format!("checkpoint part format version {version} is not supported (this build reads {PART_FORMAT_VERSION})"),
+            ));
+        }
+        let id = self.u64(format_args!("id"))?;
+        let boundary_ms = self.u64(format_args!("boundary_ms"))?;
+        let process = self.u32(format_args!("process"))?;
+        let worker = self.u32(format_args!("worker"))?;
+        let processes = self.u32(format_args!("processes"))?;
+        let workers = self.u32(format_args!("workers"))?;
+        let n = self.count(MIN_SYNOPSIS_BYTES, format_args!("the synopses count"))?;
+        let mut synopses = Vec::with_capacity(n);
+        for i in 0..n {
+            let syn = self.u32(format_args!("synopsis state {i}'s syn"))?;
+            let at = self.at();
+            let role_byte = self.u8(format_args!("synopsis state {i}'s role"))?;
+            let role = StateRole::from_byte(role_byte).ok_or_else(|| {
+                CheckpointError::at(
+                    at,
+                    format!("synopsis state {i} has role byte {role_byte} (0 owned, 1 spread, 2 latest)"),
+                )
+            })?;
+            let items = self.u64(format_args!("synopsis state {i}'s items"))?;
+            let loads_merged = self.u32(format_args!("synopsis state {i}'s loads_merged"))?;
+            let len = self.count(1, format_args!("synopsis state {i}'s byte length"))?;
+            let bytes = self.take(len, format_args!("synopsis state {i}'s bytes"))?.to_vec();
+            synopses.push(SynopsisState { syn, role, items, loads_merged, bytes });
+        }
+        let n = self.count(MIN_SET_BYTES, format_args!("the previous_sets count"))?;
+        let mut previous_sets = Vec::with_capacity(n);
+        for i in 0..n {
+            let query = self.u32(format_args!("previous set {i}'s query"))?;
+            let m = self.count(MIN_STRING_BYTES, format_args!("previous set {i}'s member count"))?;
+            let mut members = Vec::with_capacity(m);
+            for j in 0..m {
+                members.push(self.string(format_args!("previous set {i}'s member {j}"))?);
+            }
+            previous_sets.push((query, members));
+        }
+        let n = self.count(MIN_SOURCE_BYTES, format_args!("the sources count"))?;
+        let mut sources = Vec::with_capacity(n);
+        for i in 0..n {
+            let source = self.string(format_args!("source {i}'s name"))?;
+            let offset = self.u64(format_args!("source {i}'s offset"))?;
+            let line = self.u64(format_args!("source {i}'s line"))?;
+            let max_time = if self.flag(format_args!("source {i}'s max_time flag"))? {
+                Some(self.i64(format_args!("source {i}'s max_time"))?)
+            } else {
+                None
+            };
+            let done = self.flag(format_args!("source {i}'s done flag"))?;
+            sources.push(SourcePosition { source, offset, line, max_time, done });
+        }
+        let tuples = self.u64(format_args!("tuples"))?;
+        Ok(CheckpointPart { id, boundary_ms, process, worker, processes, workers, synopses, previous_sets, sources, tuples })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> CheckpointPart {
+        CheckpointPart {
+            id: 12,
+            boundary_ms: 120_000,
+            process: 1,
+            worker: 3,
+            processes: 2,
+            workers: 4,
+            synopses: vec![
+                SynopsisState { syn: 1, role: StateRole::Owned, items: 100, loads_merged: 0, bytes: b"SAMS-env".to_vec() },
+                SynopsisState { syn: 2, role: StateRole::Spread, items: 7, loads_merged: 2, bytes: vec![] },
+                SynopsisState { syn: 3, role: StateRole::Latest, items: 0, loads_merged: 1, bytes: vec![0xff; 3] },
+            ],
+            previous_sets: vec![(4, vec!["a".into(), "ünï".into()]), (5, vec![])],
+            sources: vec![
+                SourcePosition { source: "unit:3".into(), offset: 4096, line: 77, max_time: Some(-5), done: false },
+                SourcePosition { source: "kafka:t:0".into(), offset: 9, line: 0, max_time: None, done: true },
+            ],
+            tuples: 1234,
+        }
+    }
+
+    fn err(bytes: &[u8]) -> CheckpointError {
+        CheckpointPart::decode(bytes).expect_err("corrupted part must not decode")
+    }
+
+    /// Rewrite the trailing CRC so a deliberately malformed body reaches the field checks.
+    fn with_crc(mut body: Vec<u8>) -> Vec<u8> {
+        let crc = crc32fast::hash(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        body
+    }
+
+    fn body(part: &CheckpointPart) -> Vec<u8> {
+        let b = part.encode();
+        b[..b.len() - 4].to_vec()
+    }
+
+    #[test]
+    fn sample_round_trips_and_is_canonical() {
+        let p = sample();
+        let bytes = p.encode();
+        let back = CheckpointPart::decode(&bytes).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(back.encode(), bytes);
+        let empty = CheckpointPart::default().encode();
+        assert_eq!(empty.len(), MIN_PART_BYTES);
+        assert_eq!(CheckpointPart::decode(&empty).unwrap(), CheckpointPart::default());
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_that_never_panics() {
+        let bytes = sample().encode();
+        for n in 0..bytes.len() {
+            let e = err(&bytes[..n]);
+            assert!(e.offset.is_some(), "cut at {n}: {e}");
+            assert!(e.offset.unwrap() <= n as u64, "cut at {n}: offset past the end: {e}");
+            if n >= 4 {
+                assert!(e.what.contains("truncated") || e.what.contains(" says ") || e.what.contains("checksum"), "{e}");
+            }
+        }
+        // Cut inside the last field: the parser sees too few bytes for `tuples`.
+        let e = err(&bytes[..bytes.len() - 1]);
+        assert!(e.what.contains("truncated reading tuples"), "{e}");
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_an_error() {
+        let bytes = sample().encode();
+        for i in 0..bytes.len() {
+            for bit in [0, 3, 7] {
+                let mut b = bytes.clone();
+                b[i] ^= 1 << bit;
+                err(&b);
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_magic() {
+        let mut b = sample().encode();
+        b[0] = b'X';
+        let e = err(&b);
+        assert_eq!(e.offset, Some(0));
+        assert!(e.what.contains("not a checkpoint part"), "{e}");
+        assert!(err(b"SAM").what.contains("truncated"));
+        assert!(err(b"SAMC\x01\x00").what.contains("truncated"));
+        // A synopsis envelope is not a part.
+        assert!(err(b"SAMS\x01\x00").what.contains("not a checkpoint part"));
+        assert!(err(b"XY").what.contains("not a checkpoint part"));
+        assert!(err(b"").what.contains("truncated"));
+    }
+
+    #[test]
+    fn unknown_version() {
+        let mut b = body(&sample());
+        b[4] = 2;
+        let e = err(&with_crc(b));
+        assert_eq!(e.offset, Some(4));
+        assert!(e.what.contains("format version 2 is not supported"), "{e}");
+    }
+
+    #[test]
+    fn bad_crc_names_both_values() {
+        let mut b = sample().encode();
+        let n = b.len();
+        b[n - 1] ^= 0x80;
+        let e = err(&b);
+        assert!(e.what.contains("checksum mismatch"), "{e}");
+        assert_eq!(e.offset, Some(n as u64 - 4));
+    }
+
+    #[test]
+    fn trailing_bytes() {
+        let mut b = body(&sample());
+        b.extend_from_slice(&[0, 0]);
+        let e = err(&with_crc(b));
+        assert!(e.what.contains("2 trailing bytes"), "{e}");
+        // Bytes appended after a valid CRC are seen as a wrong checksum and trailing bytes.
+        let mut b = sample().encode();
+        b.push(0);
+        err(&b);
+    }
+
+    #[test]
+    fn bad_utf8_names_the_field_and_offset() {
+        let p = CheckpointPart {
+            sources: vec![SourcePosition { source: "ab".into(), offset: 0, line: 0, max_time: None, done: false }],
+            ..CheckpointPart::default()
+        };
+        let mut b = body(&p);
+        // The sources count at 46, then the name's length (4 bytes) at 50, then "ab" at 54.
+        assert_eq!(&b[54..56], b"ab");
+        b[55] = 0xff;
+        let e = err(&with_crc(b));
+        assert_eq!(e.offset, Some(55));
+        assert!(e.what.contains("source 0's name is not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn bad_role_and_flag_bytes() {
+        let p = CheckpointPart {
+            synopses: vec![SynopsisState { syn: 1, role: StateRole::Owned, items: 0, loads_merged: 0, bytes: vec![] }],
+            sources: vec![SourcePosition { source: String::new(), offset: 0, line: 0, max_time: None, done: false }],
+            ..CheckpointPart::default()
+        };
+        let mut b = body(&p);
+        b[46] = 3; // the role, after the synopses count (38..42) and syn (42..46)
+        let e = err(&with_crc(b));
+        assert_eq!(e.offset, Some(46));
+        assert!(e.what.contains("role byte 3"), "{e}");
+
+        let good = body(&p);
+        let flag_at = good.len() - 8 - 2; // max_time flag, done, then tuples
+        for (at, name) in [(flag_at, "max_time flag"), (flag_at + 1, "done flag")] {
+            let mut b = good.clone();
+            b[at] = 2;
+            let e = err(&with_crc(b));
+            assert_eq!(e.offset, Some(at as u64));
+            assert!(e.what.contains(name) && e.what.contains("not 0 or 1"), "{e}");
+        }
+    }
+
+    #[test]
+    fn huge_counts_are_refused_before_allocating() {
+        for at in [38usize, 42, 46] {
+            let mut b = body(&CheckpointPart::default());
+            b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+            let e = err(&with_crc(b));
+            assert_eq!(e.offset, Some(at as u64));
+            assert!(e.what.contains("4294967295"), "{e}");
+        }
+        // A synopsis whose byte length runs past the end.
+        let p = CheckpointPart {
+            synopses: vec![SynopsisState { syn: 1, role: StateRole::Owned, items: 0, loads_merged: 0, bytes: vec![1] }],
+            ..CheckpointPart::default()
+        };
+        let mut b = body(&p);
+        b[59..63].copy_from_slice(&1000u32.to_le_bytes());
+        let e = err(&with_crc(b));
+        assert!(e.what.contains("byte length says 1000"), "{e}");
+    }
+
+    #[test]
+    fn corruption_with_a_parse_error_also_reports_the_checksum() {
+        let mut b = sample().encode();
+        b[4] = 9; // the version, without fixing the CRC
+        let e = err(&b);
+        assert!(e.what.contains("format version 9") && e.what.contains("checksum does not match"), "{e}");
+    }
+
+    fn arb_role() -> impl Strategy<Value = StateRole> {
+        prop_oneof![Just(StateRole::Owned), Just(StateRole::Spread), Just(StateRole::Latest)]
+    }
+
+    fn arb_part() -> impl Strategy<Value = CheckpointPart> {
+        let syn = (any::<u32>(), arb_role(), any::<u64>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..40))
+            .prop_map(|(syn, role, items, loads_merged, bytes)| SynopsisState { syn, role, items, loads_merged, bytes });
+        let set = (any::<u32>(), proptest::collection::vec(".{0,8}", 0..5));
+        let src = (".{0,12}", any::<u64>(), any::<u64>(), any::<Option<i64>>(), any::<bool>())
+            .prop_map(|(source, offset, line, max_time, done)| SourcePosition { source, offset, line, max_time, done });
+        (
+            (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
+            proptest::collection::vec(syn, 0..4),
+            proptest::collection::vec(set, 0..4),
+            proptest::collection::vec(src, 0..4),
+            any::<u64>(),
+        )
+            .prop_map(|((id, boundary_ms, process, worker, processes, workers), synopses, previous_sets, sources, tuples)| {
+                CheckpointPart { id, boundary_ms, process, worker, processes, workers, synopses, previous_sets, sources, tuples }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn any_part_round_trips(p in arb_part()) {
+            let bytes = p.encode();
+            let back = CheckpointPart::decode(&bytes).unwrap();
+            prop_assert_eq!(back.encode(), bytes);
+            prop_assert_eq!(back, p);
+        }
+
+        #[test]
+        fn arbitrary_bytes_after_the_magic_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..200), fix_crc in any::<bool>()) {
+            let mut b = MAGIC.to_vec();
+            b.extend_from_slice(&PART_FORMAT_VERSION.to_le_bytes());
+            b.extend_from_slice(&tail);
+            let b = if fix_crc { with_crc(b) } else { b };
+            if let Ok(p) = CheckpointPart::decode(&b) {
+                prop_assert_eq!(p.encode(), b);
+            }
+        }
+    }
+}
