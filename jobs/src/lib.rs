@@ -1,6 +1,7 @@
 //! The saams binaries' shared code: CLI, sources, sinks, and the `saams` job itself.
 #![deny(missing_docs)]
 
+pub mod checkpoint;
 pub mod cli;
 pub mod control;
 pub mod dataflow;

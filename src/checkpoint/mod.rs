@@ -89,6 +89,18 @@ pub use part::{CheckpointPart, MAGIC, MIN_PART_BYTES, PART_FORMAT_VERSION, Sourc
 
 use std::fmt;
 
+/// The CRC-32 (IEEE) a [`PartEntry`] records for a part file: the whole file, trailer included.
+///
+/// ```
+/// use saams::checkpoint::{CheckpointPart, file_crc32};
+/// let bytes = CheckpointPart::default().encode();
+/// assert_eq!(file_crc32(&bytes), file_crc32(&bytes.clone()));
+/// assert_ne!(file_crc32(&bytes), file_crc32(&bytes[1..]));
+/// ```
+pub fn file_crc32(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
+
 /// Why bytes or JSON are not a valid checkpoint part or manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointError {

@@ -140,7 +140,8 @@ impl CheckpointPart {
     /// assert_eq!(&bytes[4..6], &[1, 0]); // format version 1
     /// ```
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_capacity(MIN_PART_BYTES + self.synopses.iter().map(|s| 21 + s.bytes.len()).sum::<usize>());
+        let mut w =
+            Writer::with_capacity(MIN_PART_BYTES + self.synopses.iter().map(|s| 21 + s.bytes.len()).sum::<usize>());
         w.bytes(&MAGIC);
         w.u16(PART_FORMAT_VERSION);
         w.u64(self.id);
@@ -312,7 +313,10 @@ impl<'a> Cursor<'a> {
         if u64::from(n) * min_item > left {
             return Err(CheckpointError::at(
                 at,
-                format!("{field} says {n}, which needs at least {} bytes, but {left} are left", u64::from(n) * min_item),
+                format!(
+                    "{field} says {n}, which needs at least {} bytes, but {left} are left",
+                    u64::from(n) * min_item
+                ),
             ));
         }
         Ok(n as usize)
@@ -335,7 +339,9 @@ impl<'a> Cursor<'a> {
         if version != PART_FORMAT_VERSION {
             return Err(CheckpointError::at(
                 at,
-                format!("checkpoint part format version {version} is not supported (this build reads {PART_FORMAT_VERSION})"),
+                format!(
+                    "checkpoint part format version {version} is not supported (this build reads {PART_FORMAT_VERSION})"
+                ),
             ));
         }
         let id = self.u64(format_args!("id"))?;
@@ -388,7 +394,18 @@ impl<'a> Cursor<'a> {
             sources.push(SourcePosition { source, offset, line, max_time, done });
         }
         let tuples = self.u64(format_args!("tuples"))?;
-        Ok(CheckpointPart { id, boundary_ms, process, worker, processes, workers, synopses, previous_sets, sources, tuples })
+        Ok(CheckpointPart {
+            id,
+            boundary_ms,
+            process,
+            worker,
+            processes,
+            workers,
+            synopses,
+            previous_sets,
+            sources,
+            tuples,
+        })
     }
 }
 
@@ -406,7 +423,13 @@ mod tests {
             processes: 2,
             workers: 4,
             synopses: vec![
-                SynopsisState { syn: 1, role: StateRole::Owned, items: 100, loads_merged: 0, bytes: b"SAMS-env".to_vec() },
+                SynopsisState {
+                    syn: 1,
+                    role: StateRole::Owned,
+                    items: 100,
+                    loads_merged: 0,
+                    bytes: b"SAMS-env".to_vec(),
+                },
                 SynopsisState { syn: 2, role: StateRole::Spread, items: 7, loads_merged: 2, bytes: vec![] },
                 SynopsisState { syn: 3, role: StateRole::Latest, items: 0, loads_merged: 1, bytes: vec![0xff; 3] },
             ],
@@ -455,7 +478,10 @@ mod tests {
             assert!(e.offset.is_some(), "cut at {n}: {e}");
             assert!(e.offset.unwrap() <= n as u64, "cut at {n}: offset past the end: {e}");
             if n >= 4 {
-                assert!(e.what.contains("truncated") || e.what.contains(" says ") || e.what.contains("checksum"), "{e}");
+                assert!(
+                    e.what.contains("truncated") || e.what.contains(" says ") || e.what.contains("checksum"),
+                    "{e}"
+                );
             }
         }
         // Cut inside the last field: the parser sees too few bytes for `tuples`.
@@ -594,7 +620,13 @@ mod tests {
 
     fn arb_part() -> impl Strategy<Value = CheckpointPart> {
         let syn = (any::<u32>(), arb_role(), any::<u64>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..40))
-            .prop_map(|(syn, role, items, loads_merged, bytes)| SynopsisState { syn, role, items, loads_merged, bytes });
+            .prop_map(|(syn, role, items, loads_merged, bytes)| SynopsisState {
+                syn,
+                role,
+                items,
+                loads_merged,
+                bytes,
+            });
         let set = (any::<u32>(), proptest::collection::vec(".{0,8}", 0..5));
         let src = (".{0,12}", any::<u64>(), any::<u64>(), any::<Option<i64>>(), any::<bool>())
             .prop_map(|(source, offset, line, max_time, done)| SourcePosition { source, offset, line, max_time, done });
@@ -605,9 +637,22 @@ mod tests {
             proptest::collection::vec(src, 0..4),
             any::<u64>(),
         )
-            .prop_map(|((id, boundary_ms, process, worker, processes, workers), synopses, previous_sets, sources, tuples)| {
-                CheckpointPart { id, boundary_ms, process, worker, processes, workers, synopses, previous_sets, sources, tuples }
-            })
+            .prop_map(
+                |((id, boundary_ms, process, worker, processes, workers), synopses, previous_sets, sources, tuples)| {
+                    CheckpointPart {
+                        id,
+                        boundary_ms,
+                        process,
+                        worker,
+                        processes,
+                        workers,
+                        synopses,
+                        previous_sets,
+                        sources,
+                        tuples,
+                    }
+                },
+            )
     }
 
     proptest! {
