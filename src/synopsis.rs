@@ -306,6 +306,15 @@ pub trait Synopsis: Send + fmt::Debug {
     /// The synopsis as bytes: codec envelope (magic, version, kind, parameters, seed) + payload.
     fn encode(&self) -> Vec<u8>;
 
+    /// The synopsis as bytes that decode to a state that goes on *exactly* as this one would,
+    /// update for update (checkpoints need it: a resumed job must answer bit for bit as one that
+    /// never stopped). For most kinds that is [`Synopsis::encode`]; a kind whose encoding leaves
+    /// out state it derives (DFT's incrementally updated coefficients, recomputed exactly on
+    /// decode) adds it here. [`crate::registry::decode`] reads both.
+    fn encode_exact(&self) -> Vec<u8> {
+        self.encode()
+    }
+
     /// A deep copy.
     fn clone_box(&self) -> Box<dyn Synopsis>;
 

@@ -94,6 +94,18 @@ pub struct Cli {
     /// Directory SAVE writes to and LOAD reads from (requests cannot name files outside it).
     #[arg(long)]
     pub snapshots: Option<PathBuf>,
+    /// Directory of checkpoints: every `--checkpoint-interval` the job writes its state there at
+    /// a window boundary, and the same command started again resumes from the newest complete
+    /// one (any `-w`/`-n`): answers are then exactly those of a run without the crash. With it,
+    /// the output file gets each answer once the checkpoint after it is written.
+    #[arg(long)]
+    pub checkpoints: Option<PathBuf>,
+    /// Wall-clock time between checkpoints (each at the next window boundary).
+    #[arg(long = "checkpoint-interval", default_value = "10s")]
+    pub checkpoint_interval: String,
+    /// Complete checkpoints kept (older ones are removed).
+    #[arg(long = "checkpoint-keep", default_value_t = 3)]
+    pub checkpoint_keep: usize,
     /// Event-time tumbling window for continuous answers (e.g. 500ms, 60s, 5m, 1h).
     #[arg(long, default_value = "60s")]
     pub window: String,

@@ -72,8 +72,9 @@ pub fn build(
             .answer_pairs(plan.clone())
             .set_changes(plan.clone())
             .inspect_core(move |event| {
-                if let Ok((_, lines)) = event {
-                    sink.write_all(lines.iter().map(|l| split_reply(l).1));
+                if let Ok((stamp, lines)) = event {
+                    let time = stamp.least().copied().unwrap_or(0);
+                    sink.write_at(time, lines.iter().map(|l| split_reply(l).1));
                 }
             })
             .flat_map(|line: String| match split_reply(&line) {

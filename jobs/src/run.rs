@@ -23,12 +23,18 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::InputHandle;
 use timely::{Config, WorkerConfig};
 
+use crate::checkpoint::CheckpointStore;
+use crate::checkpoint::marks::SourceMarks;
+use crate::checkpoint::recovery::{Recovery, input_names};
+use crate::checkpoint::resume::Resume;
+use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::{Cli, parse_duration_ms};
 use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
 use crate::source::kafka::{KafkaInput, KafkaJob};
 use crate::source::{generated::Generated, pace::Pacer, stop::StopFlag};
+use saams::checkpoint::SourcePosition;
 
 pub use crate::stats::Stats;
 
@@ -121,6 +127,8 @@ struct Reading {
     source: Source,
     max_time: i64,
     pending: Option<Pending>,
+    /// Positions at checkpoint boundaries.
+    marks: SourceMarks,
 }
 
 /// A unit's next tuple, read but not yet routed.
@@ -165,6 +173,42 @@ impl Reading {
                 }
             }
         }
+    }
+
+    /// The unit's name in checkpoints.
+    fn key(&self) -> String {
+        match &self.source {
+            Source::Lines(_) => format!("unit:{}", self.unit),
+            Source::Generated(..) => format!("generator:{}", self.unit),
+            Source::Kafka => "kafka".to_string(),
+        }
+    }
+
+    /// Where the tuple with line number (or generator index) `line` that is being routed
+    /// starts, and the newest time before it.
+    fn position_of(&self, line: u64) -> SourcePosition {
+        let (offset, line) = match &self.source {
+            Source::Lines(r) => r.line_start(),
+            _ => (line.saturating_sub(1), line.saturating_sub(1)),
+        };
+        let max_time = (self.max_time != i64::MIN).then_some(self.max_time);
+        SourcePosition { source: self.key(), offset, line, max_time, done: false }
+    }
+
+    /// Where the unit reads on now: its pending tuple, or the next unread one.
+    fn position_now(&self) -> SourcePosition {
+        let mut p = match (&self.pending, &self.source) {
+            (Some(Pending::Tuple(line, _)), _) => self.position_of(*line),
+            (Some(Pending::Values(index, ..)), _) => self.position_of(*index),
+            (None, Source::Lines(r)) => {
+                let (offset, line) = r.position();
+                SourcePosition { source: self.key(), offset, line, max_time: None, done: false }
+            }
+            (None, Source::Generated(g, _)) => self.position_of(g.index() + 1),
+            (None, Source::Kafka) => self.position_of(0),
+        };
+        p.max_time = (self.max_time != i64::MIN).then_some(self.max_time);
+        p
     }
 
     fn name(&self) -> String {
@@ -212,11 +256,17 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         None
     };
     let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes)?;
+    let inputs = input_names(&units, generator.as_ref().map(|_| cli.generate.as_str()));
+    let recovery = match &cli.checkpoints {
+        Some(dir) => Some(Recovery::open(&cli, dir, (window_ms as u64, requests.as_deref(), &inputs))?),
+        None => None,
+    };
     let kafka_sink = kafka_job.as_ref().and_then(|k| k.estimation_writer());
     let file_sink = kafka_sink.is_none();
-    let sink = Arc::new(match kafka_sink {
-        Some(w) => LineSink::from_writer(w),
-        None => LineSink::open(&cli.out)?,
+    let sink = Arc::new(match (kafka_sink, &recovery) {
+        (Some(w), _) => LineSink::from_writer(w),
+        (None, None) => LineSink::open(&cli.out)?,
+        (None, Some(r)) => r.open_output(&cli)?,
     });
     let dead = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
         (Some(w), _) => Some(Arc::new(LineSink::from_writer(w))),
@@ -259,7 +309,25 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
 
     let (builders, others) =
         config.communication.try_build_with(metrics.hooks()).map_err(|e| format!("timely: {e}"))?;
+    let checkpoints = match &recovery {
+        None => None,
+        Some(r) => Some(Arc::new(CheckpointJob::new(
+            CheckpointStore::open(&r.dir, r.keep)?,
+            JobShape {
+                process: cli.process,
+                processes: cli.processes,
+                workers: cli.workers,
+                window_ms: window_ms as u64,
+                script: requests.clone().unwrap_or_default(),
+                inputs: inputs.clone(),
+                out_path: (cli.out != "-").then(|| cli.out.clone()),
+            },
+            sink.clone(),
+        ))),
+    };
     let shared = Shared {
+        checkpoints: checkpoints.clone(),
+        recovery: recovery.as_ref().map(|r| (r.resume.clone(), r.every, r.first_id)),
         stats: stats.clone(),
         metrics: metrics.clone(),
         sink: sink.clone(),
@@ -304,7 +372,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     if let Some(h) = flusher {
         let _ = h.join();
     }
+    sink.release_all();
     sink.flush();
+    if let Some(c) = &checkpoints {
+        eprintln!("{}", c.report());
+    }
     if let Some(d) = &dead {
         d.flush();
     }
@@ -325,6 +397,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
 
 /// What every worker of a process shares: counters, sinks, the hub, the inputs to read.
 struct Shared {
+    /// Checkpoints: the process' writer, and the checkpoint resumed from, the interval and
+    /// the first new id.
+    checkpoints: Option<Arc<CheckpointJob>>,
+    recovery: Option<(Option<Arc<Resume>>, Duration, u64)>,
     stats: Arc<Stats>,
     metrics: Arc<Metrics>,
     sink: Arc<LineSink>,
@@ -363,9 +439,26 @@ fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) -> Rc<RefCe
     let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
     plan.update = !settings.no_synopses;
     plan.workers_per_process = settings.workers_per_process;
-    if me == 0 {
+    let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
+    if me == 0 && resume.is_none() {
+        // (A resumed job wrote them before its first checkpoint.)
         let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
         job.sink.write_all(lines.iter());
+    }
+    if let Some(resume) = resume {
+        let mut intake = Intake::new(settings.strict_requests);
+        for r in resume.requests() {
+            let (requests, _) = intake.vet(parse_requests(&r.text));
+            let applied = plan.extend(&requests, r.fence_ms, None);
+            if me == 0 && r.fence_ms >= resume.boundary_ms {
+                // Acknowledgements the checkpoint's output did not hold yet.
+                job.sink.write_at(r.fence_ms, applied.lines.iter().map(|l| split_reply(l).1));
+            }
+        }
+        if let Err(e) = resume.fill(&plan) {
+            eprintln!("saams: --checkpoints: {e}");
+            std::process::exit(2);
+        }
     }
     Rc::new(RefCell::new(plan))
 }
@@ -391,6 +484,11 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         hub.set_synopses(registry_rows(&plan.borrow()));
     }
     let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
+    let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
+    if let Some((_, every, first_id)) = &job.recovery {
+        let log = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();
+        fences.checkpoint_every(*every, *first_id, log, resume.is_some());
+    }
 
     // 2. The dataflow.
     let (mut input, probe) = crate::dataflow::build(worker, &plan, sink2.clone(), hub2.clone());
@@ -406,9 +504,15 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
     //    oldest event time (ms) any unit can still produce (its newest time minus the
     //    lateness): the watermark that releases values to their synopses inside a window.
     let mut readers = open_readers(&plan.borrow(), generator.as_ref(), units, (me, peers), dead2.as_deref(), stats);
+    let mut ended = Vec::new();
+    if let Some(resume) = &resume {
+        resume_readers(&mut readers, resume, units, &mut ended, (dead2.as_deref(), stats));
+    }
+    let mut boundaries_known = 0u64;
     let mut router = Router::new(&plan, me, job);
     let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
-    let mut kafka_unit = Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None };
+    let mut kafka_unit =
+        Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None, marks: SourceMarks::default() };
     let mut epoch = 0u64;
     let mut reading = true;
     loop {
@@ -429,6 +533,10 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
             }
             router.counts.grow(plan.borrow().groups.len());
         }
+        want_boundaries(&plan.borrow(), &mut readers, &mut boundaries_known);
+        if let Some(c) = &job.checkpoints {
+            write_checkpoints(&plan, &probe, (&mut readers, &mut ended), &mut fences, (c, me));
+        }
         let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
         if !active && reading {
             // This worker's input ended: stop holding the others' windows back, stop taking
@@ -447,7 +555,7 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         }
         let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
         let (allowance, routed_before) = (pacer.take(Instant::now()), router.tuples);
-        read_units(&mut readers, &mut router, &mut input, (allowance, hold_end), window_ms);
+        read_units(&mut readers, &mut router, &mut input, (allowance, hold_end), (window_ms, &mut ended));
         let kafka_low = kafka.as_mut().map(|k| {
             if hold_end.is_none() && allowance > router.tuples - routed_before {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
@@ -469,9 +577,17 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
             }
             low
         });
+        // A unit that has routed nothing yet but holds its first tuple can produce nothing
+        // older than that tuple's time minus the lateness either: a byte range of a file that
+        // waits for the others to reach its time does not hold every window open (it held the
+        // frontier at 0, and every value in the reorder buffers, until each range had started).
         let low = readers
             .iter()
-            .map(|r| if r.max_time == i64::MIN { 0 } else { r.max_time.saturating_sub(lateness_ms).max(0) as u64 })
+            .map(|r| {
+                let newest =
+                    if r.max_time == i64::MIN { r.pending.as_ref().map(Pending::time) } else { Some(r.max_time) };
+                newest.map_or(0, |t| t.saturating_sub(lateness_ms).max(0) as u64)
+            })
             .chain(kafka_low)
             .min();
         // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
@@ -680,6 +796,10 @@ impl Router {
             Err((raw, e)) => return self.reject(unit, line, &raw, &e, false),
         };
         let time = t.time_ms.unwrap_or(0);
+        if time < unit.marks.skip_before {
+            // Counted (or found late) before the checkpoint this unit resumed from.
+            return;
+        }
         if time < 0 {
             return self.reject(unit, line, &t.to_json(), "event time before 1970", false);
         }
@@ -720,7 +840,7 @@ impl Router {
         drop(plan);
         // The next JSON line parsed on this thread reuses the tuple's allocations.
         saams_datasets::jsonl::recycle(t);
-        self.accept(unit, time, window, input);
+        self.accept(unit, (line, time), window, input);
     }
 
     fn check_time(&self, unit: &Reading, time: i64) -> Result<(), (String, bool)> {
@@ -741,10 +861,14 @@ impl Router {
     fn accept(
         &mut self,
         unit: &mut Reading,
-        time: i64,
+        (line, time): (u64, i64),
         window: u64,
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) {
+        if unit.marks.reached(time) {
+            let at = unit.position_of(line);
+            unit.marks.mark(time, at);
+        }
         unit.max_time = unit.max_time.max(time);
         self.newest = self.newest.max(time);
         self.tuples += 1;
@@ -791,6 +915,9 @@ impl Router {
         if self.tuples == 0 {
             self.stats.first.get_or_init(Instant::now);
         }
+        if time < unit.marks.skip_before {
+            return;
+        }
         if let Err((msg, late)) = self.check_time(unit, time) {
             return self.reject(unit, index, &format!("time {time}"), &msg, late);
         }
@@ -807,7 +934,7 @@ impl Router {
                 self.recs.push(Rec { group: g, time, seq, val });
             }
         }
-        self.accept(unit, time, window, input);
+        self.accept(unit, (index, time), window, input);
     }
 }
 
@@ -819,7 +946,7 @@ fn read_units(
     router: &mut Router,
     input: &mut RecInput,
     (allowance, hold_end): (u64, Option<i64>),
-    window_ms: i64,
+    (window_ms, ended): (i64, &mut Vec<(SourcePosition, SourceMarks)>),
 ) {
     let routed_before = router.tuples;
     // Read in event-time step: every unit up to a little past the unit that is furthest
@@ -828,6 +955,14 @@ fn read_units(
     // whatever the window length.
     // A unit with nothing pending (it read its whole batch) is where its newest tuple is:
     // ignoring it let every other unit run ahead, and the reorder buffers held all of them.
+    // A unit not read yet shows where it starts first: byte ranges of one file start at other
+    // times, and routing the first tuples of each at once opened windows all over the file
+    // (and put checkpoint boundaries and live requests' fences near its end).
+    for r in readers.iter_mut() {
+        if r.pending.is_none() && r.max_time == i64::MIN {
+            r.fetch(router, input);
+        }
+    }
     let position =
         |r: &Reading| r.pending.as_ref().map(Pending::time).or((r.max_time != i64::MIN).then_some(r.max_time));
     let horizon = readers.iter().filter_map(position).min();
@@ -848,10 +983,18 @@ fn read_units(
         for _ in 0..share.min(allowance.saturating_sub(router.tuples - routed_before)) {
             if r.pending.is_none() && !r.fetch(router, input) {
                 // The end, or (a live stdin) nothing yet: keep it and read on later.
-                return match &mut r.source {
+                let waiting = match &mut r.source {
                     Source::Lines(reader) => reader.take_waiting(),
                     _ => false,
                 };
+                if !waiting {
+                    // Checkpoints at later boundaries say it ended; at those it had reached
+                    // before, where it was.
+                    let mut at = r.position_now();
+                    at.done = true;
+                    ended.push((at, std::mem::take(&mut r.marks)));
+                }
+                return waiting;
             }
             match r.pending.take() {
                 Some(p)
@@ -892,6 +1035,7 @@ fn open_readers(
                 source: Source::Generated(g, routes),
                 max_time: i64::MIN,
                 pending: None,
+                marks: SourceMarks::default(),
             });
         }
     }
@@ -905,6 +1049,7 @@ fn open_readers(
                 source: Source::Lines(reader),
                 max_time: i64::MIN,
                 pending: None,
+                marks: SourceMarks::default(),
             }),
             Err(e) => {
                 if let Some(d) = dead {
@@ -918,6 +1063,101 @@ fn open_readers(
         }
     }
     readers
+}
+
+/// A resumed job's readers read on from the checkpoint's positions and skip values before its
+/// boundary; those that had ended stay ended. A unit that cannot be positioned is a dead letter.
+fn resume_readers(
+    readers: &mut Vec<Reading>,
+    resume: &Resume,
+    units: &[Unit],
+    ended: &mut Vec<(SourcePosition, SourceMarks)>,
+    (dead, stats): (Option<&LineSink>, &Stats),
+) {
+    readers.retain_mut(|r| {
+        r.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;
+        let Some(at) = resume.position(&r.key()) else { return true };
+        if at.done {
+            ended.push((at.clone(), SourceMarks::default()));
+            return false;
+        }
+        r.max_time = at.max_time.unwrap_or(i64::MIN);
+        let moved = match &mut r.source {
+            Source::Lines(reader) => {
+                match units.get(r.unit as usize).map(|u| UnitReader::open_at(u, at.offset, at.line)) {
+                    Some(Ok(again)) => {
+                        *reader = again;
+                        Ok(())
+                    }
+                    Some(Err(e)) => Err(e),
+                    None => Err(format!("the checkpoint's input {} is not among this job's inputs", at.source)),
+                }
+            }
+            Source::Generated(g, _) => match g.skip(at.offset) {
+                true => Ok(()),
+                false => Err(format!("{}: the stream ends before the checkpoint's position {}", at.source, at.offset)),
+            },
+            Source::Kafka => Ok(()),
+        };
+        if let Err(e) = moved {
+            eprintln!("saams: resuming {}: {e}", at.source);
+            stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+            if let Some(d) = dead {
+                d.write_all(std::iter::once(&serde_json::json!({"source": at.source, "error": e}).to_string()));
+            }
+            return false;
+        }
+        true
+    });
+}
+
+/// Checkpoint boundaries agreed since the last call: every reader marks where it reaches them.
+fn want_boundaries(plan: &Plan, readers: &mut [Reading], known: &mut u64) {
+    let checkpoints = plan.checkpoints.borrow();
+    let new: Vec<u64> = checkpoints.boundaries.keys().copied().filter(|&b| b > *known).collect();
+    for b in new {
+        for r in readers.iter_mut() {
+            r.marks.want(b);
+        }
+        *known = b;
+    }
+}
+
+/// Write this worker's part of every checkpoint its operators have copied their state for and
+/// its probe has passed (every answer before the boundary is in the process' sink).
+fn write_checkpoints(
+    plan: &RefCell<Plan>,
+    probe: &timely::dataflow::ProbeHandle<u64>,
+    (readers, ended): (&mut [Reading], &mut [(SourcePosition, SourceMarks)]),
+    fences: &mut Fences,
+    (job, me): (&CheckpointJob, usize),
+) {
+    loop {
+        let ready = {
+            let plan = plan.borrow();
+            let checkpoints = plan.checkpoints.borrow();
+            checkpoints.taken.first_key_value().is_some_and(|(&b, taken)| {
+                taken.operators >= saams_operators::checkpoint::STATEFUL_OPERATORS && !probe.less_than(&b)
+            })
+        };
+        if !ready {
+            return;
+        }
+        let plan = plan.borrow();
+        let Some((b, id, taken)) = plan.checkpoints.borrow_mut().take_complete() else { return };
+        let sources: Vec<SourcePosition> = readers
+            .iter_mut()
+            .map(|r| r.marks.take(b).unwrap_or_else(|| r.position_now()))
+            .chain(ended.iter_mut().map(|(done, marks)| marks.take(b).unwrap_or_else(|| done.clone())))
+            .collect();
+        let part = job.part(&plan, (id, b, me), taken, sources);
+        if let Err(e) = job.write(&part, fences.request_log()) {
+            eprintln!("saams: checkpoint {id}: {e} (a restart resumes from the one before)");
+        }
+        if me == 0 {
+            fences.checkpoint_written();
+        }
+    }
 }
 
 /// The input's epoch once a worker's input has ended while the job still takes requests: far
@@ -940,7 +1180,9 @@ fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, inp
         }
         for line in &a.lines {
             let (origin, body) = split_reply(line);
-            sink.write_all(std::iter::once(body));
+            // At the request's fence: with checkpoints, an acknowledgement is in the output
+            // once a checkpoint after its fence (whose request log holds the request) is written.
+            sink.write_at(a.fence, std::iter::once(body));
             if let Some((_, ticket)) = origin {
                 hub.reply(ticket, body.to_string());
             }

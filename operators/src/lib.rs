@@ -62,6 +62,7 @@
 pub mod answer;
 pub mod ask;
 pub mod changes;
+pub mod checkpoint;
 pub mod fold;
 pub mod merge_tree;
 pub mod pairs;

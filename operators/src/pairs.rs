@@ -22,11 +22,50 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use crate::changes::{Answered, SetAnswer, member_text};
+use crate::checkpoint::HeldState;
 use crate::plan::{PairQueryReg, Plan, is_set_valued};
 use crate::record::{Out, Snapshot};
 
 /// Latest state and item count per synopsis.
 type Latest = HashMap<u32, (Box<dyn Synopsis>, u64)>;
+
+/// Start from a checkpoint: the latest states of the synopses whose snapshots come here, and
+/// the last answered sets of the continuous set-valued queries homed here.
+fn restore(plan: &Plan, me: usize, latest: &mut Latest, previous: &mut HashMap<u32, Vec<String>>) {
+    let mut checkpoints = plan.checkpoints.borrow_mut();
+    for (s, spec) in plan.synopses.iter().enumerate() {
+        if spec.snapshot_to.contains(&me)
+            && let Some((state, items)) = checkpoints.restored_latest.get(&(s as u32))
+        {
+            latest.insert(s as u32, (state.clone(), *items));
+        }
+    }
+    for (q, reg) in plan.pair_queries.iter().enumerate() {
+        if reg.home == me
+            && let Some(members) = checkpoints.restored_sets.remove(&(q as u32))
+        {
+            previous.insert(q as u32, members);
+        }
+    }
+}
+
+/// Copies of the latest states and the last answered sets (a checkpoint).
+fn copy_latest(latest: &Latest, previous: &HashMap<u32, Vec<String>>) -> (Vec<HeldState>, Vec<(u32, Vec<String>)>) {
+    let mut states: Vec<HeldState> = latest
+        .iter()
+        .map(|(&syn, (state, items))| HeldState {
+            syn,
+            latest: true,
+            state: state.clone(),
+            items: *items,
+            loads_merged: 0,
+        })
+        .collect();
+    states.sort_unstable_by_key(|h| h.syn);
+    let mut sets: Vec<(u32, Vec<String>)> = previous.iter().map(|(&q, m)| (q, m.clone())).collect();
+    sets.sort_unstable();
+    (states, sets)
+}
 
 fn state_of<'a>(plan: &'a Plan, latest: &'a Latest, s: u32) -> (&'a dyn Synopsis, u64) {
     match latest.get(&s) {
@@ -138,6 +177,9 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                 let mut latest: Latest = HashMap::new();
                 // The last answered set of each continuous set-valued query (by index in the plan).
                 let mut previous: HashMap<u32, Vec<String>> = HashMap::new();
+                restore(&shared.borrow(), me, &mut latest, &mut previous);
+                // Checkpoint boundaries before this one (exclusive) have their copies taken.
+                let mut copied_through = 0u64;
                 move |(input, frontier), output| {
                     let plan = shared.borrow();
                     let plan = &*plan;
@@ -165,7 +207,22 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                             output.session(&cap).give_iterator(lines.into_iter());
                         }
                     });
-                    while let Some((&w, _)) = pending.first_key_value() {
+                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let mut due = plan.checkpoints.borrow().due(copied_through, watermark).into_iter().peekable();
+                    loop {
+                        // A checkpoint boundary whose earlier windows are all answered: copy before
+                        // taking the snapshots of a window at or after it.
+                        let next = pending.first_key_value().map(|(&w, _)| w);
+                        if let Some(&b) = due.peek()
+                            && next.is_none_or(|w| w >= b)
+                        {
+                            let (states, sets) = copy_latest(&latest, &previous);
+                            plan.checkpoints.borrow_mut().hand_in(b, states, sets);
+                            copied_through = b;
+                            due.next();
+                            continue;
+                        }
+                        let Some(w) = next else { break };
                         if frontier.less_equal(&plan.close_time(w)) {
                             break;
                         }

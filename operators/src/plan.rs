@@ -125,6 +125,8 @@ type Parsed = Vec<Result<Request, RequestError>>;
 struct Staged {
     bodies: Vec<(Option<Origin>, Parsed)>,
     fence: Option<u64>,
+    /// The epoch asks for a checkpoint (its id) at its fence.
+    checkpoint: Option<u64>,
 }
 
 /// A registered SAVE.
@@ -309,6 +311,9 @@ pub struct Plan {
     /// Ad-hoc queries and SAVEs of the live requests being applied: (synopsis, request id, uid,
     /// what), made asks once the new synopses are compiled.
     asked: Vec<(u32, Json, Option<Json>, AskWhat)>,
+    /// Checkpoint boundaries agreed, the copies the operators take there, and the states a
+    /// restarted job starts from ([`crate::checkpoint`]).
+    pub checkpoints: std::cell::RefCell<crate::checkpoint::Checkpointing>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -365,6 +370,7 @@ impl Plan {
             applied: Vec::new(),
             asks_made: 0,
             asked_now: 0,
+            checkpoints: Default::default(),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = json!(format!("req-{}", n + 1));
@@ -850,6 +856,14 @@ impl Plan {
         }
     }
 
+    /// Request epoch `epoch` asks for checkpoint `id` at its fence: a boundary every stateful
+    /// operator copies its state at ([`crate::checkpoint`]).
+    pub fn receive_checkpoint(&mut self, epoch: u64, id: u64) {
+        if epoch >= self.applied_before {
+            self.staged.entry(epoch).or_default().checkpoint = Some(id);
+        }
+    }
+
     /// Request epochs before this one are applied.
     pub fn applied_before(&self) -> u64 {
         self.applied_before
@@ -870,6 +884,10 @@ impl Plan {
             }
             let (e, staged) = entry.remove_entry();
             let at = staged.fence.unwrap_or(fence);
+            if let Some(id) = staged.checkpoint {
+                // Two checkpoints agreed at one boundary are one.
+                self.checkpoints.get_mut().boundaries.entry(at).or_insert(id);
+            }
             for (origin, requests) in staged.bodies {
                 let applied = self.extend(&requests, at, origin);
                 self.applied.push(applied);

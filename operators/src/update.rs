@@ -45,6 +45,7 @@ use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
 use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
+use crate::checkpoint::HeldState;
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
 use saams::api::estimation::with_as_of;
@@ -301,6 +302,39 @@ fn release(
 }
 
 impl State {
+    /// Start the owned synopses this worker owns from a checkpoint's states.
+    fn restore(&mut self, plan: &Plan, me: usize) {
+        let mut checkpoints = plan.checkpoints.borrow_mut();
+        for (s, spec) in plan.synopses.iter().enumerate() {
+            let s = s as u32;
+            if spec.home == me
+                && spec.mode == Mode::Owned
+                && let Some((state, items, loads)) = checkpoints.restored.remove(&s)
+            {
+                self.merged.insert(s, (state, items));
+                self.loaded.insert(s, loads);
+            }
+        }
+    }
+
+    /// Copies of the owned synopses' merged states (a checkpoint).
+    fn copy_owned(&self, plan: &Plan, me: usize) -> Vec<HeldState> {
+        let mut copies: Vec<HeldState> = self
+            .merged
+            .iter()
+            .filter(|(s, _)| plan.synopses.get(**s as usize).is_some_and(|spec| spec.home == me))
+            .map(|(&syn, (state, items))| HeldState {
+                syn,
+                latest: false,
+                state: state.clone(),
+                items: *items,
+                loads_merged: self.loaded.get(&syn).copied().unwrap_or(0),
+            })
+            .collect();
+        copies.sort_unstable_by_key(|h| h.syn);
+        copies
+    }
+
     /// An order-insensitive owned synopsis' state with the values still waiting in its group's
     /// reorder buffers (those of windows it is registered at) fed to a copy, and how many they
     /// were; `None` if there are none or the synopsis depends on update order.
@@ -670,6 +704,9 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     loaded: HashMap::new(),
                     closed_before: 0,
                 };
+                state.restore(&shared.borrow(), me);
+                // Checkpoint boundaries before this one (exclusive) have their copies taken.
+                let mut copied_through = 0u64;
                 // Held at the frontier while anything is buffered or open: every window still to
                 // close ends after it, so the window's output can be emitted at its close time.
                 let mut held: Option<Capability<u64>> = None;
@@ -709,20 +746,30 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     let mut partials = Vec::new();
                     let mut snapshots = Vec::new();
                     // Close every window the watermark has passed, oldest first: feed its values,
-                    // then answer it.
-                    while let Some(w) = state.oldest_window(plan) {
-                        let end = w.saturating_add(plan.window_ms as u64);
-                        if end > watermark {
-                            break;
+                    // then answer it. At a checkpoint boundary the watermark has passed, copy
+                    // the owned states once every window before it is closed, before any later
+                    // value is fed.
+                    let due = plan.checkpoints.borrow().due(copied_through, watermark);
+                    for stop in due.iter().copied().map(Some).chain(std::iter::once(None)) {
+                        let limit = stop.unwrap_or(watermark);
+                        while let Some(w) = state.oldest_window(plan) {
+                            let end = w.saturating_add(plan.window_ms as u64);
+                            if end > limit {
+                                break;
+                            }
+                            state.release_all(plan, i64::try_from(end).unwrap_or(i64::MAX), 1);
+                            state.close(plan, w, &mut lines, &mut partials, &mut snapshots);
+                            if let Some(cap) = &held {
+                                let at = cap.delayed(&plan.close_time(w));
+                                let mut session = output.session(&at);
+                                session.give_iterator(lines.drain(..).map(Out::Line));
+                                session.give_iterator(partials.drain(..).map(Out::Partial));
+                                session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
+                            }
                         }
-                        state.release_all(plan, i64::try_from(end).unwrap_or(i64::MAX), 1);
-                        state.close(plan, w, &mut lines, &mut partials, &mut snapshots);
-                        if let Some(cap) = &held {
-                            let at = cap.delayed(&plan.close_time(w));
-                            let mut session = output.session(&at);
-                            session.give_iterator(lines.drain(..).map(Out::Line));
-                            session.give_iterator(partials.drain(..).map(Out::Partial));
-                            session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
+                        if let Some(b) = stop {
+                            plan.checkpoints.borrow_mut().hand_in(b, state.copy_owned(plan, me), Vec::new());
+                            copied_through = b;
                         }
                     }
                     if watermark < u64::MAX {

@@ -66,6 +66,10 @@ pub struct Manifest {
     pub script: String,
     /// Requests received live, in order, with the fences they took effect at.
     pub requests: Vec<LoggedRequest>,
+    /// What the job read (its input files and byte ranges, or the generator spec): a restart
+    /// must read the same.
+    #[serde(default)]
+    pub inputs: Vec<String>,
 }
 
 impl Manifest {
@@ -77,7 +81,7 @@ impl Manifest {
     ///     format: MANIFEST_FORMAT, id: 4, boundary_ms: 40_000, process: 0, processes: 1, workers: 2,
     ///     window_ms: 10_000, created_unix_ms: 1_700_000_000_000,
     ///     parts: vec![PartEntry { file: "part-p0-w0.bin".into(), bytes: 62, crc32: 7 }],
-    ///     output: None, dead_letters: None, script: String::new(), requests: vec![],
+    ///     output: None, dead_letters: None, script: String::new(), requests: vec![], inputs: vec![],
     /// };
     /// let text = m.to_json();
     /// assert!(text.contains("\"boundary_ms\": 40000"));
@@ -174,6 +178,7 @@ mod tests {
             dead_letters: None,
             script: "[{\"streamID\":\"A\"}]\n".into(),
             requests: vec![LoggedRequest { fence_ms: 60_000, text: "{\"uid\":3}".into() }],
+            inputs: vec!["file:/data/ticks.jsonl".into(), "generate:stocks:3:10".into()],
         }
     }
 
@@ -241,7 +246,8 @@ mod tests {
                 parts: names.into_iter().map(|file| PartEntry { file, bytes: id, crc32: crc }).collect(),
                 output: out.map(|bytes| OutputMark { path: script.clone(), bytes }),
                 dead_letters: out.map(|bytes| OutputMark { path: text.clone(), bytes: bytes / 2 }),
-                script, requests: vec![LoggedRequest { fence_ms: boundary, text }],
+                script, requests: vec![LoggedRequest { fence_ms: boundary, text: text.clone() }],
+                inputs: vec![text],
             };
             prop_assert_eq!(Manifest::from_json(&m.to_json()).unwrap(), m);
         }

@@ -8,6 +8,11 @@
 //! | kept points `k` (= min(n, window + basic)) | varint, then k × f64 LE, oldest first |
 //! | open interval flag | u8 (0 / 1); if 1: interval index i64 LE, last value f64 LE |
 //! | first interval flag | u8 (0 / 1); if 1: interval index i64 LE |
+//! | *optional* exact state ([`crate::Synopsis::encode_exact`], checkpoints) | u8 1, committed length varint, shift, sum, sum of squares f64 LE, slides varint, then #coefficients × (re, im) f64 LE |
+//!
+//! Without the optional section the coefficients are recomputed exactly on decode; with it the
+//! decoded synopsis carries the incrementally updated ones, so it goes on bit for bit as the
+//! encoded one would (their last digits depend on the updates since the last recomputation).
 
 use std::collections::VecDeque;
 
@@ -20,7 +25,7 @@ fn codec_err(reason: impl Into<String>) -> SynopsisError {
 }
 
 /// The synopsis as envelope + raw-state payload.
-pub(crate) fn encode(s: &Dft) -> Vec<u8> {
+pub(crate) fn encode(s: &Dft, exact: bool) -> Vec<u8> {
     let mut w = Writer::with_capacity(32 + 8 * s.buf.len());
     w.u64(s.n);
     w.varint(s.buf.len() as u64);
@@ -41,6 +46,17 @@ pub(crate) fn encode(s: &Dft) -> Vec<u8> {
             w.i64(b);
         }
         None => w.u8(0),
+    }
+    if exact {
+        let (m, sums, slides, re, im) = s.derived();
+        w.u8(1);
+        w.varint(m as u64);
+        sums.iter().for_each(|&x| w.f64(x));
+        w.varint(slides as u64);
+        for (r, i) in re.iter().zip(im) {
+            w.f64(*r);
+            w.f64(*i);
+        }
     }
     let params = [s.interval_s, s.basic as f64, s.window as f64, s.coeffs as f64];
     encode_envelope(Kind::Dft, 0, &params, &w.into_inner())
@@ -98,6 +114,31 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     if open.is_some() != first.is_some() {
         return Err(codec_err("DFT interval state is inconsistent"));
     }
+    let s = s.with_raw_state(n, buf, open, first);
+    if r.is_empty() {
+        return Ok(Box::new(s));
+    }
+    // The exact state of a checkpoint.
+    if r.u8()? != 1 {
+        return Err(codec_err("DFT exact-state flag must be 1"));
+    }
+    let m = r.varint()?;
+    if m > s.window as u64 {
+        return Err(codec_err(format!("DFT committed length {m} exceeds the window {}", s.window)));
+    }
+    let sums = [r.f64()?, r.f64()?, r.f64()?];
+    let slides = r.varint()?;
+    if slides > (super::sketch::RECOMPUTE_WINDOWS * s.window) as u64 {
+        return Err(codec_err(format!("DFT slides {slides} beyond the recomputation period")));
+    }
+    let (mut re, mut im) = (Vec::with_capacity(s.coeffs), Vec::with_capacity(s.coeffs));
+    for _ in 0..s.coeffs {
+        re.push(r.f64()?);
+        im.push(r.f64()?);
+    }
+    if sums.iter().chain(&re).chain(&im).any(|x| !x.is_finite()) {
+        return Err(codec_err("DFT exact state is not finite"));
+    }
     r.finish()?;
-    Ok(Box::new(s.with_raw_state(n, buf, open, first)))
+    Ok(Box::new(s.with_derived(m as usize, sums, slides as usize, re, im)))
 }

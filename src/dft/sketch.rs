@@ -15,7 +15,7 @@ pub const MAX_WINDOW: usize = 1 << 20;
 /// updates: rounding in the sliding DFT grows about linearly, ~1e-16 per slide relative to the
 /// window's energy, so 4 turnovers keep the drift near 1e-12 while costing O(coefficients / 4)
 /// per point.
-const RECOMPUTE_WINDOWS: usize = 4;
+pub(crate) const RECOMPUTE_WINDOWS: usize = 4;
 
 /// Sliding-window DFT synopsis.
 ///
@@ -453,6 +453,27 @@ impl Dft {
         format!("[{}, {}, {}, {}]", self.interval_s, self.basic, self.window, self.coeffs)
     }
 
+    /// The incrementally updated DFT of the committed window: (committed length, shift, sum,
+    /// sum of squares, slides since the exact recomputation, re, im).
+    pub(crate) fn derived(&self) -> (usize, [f64; 3], usize, &[f64], &[f64]) {
+        let st = &self.state;
+        (st.m, [st.shift, st.sum, st.sumsq], st.slides, &st.re, &st.im)
+    }
+
+    /// Replace the recomputed DFT by one carried over exactly (lengths checked by the caller).
+    pub(crate) fn with_derived(
+        mut self,
+        m: usize,
+        [shift, sum, sumsq]: [f64; 3],
+        slides: usize,
+        re: Vec<f64>,
+        im: Vec<f64>,
+    ) -> Self {
+        let st = &mut self.state;
+        (st.m, st.shift, st.sum, st.sumsq, st.slides, st.re, st.im) = (m, shift, sum, sumsq, slides, re, im);
+        self
+    }
+
     /// Rebuild from decoded raw state (the derived DFT is recomputed).
     pub(crate) fn with_raw_state(
         mut self,
@@ -640,7 +661,11 @@ impl Synopsis for Dft {
     }
 
     fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
+        super::codec::encode(self, false)
+    }
+
+    fn encode_exact(&self) -> Vec<u8> {
+        super::codec::encode(self, true)
     }
 
     fn clone_box(&self) -> Box<dyn Synopsis> {

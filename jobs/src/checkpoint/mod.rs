@@ -1,3 +1,9 @@
+//! Checkpoints (`--checkpoints DIR`, `--checkpoint-interval`): the operators copy their state at
+//! an agreed window boundary ([`saams_operators::checkpoint`]), every worker writes its part
+//! ([`writer`]) with where its inputs stand ([`marks`]), and a restarted job resumes from the
+//! newest complete checkpoint with any number of workers and processes ([`recovery`],
+//! [`resume`]).
+//!
 //! Where checkpoints live on disk: a directory of numbered checkpoint folders, written so that
 //! a crash at any moment leaves either a complete checkpoint or one a restart skips.
 //!
@@ -48,7 +54,7 @@
 //! let manifest = Manifest {
 //!     format: MANIFEST_FORMAT, id, boundary_ms: 10_000, process: 0, processes: 1, workers: 1,
 //!     window_ms: 10_000, created_unix_ms: 0, parts: vec![entry], output: None, dead_letters: None,
-//!     script: String::new(), requests: vec![],
+//!     script: String::new(), requests: vec![], inputs: vec![],
 //! };
 //! store.commit(&manifest, true).unwrap();
 //! let restored = store.newest().unwrap().expect("checkpoint 1 is complete");
@@ -60,6 +66,10 @@
 //! std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
+pub mod marks;
+pub mod recovery;
+pub mod resume;
 mod store;
+pub mod writer;
 
 pub use store::{CheckpointStore, Restored, TEMP_PREFIX, folder_name, manifest_file_name, part_file_name};

@@ -475,6 +475,7 @@ mod tests {
             dead_letters: None,
             script: String::new(),
             requests: vec![],
+            inputs: vec![],
         }
     }
 

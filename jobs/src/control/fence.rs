@@ -26,6 +26,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use saams::api::request::parse_requests;
+use saams::checkpoint::LoggedRequest;
 use saams_operators::Plan;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
@@ -73,6 +74,25 @@ pub struct Fences {
     /// While epochs await their fence: the newest window this worker may route.
     hold: Option<u64>,
     intake: Intake,
+    /// Worker 0: how often to ask for a checkpoint, the next id, when it last asked, and
+    /// whether the last one is still being written.
+    checkpoints: Option<CheckpointClock>,
+    /// Live requests received, by epoch, until their fence is agreed.
+    unlogged: BTreeMap<u64, Vec<String>>,
+    /// Live requests with their fences, in the order applied (a checkpoint's request log).
+    log: Vec<LoggedRequest>,
+}
+
+/// The origin of a body that asks for a checkpoint (its ticket is the checkpoint's id).
+const CHECKPOINT_ORIGIN: u32 = u32::MAX - 1;
+
+/// Worker 0's checkpoint schedule: a checkpoint is asked for every interval (wall clock), the
+/// next only once the last one is written.
+struct CheckpointClock {
+    every: std::time::Duration,
+    next_id: u64,
+    last: std::time::Instant,
+    writing: bool,
 }
 
 impl Fences {
@@ -154,7 +174,41 @@ impl Fences {
             agreed_before: 1,
             hold: None,
             intake: Intake::new(strict),
+            checkpoints: None,
+            unlogged: BTreeMap::new(),
+            log: Vec::new(),
         }
+    }
+
+    /// Worker 0 asks for a checkpoint every `every` (wall clock), with ids from `first_id` on;
+    /// the live requests applied before (`log`, from a checkpoint restored) are kept in the log.
+    /// A resumed job asks for its first at once: its output is held until then.
+    pub fn checkpoint_every(
+        &mut self,
+        every: std::time::Duration,
+        first_id: u64,
+        log: Vec<LoggedRequest>,
+        resumed: bool,
+    ) {
+        self.log = log;
+        if self.me == 0 {
+            let now = std::time::Instant::now();
+            let last = if resumed { now.checked_sub(every).unwrap_or(now) } else { now };
+            self.checkpoints = Some(CheckpointClock { every, next_id: first_id, last, writing: false });
+        }
+    }
+
+    /// Worker 0 has written its part of the last checkpoint: the next may be asked for.
+    pub fn checkpoint_written(&mut self) {
+        if let Some(c) = self.checkpoints.as_mut() {
+            c.writing = false;
+            c.last = std::time::Instant::now();
+        }
+    }
+
+    /// The live requests applied so far with their fences (a checkpoint's request log).
+    pub fn request_log(&self) -> &[LoggedRequest] {
+        &self.log
     }
 
     /// Unknown request fields seen (warnings).
@@ -235,7 +289,18 @@ impl Fences {
     /// intake has stopped forwarding.
     fn sequence(&mut self) {
         let Some(input) = self.requests.as_mut() else { return };
-        let bodies = std::mem::take(&mut *self.forwarded.borrow_mut());
+        let mut bodies = std::mem::take(&mut *self.forwarded.borrow_mut());
+        if self.forward.is_some()
+            && let Some(c) = self.checkpoints.as_mut()
+            && !c.writing
+            && c.last.elapsed() >= c.every
+        {
+            // A checkpoint takes effect at a fence like a request: the window after the newest
+            // any worker has routed.
+            bodies.push(Body { origin: CHECKPOINT_ORIGIN, ticket: c.next_id, text: String::new() });
+            c.next_id += 1;
+            c.writing = true;
+        }
         if !bodies.is_empty() {
             for b in bodies {
                 input.send(b);
@@ -263,6 +328,11 @@ impl Fences {
         for (epoch, bodies) in complete {
             let mut plan = plan.borrow_mut();
             for body in bodies {
+                if body.origin == CHECKPOINT_ORIGIN {
+                    plan.receive_checkpoint(epoch, body.ticket);
+                    continue;
+                }
+                self.unlogged.entry(epoch).or_default().push(body.text.clone());
                 let (requests, notes) = self.intake.vet(parse_requests(&body.text));
                 if self.me == 0 {
                     notes.iter().for_each(|n| eprintln!("{n}"));
@@ -293,7 +363,12 @@ impl Fences {
                 break;
             }
             heard.remove(&epoch);
-            agreed.push((epoch, newest - newest % self.window_ms + self.window_ms));
+            let fence = newest - newest % self.window_ms + self.window_ms;
+            for (_, texts) in self.unlogged.range(..=epoch) {
+                self.log.extend(texts.iter().map(|text| LoggedRequest { fence_ms: fence, text: text.clone() }));
+            }
+            self.unlogged.retain(|&e, _| e > epoch);
+            agreed.push((epoch, fence));
             self.agreed_before = epoch + 1;
         }
         if self.agreed_before >= self.positioned {

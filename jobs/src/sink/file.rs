@@ -10,9 +10,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use saams_operators::SnapshotStore;
 
 /// A line sink shared by the workers of a process; counts the lines.
+///
+/// With checkpoints ([`LineSink::hold_until_commit`]) lines are held, each with the event time it
+/// travels at, until a checkpoint at a later boundary is complete ([`LineSink::commit`]): a line
+/// in the file is then covered by a checkpoint, and a restarted job cuts the file back to the
+/// length the checkpoint recorded and writes what follows again, the same way — each line once,
+/// as Flink's exactly-once file sinks commit at checkpoints.
 pub struct LineSink {
     out: Mutex<Box<dyn Write + Send>>,
     lines: AtomicU64,
+    /// Bytes written (after the restart point, for a resumed file).
+    bytes: AtomicU64,
+    /// The file behind the writer (fsynced at every commit).
+    file: Option<File>,
+    /// Lines waiting for a checkpoint, with their times; `None`: written at once.
+    held: Option<Mutex<Vec<(u64, String)>>>,
 }
 
 impl LineSink {
@@ -21,37 +33,123 @@ impl LineSink {
     /// # Errors
     /// When the file cannot be created.
     pub fn open(target: &str) -> Result<LineSink, String> {
-        let w: Box<dyn Write + Send> = if target == "-" {
-            Box::new(BufWriter::new(std::io::stdout()))
-        } else {
-            Box::new(BufWriter::new(File::create(target).map_err(|e| format!("cannot create {target}: {e}"))?))
-        };
-        Ok(LineSink { out: Mutex::new(w), lines: AtomicU64::new(0) })
+        LineSink::open_at(target, None)
+    }
+
+    /// Open `-` (stdout) or a file, keeping its first `keep` bytes (a resumed job: the length a
+    /// checkpoint recorded; the file must be at least that long) or none (`None`: created or
+    /// truncated).
+    ///
+    /// # Errors
+    /// When the file cannot be created, or is shorter than `keep`.
+    pub fn open_at(target: &str, keep: Option<u64>) -> Result<LineSink, String> {
+        if target == "-" {
+            return Ok(LineSink::from_writer(Box::new(BufWriter::new(std::io::stdout()))));
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(keep.is_none())
+            .open(target)
+            .map_err(|e| format!("cannot create {target}: {e}"))?;
+        let start = keep.unwrap_or(0);
+        if let Some(keep) = keep {
+            let len = file.metadata().map_err(|e| format!("{target}: {e}"))?.len();
+            if len < keep {
+                return Err(format!(
+                    "{target} is {len} bytes, shorter than the {keep} bytes the checkpoint recorded: it is not this job's output"
+                ));
+            }
+            file.set_len(keep).map_err(|e| format!("cannot cut {target} back to {keep} bytes: {e}"))?;
+        }
+        let mut writer = file.try_clone().map_err(|e| format!("{target}: {e}"))?;
+        std::io::Seek::seek(&mut writer, std::io::SeekFrom::Start(start)).map_err(|e| format!("{target}: {e}"))?;
+        // Only a regular file is synced (`/dev/null` and pipes refuse fsync).
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        Ok(LineSink {
+            out: Mutex::new(Box::new(BufWriter::new(writer))),
+            lines: AtomicU64::new(0),
+            bytes: AtomicU64::new(start),
+            file: regular.then_some(file),
+            held: None,
+        })
     }
 
     /// A sink over any writer, e.g. a Kafka producer adapter sending one record per line.
     pub fn from_writer(w: Box<dyn Write + Send>) -> LineSink {
-        LineSink { out: Mutex::new(w), lines: AtomicU64::new(0) }
+        LineSink { out: Mutex::new(w), lines: AtomicU64::new(0), bytes: AtomicU64::new(0), file: None, held: None }
     }
 
     /// A sink that drops every line (still counted).
     pub fn discard() -> LineSink {
-        LineSink { out: Mutex::new(Box::new(std::io::sink())), lines: AtomicU64::new(0) }
+        LineSink::from_writer(Box::new(std::io::sink()))
     }
 
-    /// Write lines (a newline is added to each).
+    /// Hold lines until a checkpoint covers them ([`LineSink::commit`]).
+    #[must_use]
+    pub fn hold_until_commit(mut self) -> LineSink {
+        self.held = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    /// Write lines (a newline is added to each); with checkpoints, held until the next commit.
     pub fn write_all<L: AsRef<str>>(&self, lines: impl IntoIterator<Item = L>) {
-        let mut out = match self.out.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let mut n = 0;
+        self.write_at(0, lines);
+    }
+
+    /// Write lines that travel at event time `time` (ms); with checkpoints, held until a
+    /// checkpoint at a boundary after `time` is complete.
+    pub fn write_at<L: AsRef<str>>(&self, time: u64, lines: impl IntoIterator<Item = L>) {
+        if let Some(held) = &self.held {
+            let mut held = lock(held);
+            held.extend(lines.into_iter().map(|l| (time, l.as_ref().to_string())));
+            return;
+        }
+        self.write_now(lines);
+    }
+
+    fn write_now<L: AsRef<str>>(&self, lines: impl IntoIterator<Item = L>) {
+        let mut out = lock(&self.out);
+        let (mut n, mut bytes) = (0, 0);
         for l in lines {
             // A closed stdout (e.g. `| head`) is not worth stopping the job for.
             let _ = out.write_all(l.as_ref().as_bytes()).and_then(|_| out.write_all(b"\n"));
             n += 1;
+            bytes += l.as_ref().len() as u64 + 1;
         }
         self.lines.fetch_add(n, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A checkpoint at `boundary` (ms) is written: write the held lines of earlier times (in the
+    /// order they came), flush and fsync. Returns the output's length then (what a restart keeps).
+    ///
+    /// # Errors
+    /// When the file cannot be flushed or synced.
+    pub fn commit(&self, boundary: u64) -> Result<u64, String> {
+        if let Some(held) = &self.held {
+            let ready: Vec<String> = {
+                let mut held = lock(held);
+                let (ready, later): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut *held).into_iter().partition(|(t, _)| *t < boundary);
+                *held = later;
+                ready.into_iter().map(|(_, l)| l).collect()
+            };
+            self.write_now(ready);
+        }
+        lock(&self.out).flush().map_err(|e| format!("flushing the output: {e}"))?;
+        if let Some(f) = &self.file {
+            f.sync_data().map_err(|e| format!("syncing the output: {e}"))?;
+        }
+        Ok(self.bytes.load(Ordering::Relaxed))
+    }
+
+    /// The job ends: write every held line.
+    pub fn release_all(&self) {
+        if let Some(held) = &self.held {
+            let all: Vec<String> = std::mem::take(&mut *lock(held)).into_iter().map(|(_, l)| l).collect();
+            self.write_now(all);
+        }
     }
 
     /// Lines written so far.
@@ -61,9 +159,15 @@ impl LineSink {
 
     /// Flush buffered lines.
     pub fn flush(&self) {
-        if let Ok(mut out) = self.out.lock() {
-            let _ = out.flush();
-        }
+        let _ = lock(&self.out).flush();
+    }
+}
+
+/// A lock that a panicked holder does not poison for the others (a line sink keeps writing).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
     }
 }
 
@@ -304,6 +408,37 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.base);
         }
+    }
+
+    #[test]
+    fn held_lines_are_written_at_the_commit_after_their_time_and_a_resumed_file_is_cut_back() {
+        let scratch = Scratch::new("held");
+        let path = scratch.base.join("out.jsonl");
+        let target = path.display().to_string();
+        let sink = LineSink::open_at(&target, None).unwrap().hold_until_commit();
+        sink.write_all(["script answer"]);
+        sink.write_at(59_999, ["window 0"]);
+        sink.write_at(60_000, ["window 1"]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "nothing before a commit");
+        let kept = sink.commit(60_000).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "script answer\nwindow 0\n");
+        assert_eq!(kept, 23);
+        sink.write_at(120_500, ["window 2"]);
+        assert_eq!(sink.commit(120_000).unwrap(), 32, "window 1 only");
+        sink.write_at(130_000, ["lost with the crash"]);
+        drop(sink);
+        // A restart from the first commit: the file is cut back to it, later lines come again.
+        let again = LineSink::open_at(&target, Some(kept)).unwrap().hold_until_commit();
+        again.write_at(60_000, ["window 1"]);
+        again.release_all();
+        again.flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "script answer\nwindow 0\nwindow 1\n");
+        let short = LineSink::open_at(&target, Some(10_000)).err().unwrap();
+        assert!(short.contains("shorter than the 10000 bytes"), "{short}");
+        // Without holding, lines go straight to the writer.
+        let direct = LineSink::open_at("/dev/null", None).unwrap();
+        direct.write_at(5, ["x"]);
+        assert_eq!(direct.commit(0), Ok(2), "/dev/null is not synced, and that is no error");
     }
 
     #[test]

@@ -111,6 +111,10 @@ pub struct UnitReader {
     name: String,
     /// The last read found no data yet (a live stdin): not the end, ask again later.
     waiting: bool,
+    /// Byte offset (in the file) after the last line read.
+    offset: u64,
+    /// Byte offset and line number of the last line returned (where re-reading it starts).
+    line_start: (u64, u64),
 }
 
 /// Standard input for a job that runs as a service: a thread reads it and hands the chunks over,
@@ -191,6 +195,7 @@ impl UnitReader {
                     budget = if n == 0 { 0 } else { budget.saturating_sub(n as u64 - 1) };
                 }
                 r.budget = budget;
+                r.offset = *start + (end - start - budget);
                 r.name = format!("{}@{start}", p.display());
                 Ok(r)
             }
@@ -216,6 +221,8 @@ impl UnitReader {
                     budget: u64::MAX,
                     name,
                     waiting: false,
+                    offset: 0,
+                    line_start: (0, 0),
                 };
                 Ok(r)
             }
@@ -224,7 +231,65 @@ impl UnitReader {
 
     fn new(ctx: LineContext, input: Box<dyn Read>) -> UnitReader {
         let name = ctx.file().to_string();
-        UnitReader { ctx, lines: LineReader::new(input), line_no: 0, budget: u64::MAX, name, waiting: false }
+        UnitReader {
+            ctx,
+            lines: LineReader::new(input),
+            line_no: 0,
+            budget: u64::MAX,
+            name,
+            waiting: false,
+            offset: 0,
+            line_start: (0, 0),
+        }
+    }
+
+    /// Open a file unit to read on from a line that starts at byte `offset` (a position
+    /// [`UnitReader::line_start`] gave), numbering lines on from `lines_before`.
+    ///
+    /// # Errors
+    /// When the file cannot be opened or read, or the offset is past the unit (stdin cannot be
+    /// read again: an error).
+    pub fn open_at(input: &Input, offset: u64, lines_before: u64) -> Result<UnitReader, String> {
+        let (p, f, end) = match input {
+            Input::File(p, f) => (p, f, u64::MAX),
+            Input::Range(p, f, start, end) => {
+                if offset < *start {
+                    return Err(format!("{}: offset {offset} is before its range at {start}", p.display()));
+                }
+                (p, f, *end)
+            }
+            Input::Stdin(_) => return Err("stdin cannot be read again from a position".into()),
+        };
+        let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
+        let mut file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let len = file.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
+        if offset > len {
+            return Err(format!(
+                "{}: offset {offset} is past its end ({len} bytes): not the file the checkpoint read",
+                p.display()
+            ));
+        }
+        file.seek(SeekFrom::Start(offset)).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut r = UnitReader::new(ctx, Box::new(file));
+        if let Input::Range(_, _, start, _) = input {
+            r.name = format!("{}@{start}", p.display());
+        }
+        r.budget = if end == u64::MAX { u64::MAX } else { end.saturating_sub(offset) };
+        r.offset = offset;
+        r.line_no = lines_before;
+        r.line_start = (offset, lines_before);
+        Ok(r)
+    }
+
+    /// Where the next line starts: its byte offset and the number of lines before it.
+    pub fn position(&self) -> (u64, u64) {
+        (self.offset, self.line_no)
+    }
+
+    /// Where the last line returned starts: its byte offset and the number of lines before it
+    /// (what [`UnitReader::open_at`] takes to read it again).
+    pub fn line_start(&self) -> (u64, u64) {
+        self.line_start
     }
 
     /// A reader over in-memory text (for tests and `Read` sources).
@@ -268,6 +333,8 @@ impl UnitReader {
                     if self.budget != u64::MAX {
                         self.budget = self.budget.saturating_sub(n as u64);
                     }
+                    self.line_start = (self.offset, self.line_no - 1);
+                    self.offset += n as u64;
                     line
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {

@@ -48,6 +48,34 @@ impl Generated {
         }
     }
 
+    /// Tuples handed out so far.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// Pass over the next `n` tuples (a resumed job reads on from a checkpoint's position: the
+    /// streams are random walks, so the way there is generated again); false if the stream
+    /// ended first.
+    ///
+    /// ```
+    /// use saams_datasets::GeneratorSpec;
+    /// use saams_jobs::source::generated::Generated;
+    /// let spec = GeneratorSpec::parse("stocks:2:10").unwrap();
+    /// let (mut a, mut b, mut values) = (Generated::open(&spec, 1), Generated::open(&spec, 1), [0.0; 6]);
+    /// for _ in 0..4 {
+    ///     a.next_values(&mut values);
+    /// }
+    /// assert!(b.skip(4));
+    /// let (mut va, mut vb) = ([0.0; 6], [0.0; 6]);
+    /// assert_eq!(a.next_values(&mut va), b.next_values(&mut vb));
+    /// assert_eq!(va, vb);
+    /// assert!(!b.skip(100));
+    /// ```
+    pub fn skip(&mut self, n: u64) -> bool {
+        let mut values = [0.0; 6];
+        (0..n).all(|_| self.next_values(&mut values).is_some())
+    }
+
     /// The next tuple: its index (1-based), event time, and values (in [`Generated::fields`] order);
     /// `None` after the spec's tuples per stream (never for an unbounded spec).
     ///

@@ -1,0 +1,109 @@
+//! What `--checkpoints` sets up before the workers start: the checkpoint to resume from (if
+//! any), the output cut back to it, and the schedule.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::checkpoint::CheckpointStore;
+use crate::checkpoint::resume::Resume;
+use crate::cli::{Cli, parse_duration_ms};
+use crate::sink::file::LineSink;
+use crate::source::file::Input;
+
+/// A job's checkpoint settings and the checkpoint it resumes from.
+pub struct Recovery {
+    /// The checkpoint directory.
+    pub dir: PathBuf,
+    /// How many complete checkpoints to keep.
+    pub keep: usize,
+    /// The newest complete checkpoint (`None`: the job starts from the beginning).
+    pub resume: Option<Arc<Resume>>,
+    /// Wall-clock time between checkpoints.
+    pub every: Duration,
+    /// The id the next checkpoint gets.
+    pub first_id: u64,
+}
+
+impl Recovery {
+    /// Open `dir` and find the checkpoint to resume from, checked against this job (`window_ms`,
+    /// the request script where this process has it, the input names).
+    ///
+    /// # Errors
+    /// For inputs that cannot be read again (stdin, Kafka: not yet), a bad interval, an
+    /// unreadable directory, or a checkpoint of another job.
+    pub fn open(
+        cli: &Cli,
+        dir: &Path,
+        (window_ms, script, inputs): (u64, Option<&str>, &[String]),
+    ) -> Result<Recovery, String> {
+        if cli.data.iter().any(|d| d == "-") {
+            return Err(
+                "--checkpoints: stdin (--data -) cannot be read again after a restart; read files or the generator"
+                    .into(),
+            );
+        }
+        if cli.kafka.data_topic.is_some() || cli.kafka.brokers.is_some() {
+            return Err("--checkpoints does not cover Kafka sources and sinks yet: read files or the generator".into());
+        }
+        let every = parse_duration_ms(&cli.checkpoint_interval)?;
+        if every == 0 {
+            return Err("--checkpoint-interval must be longer than 0".into());
+        }
+        if cli.checkpoint_keep == 0 {
+            return Err("--checkpoint-keep must be at least 1".into());
+        }
+        let store = CheckpointStore::open(dir, cli.checkpoint_keep)?;
+        let resume = Resume::newest(&store, window_ms, script, inputs)?;
+        if let Some(r) = &resume {
+            let at = saams::api::time::format_timestamp(r.boundary_ms.min(i64::MAX as u64) as i64);
+            eprintln!("saams: resuming from checkpoint {} at {at}: values from then on are read again", r.id);
+        }
+        Ok(Recovery {
+            dir: dir.to_path_buf(),
+            keep: cli.checkpoint_keep,
+            resume: resume.map(Arc::new),
+            every: Duration::from_millis(every as u64),
+            first_id: store.next_id(),
+        })
+    }
+
+    /// The output sink: the file cut back to the length the checkpoint recorded (created anew
+    /// without one), its lines held until each checkpoint is written.
+    ///
+    /// # Errors
+    /// When the file cannot be opened or is shorter than recorded.
+    pub fn open_output(&self, cli: &Cli) -> Result<LineSink, String> {
+        let keep = self.resume.as_ref().and_then(|r| r.output_bytes(cli.process, &cli.out));
+        if cli.process == 0
+            && let Some(r) = &self.resume
+        {
+            // A job resumed with fewer processes: their outputs, where they are on this host.
+            for (path, bytes) in r.outputs_beyond(cli.processes) {
+                if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) {
+                    f.set_len(bytes).map_err(|e| format!("cannot cut {path} back to {bytes} bytes: {e}"))?;
+                }
+            }
+        }
+        Ok(LineSink::open_at(&cli.out, keep)?.hold_until_commit())
+    }
+}
+
+/// What the job reads, as checkpoints name it: its input units, or the generator spec.
+///
+/// ```
+/// use saams_jobs::checkpoint::recovery::input_names;
+/// assert_eq!(input_names(&[], Some("stocks:3:10")), vec!["generate:stocks:3:10".to_string()]);
+/// ```
+pub fn input_names(units: &[Input], generate: Option<&str>) -> Vec<String> {
+    let mut names: Vec<String> = units
+        .iter()
+        .map(|u| match u {
+            Input::File(p, _) => format!("file:{}", p.display()),
+            Input::Range(p, _, start, end) => format!("range:{}@{start}..{end}", p.display()),
+            Input::Stdin(_) => "stdin".to_string(),
+        })
+        .collect();
+    names.extend(generate.map(|g| format!("generate:{g}")));
+    names
+}

@@ -1,0 +1,159 @@
+//! Resuming from a checkpoint: the same command with the same `--checkpoints` directory starts
+//! from the newest complete checkpoint — any number of workers and processes.
+//!
+//! Every state is keyed by synopsis (or query), every input position by input, so each worker
+//! of the new job takes what its own plan homes on it: the states are rebinned, not copied
+//! worker by worker. The request script and the inputs must be those the checkpoint was written
+//! with (a clear error otherwise); the live requests applied before it are applied again at
+//! their fences, from its request log.
+
+use std::collections::HashMap;
+
+use saams::checkpoint::{LoggedRequest, Manifest, SourcePosition, StateRole, SynopsisState};
+use saams_operators::Plan;
+
+use crate::checkpoint::CheckpointStore;
+
+/// A checkpoint to resume from, as read.
+pub struct Resume {
+    /// Its id.
+    pub id: u64,
+    /// Its boundary (event-time ms): values before it are in its states.
+    pub boundary_ms: u64,
+    manifests: Vec<Manifest>,
+    states: Vec<SynopsisState>,
+    sets: Vec<(u32, Vec<String>)>,
+    positions: HashMap<String, SourcePosition>,
+}
+
+impl Resume {
+    /// The newest complete checkpoint in `store`, checked against this job: its window, request
+    /// script (where this process has it: the first) and inputs. Damaged checkpoints are skipped (each with a line on stderr).
+    ///
+    /// # Errors
+    /// When the directory cannot be read, or the newest complete checkpoint was written by
+    /// another job.
+    pub fn newest(
+        store: &CheckpointStore,
+        window_ms: u64,
+        script: Option<&str>,
+        inputs: &[String],
+    ) -> Result<Option<Resume>, String> {
+        let (restored, warnings) = store.newest_with_warnings()?;
+        for w in &warnings {
+            eprintln!("saams: {w}");
+        }
+        let Some(restored) = restored else { return Ok(None) };
+        let dir = store.dir().display();
+        let first = restored.manifests.first().ok_or_else(|| format!("{dir}: a checkpoint without a manifest"))?;
+        if first.window_ms != window_ms {
+            return Err(format!(
+                "{dir}: checkpoint {} was written with a {} ms window, this job has {window_ms} ms",
+                restored.id, first.window_ms
+            ));
+        }
+        if script.is_some_and(|s| s != first.script) {
+            return Err(format!(
+                "{dir}: checkpoint {} was written for another request script (start with the same --requests, or another --checkpoints directory)",
+                restored.id
+            ));
+        }
+        if first.inputs != inputs {
+            return Err(format!(
+                "{dir}: checkpoint {} read other inputs ({}), this job reads {}",
+                restored.id,
+                first.inputs.join(", "),
+                inputs.join(", ")
+            ));
+        }
+        let mut states = Vec::new();
+        let mut sets = Vec::new();
+        let mut positions = HashMap::new();
+        for part in restored.parts {
+            states.extend(part.synopses);
+            sets.extend(part.previous_sets);
+            for p in part.sources {
+                positions.insert(p.source.clone(), p);
+            }
+        }
+        Ok(Some(Resume {
+            id: restored.id,
+            boundary_ms: first.boundary_ms,
+            manifests: restored.manifests,
+            states,
+            sets,
+            positions,
+        }))
+    }
+
+    /// Give a worker's plan the states it starts from (each operator takes those homed on its
+    /// worker). The plan must be the checkpoint's: built from the same script, its live
+    /// requests applied ([`Resume::requests`]).
+    ///
+    /// # Errors
+    /// When a state does not decode or does not belong to the synopsis it is stored for.
+    pub fn fill(&self, plan: &Plan) -> Result<(), String> {
+        let mut checkpoints = plan.checkpoints.borrow_mut();
+        for s in &self.states {
+            let spec = plan
+                .synopses
+                .get(s.syn as usize)
+                .ok_or_else(|| format!("checkpoint {}: synopsis {} is not in the registry", self.id, s.syn))?;
+            let state = saams::registry::decode(&s.bytes)
+                .map_err(|e| format!("checkpoint {}: the state of synopsis {}: {e}", self.id, s.syn))?;
+            if state.kind() != spec.kind {
+                return Err(format!(
+                    "checkpoint {}: synopsis {} is a {}, the checkpoint holds a {}",
+                    self.id,
+                    s.syn,
+                    spec.kind.name(),
+                    state.kind().name()
+                ));
+            }
+            match s.role {
+                StateRole::Latest => {
+                    checkpoints.restored_latest.insert(s.syn, (state, s.items));
+                }
+                StateRole::Owned | StateRole::Spread => {
+                    checkpoints.restored.insert(s.syn, (state, s.items, s.loads_merged as usize));
+                }
+            }
+        }
+        for (q, members) in &self.sets {
+            checkpoints.restored_sets.insert(*q, members.clone());
+        }
+        Ok(())
+    }
+
+    /// The live requests applied before the checkpoint, with their fences, in order.
+    pub fn requests(&self) -> &[LoggedRequest] {
+        self.manifests.first().map_or(&[], |m| &m.requests)
+    }
+
+    /// Where input `key` reads on (`None`: it had not been read; it starts over, skipping values
+    /// before the boundary like the others).
+    pub fn position(&self, key: &str) -> Option<&SourcePosition> {
+        self.positions.get(key)
+    }
+
+    /// The output length process `process` recorded (`None`: it wrote to no file, or the
+    /// checkpoint had fewer processes).
+    pub fn output_bytes(&self, process: usize, path: &str) -> Option<u64> {
+        self.manifests
+            .iter()
+            .find(|m| m.process as usize == process)
+            .and_then(|m| m.output.as_ref())
+            .filter(|o| o.path == path)
+            .map(|o| o.bytes)
+    }
+
+    /// Output files of processes the checkpoint had and this job has not (a job resumed with
+    /// fewer processes cuts them back too, where they are on this host), with their lengths.
+    pub fn outputs_beyond(&self, processes: usize) -> Vec<(String, u64)> {
+        self.manifests
+            .iter()
+            .filter(|m| m.process as usize >= processes)
+            .filter_map(|m| m.output.as_ref().map(|o| (o.path.clone(), o.bytes)))
+            .collect()
+    }
+}

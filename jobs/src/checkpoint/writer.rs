@@ -1,0 +1,198 @@
+//! Writing checkpoints: every worker its part, the last worker of a process the output commit
+//! and the process' manifest.
+//!
+//! A worker writes its part of the checkpoint at boundary `b` once its three stateful operators
+//! have copied their state at `b` ([`saams_operators::checkpoint`]) and its probe has passed `b`
+//! (every answer line before `b` has reached the process' sink). The last of a process' workers
+//! then commits the sink (its held lines before `b` are written and fsynced: the output's length
+//! goes into the manifest) and writes the manifest, last: the checkpoint is complete once every
+//! process' manifest is there.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use saams::checkpoint::{
+    CheckpointPart, LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry, SourcePosition, StateRole,
+    SynopsisState,
+};
+use saams_operators::Plan;
+use saams_operators::checkpoint::Taken;
+use saams_operators::plan::Mode;
+
+use crate::checkpoint::CheckpointStore;
+use crate::sink::file::LineSink;
+
+/// A checkpoint's parts this process has written: its boundary, their entries, the synopses'
+/// own bytes in them.
+type PartsSoFar = (u64, Vec<PartEntry>, u64);
+
+/// A process' checkpoint writer, shared by its workers.
+pub struct CheckpointJob {
+    store: CheckpointStore,
+    /// This process, the processes, workers per process.
+    shape: (u32, u32, u32),
+    window_ms: u64,
+    /// The request script the job started with (a restart must start with the same).
+    script: String,
+    /// What the job reads (a restart must read the same).
+    inputs: Vec<String>,
+    sink: Arc<LineSink>,
+    /// The output file (`None`: stdout or Kafka, nothing to cut back).
+    out_path: Option<String>,
+    /// Parts written so far, by checkpoint id.
+    parts: Mutex<BTreeMap<u64, PartsSoFar>>,
+    /// A test hook: end the process (as `kill -9` would) after the parts of this checkpoint are
+    /// written and before its manifest (`SAAMS_CRASH_BEFORE_MANIFEST`).
+    crash_before_manifest: Option<u64>,
+    /// Checkpoints this process completed.
+    pub completed: AtomicU64,
+    /// The bytes of this process' parts of its last checkpoint.
+    pub last_bytes: AtomicU64,
+    /// The synopses' own encoded bytes in them.
+    pub last_synopsis_bytes: AtomicU64,
+    /// Time spent writing checkpoints (µs).
+    pub writing_us: AtomicU64,
+}
+
+/// What a process' checkpoints need to know of the job.
+pub struct JobShape {
+    /// This process' index.
+    pub process: usize,
+    /// Processes in the job.
+    pub processes: usize,
+    /// Workers per process.
+    pub workers: usize,
+    /// The window (ms).
+    pub window_ms: u64,
+    /// The request script (process 0 has it).
+    pub script: String,
+    /// The inputs' names ([`crate::checkpoint::recovery::input_names`]).
+    pub inputs: Vec<String>,
+    /// The output file (`None`: stdout).
+    pub out_path: Option<String>,
+}
+
+impl CheckpointJob {
+    /// A writer into `store` for this process.
+    pub fn new(store: CheckpointStore, shape: JobShape, sink: Arc<LineSink>) -> CheckpointJob {
+        let crash_before_manifest = std::env::var("SAAMS_CRASH_BEFORE_MANIFEST").ok().and_then(|v| v.parse().ok());
+        CheckpointJob {
+            store,
+            shape: (shape.process as u32, shape.processes as u32, shape.workers as u32),
+            window_ms: shape.window_ms,
+            script: shape.script,
+            inputs: shape.inputs,
+            sink,
+            out_path: shape.out_path,
+            parts: Mutex::new(BTreeMap::new()),
+            crash_before_manifest,
+            completed: AtomicU64::new(0),
+            last_bytes: AtomicU64::new(0),
+            last_synopsis_bytes: AtomicU64::new(0),
+            writing_us: AtomicU64::new(0),
+        }
+    }
+
+    /// This worker's part of checkpoint `id` at `boundary`: the operators' copies and where its
+    /// inputs stand.
+    pub fn part(
+        &self,
+        plan: &Plan,
+        (id, boundary, worker): (u64, u64, usize),
+        taken: Taken,
+        sources: Vec<SourcePosition>,
+    ) -> CheckpointPart {
+        let synopses = taken
+            .states
+            .into_iter()
+            .map(|h| {
+                let role = match (h.latest, plan.synopses.get(h.syn as usize).map(|s| s.mode)) {
+                    (true, _) => StateRole::Latest,
+                    (false, Some(Mode::Owned)) => StateRole::Owned,
+                    (false, _) => StateRole::Spread,
+                };
+                SynopsisState {
+                    syn: h.syn,
+                    role,
+                    items: h.items,
+                    loads_merged: h.loads_merged as u32,
+                    bytes: h.state.encode_exact(),
+                }
+            })
+            .collect();
+        CheckpointPart {
+            id,
+            boundary_ms: boundary,
+            process: self.shape.0,
+            worker: worker as u32,
+            processes: self.shape.1,
+            workers: self.shape.2,
+            synopses,
+            previous_sets: taken.sets,
+            sources,
+            tuples: 0,
+        }
+    }
+
+    /// Write a worker's part; the process' last one also commits the output and writes the
+    /// manifest. Returns true if the checkpoint is now complete for this process.
+    ///
+    /// # Errors
+    /// When a file cannot be written (the checkpoint is then incomplete: a restart uses the one
+    /// before).
+    pub fn write(&self, part: &CheckpointPart, log: &[LoggedRequest]) -> Result<bool, String> {
+        let started = Instant::now();
+        let entry = self.store.write_part(part)?;
+        let synopsis_bytes: u64 = part.synopses.iter().map(|s| s.bytes.len() as u64).sum();
+        let mut parts = self.parts.lock().map_err(|_| "checkpoint writer poisoned".to_string())?;
+        let (_, entries, own) = parts.entry(part.id).or_insert_with(|| (part.boundary_ms, Vec::new(), 0));
+        entries.push(entry);
+        *own += synopsis_bytes;
+        if entries.len() < self.shape.2 as usize {
+            self.writing_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            return Ok(false);
+        }
+        let Some((boundary, mut entries, own)) = parts.remove(&part.id) else { return Ok(false) };
+        entries.sort_by(|a, b| a.file.cmp(&b.file));
+        if self.crash_before_manifest == Some(part.id) {
+            eprintln!("saams: SAAMS_CRASH_BEFORE_MANIFEST={}: ending the process", part.id);
+            std::process::abort();
+        }
+        let bytes = self.sink.commit(boundary)?;
+        let manifest = Manifest {
+            format: MANIFEST_FORMAT,
+            id: part.id,
+            boundary_ms: boundary,
+            process: self.shape.0,
+            processes: self.shape.1,
+            workers: self.shape.2,
+            window_ms: self.window_ms,
+            created_unix_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+            parts: entries.clone(),
+            output: self.out_path.as_ref().map(|path| OutputMark { path: path.clone(), bytes }),
+            dead_letters: None,
+            script: self.script.clone(),
+            requests: log.to_vec(),
+            inputs: self.inputs.clone(),
+        };
+        self.store.commit(&manifest, self.shape.0 == 0)?;
+        self.completed.fetch_add(1, Ordering::Relaxed);
+        self.last_bytes.store(entries.iter().map(|e| e.bytes).sum(), Ordering::Relaxed);
+        self.last_synopsis_bytes.store(own, Ordering::Relaxed);
+        self.writing_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// The summary line of the checkpoints written (stderr at the end).
+    pub fn report(&self) -> String {
+        format!(
+            "checkpoints written={} last_checkpoint_bytes={} its_synopses_bytes={} writing_ms={}",
+            self.completed.load(Ordering::Relaxed),
+            self.last_bytes.load(Ordering::Relaxed),
+            self.last_synopsis_bytes.load(Ordering::Relaxed),
+            self.writing_us.load(Ordering::Relaxed) / 1000
+        )
+    }
+}

@@ -1,0 +1,346 @@
+//! Checkpoints and recovery: a job killed with SIGKILL (`kill -9`) and started again with the
+//! same command and `--checkpoints` directory ends with exactly the output of a run without the
+//! crash — every line once (sorted, byte for byte), whatever the point of the kill, a crash in
+//! the middle of writing a checkpoint, a damaged newest checkpoint, or another `-w` on restart.
+//!
+//! KLL answers are left out of the comparisons: Apache DataSketches' KLL compacts with an
+//! unseeded random generator, so two runs of the same input differ (see engine.rs).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_saams");
+const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+
+fn repo(rel: &str) -> String {
+    format!("{}/../{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("saams-ckpt-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+fn sorted_file(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut v: Vec<String> = text.lines().filter(|l| !l.contains(r#""kind":"KLL""#)).map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+/// The same lines, or a message with the counts and the first lines only one side has.
+#[track_caller]
+fn assert_same(got: &[String], want: &[String], what: &str) {
+    if got == want {
+        return;
+    }
+    let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).take(3).collect();
+    let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).take(3).collect();
+    panic!(
+        "{what}: {} lines, expected {}; missing e.g. {missing:#?}; unexpected e.g. {extra:#?}",
+        got.len(),
+        want.len()
+    );
+}
+
+fn check(out: Output, what: &str) -> Output {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// The job's arguments: the request script covering every kind, on 6 generated streams of 20,000
+/// tuples (about 440 one-minute windows), or on `data`.
+fn job_args(dir: &Path, data: Option<&Path>) -> Vec<String> {
+    let mut args: Vec<String> = ["--requests", &repo("datasets/requests/all-kinds.json"), "--progress", "0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--snapshots".to_string(), dir.join("snapshots").display().to_string()]);
+    match data {
+        Some(d) => {
+            args.extend(["--data".to_string(), d.display().to_string(), "--chunk-bytes".into(), "400000".into()])
+        }
+        None => args.extend(["--generate".to_string(), "stocks:6:20000".to_string()]),
+    }
+    std::fs::create_dir_all(dir.join("snapshots")).expect("snapshot dir");
+    args
+}
+
+/// The output of a run without checkpoints.
+fn uninterrupted(dir: &Path, data: Option<&Path>, workers: &str) -> Vec<String> {
+    let out = dir.join("uninterrupted.json");
+    check(
+        Command::new(BIN)
+            .args(job_args(&dir.join("plain"), data))
+            .args(["-w", workers, "--out"])
+            .arg(&out)
+            .output()
+            .expect("run saams"),
+        "the uninterrupted run",
+    );
+    sorted_file(&out)
+}
+
+/// Start the checkpointed job (paced with `--rate` when `rate` is given, so it can be killed
+/// mid-replay); stdout/stderr go to files in `dir`.
+fn start(dir: &Path, data: Option<&Path>, workers: &str, rate: Option<&str>, extra: &[&str]) -> Child {
+    let mut cmd = Command::new(BIN);
+    cmd.args(job_args(dir, data))
+        .args(["-w", workers, "--checkpoint-interval", "150ms", "--checkpoints"])
+        .arg(dir.join("checkpoints"))
+        .arg("--out")
+        .arg(dir.join("out.json"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("stderr-{}", nanos()))).expect("stderr file"));
+    if let Some(r) = rate {
+        cmd.args(["--rate", r]);
+    }
+    cmd.spawn().expect("start saams")
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+/// Complete checkpoints (with every process' manifest) in `dir`.
+fn complete(dir: &Path, processes: usize) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| (0..processes).all(|i| p.join(format!("manifest-p{i}.json")).exists()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The newest complete checkpoint's id (0: none). Older ones are pruned (`--checkpoint-keep`).
+fn newest_id(dir: &Path, processes: usize) -> u64 {
+    complete(dir, processes)
+        .last()
+        .and_then(|p| p.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Wait until `n` more checkpoints have completed (ids grow by one), then SIGKILL.
+fn kill_after(child: &mut Child, dir: &Path, n: u64) {
+    let first = newest_id(&dir.join("checkpoints"), 1);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while newest_id(&dir.join("checkpoints"), 1) < first + n {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the job ended ({status}) before {n} checkpoints: {}", stderr_of(dir));
+        }
+        assert!(Instant::now() < deadline, "no {n} checkpoints within 2 minutes: {}", stderr_of(dir));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+}
+
+fn stderr_of(dir: &Path) -> String {
+    let mut all = String::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().filter_map(Result::ok) {
+        if e.file_name().to_string_lossy().starts_with("stderr-") {
+            all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    all
+}
+
+/// Run the checkpointed job to its end (no pacing) and return its sorted output.
+fn finish(dir: &Path, data: Option<&Path>, workers: &str) -> Vec<String> {
+    let mut child = start(dir, data, workers, None, &[]);
+    let status = child.wait().expect("wait for saams");
+    assert!(status.success(), "the resumed run failed: {}", stderr_of(dir));
+    sorted_file(&dir.join("out.json"))
+}
+
+#[test]
+fn a_generator_job_killed_at_several_points_ends_with_the_uninterrupted_answers() {
+    let dir = tmp("generator");
+    let want = uninterrupted(&dir, None, "2");
+    assert!(want.len() > 1000, "expected many answers, got {}", want.len());
+    for (i, kills) in [vec![1], vec![4], vec![2, 3]].into_iter().enumerate() {
+        let run = dir.join(format!("run{i}"));
+        std::fs::create_dir_all(&run).expect("run dir");
+        for n in kills {
+            let mut child = start(&run, None, "2", Some("40000"), &[]);
+            kill_after(&mut child, &run, n);
+        }
+        let got = finish(&run, None, "2");
+        assert!(stderr_of(&run).contains("resuming from checkpoint"), "{}", stderr_of(&run));
+        assert_same(&got, &want, &format!("kill points {i}"));
+    }
+}
+
+#[test]
+fn a_file_job_read_in_byte_ranges_resumes_mid_file() {
+    let dir = tmp("file");
+    let data = dir.join("ticks.jsonl");
+    check(
+        Command::new(REPLAY)
+            .args(["--generate", "stocks:6:20000", "--output"])
+            .arg(&data)
+            .output()
+            .expect("run replay"),
+        "replay",
+    );
+    let want = uninterrupted(&dir, Some(&data), "2");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let mut child = start(&run, Some(&data), "2", Some("40000"), &[]);
+    kill_after(&mut child, &run, 3);
+    let got = finish(&run, Some(&data), "2");
+    assert_same(&got, &want, "file job");
+}
+
+#[test]
+fn a_crash_while_writing_a_checkpoint_resumes_from_the_one_before() {
+    let dir = tmp("torn");
+    let want = uninterrupted(&dir, None, "2");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    // The process ends by itself after writing the parts of checkpoint 3, before its manifest.
+    let mut torn = Command::new(BIN);
+    torn.args(job_args(&run, None))
+        .args(["-w", "2", "--checkpoint-interval", "150ms", "--rate", "40000", "--checkpoints"])
+        .arg(run.join("checkpoints"))
+        .arg("--out")
+        .arg(run.join("out.json"))
+        .env("SAAMS_CRASH_BEFORE_MANIFEST", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let out = torn.output().expect("run saams");
+    assert!(!out.status.success(), "the job was to end itself at checkpoint 3");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SAAMS_CRASH_BEFORE_MANIFEST=3"));
+    let torn_dir = run.join("checkpoints").join(format!("{:010}", 3));
+    assert!(torn_dir.exists() && !torn_dir.join("manifest-p0.json").exists(), "checkpoint 3 has parts and no manifest");
+    let got = finish(&run, None, "2");
+    assert!(stderr_of(&run).contains("resuming from checkpoint 2 "), "{}", stderr_of(&run));
+    assert_same(&got, &want, "torn checkpoint");
+}
+
+#[test]
+fn a_damaged_newest_checkpoint_is_skipped_with_a_message() {
+    let dir = tmp("damaged");
+    let want = uninterrupted(&dir, None, "2");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let mut child = start(&run, None, "2", Some("40000"), &[]);
+    kill_after(&mut child, &run, 3);
+    let newest = complete(&run.join("checkpoints"), 1).pop().expect("a complete checkpoint");
+    let part = std::fs::read_dir(&newest)
+        .expect("checkpoint dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "bin"))
+        .expect("a part file");
+    let mut bytes = std::fs::read(&part).expect("read part");
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&part, bytes).expect("damage part");
+    let got = finish(&run, None, "2");
+    let stderr = stderr_of(&run);
+    assert!(stderr.contains("skipped:"), "{stderr}");
+    assert_same(&got, &want, "damaged checkpoint");
+}
+
+#[test]
+fn a_checkpoint_of_two_workers_resumes_with_one_or_three() {
+    let dir = tmp("rebin");
+    let want = uninterrupted(&dir, None, "2");
+    for w in ["1", "3"] {
+        let run = dir.join(format!("w{w}"));
+        std::fs::create_dir_all(&run).expect("run dir");
+        let mut child = start(&run, None, "2", Some("40000"), &[]);
+        kill_after(&mut child, &run, 2);
+        let got = finish(&run, None, w);
+        assert_same(&got, &want, &format!("resumed with -w {w}"));
+    }
+}
+
+#[test]
+fn a_checkpoint_of_another_request_script_is_refused() {
+    let dir = tmp("other-script");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let mut child = start(&run, None, "1", Some("40000"), &[]);
+    kill_after(&mut child, &run, 1);
+    let out = Command::new(BIN)
+        .args(["--requests", &repo("datasets/requests/paper-workload.json"), "--generate", "stocks:6:20000"])
+        .arg("--checkpoints")
+        .arg(run.join("checkpoints"))
+        .output()
+        .expect("run saams");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another request script"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn one_process_of_two_killed_then_both_restarted_end_with_the_uninterrupted_answers() {
+    let dir = tmp("two-processes");
+    let ports: Vec<u16> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port())
+        .collect();
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>()).expect("hostfile");
+    // The job on two processes of one worker each (`checkpoints`: none for the uninterrupted run).
+    let spawn = |run: &Path, p: usize, rate: Option<&str>, checkpoints: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(job_args(run, None))
+            .args(["-w", "1", "-n", "2", "-p", &p.to_string(), "-h"])
+            .arg(&hostfile)
+            .arg("--out")
+            .arg(run.join(format!("out{p}.json")))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(run.join(format!("stderr-{p}-{}", nanos()))).expect("stderr file"));
+        if checkpoints {
+            cmd.args(["--checkpoint-interval", "150ms", "--checkpoints"]).arg(run.join("checkpoints"));
+        }
+        if let Some(r) = rate {
+            cmd.args(["--rate", r]);
+        }
+        cmd.spawn().expect("start saams")
+    };
+    // Compared with the same shape uninterrupted: the last digits of a DFT pair correlation
+    // differ between `-n 2 -w 1` and `-w 2` (the partials' merge order follows the processes).
+    let plain = dir.join("plain");
+    std::fs::create_dir_all(&plain).expect("plain dir");
+    let (mut a, mut b) = (spawn(&plain, 0, None, false), spawn(&plain, 1, None, false));
+    assert!(a.wait().expect("process 0").success() && b.wait().expect("process 1").success(), "{}", stderr_of(&plain));
+    let mut want = sorted_file(&plain.join("out0.json"));
+    want.extend(sorted_file(&plain.join("out1.json")));
+    want.sort();
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let spawn = |p: usize, rate: Option<&str>| spawn(&run, p, rate, true);
+    let mut p0 = spawn(0, Some("40000"));
+    let mut p1 = spawn(1, Some("40000"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while newest_id(&run.join("checkpoints"), 2) < 2 {
+        assert!(Instant::now() < deadline, "no 2 checkpoints within 2 minutes: {}", stderr_of(&run));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    p1.kill().expect("kill -9 process 1");
+    let _ = p1.wait();
+    // Timely is fail-stop: the other process ends (or is ended) too.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = p0.kill();
+    let _ = p0.wait();
+    let (mut a, mut b) = (spawn(0, None), spawn(1, None));
+    assert!(a.wait().expect("process 0").success(), "{}", stderr_of(&run));
+    assert!(b.wait().expect("process 1").success(), "{}", stderr_of(&run));
+    let mut got = sorted_file(&run.join("out0.json"));
+    got.extend(sorted_file(&run.join("out1.json")));
+    got.sort();
+    assert_same(&got, &want, "two processes");
+}
