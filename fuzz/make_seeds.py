@@ -79,3 +79,52 @@ put("tuple_ais", "noaa", b"\x00" +
     b"366748260,2022-01-03T00:00:00,32.08924,-81.05948,0.0,360.0,511,\"JANE, II\",,WCY3322,31,0,19,6,,52,A\n")
 put("tuple_ais", "piraeus", b"\x01" + b"t,shipid,lon,lat,heading,course,speed,destination\n"
     b"1554076800000,0ab1,23.63,37.94,511,12.5,0.1,PIRAEUS\n1554076801000,0ab2,23.6,37.9,,,,\n")
+
+
+# Checkpoint parts, encoded here from the layout table in src/checkpoint/mod.rs (an independent
+# writer: the fuzz target's seeds only decode if the two agree). Each part is stored whole and as
+# a body without its CRC (the target appends a correct one), plus manifests as JSON.
+def s32(b):
+    return struct.pack("<I", len(b)) + b
+
+
+def part_body(id, boundary, process, worker, processes, workers, synopses, sets, sources, tuples):
+    b = b"SAMC" + struct.pack("<HQQIIII", 1, id, boundary, process, worker, processes, workers)
+    b += struct.pack("<I", len(synopses))
+    for syn, role, items, loads, data in synopses:
+        b += struct.pack("<IBQI", syn, role, items, loads) + s32(data)
+    b += struct.pack("<I", len(sets))
+    for query, members in sets:
+        b += struct.pack("<II", query, len(members)) + b"".join(s32(m.encode()) for m in members)
+    b += struct.pack("<I", len(sources))
+    for name, offset, line, max_time, done in sources:
+        b += s32(name.encode()) + struct.pack("<QQ", offset, line)
+        b += b"\x00" if max_time is None else b"\x01" + struct.pack("<q", max_time)
+        b += bytes([done])
+    return b + struct.pack("<Q", tuples)
+
+
+def crc(b):
+    import zlib
+    return b + struct.pack("<I", zlib.crc32(b))
+
+
+envelope = open(os.path.join(GOLDEN, "count_min_v1_empty.bin"), "rb").read()
+parts = {
+    "empty": part_body(1, 0, 0, 0, 1, 1, [], [], [], 0),
+    "one_worker": part_body(7, 70000, 0, 1, 1, 2, [(1, 0, 1234, 0, envelope), (2, 1, 5, 2, b"")],
+                            [(3, ["EURTRY", "GBPUSD"])],
+                            [("unit:1", 4096, 88, 69999, 0), ("generator:2", 17, 0, None, 1)], 1234),
+    "kafka": part_body(3, 30000, 1, 3, 2, 4, [(9, 2, 0, 1, b"\x00" * 30)], [(4, []), (5, ["\u00e9"])],
+                       [("kafka:ticks:0", 99, 0, -1, 0)], 0),
+}
+for name, body in parts.items():
+    put("checkpoint", name + ".part", crc(body))
+    put("checkpoint", name + ".body", body)
+put("checkpoint", "manifest.json",
+    '{\n  "format": 1,\n  "id": 7,\n  "boundary_ms": 70000,\n  "process": 0,\n  "processes": 2,\n  "workers": 4,\n'
+    '  "window_ms": 10000,\n  "created_unix_ms": 1764590000000,\n'
+    '  "parts": [{"file": "part-p0-w0.bin", "bytes": 62, "crc32": 4294967295}, {"file": "part-p0-w1.bin", "bytes": 100, "crc32": 0}],\n'
+    '  "output": {"path": "out.jsonl", "bytes": 12345},\n  "dead_letters": null,\n'
+    '  "script": "[{\\"streamID\\":\\"A\\"}]",\n  "requests": [{"fence_ms": 60000, "text": "{\\"uid\\":3}"}]\n}\n')
+put("checkpoint", "manifest_v2.json", '{"format": 2, "id": 1}')

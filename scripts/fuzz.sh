@@ -5,7 +5,8 @@
 #   FUZZ_RUNS=10000000 scripts/fuzz.sh 3600 decode       # stop at 10 M executions (or the time)
 #
 # Targets (fuzz/fuzz_targets/): decode (registry::decode of every kind), requests (parse_requests,
-# query_spec, construct), tuple_jsonl, tuple_stock, tuple_ais (the line parsers of datasets/).
+# query_spec, construct), tuple_jsonl, tuple_stock, tuple_ais (the line parsers of datasets/),
+# checkpoint (the checkpoint reader: CheckpointPart::decode, Manifest::from_json).
 # Installs cargo-fuzz when missing. cargo-fuzz needs nightly-only rustc flags (sanitizers,
 # coverage instrumentation); RUSTC_BOOTSTRAP=1 lets the stable toolchain accept them.
 # Each target starts from fuzz/seeds/<target>/ (committed) plus fuzz/corpus/<target>/ (the

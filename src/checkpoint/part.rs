@@ -311,13 +311,12 @@ impl<'a> Cursor<'a> {
         let n = self.u32(field)?;
         let left = self.r.remaining() as u64;
         if u64::from(n) * min_item > left {
-            return Err(CheckpointError::at(
-                at,
-                format!(
-                    "{field} says {n}, which needs at least {} bytes, but {left} are left",
-                    u64::from(n) * min_item
-                ),
-            ));
+            let needs = if min_item == 1 {
+                format!("{n} bytes")
+            } else {
+                format!("{n}, which needs at least {} bytes", u64::from(n) * min_item)
+            };
+            return Err(CheckpointError::at(at, format!("{field} says {needs}, but only {left} are left")));
         }
         Ok(n as usize)
     }
@@ -456,6 +455,60 @@ mod tests {
     fn body(part: &CheckpointPart) -> Vec<u8> {
         let b = part.encode();
         b[..b.len() - 4].to_vec()
+    }
+
+    /// The layout table of the module doc, field by field: a change of the encoding fails here
+    /// (and then needs a new format version).
+    #[test]
+    fn bytes_follow_the_documented_layout() {
+        let part = CheckpointPart {
+            id: 0x0102,
+            boundary_ms: 10_000,
+            process: 1,
+            worker: 2,
+            processes: 3,
+            workers: 4,
+            synopses: vec![SynopsisState {
+                syn: 5,
+                role: StateRole::Latest,
+                items: 6,
+                loads_merged: 7,
+                bytes: vec![0xAA],
+            }],
+            previous_sets: vec![(8, vec!["é".into()])],
+            sources: vec![SourcePosition { source: "g".into(), offset: 9, line: 10, max_time: Some(-2), done: true }],
+            tuples: 11,
+        };
+        let mut want: Vec<u8> = b"SAMC".to_vec();
+        let fields: [&[u8]; 8] = [
+            &1u16.to_le_bytes(),
+            &0x0102u64.to_le_bytes(),
+            &10_000u64.to_le_bytes(),
+            &1u32.to_le_bytes(),
+            &2u32.to_le_bytes(),
+            &3u32.to_le_bytes(),
+            &4u32.to_le_bytes(),
+            &1u32.to_le_bytes(), // one synopsis state
+        ];
+        fields.iter().for_each(|f| want.extend_from_slice(f));
+        assert_eq!(want.len(), 42);
+        want.extend_from_slice(&5u32.to_le_bytes());
+        want.push(2); // latest
+        want.extend_from_slice(&6u64.to_le_bytes());
+        want.extend_from_slice(&7u32.to_le_bytes());
+        want.extend_from_slice(&[1, 0, 0, 0, 0xAA]);
+        want.extend_from_slice(&[1, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0xC3, 0xA9]); // one set: query 8, ["é"]
+        want.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, b'g']); // one source named "g"
+        want.extend_from_slice(&9u64.to_le_bytes());
+        want.extend_from_slice(&10u64.to_le_bytes());
+        want.push(1);
+        want.extend_from_slice(&(-2i64).to_le_bytes());
+        want.push(1);
+        want.extend_from_slice(&11u64.to_le_bytes());
+        let crc = crc32fast::hash(&want);
+        want.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(part.encode(), want);
+        assert_eq!(CheckpointPart::decode(&want).unwrap(), part);
     }
 
     #[test]
@@ -603,7 +656,7 @@ mod tests {
         let mut b = body(&p);
         b[59..63].copy_from_slice(&1000u32.to_le_bytes());
         let e = err(&with_crc(b));
-        assert!(e.what.contains("byte length says 1000"), "{e}");
+        assert!(e.what.contains("byte length says 1000 bytes, but only 17 are left"), "{e}");
     }
 
     #[test]

@@ -199,7 +199,11 @@ impl CheckpointStore {
             if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
-            if let (Ok(id), true) = (name.parse::<u64>(), entry.path().is_dir()) {
+            // Only the names `folder_name` writes: "01" and "0000000001" must not both be id 1.
+            if let Ok(id) = name.parse::<u64>()
+                && name == folder_name(id)
+                && entry.path().is_dir()
+            {
                 ids.push(id);
             }
         }
@@ -343,6 +347,10 @@ impl CheckpointStore {
 fn read_manifest(folder: &Path, process: u32) -> Result<Manifest, String> {
     let file = manifest_file_name(process);
     let path = folder.join(&file);
+    match fs::metadata(&path) {
+        Ok(meta) if !meta.is_file() => return Err(format!("{file} is not a regular file")),
+        _ => {}
+    }
     let text = match fs::read(&path) {
         Ok(bytes) => String::from_utf8(bytes).map_err(|e| format!("{file} is not UTF-8: {e}"))?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -714,10 +722,13 @@ mod tests {
         fresh.prune().unwrap();
         assert_eq!(folders(&fresh), [3, 4, 5]);
         assert_eq!(fresh.newest().unwrap().unwrap().id, 3);
-        // Unrelated entries in the directory are left alone.
+        // Unrelated entries in the directory are left alone, among them numbered folders that
+        // are not named as this store names them.
         fs::write(t.0.join("README"), b"mine").unwrap();
+        fs::create_dir(t.0.join("03")).unwrap();
+        assert_eq!(folders(&fresh), [3, 4, 5]);
         checkpoint(&fresh, 6, true);
         assert_eq!(folders(&fresh), [6]);
-        assert!(t.0.join("README").exists());
+        assert!(t.0.join("README").exists() && t.0.join("03").exists());
     }
 }
