@@ -58,6 +58,7 @@ pub fn build(
 ) -> (RecInput, ProbeHandle<u64>) {
     let mut input: RecInput = InputHandle::new();
     let probe = ProbeHandle::new();
+    let at = plan.clone();
     let mut registry = worker.dataflow::<u64, _, _>(|scope| {
         // The registry: a differential collection of (dataset, stream) → synopsis entries
         // that the routed values join at their window (raw tuples never enter differential).
@@ -72,9 +73,11 @@ pub fn build(
             .answer_pairs(plan.clone())
             .set_changes(plan.clone())
             .inspect_core(move |event| {
+                // With checkpoints, lines at or after an open boundary wait for its commit.
                 if let Ok((stamp, lines)) = event {
                     let time = stamp.least().copied().unwrap_or(0);
-                    sink.write_at(time, lines.iter().map(|l| split_reply(l).1));
+                    let open = at.borrow().checkpoints.borrow().boundaries.keys().next().copied();
+                    sink.write_at(time, open, lines.iter().map(|l| split_reply(l).1));
                 }
             })
             .flat_map(|line: String| match split_reply(&line) {

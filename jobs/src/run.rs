@@ -450,9 +450,9 @@ fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) -> Rc<RefCe
         for r in resume.requests() {
             let (requests, _) = intake.vet(parse_requests(&r.text));
             let applied = plan.extend(&requests, r.fence_ms, None);
-            if me == 0 && r.fence_ms >= resume.boundary_ms {
-                // Acknowledgements the checkpoint's output did not hold yet.
-                job.sink.write_at(r.fence_ms, applied.lines.iter().map(|l| split_reply(l).1));
+            if me == 0 && r.fence_ms > resume.boundary_ms {
+                // Acknowledgements after the checkpoint's cut (see `take_applied`).
+                job.sink.write_at(r.fence_ms - 1, None, applied.lines.iter().map(|l| split_reply(l).1));
             }
         }
         if let Err(e) = resume.fill(&plan) {
@@ -1145,6 +1145,7 @@ fn write_checkpoints(
         }
         let plan = plan.borrow();
         let Some((b, id, taken)) = plan.checkpoints.borrow_mut().take_complete() else { return };
+        job.begin(b);
         let sources: Vec<SourcePosition> = readers
             .iter_mut()
             .map(|r| r.marks.take(b).unwrap_or_else(|| r.position_now()))
@@ -1180,9 +1181,12 @@ fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, inp
         }
         for line in &a.lines {
             let (origin, body) = split_reply(line);
-            // At the request's fence: with checkpoints, an acknowledgement is in the output
-            // once a checkpoint after its fence (whose request log holds the request) is written.
-            sink.write_at(a.fence, std::iter::once(body));
+            // Just before the request's fence: with checkpoints, the cut of a checkpoint at a
+            // boundary after it holds the acknowledgement and its request log the request; a
+            // job resumed from one at or before it applies the request again and acknowledges it
+            // again (the cut did not hold it).
+            let open = plan.borrow().checkpoints.borrow().boundaries.keys().next().copied();
+            sink.write_at(a.fence.saturating_sub(1), open, std::iter::once(body));
             if let Some((_, ticket)) = origin {
                 hub.reply(ticket, body.to_string());
             }

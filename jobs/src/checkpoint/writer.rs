@@ -95,6 +95,12 @@ impl CheckpointJob {
         }
     }
 
+    /// A worker has taken its part at `boundary` (its plan forgets the boundary): the output
+    /// holds lines at or after it until the process commits.
+    pub fn begin(&self, boundary: u64) {
+        self.sink.begin(boundary);
+    }
+
     /// This worker's part of checkpoint `id` at `boundary`: the operators' copies and where its
     /// inputs stand.
     pub fn part(

@@ -11,11 +11,14 @@ use saams_operators::SnapshotStore;
 
 /// A line sink shared by the workers of a process; counts the lines.
 ///
-/// With checkpoints ([`LineSink::hold_until_commit`]) lines are held, each with the event time it
-/// travels at, until a checkpoint at a later boundary is complete ([`LineSink::commit`]): a line
-/// in the file is then covered by a checkpoint, and a restarted job cuts the file back to the
-/// length the checkpoint recorded and writes what follows again, the same way — each line once,
-/// as Flink's exactly-once file sinks commit at checkpoints.
+/// With checkpoints ([`LineSink::hold_until_commit`]) the file is cut at every checkpoint: the
+/// lines before the cut are those of event times before its boundary, and a restarted job cuts
+/// the file back to the length the checkpoint recorded and writes what follows again, the same way
+/// — each line once. A line travels at an event time `t`; it is written at once when `t` is before
+/// every boundary not yet committed (every boundary agreed later is after it: a boundary lies past
+/// every value routed when it is agreed), and held otherwise, from the moment the frontier passes
+/// an open boundary until that checkpoint is committed ([`LineSink::commit`]) — a short while, not
+/// a whole interval.
 pub struct LineSink {
     out: Mutex<Box<dyn Write + Send>>,
     lines: AtomicU64,
@@ -23,8 +26,18 @@ pub struct LineSink {
     bytes: AtomicU64,
     /// The file behind the writer (fsynced at every commit).
     file: Option<File>,
-    /// Lines waiting for a checkpoint, with their times; `None`: written at once.
-    held: Option<Mutex<Vec<(u64, String)>>>,
+    /// With checkpoints: lines waiting for one; `None`: every line is written at once.
+    held: Option<Mutex<Held>>,
+}
+
+/// Lines waiting for a checkpoint to be committed.
+#[derive(Default)]
+struct Held {
+    /// The lines with their event times, in the order they came.
+    lines: Vec<(u64, String)>,
+    /// Boundaries whose checkpoint a worker of this process has taken and the process has not
+    /// committed yet.
+    uncommitted: std::collections::BTreeSet<u64>,
 }
 
 impl LineSink {
@@ -85,27 +98,43 @@ impl LineSink {
         LineSink::from_writer(Box::new(std::io::sink()))
     }
 
-    /// Hold lines until a checkpoint covers them ([`LineSink::commit`]).
+    /// Cut the output at checkpoints ([`LineSink::commit`]).
     #[must_use]
     pub fn hold_until_commit(mut self) -> LineSink {
-        self.held = Some(Mutex::new(Vec::new()));
+        self.held = Some(Mutex::new(Held::default()));
         self
     }
 
-    /// Write lines (a newline is added to each); with checkpoints, held until the next commit.
+    /// Write lines (a newline is added to each), before any checkpoint boundary.
     pub fn write_all<L: AsRef<str>>(&self, lines: impl IntoIterator<Item = L>) {
-        self.write_at(0, lines);
+        self.write_at(0, None, lines);
     }
 
-    /// Write lines that travel at event time `time` (ms); with checkpoints, held until a
-    /// checkpoint at a boundary after `time` is complete.
-    pub fn write_at<L: AsRef<str>>(&self, time: u64, lines: impl IntoIterator<Item = L>) {
+    /// Write lines that travel at event time `time` (ms). `open` is the oldest checkpoint
+    /// boundary the writing worker has agreed and not yet handed to [`LineSink::begin`]; with
+    /// checkpoints, lines at or after it (or after a boundary begun and not committed) are held
+    /// until that checkpoint is committed.
+    pub fn write_at<L: AsRef<str>>(&self, time: u64, open: Option<u64>, lines: impl IntoIterator<Item = L>) {
         if let Some(held) = &self.held {
             let mut held = lock(held);
-            held.extend(lines.into_iter().map(|l| (time, l.as_ref().to_string())));
+            let before = open.into_iter().chain(held.uncommitted.first().copied()).min().unwrap_or(u64::MAX);
+            if time >= before {
+                held.lines.extend(lines.into_iter().map(|l| (time, l.as_ref().to_string())));
+                return;
+            }
+            // Written under the lock: a commit cannot come in between.
+            self.write_now(lines);
             return;
         }
         self.write_now(lines);
+    }
+
+    /// A worker has taken its part of the checkpoint at `boundary`: lines at or after it are
+    /// held until the process commits it.
+    pub fn begin(&self, boundary: u64) {
+        if let Some(held) = &self.held {
+            lock(held).uncommitted.insert(boundary);
+        }
     }
 
     fn write_now<L: AsRef<str>>(&self, lines: impl IntoIterator<Item = L>) {
@@ -127,16 +156,20 @@ impl LineSink {
     /// # Errors
     /// When the file cannot be flushed or synced.
     pub fn commit(&self, boundary: u64) -> Result<u64, String> {
-        if let Some(held) = &self.held {
-            let ready: Vec<String> = {
-                let mut held = lock(held);
-                let (ready, later): (Vec<_>, Vec<_>) =
-                    std::mem::take(&mut *held).into_iter().partition(|(t, _)| *t < boundary);
-                *held = later;
-                ready.into_iter().map(|(_, l)| l).collect()
-            };
-            self.write_now(ready);
+        // The lock is held to the end: no line may be written between the cut and its length.
+        let guard = self.held.as_ref().map(lock);
+        if let Some(mut held) = guard {
+            held.uncommitted.remove(&boundary);
+            let (ready, later): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut held.lines).into_iter().partition(|(t, _)| *t < boundary);
+            held.lines = later;
+            self.write_now(ready.into_iter().map(|(_, l)| l));
+            return self.sync();
         }
+        self.sync()
+    }
+
+    fn sync(&self) -> Result<u64, String> {
         lock(&self.out).flush().map_err(|e| format!("flushing the output: {e}"))?;
         if let Some(f) = &self.file {
             f.sync_data().map_err(|e| format!("syncing the output: {e}"))?;
@@ -147,9 +180,15 @@ impl LineSink {
     /// The job ends: write every held line.
     pub fn release_all(&self) {
         if let Some(held) = &self.held {
-            let all: Vec<String> = std::mem::take(&mut *lock(held)).into_iter().map(|(_, l)| l).collect();
-            self.write_now(all);
+            let mut held = lock(held);
+            let all = std::mem::take(&mut held.lines);
+            self.write_now(all.into_iter().map(|(_, l)| l));
         }
+    }
+
+    /// Lines held now (they wait for a checkpoint's commit).
+    pub fn held_lines(&self) -> usize {
+        self.held.as_ref().map_or(0, |h| lock(h).lines.len())
     }
 
     /// Lines written so far.
@@ -417,19 +456,26 @@ mod tests {
         let target = path.display().to_string();
         let sink = LineSink::open_at(&target, None).unwrap().hold_until_commit();
         sink.write_all(["script answer"]);
-        sink.write_at(59_999, ["window 0"]);
-        sink.write_at(60_000, ["window 1"]);
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "nothing before a commit");
-        let kept = sink.commit(60_000).unwrap();
+        // A worker agreed on a checkpoint at 60 000: lines before it go out, later ones wait.
+        sink.write_at(59_999, Some(60_000), ["window 0"]);
+        sink.write_at(60_000, Some(60_000), ["window 1"]);
+        sink.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "script answer\nwindow 0\n");
-        assert_eq!(kept, 23);
-        sink.write_at(120_500, ["window 2"]);
-        assert_eq!(sink.commit(120_000).unwrap(), 32, "window 1 only");
-        sink.write_at(130_000, ["lost with the crash"]);
+        assert_eq!(sink.held_lines(), 1);
+        // Its part is written (the plan forgets the boundary, the sink holds on to it).
+        sink.begin(60_000);
+        sink.write_at(60_500, None, ["window 1b"]);
+        let kept = sink.commit(60_000).unwrap();
+        assert_eq!(kept, 23, "the cut: the lines before 60 000");
+        assert_eq!(sink.held_lines(), 2, "window 1 and 1b wait for the next commit");
+        sink.write_at(120_500, Some(120_000), ["window 2"]);
+        sink.begin(120_000);
+        assert_eq!(sink.commit(120_000).unwrap(), 42, "window 1 and 1b");
+        sink.write_at(130_000, Some(180_000), ["lost with the crash"]);
         drop(sink);
         // A restart from the first commit: the file is cut back to it, later lines come again.
         let again = LineSink::open_at(&target, Some(kept)).unwrap().hold_until_commit();
-        again.write_at(60_000, ["window 1"]);
+        again.write_at(60_000, None, ["window 1"]);
         again.release_all();
         again.flush();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "script answer\nwindow 0\nwindow 1\n");
@@ -437,7 +483,7 @@ mod tests {
         assert!(short.contains("shorter than the 10000 bytes"), "{short}");
         // Without holding, lines go straight to the writer.
         let direct = LineSink::open_at("/dev/null", None).unwrap();
-        direct.write_at(5, ["x"]);
+        direct.write_at(5, Some(0), ["x"]);
         assert_eq!(direct.commit(0), Ok(2), "/dev/null is not synced, and that is no error");
     }
 
