@@ -344,3 +344,58 @@ fn one_process_of_two_killed_then_both_restarted_end_with_the_uninterrupted_answ
     got.sort();
     assert_same(&got, &want, "two processes");
 }
+
+#[test]
+fn a_checkpoint_of_two_processes_resumes_in_one_process_of_two_workers() {
+    let dir = tmp("two-to-one");
+    let want = uninterrupted(&dir, None, "2");
+    let ports: Vec<u16> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port())
+        .collect();
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>()).expect("hostfile");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let mut children: Vec<Child> = (0..2)
+        .map(|p| {
+            Command::new(BIN)
+                .args(job_args(&run, None))
+                .args(["-w", "1", "-n", "2", "-p", &p.to_string(), "-h"])
+                .arg(&hostfile)
+                .args(["--rate", "40000", "--checkpoint-interval", "150ms", "--checkpoints"])
+                .arg(run.join("checkpoints"))
+                .arg("--out")
+                .arg(run.join(format!("out{p}.json")))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(run.join(format!("stderr-{p}-{}", nanos()))).expect("stderr file"))
+                .spawn()
+                .expect("start saams")
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while newest_id(&run.join("checkpoints"), 2) < 2 {
+        assert!(Instant::now() < deadline, "no 2 checkpoints within 2 minutes: {}", stderr_of(&run));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // One process of two workers, writing where process 0 wrote; process 1's output is cut back
+    // to its checkpoint (it is on this host).
+    let mut child = Command::new(BIN)
+        .args(job_args(&run, None))
+        .args(["-w", "2", "--checkpoint-interval", "150ms", "--checkpoints"])
+        .arg(run.join("checkpoints"))
+        .arg("--out")
+        .arg(run.join("out0.json"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(run.join(format!("stderr-{}", nanos()))).expect("stderr file"))
+        .spawn()
+        .expect("start saams");
+    assert!(child.wait().expect("wait").success(), "{}", stderr_of(&run));
+    let mut got = sorted_file(&run.join("out0.json"));
+    got.extend(sorted_file(&run.join("out1.json")));
+    got.sort();
+    assert_same(&got, &want, "two processes resumed as one");
+}
