@@ -611,9 +611,11 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
             worker.step_or_park(Some(wait));
         }
         // Keep a bounded number of windows in flight (each holds its synopses' state until it
-        // closes): park (instead of spinning) while other workers catch up, still taking part
-        // in the fences (they may wait for this worker's position).
-        let behind = epoch.saturating_sub(64 * window_ms as u64);
+        // closes), and a bounded span of event time read but not processed (values queued in
+        // the exchanges): park (instead of spinning) while other workers catch up, still taking
+        // part in the fences (they may wait for this worker's position). A bound in windows
+        // alone let a one-hour window queue 64 hours of values (peak RSS 1.55× that of 60 s).
+        let behind = epoch.saturating_sub((64 * window_ms).min(MAX_LAG_MS) as u64);
         if probe.less_than(&behind) {
             worker.step_or_park(Some(Duration::from_millis(1)));
             continue;
@@ -1247,6 +1249,9 @@ fn generated_routes(plan: &Plan, g: &Generated) -> Vec<(u32, usize)> {
 /// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
 /// that releases values inside a window moves in these steps.
 const EPOCH_STEP_MS: i64 = 60_000;
+
+/// The most event time (ms) the reading loop runs ahead of what the dataflow has processed.
+const MAX_LAG_MS: i64 = 4 * EPOCH_STEP_MS;
 
 /// How far (event-time ms) any input is read past the one furthest behind: the reorder buffers
 /// of order-sensitive synopses hold about this much of the input (plus the lateness).

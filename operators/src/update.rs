@@ -11,7 +11,8 @@
 //!   frontier passes their event time. The reading loop advances its input to the oldest event
 //!   time any input can still produce (newest time minus the lateness, in steps of at most a
 //!   minute), so a buffer holds about (lateness + step) × rate values, plus a batch
-//!   (`RELEASE_BATCH`), whatever the window length. Values the frontier has passed can no longer
+//!   (`RELEASE_BATCH`, less when there are many buffers: `RELEASE_BUDGET` in all), whatever the
+//!   window length. Values the frontier has passed can no longer
 //!   be preceded by another (every value arrives at a timestamp at most its event time), so they
 //!   go to their synopses in event-time order (then arrival sequence): order-sensitive kinds
 //!   ([`saams::Kind::is_order_sensitive`]) item by item, the others as a batch — the same
@@ -68,6 +69,12 @@ fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
 /// them are fed when the window closes): the buffers hold at most this many values more than
 /// the lateness and the reading step let in.
 const RELEASE_BATCH: usize = 2048;
+
+/// Values the watermark has passed that all buffers together hold back for batching: with many
+/// buffers (a group per stream), each batches fewer (at least 1), so the total stays about this
+/// many whatever the number of streams (2048 each for 200 per-stream buffers held ~20 MB at
+/// one-hour windows, where nothing else releases them for an hour).
+const RELEASE_BUDGET: usize = 1 << 14;
 
 /// Values of one update group (and bin) the frontier has not passed yet, as a few sorted runs.
 ///
@@ -778,7 +785,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     // Values of the open window the watermark has passed go to their synopses, a
                     // batch at a time: feeding each stream's synopses a few values per activation,
                     // round the streams, misses the cache on every update (a Count-Min is ~50 KiB).
-                    state.release_all(plan, bound, RELEASE_BATCH);
+                    let batch = RELEASE_BATCH.min(RELEASE_BUDGET / state.buffers.len().max(1)).max(1);
+                    state.release_all(plan, bound, batch);
                     if state.windows.is_empty() && state.buffers.values().all(Reorder::is_empty) {
                         held = None;
                         state.buffers.retain(|_, b| b.capacity() <= 4096);
