@@ -69,7 +69,12 @@ cleanup() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 trap cleanup EXIT
-start=$EPOCHREALTIME
+start_us=${EPOCHREALTIME/./}
+# Sleep until `start + $1` milliseconds (at once when that is past), so a slow step does not shift the rest.
+sleep_until() {
+    local us=$((start_us + $1 * 1000 - ${EPOCHREALTIME/./}))
+    ((us <= 0)) || sleep "$((us / 1000000)).$(printf '%06d' $((us % 1000000)))"
+}
 
 # The HTTP address the job bound (port 0: the kernel picks a free one).
 addr=
@@ -82,11 +87,13 @@ done
 [[ -n $addr ]] || { echo "soak.sh: saams did not report its HTTP address within 30 s" >&2; exit 1; }
 echo "soak.sh: saams pid $pid, http on $addr" >&2
 
-# Ad-hoc queries, one a second, each line of $queries "ok" or "failed <why>".
+# Ad-hoc queries, one a second, half a second off the samples (a query's connection is not what
+# the samples measure); each line of $queries "ok" or "failed <why>".
 ask() {
     local i=0 body reply
     while kill -0 "$pid" 2>/dev/null; do
         i=$((i + 1))
+        sleep_until $((i * 1000 + 500))
         if ((i % 2)); then
             body='{"requestID":'$((1000000 + i))',"streamID":"EURTRY","synopsisID":1,"dataSetKey":"Forex","param":[3.2478,"price","Queryable","Ad-hoc"]}'
         else
@@ -98,27 +105,25 @@ ask() {
         else
             echo "failed ${reply//$'\n'/ }" >>"$queries"
         fi
-        sleep 1
     done
 }
 ask &
 querier=$!
 
-# One sample a second (aimed at whole seconds since the start, so a slow sample does not shift the rest).
+# One sample a second. Every read tolerates the job ending under it (the loop then stops).
 printf 'seconds\trss_kb\thwm_kb\tfds\tthreads\ttuples\tqueries_ok\tqueries_failed\n' >"$tsv"
-status_field() { sed -n "s/^$1:[[:space:]]*\\([0-9]*\\).*/\\1/p" "/proc/$pid/status"; }
+status_field() { sed -n "s/^$1:[[:space:]]*\\([0-9]*\\).*/\\1/p" "/proc/$pid/status" 2>/dev/null || true; }
 died=0
 for ((i = 1; i <= secs; i++)); do
-    now=$EPOCHREALTIME
-    wait_s=$(awk -v s="$start" -v n="$now" -v i="$i" 'BEGIN { w = s + i - n; print (w > 0 ? w : 0) }')
-    sleep "$wait_s"
+    sleep_until $((i * 1000))
     if ! kill -0 "$pid" 2>/dev/null; then
         died=1
         break
     fi
-    t=$(awk -v s="$start" -v n="$EPOCHREALTIME" 'BEGIN { printf "%.3f", n - s }')
+    us=$((${EPOCHREALTIME/./} - start_us))
+    t=$((us / 1000000)).$(printf '%03d' $((us % 1000000 / 1000)))
     rss=$(status_field VmRSS) hwm=$(status_field VmHWM) threads=$(status_field Threads)
-    fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+    fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
     [[ -n $rss && -n $hwm && -n $threads ]] || { died=1; break; }
     tuples=$(curl -s --max-time 2 "http://$addr/metrics" |
         awk '/^saams_tuples_in_total[{ ]/ { n += $NF; seen = 1 } END { if (seen) printf "%d", n; else print "-" }') || tuples=-
@@ -127,13 +132,17 @@ for ((i = 1; i <= secs; i++)); do
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rss" "$hwm" "$fds" "$threads" "$tuples" "$ok" "$failed" >>"$tsv"
 done
 
+# Queries stop before the job does: one posted while it shuts down would fail for that reason alone.
+kill "$querier" 2>/dev/null || true
+wait "$querier" 2>/dev/null || true
+querier=
 result=0
 if ((died)); then
     echo "soak.sh: saams ended on its own after $i s; its stderr:" >&2
     tail -20 "$errlog" >&2
     result=1
 else
-    kill -TERM "$pid"
+    kill -TERM "$pid" 2>/dev/null || true
     # The job closes its windows and prints its summary; give it a minute.
     for _ in $(seq 600); do
         kill -0 "$pid" 2>/dev/null || break
@@ -144,9 +153,6 @@ else
         result=1
     fi
 fi
-kill "$querier" 2>/dev/null || true
-wait "$querier" 2>/dev/null || true
-querier=
 job_status=0
 kill -KILL "$pid" 2>/dev/null || true
 wait "$pid" || job_status=$?
