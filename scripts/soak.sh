@@ -126,7 +126,7 @@ for ((i = 1; i <= secs; i++)); do
     fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
     [[ -n $rss && -n $hwm && -n $threads ]] || { died=1; break; }
     tuples=$(curl -s --max-time 2 "http://$addr/metrics" |
-        awk '/^saams_tuples_in_total[{ ]/ { n += $NF; seen = 1 } END { if (seen) printf "%d", n; else print "-" }') || tuples=-
+        awk '/^saams_tuples_in_total[{ ]/ { n += $NF; seen = 1 } END { if (seen) printf "%.0f", n; else print "-" }') || tuples=-
     ok=$(grep -c '^ok' "$queries" || true)
     failed=$(grep -c '^failed' "$queries" || true)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rss" "$hwm" "$fds" "$threads" "$tuples" "$ok" "$failed" >>"$tsv"
