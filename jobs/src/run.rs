@@ -535,7 +535,8 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         }
         want_boundaries(&plan.borrow(), &mut readers, &mut boundaries_known);
         if let Some(c) = &job.checkpoints {
-            write_checkpoints(&plan, &probe, (&mut readers, &mut ended), &mut fences, (c, me));
+            let at = (&mut readers[..], &mut ended[..], router.tuples);
+            write_checkpoints(&plan, &probe, at, &mut fences, (c, me));
         }
         let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
         if !active && reading {
@@ -1130,7 +1131,7 @@ fn want_boundaries(plan: &Plan, readers: &mut [Reading], known: &mut u64) {
 fn write_checkpoints(
     plan: &RefCell<Plan>,
     probe: &timely::dataflow::ProbeHandle<u64>,
-    (readers, ended): (&mut [Reading], &mut [(SourcePosition, SourceMarks)]),
+    (readers, ended, tuples): (&mut [Reading], &mut [(SourcePosition, SourceMarks)], u64),
     fences: &mut Fences,
     (job, me): (&CheckpointJob, usize),
 ) {
@@ -1153,7 +1154,8 @@ fn write_checkpoints(
             .map(|r| r.marks.take(b).unwrap_or_else(|| r.position_now()))
             .chain(ended.iter_mut().map(|(done, marks)| marks.take(b).unwrap_or_else(|| done.clone())))
             .collect();
-        let part = job.part(&plan, (id, b, me), taken, sources);
+        let mut part = job.part(&plan, (id, b, me), taken, sources);
+        part.tuples = tuples;
         if let Err(e) = job.write(&part, fences.request_log()) {
             eprintln!("saams: checkpoint {id}: {e} (a restart resumes from the one before)");
         }

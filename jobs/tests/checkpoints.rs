@@ -399,3 +399,110 @@ fn a_checkpoint_of_two_processes_resumes_in_one_process_of_two_workers() {
     got.sort();
     assert_same(&got, &want, "two processes resumed as one");
 }
+
+/// A construct posted over HTTP while the job runs is in the checkpoints' request log: after a
+/// kill and a restart it goes on from its fence, every window answered once, each counting
+/// exactly the stream's values from the fence to the window's end; its acknowledgement is in
+/// the output once.
+#[test]
+fn a_live_construct_survives_a_crash_with_its_answers_once_from_its_fence() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let dir = tmp("live");
+    let requests = dir.join("none.json");
+    std::fs::write(&requests, "").expect("requests");
+    let out = dir.join("out.jsonl");
+    let generator = "stocks:1:600000";
+    let spec = saams_datasets::GeneratorSpec::parse(generator).expect("spec");
+    let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
+    let start = |rate: Option<&str>| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["-w", "2", "--generate", generator, "--window", "1m", "--progress", "0", "--requests"])
+            .arg(&requests)
+            .arg("--out")
+            .arg(&out)
+            .args(["--http", "127.0.0.1:0", "--checkpoint-interval", "150ms", "--checkpoints"])
+            .arg(dir.join("checkpoints"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(r) = rate {
+            cmd.args(["--rate", r]);
+        }
+        let mut child = cmd.spawn().expect("saams");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("saams: http on http://") {
+                    let _ = tx.send(addr.to_string());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the job announces its HTTP address");
+        (child, addr)
+    };
+    let (mut child, addr) = start(Some("100000"));
+    std::thread::sleep(Duration::from_millis(300));
+    let body = format!(
+        r#"[{{"streamID":"{stream}","synopsisID":1,"dataSetKey":"{dataset}","param":["CountMin","price","NotQueryable",0.01,0.99,7],"requestID":"c"}},
+            {{"streamID":"{stream}","synopsisID":1,"dataSetKey":"{dataset}","param":[1.5,"price","Queryable","Continuous"],"requestID":"q"}}]"#
+    );
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        s,
+        "POST /requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("post");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("reply");
+    let ack: serde_json::Value =
+        serde_json::from_str(reply.split("\r\n\r\n").nth(1).and_then(|b| b.lines().next()).expect("ack line"))
+            .expect("ack JSON");
+    let fence = saams::api::time::parse_timestamp(ack["effectiveFrom"].as_str().expect("effectiveFrom")).expect("time");
+    // Two checkpoints after the construct: the newest one's request log holds it.
+    let first = newest_id(&dir.join("checkpoints"), 1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while newest_id(&dir.join("checkpoints"), 1) < first + 2 {
+        assert!(Instant::now() < deadline, "no checkpoints after the construct");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let (mut child, _) = start(None);
+    assert!(child.wait().expect("wait").success());
+    // What each answer must count: the stream's values from the fence on.
+    let mut g = saams_jobs::source::generated::Generated::open(&spec, 0);
+    let mut values = [0.0; 6];
+    let mut times = Vec::new();
+    while let Some((_, t)) = g.next_values(&mut values) {
+        if t >= fence {
+            times.push(t);
+        }
+    }
+    assert!(!times.is_empty(), "the construct came after the input's end");
+    let text = std::fs::read_to_string(&out).expect("output");
+    let (mut acks, mut windows) = (0, std::collections::BTreeMap::new());
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+        if v["requestID"] == "c" && v["accepted"].is_string() {
+            acks += 1;
+        }
+        if v["requestID"] != "q" || v["accepted"].is_string() {
+            continue;
+        }
+        let start = saams::api::time::parse_timestamp(v["window"]["start"].as_str().expect("window")).expect("time");
+        let end = saams::api::time::parse_timestamp(v["window"]["end"].as_str().expect("window")).expect("time");
+        assert!(start >= fence, "an answer before the fence: {line}");
+        let covered = times.iter().take_while(|&&t| t < end).count();
+        assert_eq!(v["tuples"].as_u64(), Some(covered as u64), "{line}");
+        *windows.entry(start).or_insert(0) += 1;
+    }
+    assert_eq!(acks, 1, "the acknowledgement once");
+    let expected: std::collections::BTreeSet<i64> = times.iter().map(|t| t - t % 60_000).collect();
+    assert_eq!(
+        windows.keys().copied().collect::<std::collections::BTreeSet<_>>(),
+        expected,
+        "every window from the fence on"
+    );
+    assert!(windows.values().all(|&n| n == 1), "each window answered once: {windows:?}");
+}

@@ -104,7 +104,8 @@ pub struct CheckpointPart {
     pub previous_sets: Vec<(u32, Vec<String>)>,
     /// The positions of the inputs this worker reads.
     pub sources: Vec<SourcePosition>,
-    /// Tuples this worker had read.
+    /// Tuples this worker had routed when it wrote the part (values after the boundary
+    /// included: a figure for people, not used to resume).
     pub tuples: u64,
 }
 

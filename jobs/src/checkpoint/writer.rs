@@ -138,6 +138,7 @@ impl CheckpointJob {
             synopses,
             previous_sets: taken.sets,
             sources,
+            // What the worker has read when it writes (the caller's to set).
             tuples: 0,
         }
     }
