@@ -15,7 +15,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use saams::checkpoint::{
     CheckpointPart, LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry, SourcePosition, StateRole,
-    SynopsisState,
+    SynopsisState, TopicOffsets,
 };
 use saams_operators::Plan;
 use saams_operators::checkpoint::Taken;
@@ -27,6 +27,10 @@ use crate::sink::file::LineSink;
 /// A checkpoint's parts this process has written: its boundary, their entries, the synopses'
 /// own bytes in them.
 type PartsSoFar = (u64, Vec<PartEntry>, u64);
+
+/// Reads the answer topic's end offsets once a commit's answers are delivered (a job writing its
+/// answers to Kafka: [`crate::sink::kafka`]'s deduplication on restart starts there).
+pub type OutputOffsets = Box<dyn Fn() -> Result<TopicOffsets, String> + Send + Sync>;
 
 /// A process' checkpoint writer, shared by its workers.
 pub struct CheckpointJob {
@@ -41,6 +45,8 @@ pub struct CheckpointJob {
     sink: Arc<LineSink>,
     /// The output file (`None`: stdout or Kafka, nothing to cut back).
     out_path: Option<String>,
+    /// The answer topic's offsets (`None`: answers go to a file or stdout).
+    output_offsets: Option<OutputOffsets>,
     /// Parts written so far, by checkpoint id.
     parts: Mutex<BTreeMap<u64, PartsSoFar>>,
     /// A test hook: end the process (as `kill -9` would) after the parts of this checkpoint are
@@ -72,6 +78,8 @@ pub struct JobShape {
     pub inputs: Vec<String>,
     /// The output file (`None`: stdout).
     pub out_path: Option<String>,
+    /// The answer topic's offsets, when answers go to Kafka.
+    pub output_offsets: Option<OutputOffsets>,
 }
 
 impl CheckpointJob {
@@ -86,6 +94,7 @@ impl CheckpointJob {
             inputs: shape.inputs,
             sink,
             out_path: shape.out_path,
+            output_offsets: shape.output_offsets,
             parts: Mutex::new(BTreeMap::new()),
             crash_before_manifest,
             completed: AtomicU64::new(0),
@@ -161,6 +170,7 @@ impl CheckpointJob {
             std::process::abort();
         }
         let bytes = self.sink.commit(boundary)?;
+        let output_offsets = self.output_offsets.as_ref().map(|read| read()).transpose()?;
         let manifest = Manifest {
             format: MANIFEST_FORMAT,
             id: part.id,
@@ -176,6 +186,7 @@ impl CheckpointJob {
             script: self.script.clone(),
             requests: log.to_vec(),
             inputs: self.inputs.clone(),
+            output_offsets,
         };
         self.store.commit(&manifest, self.shape.0 == 0)?;
         self.completed.fetch_add(1, Ordering::Relaxed);
