@@ -236,6 +236,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     if requests_file == "-" && cli.data.iter().any(|d| d == "-") {
         return Err("--requests - and --data - cannot both read stdin".into());
     }
+    if cli.checkpoints.is_some() {
+        crate::checkpoint::recovery::refuse_what_cannot_be_resumed(&cli)?;
+    }
     let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
     let requests = if cli.process == 0 {
         let text = if requests_file.is_empty() {
@@ -268,7 +271,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         // Answers produced after the checkpoint, before the crash: not produced again.
         let found = k.skip_delivered(resume)?;
         if found > 0 {
-            eprintln!("saams: {found} answers are in the output topic past checkpoint {}: not produced again", resume.id);
+            eprintln!(
+                "saams: {found} answers are in the output topic past checkpoint {}: not produced again",
+                resume.id
+            );
         }
     }
     let sink = Arc::new(match (kafka_sink, &recovery) {
@@ -521,6 +527,12 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
     }
     let mut boundaries_known = 0u64;
     let mut router = Router::new(&plan, me, job);
+    if let Some(resume) = &resume {
+        // Fences (live requests, checkpoints) fall at or after the boundary resumed from: a
+        // checkpoint before it would name the resumed positions with an earlier boundary, and a
+        // restart from it would count the values between the two boundaries twice.
+        router.newest = router.newest.max((resume.boundary_ms.min(i64::MAX as u64) as i64).saturating_sub(1));
+    }
     let checkpointed = job.checkpoints.is_some().then_some(resume.as_deref());
     let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input((me, peers), dead2.clone(), checkpointed));
     let mut kafka_unit =

@@ -206,7 +206,10 @@ mod tests {
             inputs: vec!["file:/data/ticks.jsonl".into(), "generate:stocks:3:10".into()],
             output_offsets: Some(TopicOffsets {
                 topic: "estimations".into(),
-                offsets: vec![PartitionOffset { partition: 0, offset: 17 }, PartitionOffset { partition: 3, offset: i64::MAX }],
+                offsets: vec![
+                    PartitionOffset { partition: 0, offset: 17 },
+                    PartitionOffset { partition: 3, offset: i64::MAX },
+                ],
             }),
         }
     }

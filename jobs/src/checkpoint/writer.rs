@@ -5,8 +5,9 @@
 //! have copied their state at `b` ([`saams_operators::checkpoint`]) and its probe has passed `b`
 //! (every answer line before `b` has reached the process' sink). The last of a process' workers
 //! then commits the sink (its held lines before `b` are written and fsynced: the output's length
-//! goes into the manifest) and writes the manifest, last: the checkpoint is complete once every
-//! process' manifest is there.
+//! goes into the manifest; answers to Kafka are produced and delivered, and the topic's end
+//! offsets go into the manifest, see [`crate::sink::kafka`]) and writes the manifest, last: the
+//! checkpoint is complete once every process' manifest is there.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +53,10 @@ pub struct CheckpointJob {
     /// A test hook: end the process (as `kill -9` would) after the parts of this checkpoint are
     /// written and before its manifest (`SAAMS_CRASH_BEFORE_MANIFEST`).
     crash_before_manifest: Option<u64>,
+    /// A test hook: end the process after this checkpoint's answers are written (delivered, for
+    /// Kafka) and before its manifest (`SAAMS_CRASH_AFTER_OUTPUT`): the output is then ahead of
+    /// the newest checkpoint.
+    crash_after_output: Option<u64>,
     /// Checkpoints this process completed.
     pub completed: AtomicU64,
     /// The bytes of this process' parts of its last checkpoint.
@@ -86,6 +91,7 @@ impl CheckpointJob {
     /// A writer into `store` for this process.
     pub fn new(store: CheckpointStore, shape: JobShape, sink: Arc<LineSink>) -> CheckpointJob {
         let crash_before_manifest = std::env::var("SAAMS_CRASH_BEFORE_MANIFEST").ok().and_then(|v| v.parse().ok());
+        let crash_after_output = std::env::var("SAAMS_CRASH_AFTER_OUTPUT").ok().and_then(|v| v.parse().ok());
         CheckpointJob {
             store,
             shape: (shape.process as u32, shape.processes as u32, shape.workers as u32),
@@ -97,6 +103,7 @@ impl CheckpointJob {
             output_offsets: shape.output_offsets,
             parts: Mutex::new(BTreeMap::new()),
             crash_before_manifest,
+            crash_after_output,
             completed: AtomicU64::new(0),
             last_bytes: AtomicU64::new(0),
             last_synopsis_bytes: AtomicU64::new(0),
@@ -170,6 +177,10 @@ impl CheckpointJob {
             std::process::abort();
         }
         let bytes = self.sink.commit(boundary)?;
+        if self.crash_after_output == Some(part.id) {
+            eprintln!("saams: SAAMS_CRASH_AFTER_OUTPUT={}: ending the process", part.id);
+            std::process::abort();
+        }
         let output_offsets = self.output_offsets.as_ref().map(|read| read()).transpose()?;
         let manifest = Manifest {
             format: MANIFEST_FORMAT,

@@ -19,10 +19,12 @@ use super::tuple_source::KafkaTupleSource;
 use crate::checkpoint::resume::Resume;
 use crate::checkpoint::writer::OutputOffsets;
 use crate::duration::parse_duration_ms;
-use crate::kafka_client::{AdapterError, KafkaOptions, METADATA_TIMEOUT, TopicSpec, check_brokers, ensure_topics, lock};
-use saams::checkpoint::{PartitionOffset, TopicOffsets};
+use crate::kafka_client::{
+    AdapterError, KafkaOptions, METADATA_TIMEOUT, TopicSpec, check_brokers, ensure_topics, lock,
+};
 use crate::sink::file::LineSink;
 use crate::sink::kafka::{DeadLetterLines, EstimationLines, KafkaDeadLetterSink, KafkaEstimationSink, RecordOrigin};
+use saams::checkpoint::{PartitionOffset, TopicOffsets};
 
 /// How long flushes of the estimation and dead-letter producers wait for acknowledgements.
 pub(super) const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -357,7 +359,9 @@ impl KafkaJob {
             }
         }
         if let Some(skipped) = self.out.as_ref().map(|s| lock(s).skipped()).filter(|&n| n > 0) {
-            lines.push(format!("kafka estimations already in the topic after the checkpoint (not produced again)={skipped}"));
+            lines.push(format!(
+                "kafka estimations already in the topic after the checkpoint (not produced again)={skipped}"
+            ));
         }
         for p in lock(&self.problems).iter() {
             lines.push(format!("kafka problem: {p}"));
