@@ -236,6 +236,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     if requests_file == "-" && cli.data.iter().any(|d| d == "-") {
         return Err("--requests - and --data - cannot both read stdin".into());
     }
+    if cli.checkpoints.is_some() {
+        crate::checkpoint::recovery::refuse_what_cannot_be_resumed(&cli)?;
+    }
     let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
     let requests = if cli.process == 0 {
         let text = if requests_file.is_empty() {
@@ -256,15 +259,28 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         None
     };
     let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes)?;
-    let inputs = input_names(&units, generator.as_ref().map(|_| cli.generate.as_str()));
+    let mut inputs = input_names(&units, generator.as_ref().map(|_| cli.generate.as_str()));
+    inputs.extend(cli.kafka.data_topic.as_ref().map(|t| format!("kafka:{t}")));
     let recovery = match &cli.checkpoints {
         Some(dir) => Some(Recovery::open(&cli, dir, (window_ms as u64, requests.as_deref(), &inputs))?),
         None => None,
     };
     let kafka_sink = kafka_job.as_ref().and_then(|k| k.estimation_writer());
     let file_sink = kafka_sink.is_none();
+    if let (Some(k), Some(resume)) = (&kafka_job, recovery.as_ref().and_then(|r| r.resume.as_ref())) {
+        // Answers produced after the checkpoint, before the crash: not produced again.
+        let found = k.skip_delivered(resume)?;
+        if found > 0 {
+            eprintln!(
+                "saams: {found} answers are in the output topic past checkpoint {}: not produced again",
+                resume.id
+            );
+        }
+    }
     let sink = Arc::new(match (kafka_sink, &recovery) {
-        (Some(w), _) => LineSink::from_writer(w),
+        (Some(w), None) => LineSink::from_writer(w),
+        // Answers are produced when the checkpoint after them is written (crate::sink::kafka).
+        (Some(w), Some(_)) => LineSink::from_writer(w).hold_until_commit(),
         (None, None) => LineSink::open(&cli.out)?,
         (None, Some(r)) => r.open_output(&cli)?,
     });
@@ -320,7 +336,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 window_ms: window_ms as u64,
                 script: requests.clone().unwrap_or_default(),
                 inputs: inputs.clone(),
-                out_path: (cli.out != "-").then(|| cli.out.clone()),
+                out_path: (file_sink && cli.out != "-").then(|| cli.out.clone()),
+                output_offsets: kafka_job.as_ref().filter(|_| !file_sink).and_then(|k| k.answer_offsets()),
             },
             sink.clone(),
         ))),
@@ -510,9 +527,20 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
     }
     let mut boundaries_known = 0u64;
     let mut router = Router::new(&plan, me, job);
-    let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input(me, peers, dead2.clone()));
+    if let Some(resume) = &resume {
+        // Fences (live requests, checkpoints) fall at or after the boundary resumed from: a
+        // checkpoint before it would name the resumed positions with an earlier boundary, and a
+        // restart from it would count the values between the two boundaries twice.
+        router.newest = router.newest.max((resume.boundary_ms.min(i64::MAX as u64) as i64).saturating_sub(1));
+    }
+    let checkpointed = job.checkpoints.is_some().then_some(resume.as_deref());
+    let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input((me, peers), dead2.clone(), checkpointed));
     let mut kafka_unit =
         Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None, marks: SourceMarks::default() };
+    if let Some(resume) = &resume {
+        // Values before the checkpoint's boundary were counted before it.
+        kafka_unit.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;
+    }
     let mut epoch = 0u64;
     let mut reading = true;
     loop {
@@ -533,9 +561,9 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
             }
             router.counts.grow(plan.borrow().groups.len());
         }
-        want_boundaries(&plan.borrow(), &mut readers, &mut boundaries_known);
+        want_boundaries(&plan.borrow(), (&mut readers, kafka.as_mut()), &mut boundaries_known);
         if let Some(c) = &job.checkpoints {
-            let at = (&mut readers[..], &mut ended[..], router.tuples);
+            let at = (&mut readers[..], &mut ended[..], kafka.as_mut(), router.tuples);
             write_checkpoints(&plan, &probe, at, &mut fences, (c, me));
         }
         let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
@@ -1114,24 +1142,32 @@ fn resume_readers(
     });
 }
 
-/// Checkpoint boundaries agreed since the last call: every reader marks where it reaches them.
-fn want_boundaries(plan: &Plan, readers: &mut [Reading], known: &mut u64) {
+/// Checkpoint boundaries agreed since the last call: every reader (and Kafka partition) marks
+/// where it reaches them.
+fn want_boundaries(plan: &Plan, (readers, mut kafka): (&mut [Reading], Option<&mut KafkaInput>), known: &mut u64) {
     let checkpoints = plan.checkpoints.borrow();
     let new: Vec<u64> = checkpoints.boundaries.keys().copied().filter(|&b| b > *known).collect();
     for b in new {
         for r in readers.iter_mut() {
             r.marks.want(b);
         }
+        if let Some(k) = kafka.as_deref_mut() {
+            k.want(b);
+        }
         *known = b;
     }
 }
+
+/// Where a worker's inputs stand: its readers, those that ended (with their marks), its Kafka
+/// partitions, and the tuples it has routed.
+type Positions<'a> = (&'a mut [Reading], &'a mut [(SourcePosition, SourceMarks)], Option<&'a mut KafkaInput>, u64);
 
 /// Write this worker's part of every checkpoint its operators have copied their state for and
 /// its probe has passed (every answer before the boundary is in the process' sink).
 fn write_checkpoints(
     plan: &RefCell<Plan>,
     probe: &timely::dataflow::ProbeHandle<u64>,
-    (readers, ended, tuples): (&mut [Reading], &mut [(SourcePosition, SourceMarks)], u64),
+    (readers, ended, mut kafka, tuples): Positions<'_>,
     fences: &mut Fences,
     (job, me): (&CheckpointJob, usize),
 ) {
@@ -1153,6 +1189,7 @@ fn write_checkpoints(
             .iter_mut()
             .map(|r| r.marks.take(b).unwrap_or_else(|| r.position_now()))
             .chain(ended.iter_mut().map(|(done, marks)| marks.take(b).unwrap_or_else(|| done.clone())))
+            .chain(kafka.as_deref_mut().map(|k| k.positions(b)).unwrap_or_default())
             .collect();
         let mut part = job.part(&plan, (id, b, me), taken, sources);
         part.tuples = tuples;

@@ -27,6 +27,26 @@ pub struct OutputMark {
     pub bytes: u64,
 }
 
+/// Where an output topic stood after a checkpoint's answers were delivered: a restart reads the
+/// topic from these offsets to its end and does not produce again the answers it finds there
+/// (the Kafka sink's deduplication, which needs no broker transactions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TopicOffsets {
+    /// The topic.
+    pub topic: String,
+    /// Per partition, the offset the next record gets (the partition's end offset then).
+    pub offsets: Vec<PartitionOffset>,
+}
+
+/// One partition's offset in [`TopicOffsets`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartitionOffset {
+    /// The partition.
+    pub partition: i32,
+    /// The offset.
+    pub offset: i64,
+}
+
 /// A request the job had received, replayed on restore at the same fence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoggedRequest {
@@ -70,6 +90,10 @@ pub struct Manifest {
     /// must read the same.
     #[serde(default)]
     pub inputs: Vec<String>,
+    /// The answer topic's end offsets after this checkpoint's answers were delivered, when the
+    /// job writes its answers to Kafka (absent in manifests of older builds: none).
+    #[serde(default)]
+    pub output_offsets: Option<TopicOffsets>,
 }
 
 impl Manifest {
@@ -82,6 +106,7 @@ impl Manifest {
     ///     window_ms: 10_000, created_unix_ms: 1_700_000_000_000,
     ///     parts: vec![PartEntry { file: "part-p0-w0.bin".into(), bytes: 62, crc32: 7 }],
     ///     output: None, dead_letters: None, script: String::new(), requests: vec![], inputs: vec![],
+    ///     output_offsets: None,
     /// };
     /// let text = m.to_json();
     /// assert!(text.contains("\"boundary_ms\": 40000"));
@@ -179,6 +204,13 @@ mod tests {
             script: "[{\"streamID\":\"A\"}]\n".into(),
             requests: vec![LoggedRequest { fence_ms: 60_000, text: "{\"uid\":3}".into() }],
             inputs: vec!["file:/data/ticks.jsonl".into(), "generate:stocks:3:10".into()],
+            output_offsets: Some(TopicOffsets {
+                topic: "estimations".into(),
+                offsets: vec![
+                    PartitionOffset { partition: 0, offset: 17 },
+                    PartitionOffset { partition: 3, offset: i64::MAX },
+                ],
+            }),
         }
     }
 
@@ -186,6 +218,15 @@ mod tests {
     fn round_trips_exactly_with_large_integers() {
         let m = sample();
         assert_eq!(Manifest::from_json(&m.to_json()).unwrap(), m);
+    }
+
+    #[test]
+    fn a_manifest_of_an_older_build_has_no_output_offsets() {
+        let mut m = sample();
+        let mut value: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap();
+        value.as_object_mut().unwrap().remove("output_offsets").expect("written");
+        m.output_offsets = None;
+        assert_eq!(Manifest::from_json(&value.to_string()).unwrap(), m);
     }
 
     #[test]
@@ -247,7 +288,8 @@ mod tests {
                 output: out.map(|bytes| OutputMark { path: script.clone(), bytes }),
                 dead_letters: out.map(|bytes| OutputMark { path: text.clone(), bytes: bytes / 2 }),
                 script, requests: vec![LoggedRequest { fence_ms: boundary, text: text.clone() }],
-                inputs: vec![text],
+                inputs: vec![text.clone()],
+                output_offsets: out.map(|o| TopicOffsets { topic: text, offsets: vec![PartitionOffset { partition: processes as i32, offset: o as i64 }] }),
             };
             prop_assert_eq!(Manifest::from_json(&m.to_json()).unwrap(), m);
         }

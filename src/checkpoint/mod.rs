@@ -84,7 +84,7 @@
 mod manifest;
 mod part;
 
-pub use manifest::{LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry};
+pub use manifest::{LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry, PartitionOffset, TopicOffsets};
 pub use part::{CheckpointPart, MAGIC, MIN_PART_BYTES, PART_FORMAT_VERSION, SourcePosition, StateRole, SynopsisState};
 
 use std::fmt;

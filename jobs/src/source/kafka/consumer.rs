@@ -13,11 +13,11 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::Message;
-use rdkafka::topic_partition_list::TopicPartitionList;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::records::{ConsumerErrors, RecordRef};
-use crate::kafka_client::{AdapterError, KafkaOptions, StartFrom, kafka_err, topic_partitions};
+use crate::kafka_client::{AdapterError, KafkaOptions, METADATA_TIMEOUT, StartFrom, kafka_err, topic_partitions};
 
 /// Counts asynchronous commit failures (reported through the consumer's poll) so they are not lost.
 #[derive(Default)]
@@ -187,9 +187,14 @@ pub(super) struct PartitionReader {
     pub(super) topic: String,
     pub(super) partitions: Vec<i32>,
     at_eof: Vec<bool>,
+    /// Where each partition started (by slot), when opened with exact positions; else empty.
+    pub(super) starts: Vec<i64>,
     pub(super) errors: u64,
     last_error: Option<String>,
 }
+
+/// Where a partition starts (`None`: where `--from` says), for [`PartitionReader::open_at`].
+pub(super) type StartAt<'a> = &'a dyn Fn(i32) -> Option<i64>;
 
 /// Most events served from the consumer queue per poll (commit replies, errors); the rest wait for
 /// the next poll, so a burst of them cannot starve the records.
@@ -202,6 +207,20 @@ impl PartitionReader {
         topic: &str,
         client_id: &str,
         from: StartFrom,
+        choose: impl FnOnce(&[i32]) -> Result<Vec<i32>, AdapterError>,
+    ) -> Result<Self, AdapterError> {
+        Self::open_at(opts, topic, client_id, (from, None), choose)
+    }
+
+    /// As [`PartitionReader::open`]; with `exact` (a job with checkpoints), every partition starts
+    /// at a known offset: the one `exact` gives it (a checkpoint's position), else the offset
+    /// `from` stands for, asked of the brokers (so a checkpoint can name where a partition that
+    /// has not been read yet starts). Returns the reader and the start offsets.
+    pub(super) fn open_at(
+        opts: &KafkaOptions,
+        topic: &str,
+        client_id: &str,
+        (from, exact): (StartFrom, Option<StartAt<'_>>),
         choose: impl FnOnce(&[i32]) -> Result<Vec<i32>, AdapterError>,
     ) -> Result<Self, AdapterError> {
         opts.validate()?;
@@ -228,8 +247,20 @@ impl PartitionReader {
         partitions.sort_unstable();
         partitions.dedup();
         let mut tpl = TopicPartitionList::with_capacity(partitions.len());
+        let mut starts = Vec::new();
         for &p in &partitions {
-            tpl.add_partition_offset(topic, p, from.offset()).map_err(kafka_err("building the assignment"))?;
+            let offset = match exact {
+                None => from.offset(),
+                Some(at) => {
+                    let start = match at(p) {
+                        Some(o) => o,
+                        None => resolve_start(&consumer, topic, p, from)?,
+                    };
+                    starts.push(start);
+                    Offset::Offset(start)
+                }
+            };
+            tpl.add_partition_offset(topic, p, offset).map_err(kafka_err("building the assignment"))?;
         }
         consumer.assign(&tpl).map_err(kafka_err(format!("assigning partitions {partitions:?} of {topic:?}")))?;
         let fetch = FetchQueue::new(&consumer, topic, &partitions)?;
@@ -241,6 +272,7 @@ impl PartitionReader {
             topic: topic.to_string(),
             partitions,
             at_eof,
+            starts,
             errors: 0,
             last_error: None,
         })
@@ -343,4 +375,30 @@ impl PartitionReader {
             last_commit_error,
         }
     }
+}
+
+/// The offset `from` stands for on partition `p` of `topic`, asked of the brokers: its first
+/// retained record (earliest), its end (latest), or the group's committed offset (committed;
+/// the first retained record without one, as librdkafka's `auto.offset.reset=earliest`).
+fn resolve_start<C: ConsumerContext>(
+    consumer: &BaseConsumer<C>,
+    topic: &str,
+    p: i32,
+    from: StartFrom,
+) -> Result<i64, AdapterError> {
+    let (low, high) = consumer
+        .fetch_watermarks(topic, p, METADATA_TIMEOUT)
+        .map_err(kafka_err(format!("offsets of partition {p} of {topic:?}")))?;
+    Ok(match from {
+        StartFrom::Earliest => low,
+        StartFrom::Latest => high,
+        StartFrom::Committed => {
+            let mut tpl = TopicPartitionList::with_capacity(1);
+            tpl.add_partition(topic, p);
+            let got = consumer
+                .committed_offsets(tpl, METADATA_TIMEOUT)
+                .map_err(kafka_err(format!("committed offset of partition {p} of {topic:?}")))?;
+            got.elements().first().and_then(|e| e.offset().to_raw()).filter(|&o| o >= 0).map_or(low, |o| o.max(low))
+        }
+    })
 }

@@ -13,6 +13,7 @@ use saams_datasets::LineContext;
 
 use super::job::{FLUSH_TIMEOUT, KafkaJob};
 use super::marks::Marks;
+use super::positions::PartitionPositions;
 use super::records::RecordRef;
 use super::tuple_source::KafkaTupleSource;
 use crate::kafka_client::lock;
@@ -37,6 +38,8 @@ pub struct KafkaInput {
     source: KafkaTupleSource,
     file_dead: Option<Arc<LineSink>>,
     marks: Marks,
+    /// The partitions' positions at checkpoint boundaries (a job with `--checkpoints`).
+    positions: Option<PartitionPositions>,
     committed_through: Option<u64>,
     last_commit: Instant,
     quiet: bool,
@@ -52,6 +55,7 @@ impl KafkaInput {
         topic: String,
         source: KafkaTupleSource,
         file_dead: Option<Arc<LineSink>>,
+        positions: Option<PartitionPositions>,
     ) -> Self {
         KafkaInput {
             job,
@@ -60,6 +64,7 @@ impl KafkaInput {
             source,
             file_dead,
             marks: Marks::default(),
+            positions,
             committed_through: None,
             last_commit: Instant::now(),
             quiet: false,
@@ -82,15 +87,26 @@ impl KafkaInput {
         let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         // below the watermark, or below the epoch this worker's input already passed: late
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
-        let KafkaInput { job, ctx, topic, source, file_dead, marks, .. } = self;
+        let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, .. } = self;
         let max = usize::try_from(max).map_or(POLL_BATCH, |m| m.min(POLL_BATCH));
         let polled = source.poll_with(max, wait, |r| match admit(ctx, &r, late_below) {
             Ok(Some((time, tuple))) => {
+                if let Some(p) = positions.as_mut() {
+                    p.record(r.partition, r.offset, Some(time));
+                }
                 let window = route(sequence_number(r.partition, r.offset), tuple);
                 marks.push(r.partition, r.offset, Some((time, window)));
             }
-            Ok(None) => marks.push(r.partition, r.offset, None),
+            Ok(None) => {
+                if let Some(p) = positions.as_mut() {
+                    p.record(r.partition, r.offset, None);
+                }
+                marks.push(r.partition, r.offset, None);
+            }
             Err(Rejected { reason, late }) => {
+                if let Some(p) = positions.as_mut() {
+                    p.record(r.partition, r.offset, None);
+                }
                 stats.dead_letters.fetch_add(1, Ordering::Relaxed);
                 if late {
                     stats.late.fetch_add(1, Ordering::Relaxed);
@@ -113,6 +129,19 @@ impl KafkaInput {
         }
         self.quiet = n == 0;
         n
+    }
+
+    /// Keep every partition's position at checkpoint boundary `b` (a job with `--checkpoints`).
+    pub fn want(&mut self, b: u64) {
+        if let Some(p) = self.positions.as_mut() {
+            p.want(b);
+        }
+    }
+
+    /// Every partition's position at boundary `b` (empty without `--checkpoints`): the first
+    /// record at or after `b` it routed, else the next offset to read.
+    pub fn positions(&mut self, b: u64) -> Vec<saams::checkpoint::SourcePosition> {
+        self.positions.as_mut().map(|p| p.positions(b)).unwrap_or_default()
     }
 
     /// The oldest window this worker may still send to (its input epoch): the window of its

@@ -13,12 +13,18 @@ use saams_datasets::LineContext;
 use super::args::KafkaArgs;
 use super::broadcast_source::KafkaBroadcastSource;
 use super::input::KafkaInput;
+use super::positions::PartitionPositions;
 use super::records::RecordRef;
 use super::tuple_source::KafkaTupleSource;
+use crate::checkpoint::resume::Resume;
+use crate::checkpoint::writer::OutputOffsets;
 use crate::duration::parse_duration_ms;
-use crate::kafka_client::{AdapterError, KafkaOptions, TopicSpec, check_brokers, ensure_topics, lock};
+use crate::kafka_client::{
+    AdapterError, KafkaOptions, METADATA_TIMEOUT, TopicSpec, check_brokers, ensure_topics, lock,
+};
 use crate::sink::file::LineSink;
 use crate::sink::kafka::{DeadLetterLines, EstimationLines, KafkaDeadLetterSink, KafkaEstimationSink, RecordOrigin};
+use saams::checkpoint::{PartitionOffset, TopicOffsets};
 
 /// How long flushes of the estimation and dead-letter producers wait for acknowledgements.
 pub(super) const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -97,6 +103,44 @@ impl KafkaJob {
         self.out
             .as_ref()
             .map(|s| Box::new(EstimationLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
+    }
+
+    /// With `--output-topic` and `--checkpoints`: what reads the answer topic's end offsets into
+    /// each checkpoint's manifest, after the checkpoint's answers were delivered.
+    pub fn answer_offsets(&self) -> Option<OutputOffsets> {
+        let out = self.out.clone()?;
+        Some(Box::new(move || {
+            let sink = lock(&out);
+            let offsets = sink.end_offsets(METADATA_TIMEOUT).map_err(|e| e.to_string())?;
+            Ok(TopicOffsets {
+                topic: sink.topic().to_string(),
+                offsets: offsets.into_iter().map(|(partition, offset)| PartitionOffset { partition, offset }).collect(),
+            })
+        }))
+    }
+
+    /// A job resumed from `resume` with `--output-topic`: the answers already in the topic past the
+    /// checkpoint's offsets (produced before the crash) are not produced again. Returns how many
+    /// were found.
+    ///
+    /// # Errors
+    /// When the checkpoint recorded another answer topic, or the topic cannot be read.
+    pub fn skip_delivered(&self, resume: &Resume) -> Result<u64, String> {
+        let Some(out) = &self.out else { return Ok(0) };
+        let mut sink = lock(out);
+        let from = match resume.output_offsets() {
+            Some((topic, _)) if topic != sink.topic() => {
+                return Err(format!(
+                    "checkpoint {} wrote its answers to topic {topic:?}, this job to {:?}: start with the same --output-topic, or another --checkpoints directory",
+                    resume.id,
+                    sink.topic()
+                ));
+            }
+            Some((_, from)) => from,
+            // Answers went elsewhere then (a file): none of them are in the topic.
+            None => return Ok(0),
+        };
+        sink.skip_delivered(&self.opts, &from).map_err(|e| e.to_string())
     }
 
     /// The line sink writer for dead letters when `--dead-letter-topic` is given.
@@ -232,15 +276,41 @@ impl KafkaJob {
 
     /// This worker's share of the data topic (`None` without `--data-topic`). A failure is
     /// reported at exit by [`finish`](Self::finish) and stops the job.
+    ///
+    /// `checkpoints`: the job writes checkpoints (`Some`), resuming from `Some(resume)`: every
+    /// partition then starts at a known offset — the checkpoint's position of
+    /// `kafka:<topic>:<partition>`, with its watermark from the newest event time read before
+    /// it, else where `--from` says — and the input keeps the partitions' positions at
+    /// checkpoint boundaries ([`KafkaInput::want`], [`KafkaInput::positions`]).
     pub fn worker_input(
         self: &Arc<Self>,
-        me: usize,
-        peers: usize,
+        (me, peers): (usize, usize),
         file_dead: Option<Arc<LineSink>>,
+        checkpoints: Option<Option<&Resume>>,
     ) -> Option<KafkaInput> {
         let topic = self.data_topic.as_ref()?;
-        let source = match KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout) {
-            Ok(source) => source,
+        let opened = match checkpoints {
+            None => KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout)
+                .map(|source| (source, None)),
+            Some(resume) => {
+                let at = |p: i32| {
+                    let at = resume?.position(&format!("kafka:{topic}:{p}"))?;
+                    Some((i64::try_from(at.offset).unwrap_or(i64::MAX), at.max_time))
+                };
+                KafkaTupleSource::new_at(&self.opts, topic, (me, peers), (self.lateness_ms, self.idle_timeout), &at)
+                    .map(|source| {
+                        let mut positions = PartitionPositions::new(topic, source.partitions(), source.starts());
+                        for &p in source.partitions() {
+                            if let Some((_, Some(newest))) = at(p) {
+                                positions.start_from(p, newest);
+                            }
+                        }
+                        (source, Some(positions))
+                    })
+            }
+        };
+        let (source, positions) = match opened {
+            Ok(opened) => opened,
             Err(e) => {
                 self.set_fatal(format!("worker {me}: {e}"));
                 return None;
@@ -255,7 +325,7 @@ impl KafkaJob {
         };
         // with a dead-letter topic, rejected records go there, not to the file
         let file_dead = if self.dead.is_some() { None } else { file_dead };
-        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, file_dead))
+        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, file_dead, positions))
     }
 
     /// The exit report lines (consumed records and their rate, producer deliveries, errors met).
@@ -287,6 +357,11 @@ impl KafkaJob {
                     r.first_error.map(|e| format!(" first_error={e:?}")).unwrap_or_default()
                 ));
             }
+        }
+        if let Some(skipped) = self.out.as_ref().map(|s| lock(s).skipped()).filter(|&n| n > 0) {
+            lines.push(format!(
+                "kafka estimations already in the topic after the checkpoint (not produced again)={skipped}"
+            ));
         }
         for p in lock(&self.problems).iter() {
             lines.push(format!("kafka problem: {p}"));

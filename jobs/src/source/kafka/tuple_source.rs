@@ -90,6 +90,40 @@ impl KafkaTupleSource {
         Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() })
     }
 
+    /// As [`KafkaTupleSource::new`], for a job with checkpoints: every partition starts at a
+    /// known offset, the one `at` gives it (a checkpoint's position, with the newest event time
+    /// read before it, from which its watermark starts again), else the one `opts.from` stands
+    /// for, asked of the brokers ([`starts`](Self::starts)).
+    ///
+    /// # Errors
+    /// As [`KafkaTupleSource::new`], and when the brokers cannot say where a partition starts.
+    pub fn new_at(
+        opts: &KafkaOptions,
+        topic: &str,
+        (worker_index, peers): (usize, usize),
+        (lateness_ms, idle_timeout): (i64, Duration),
+        at: &dyn Fn(i32) -> Option<(i64, Option<i64>)>,
+    ) -> Result<Self, AdapterError> {
+        let client_id = format!("saams-{}-w{worker_index}", opts.group_id);
+        let offset = |p: i32| at(p).map(|(o, _)| o);
+        let reader = PartitionReader::open_at(opts, topic, &client_id, (opts.from, Some(&offset)), |all| {
+            assigned_partitions(all, worker_index, peers)
+        })?;
+        let mut clock = PartitionWatermarks::new(&reader.partitions, lateness_ms, idle_timeout, Instant::now());
+        for &p in &reader.partitions {
+            if let Some((_, Some(max_time))) = at(p) {
+                clock.start_from(p, max_time);
+            }
+        }
+        Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() })
+    }
+
+    /// Where each partition started ([`partitions`](Self::partitions) order), when opened with
+    /// [`new_at`](Self::new_at); empty otherwise.
+    pub fn starts(&self) -> &[i64] {
+        &self.reader.starts
+    }
+
     /// The topic read.
     pub fn topic(&self) -> &str {
         &self.reader.topic

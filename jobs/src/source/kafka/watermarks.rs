@@ -73,6 +73,24 @@ impl PartitionWatermarks {
         }
     }
 
+    /// A resumed job: `partition`'s newest event time before its checkpointed position, from
+    /// which its lateness is judged again (as if it had just been read).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// let t0 = Instant::now();
+    /// let mut w = PartitionWatermarks::new(&[0, 1], 100, Duration::from_secs(10), t0);
+    /// w.start_from(0, 5_000);
+    /// w.start_from(1, 7_000);
+    /// assert_eq!(w.watermark(t0), Some(4_900));
+    /// ```
+    pub fn start_from(&mut self, partition: i32, max_event_ms: i64) {
+        if let Ok(i) = self.parts.binary_search_by_key(&partition, |p| p.partition) {
+            self.parts[i].max_event_ms = Some(max_event_ms);
+        }
+    }
+
     fn is_active(&self, part: &PartitionClock, now: Instant) -> bool {
         now.saturating_duration_since(part.last_active) < self.idle_timeout
     }
