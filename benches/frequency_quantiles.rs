@@ -1,7 +1,9 @@
 //! Lossy Counting, Sticky Sampling, GK and window quantiles against the best crates we know
 //! (`datasketches::frequencies`, `quantiles::greenwald_khanna`), on the seeded Zipf(1.1) stream:
-//! 1 M keys over a 1 M domain per iteration (the issue's 10 M-key figures scale linearly; bytes
-//! and error on 10 M keys come from `cargo run --release --example frequency_quantiles_report`).
+//! 1 M keys over a 1 M domain per iteration (the issue's 10 M-key update figures scale linearly;
+//! bytes and error on 10 M keys come from `cargo run --release --example frequency_quantiles_report`).
+//! Sticky Sampling's table, and so its query and merge times, grow with the stream until the
+//! sampling thins it out: `frequency/issue15_10m` measures them on the issue's 10 M keys.
 //!
 //! Frequency parameters: support φ = 0.001; Lossy Counting at ε = φ/5 (the tightest count bound
 //! whose table stays under 100 KB at its peak on 10 M keys; precision = recall = 1 above φN at
