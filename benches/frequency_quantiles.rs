@@ -1,7 +1,9 @@
 //! Lossy Counting, Sticky Sampling, GK and window quantiles against the best crates we know
 //! (`datasketches::frequencies`, `quantiles::greenwald_khanna`), on the seeded Zipf(1.1) stream:
-//! 1 M keys over a 1 M domain per iteration (the issue's 10 M-key figures scale linearly; bytes
-//! and error on 10 M keys come from `cargo run --release --example frequency_quantiles_report`).
+//! 1 M keys over a 1 M domain per iteration (the issue's 10 M-key update figures scale linearly;
+//! bytes and error on 10 M keys come from `cargo run --release --example frequency_quantiles_report`).
+//! Sticky Sampling's table, and so its query and merge times, grow with the stream until the
+//! sampling thins it out: `frequency/issue15_10m` measures them on the issue's 10 M keys.
 //!
 //! Frequency parameters: support φ = 0.001; Lossy Counting at ε = φ/5 (the tightest count bound
 //! whose table stays under 100 KB at its peak on 10 M keys; precision = recall = 1 above φN at
@@ -25,9 +27,14 @@ use saams::{Datum, Query, Synopsis};
 const N: usize = 1_000_000;
 
 fn keys() -> Vec<u64> {
+    keys_n(N)
+}
+
+/// `n` seeded Zipf(1.1) keys over a 1 M domain (the first `N` are [`keys`]).
+fn keys_n(n: usize) -> Vec<u64> {
     let mut rng = StdRng::seed_from_u64(1);
     let z = Zipf::new(1_000_000.0, 1.1).expect("valid Zipf parameters");
-    (0..N).map(|_| z.sample(&mut rng) as u64).collect()
+    (0..n).map(|_| z.sample(&mut rng) as u64).collect()
 }
 
 fn lossy(eps: f64, xs: &[f64]) -> LossyCounting {
@@ -135,6 +142,28 @@ fn frequency(c: &mut Criterion) {
         b.iter_batched(|| la.clone(), |mut a| a.merge(&lb).map(|()| a.tracked()), BatchSize::LargeInput)
     });
     g.finish();
+
+    // The same row on the issue's own stream, 10 M Zipf(1.1) keys (the table is larger and the
+    // sampling sparser than on 1 M): the query on the whole stream, the merge of its two halves.
+    let ks10 = keys_n(10 * N);
+    let xs10: Vec<f64> = ks10.iter().map(|k| *k as f64).collect();
+    let (x1, x2) = xs10.split_at(5 * N);
+    let s10 = issue(&xs10);
+    let (sa, sb) = (issue(x1), issue(x2));
+    println!(
+        "issue 15 memory, 10 M keys: sticky_sampling(0.001, 2e-4, 0.01) {} B ({} tracked); halves {} B, {} B",
+        s10.size_bytes(),
+        s10.tracked(),
+        sa.size_bytes(),
+        sb.size_bytes()
+    );
+    let mut g = c.benchmark_group("frequency/issue15_10m");
+    g.bench_function("sticky_sampling/query", |b| b.iter(|| s10.estimate(black_box(&q)).map(|e| e.upper)));
+    g.bench_function("sticky_sampling/merge", |b| {
+        b.iter_batched(|| sa.clone(), |mut a| a.merge(&sb).map(|()| a.tracked()), BatchSize::LargeInput)
+    });
+    g.finish();
+    drop((ks10, xs10, s10, sa, sb));
 
     let mut g = c.benchmark_group("frequency/codec");
     let l = lossy(2e-4, &xs);

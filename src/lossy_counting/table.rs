@@ -251,7 +251,7 @@ impl<R: Record> Table<R> {
     }
 
     /// Add `record`'s count to the item's, tracking it first if absent.
-    #[inline]
+    #[cfg(test)]
     pub fn add(&mut self, record: R, text: Option<&str>) {
         if !self.bump(record.id(), record.count()) {
             self.insert_new(record, text);
@@ -300,9 +300,10 @@ impl<R: Record> Table<R> {
 
     /// Add `record`'s count to its item's, or track it in the empty slot that ends its probe
     /// (one probe either way, and no branch on whether it was found: about half the records of
-    /// a merge are new, at random). The caller has made room and records the text.
+    /// a merge are new, at random). The caller has made room; returns whether the item was new,
+    /// for the caller to record its text.
     #[inline]
-    fn add_counted(&mut self, record: R) {
+    fn add_counted(&mut self, record: R) -> bool {
         let mask = self.mask();
         let mut i = (mix(record.id()) as usize) & mask;
         loop {
@@ -318,43 +319,101 @@ impl<R: Record> Table<R> {
         *merged.count_mut() = s.count() + record.count();
         self.slots[i] = merged;
         self.len += usize::from(was_empty);
+        was_empty
     }
 
-    /// Add every item of `other` (counts summed), sizing the table once for the union instead
-    /// of doubling it step by step while inserting; shrinks back afterwards if the items
-    /// overlapped so much that the table is under 3/8 full (the load it has after a doubling).
-    pub fn absorb(&mut self, other: &Table<R>) {
-        let most = self.len.saturating_add(other.len);
-        let fit = (most.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
-        if fit > self.slots.len() && other.texts.is_empty() && other.len > self.len {
-            // The table is rebuilt anyway: start it from the larger side, whose records go in
-            // without lookups (copied outright when its slots are already the size), and look
-            // up only the smaller side's. The items, counts and capacity are those of adding
-            // the other side to this one; only slot positions within a probe run may differ.
-            let mine = if other.slots.len() == fit {
-                std::mem::replace(&mut self.slots, other.slots.clone())
-            } else {
-                let mine = std::mem::replace(&mut self.slots, vec![R::default(); fit]);
-                for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.place(*e)));
-                mine
-            };
-            self.len = other.len;
-            for_each_batch(&mine, |batch| batch.iter().for_each(|e| self.add_counted(*e)));
-        } else {
-            if fit > self.slots.len() {
-                self.rebuild(fit);
-            }
-            if !other.texts.is_empty() {
-                for e in other.iter() {
-                    self.add(e, other.text(e.id()));
+    /// Add a batch of records, doubling the table first whenever a new item would take it past
+    /// 3/4 full, as [`Table::insert_new`] does. A batch that fits even if every record is new
+    /// goes without that test per record (it costs more than the adding, as it can reallocate
+    /// the slots under the loop). Calls `new` with each record that was new.
+    #[inline]
+    fn add_batch(&mut self, batch: &[R], mut new: impl FnMut(&mut Self, &R)) {
+        if (self.len + batch.len()) * 4 <= self.slots.len() * 3 {
+            for e in batch {
+                if self.add_counted(*e) {
+                    new(self, e);
                 }
-            } else {
-                for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.add_counted(*e)));
+            }
+            return;
+        }
+        for e in batch {
+            if (self.len + 1) * 4 > self.slots.len() * 3 && self.get(e.id()).is_none() {
+                self.rebuild(self.slots.len() * 2);
+            }
+            if self.add_counted(*e) {
+                new(self, e);
             }
         }
-        let tight = (self.len.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
-        if tight < self.slots.len() && self.len * 8 < self.slots.len() * 3 {
-            self.rebuild(tight);
+    }
+
+    /// Add every item of `other` (counts summed); the table ends at the capacity adding the
+    /// items one by one would give it, and grows at most once on the way.
+    ///
+    /// When the union can fit in the table as it is (surely, or by the share of new items among
+    /// the first sixteenth of the other side's slots), the other side's records are added in
+    /// place, doubling the table if they turn out not to fit after all: sizing for both sides
+    /// at once and shrinking back when they overlapped cost two rebuilds of a megabyte-sized
+    /// table on a typical merge. When it must grow, it is rebuilt once, for both sides, before
+    /// adding (adding into a table filling up to 3/4 means probing through ever longer runs),
+    /// starting from the larger side when that is the other one.
+    pub fn absorb(&mut self, other: &Table<R>) {
+        let start_capacity = self.slots.len();
+        let most = self.len.saturating_add(other.len);
+        let likely_fits = most * 4 <= start_capacity * 3 || {
+            let (mut sampled, mut shared) = (0usize, 0usize);
+            for_each_batch(&other.slots[..other.slots.len() / 16], |batch| {
+                sampled += batch.len();
+                for e in batch {
+                    shared += usize::from(self.get(e.id()).is_some());
+                }
+            });
+            let new_share = if sampled == 0 { 1.0 } else { (sampled - shared) as f64 / sampled as f64 };
+            (self.len as f64 + other.len as f64 * new_share) * 4.0 <= start_capacity as f64 * 3.0
+        };
+        if likely_fits {
+            self.add_all(other);
+        } else {
+            let fit = (most.saturating_mul(4) / 3 + 1).next_power_of_two().max(start_capacity);
+            if other.len > self.len && other.texts.is_empty() {
+                // Our texts stay in `self.texts`; the other side has none to bring.
+                let mine = if other.slots.len() == fit {
+                    std::mem::replace(&mut self.slots, other.slots.clone())
+                } else {
+                    let mine = std::mem::replace(&mut self.slots, vec![R::default(); fit]);
+                    for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.place(*e)));
+                    mine
+                };
+                let len = std::mem::replace(&mut self.len, other.len);
+                self.add_all(&Table { slots: mine, len, texts: HashMap::new() });
+            } else {
+                self.rebuild(fit);
+                self.add_all(other);
+            }
+        }
+        // Adding one by one doubles the starting capacity until the items fit at 3/4 load.
+        let mut capacity = start_capacity;
+        while self.len * 4 > capacity * 3 {
+            capacity *= 2;
+        }
+        if capacity != self.slots.len() {
+            self.rebuild(capacity);
+        }
+    }
+
+    /// Add every record of `other`, growing as needed.
+    fn add_all(&mut self, other: &Table<R>) {
+        if other.texts.is_empty() {
+            // Numbers only: nothing depends on whether a record was new, so nothing branches
+            // on it (it is, at random, about every other record).
+            for_each_batch(&other.slots, |batch| self.add_batch(batch, |_, _| ()));
+        } else {
+            for_each_batch(&other.slots, |batch| {
+                self.add_batch(batch, |table, e| {
+                    if let Some(t) = other.text(e.id()) {
+                        table.texts.insert(e.id(), t.into());
+                    }
+                })
+            });
         }
     }
 
@@ -391,6 +450,20 @@ impl<R: Record> Table<R> {
         for s in self.slots.iter_mut().filter(|s| s.count() != 0) {
             f(s);
         }
+    }
+
+    /// The records with `count ≥ min` (`min ≥ 1`), in slot order. One compare per slot, whose
+    /// branch is taken only for the few records returned: unlike filtering out the empty slots
+    /// first (at random, about every other slot), it does not mispredict.
+    pub fn at_least(&self, min: u64) -> Vec<R> {
+        let min = min.max(1);
+        let mut out = Vec::new();
+        for s in &self.slots {
+            if s.count() >= min {
+                out.push(*s);
+            }
+        }
+        out
     }
 
     /// The records in slot order (fast; the order carries no meaning).
@@ -575,6 +648,42 @@ mod tests {
             expected.sort_unstable_by_key(|r| r.id);
             sort_by_id(&mut records);
             assert_eq!(records, expected);
+        }
+    }
+
+    #[test]
+    fn absorb_grows_midway_when_the_sampled_slots_misjudge_the_union() {
+        // The other side's first sixteenth of slots holds only items this side has, so the
+        // union looks like it fits; the rest are new and it does not: the table must double
+        // while adding, and end as adding one by one leaves it.
+        let mut a: Table<Slot> = Table::default();
+        for id in 0..1000u64 {
+            a.add(Slot { id, count: 1, delta: 0 }, None);
+        }
+        let capacity = 4096usize;
+        let mut b: Table<Slot> = Table::with_capacity(1700);
+        assert_eq!(b.capacity(), capacity);
+        for id in 0..1000u64 {
+            b.insert_new(Slot { id, count: 2, delta: 0 }, None);
+        }
+        let fresh = (10_000u64..)
+            .filter(|&id| (capacity / 16 + 8..capacity - 64).contains(&((mix(id) as usize) & (capacity - 1))))
+            .take(700);
+        for id in fresh {
+            b.insert_new(Slot { id, count: 3, delta: 0 }, None);
+        }
+        assert!(b.slots[..capacity / 16].iter().all(|s| s.count == 0 || s.id < 1000));
+        let mut one_by_one = a.clone();
+        for e in b.iter() {
+            one_by_one.add(e, None);
+        }
+        let start = a.capacity();
+        a.absorb(&b);
+        assert!(a.capacity() > start);
+        assert_eq!(a.capacity(), one_by_one.capacity());
+        assert_eq!(a.sorted(), one_by_one.sorted());
+        for e in one_by_one.iter() {
+            assert_eq!(a.count(e.id), e.count);
         }
     }
 

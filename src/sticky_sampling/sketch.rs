@@ -269,6 +269,30 @@ impl StickySampling {
     }
 }
 
+/// The least count `c ≥ 1` with `c as f64 >= threshold`, if any: a count reaches the threshold
+/// exactly when it is at least this (the conversion to `f64` never decreases), so a query can
+/// compare integers. Found by bisection, which is exact however large the threshold.
+fn least_count_reaching(threshold: f64) -> Option<u64> {
+    let reaches = |c: u64| c as f64 >= threshold;
+    if !reaches(u64::MAX) {
+        return None;
+    }
+    if reaches(1) {
+        return Some(1);
+    }
+    // Invariant: `lo` does not reach the threshold, `hi` does.
+    let (mut lo, mut hi) = (1u64, u64::MAX);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
 impl Synopsis for StickySampling {
     fn kind(&self) -> Kind {
         Kind::StickySampling
@@ -360,9 +384,13 @@ impl Synopsis for StickySampling {
                     });
                 }
                 let threshold = (s - self.epsilon) * self.n as f64;
-                // One pass over the slots keeps the few items above the threshold; only those
-                // are sorted (sorting every tracked item first cost a millisecond a query).
-                let mut items: Vec<Entry> = self.table.iter().filter(|e| e.count as f64 >= threshold).collect();
+                // One pass over the slots keeps the few items above the threshold, compared as
+                // integers (the same items as `count as f64 >= threshold`); only those are
+                // sorted (sorting every tracked item first cost a millisecond a query).
+                let mut items: Vec<Entry> = match least_count_reaching(threshold) {
+                    Some(min) => self.table.at_least(min),
+                    None => Vec::new(),
+                };
                 items.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
                 let list = items.iter().map(|e| (self.table.value(e.id), e.count as f64)).collect();
                 Ok(Estimate {
@@ -391,5 +419,26 @@ impl Synopsis for StickySampling {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::least_count_reaching;
+
+    #[test]
+    fn least_count_reaching_agrees_with_the_float_comparison() {
+        let big = (1u64 << 53) as f64;
+        for threshold in
+            [-1.0, 0.0, 0.5, 1.0, 1.5, 7999.2, 8000.0, 1e12 + 0.25, big - 1.0, big, big + 2.0, 4.6e18, 1.8e19]
+        {
+            let m = least_count_reaching(threshold).unwrap();
+            assert!(m >= 1 && m as f64 >= threshold, "{threshold}");
+            assert!(m == 1 || ((m - 1) as f64) < threshold, "{threshold}: {m} is not the least");
+        }
+        assert_eq!(least_count_reaching(8000.0), Some(8000));
+        assert_eq!(least_count_reaching(7999.2), Some(8000));
+        assert_eq!(least_count_reaching(1e20), None);
+        assert_eq!(least_count_reaching(f64::NAN), None);
     }
 }
