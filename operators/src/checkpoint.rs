@@ -25,8 +25,55 @@ use std::collections::{BTreeMap, HashMap};
 
 use saams::Synopsis;
 
+use crate::Plan;
+
 /// The operators that take a copy at every boundary (the job waits for all of them).
 pub const STATEFUL_OPERATORS: u32 = 3;
+
+/// An operator's way through the boundaries: which it has copied its state at.
+#[derive(Default)]
+pub(crate) struct BoundaryCopies {
+    /// Boundaries at or before this one are copied.
+    copied_through: u64,
+}
+
+impl BoundaryCopies {
+    /// The boundary to copy at now: one the operator's frontier (`watermark`) has passed and
+    /// that is not after `next`, the oldest window the operator has still to process (every
+    /// window before the boundary is processed then).
+    pub(crate) fn due(&self, plan: &Plan, watermark: u64, next: Option<u64>) -> Option<u64> {
+        let b = plan.checkpoints.borrow().next_due(self.copied_through, watermark)?;
+        next.is_none_or(|w| w >= b).then_some(b)
+    }
+
+    /// Hand in the copies taken at `b`.
+    pub(crate) fn hand_in(&mut self, plan: &Plan, b: u64, states: Vec<HeldState>, sets: Vec<(u32, Vec<String>)>) {
+        plan.checkpoints.borrow_mut().hand_in(b, states, sets);
+        self.copied_through = b;
+    }
+}
+
+/// Copies of the merged states of `merged` homed on worker `me`, by synopsis (with the LOADs
+/// merged into each, from `loaded`).
+pub(crate) fn copy_homed<'a>(
+    plan: &Plan,
+    me: usize,
+    merged: impl Iterator<Item = (&'a u32, &'a (Box<dyn Synopsis>, u64))>,
+    loaded: &HashMap<u32, usize>,
+) -> Vec<HeldState> {
+    let mut copies: Vec<HeldState> = merged
+        .filter(|(s, _)| plan.synopses.get(**s as usize).is_some_and(|spec| spec.home == me))
+        .map(|(&syn, (state, items))| HeldState {
+            syn,
+            latest: false,
+            state: state.clone(),
+            items: *items,
+            loads_merged: loaded.get(&syn).copied().unwrap_or(0),
+        })
+        .collect();
+    copies.sort_unstable_by_key(|h| h.syn);
+    copies
+}
 
 /// A synopsis' cumulative state as an operator holds it.
 pub struct HeldState {
@@ -85,6 +132,11 @@ impl Checkpointing {
     /// ```
     pub fn due(&self, done: u64, watermark: u64) -> Vec<u64> {
         self.boundaries.range(done.saturating_add(1)..).map(|(&b, _)| b).take_while(|&b| b <= watermark).collect()
+    }
+
+    /// The oldest boundary in `(done, watermark]`, if any ([`Checkpointing::due`]'s first).
+    pub fn next_due(&self, done: u64, watermark: u64) -> Option<u64> {
+        self.boundaries.range(done.saturating_add(1)..).map(|(&b, _)| b).next().filter(|&b| b <= watermark)
     }
 
     /// An operator hands in its copies for boundary `b` (possibly none).

@@ -19,7 +19,7 @@ use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
 use crate::ask::AskPart;
-use crate::checkpoint::HeldState;
+use crate::checkpoint::{BoundaryCopies, copy_homed};
 use crate::merge_tree::{Pending, combine, stash_partials};
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Snapshot, SynBox};
@@ -73,23 +73,6 @@ fn restore(plan: &Plan, me: usize, merged: &mut Merged, loaded: &mut HashMap<u32
     }
 }
 
-/// Copies of the merged states homed here (a checkpoint).
-fn copy_merged(plan: &Plan, me: usize, merged: &Merged, loaded: &HashMap<u32, usize>) -> Vec<HeldState> {
-    let mut copies: Vec<HeldState> = merged
-        .iter()
-        .filter(|(s, _)| plan.synopses.get(**s as usize).is_some_and(|spec| spec.home == me))
-        .map(|(&syn, (state, items))| HeldState {
-            syn,
-            latest: false,
-            state: state.clone(),
-            items: *items,
-            loads_merged: loaded.get(&syn).copied().unwrap_or(0),
-        })
-        .collect();
-    copies.sort_unstable_by_key(|h| h.syn);
-    copies
-}
-
 impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
     fn fold_partials(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
@@ -104,8 +87,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                 let mut merged: Merged = HashMap::new();
                 let mut loaded: HashMap<u32, usize> = HashMap::new();
                 restore(&shared.borrow(), me, &mut merged, &mut loaded);
-                // Checkpoint boundaries before this one (exclusive) have their copies taken.
-                let mut copied_through = 0u64;
+                let mut copies = BoundaryCopies::default();
                 // Asks of spread synopses homed here: their parts so far, by ask id.
                 let mut asks: HashMap<u64, (Capability<u64>, Vec<AskPart>)> = HashMap::new();
                 move |(input, frontier), output| {
@@ -134,18 +116,12 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                     });
                     // The frontier as a time: every time before it is complete.
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
-                    let mut due = plan.checkpoints.borrow().due(copied_through, watermark).into_iter().peekable();
                     loop {
                         // A checkpoint boundary whose earlier windows are all folded: copy before
                         // folding a window at or after it.
                         let next = pending.first_key_value().map(|(&w, _)| w);
-                        if let Some(&b) = due.peek()
-                            && next.is_none_or(|w| w >= b)
-                        {
-                            let copies = copy_merged(plan, me, &merged, &loaded);
-                            plan.checkpoints.borrow_mut().hand_in(b, copies, Vec::new());
-                            copied_through = b;
-                            due.next();
+                        if let Some(b) = copies.due(plan, watermark, next) {
+                            copies.hand_in(plan, b, copy_homed(plan, me, merged.iter(), &loaded), Vec::new());
                             continue;
                         }
                         let Some(w) = next else { break };

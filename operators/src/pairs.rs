@@ -22,7 +22,7 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use crate::changes::{Answered, SetAnswer, member_text};
-use crate::checkpoint::HeldState;
+use crate::checkpoint::{BoundaryCopies, HeldState};
 use crate::plan::{PairQueryReg, Plan, is_set_valued};
 use crate::record::{Out, Snapshot};
 
@@ -178,8 +178,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                 // The last answered set of each continuous set-valued query (by index in the plan).
                 let mut previous: HashMap<u32, Vec<String>> = HashMap::new();
                 restore(&shared.borrow(), me, &mut latest, &mut previous);
-                // Checkpoint boundaries before this one (exclusive) have their copies taken.
-                let mut copied_through = 0u64;
+                let mut copies = BoundaryCopies::default();
                 move |(input, frontier), output| {
                     let plan = shared.borrow();
                     let plan = &*plan;
@@ -208,18 +207,13 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         }
                     });
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
-                    let mut due = plan.checkpoints.borrow().due(copied_through, watermark).into_iter().peekable();
                     loop {
                         // A checkpoint boundary whose earlier windows are all answered: copy before
                         // taking the snapshots of a window at or after it.
                         let next = pending.first_key_value().map(|(&w, _)| w);
-                        if let Some(&b) = due.peek()
-                            && next.is_none_or(|w| w >= b)
-                        {
+                        if let Some(b) = copies.due(plan, watermark, next) {
                             let (states, sets) = copy_latest(&latest, &previous);
-                            plan.checkpoints.borrow_mut().hand_in(b, states, sets);
-                            copied_through = b;
-                            due.next();
+                            copies.hand_in(plan, b, states, sets);
                             continue;
                         }
                         let Some(w) = next else { break };

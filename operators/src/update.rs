@@ -46,7 +46,7 @@ use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
 use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
-use crate::checkpoint::HeldState;
+use crate::checkpoint::copy_homed;
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
 use saams::api::estimation::with_as_of;
@@ -323,24 +323,6 @@ impl State {
                 self.loaded.insert(s, loads);
             }
         }
-    }
-
-    /// Copies of the owned synopses' merged states (a checkpoint).
-    fn copy_owned(&self, plan: &Plan, me: usize) -> Vec<HeldState> {
-        let mut copies: Vec<HeldState> = self
-            .merged
-            .iter()
-            .filter(|(s, _)| plan.synopses.get(**s as usize).is_some_and(|spec| spec.home == me))
-            .map(|(&syn, (state, items))| HeldState {
-                syn,
-                latest: false,
-                state: state.clone(),
-                items: *items,
-                loads_merged: self.loaded.get(&syn).copied().unwrap_or(0),
-            })
-            .collect();
-        copies.sort_unstable_by_key(|h| h.syn);
-        copies
     }
 
     /// An order-insensitive owned synopsis' state with the values still waiting in its group's
@@ -776,7 +758,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             }
                         }
                         if let Some(b) = stop {
-                            plan.checkpoints.borrow_mut().hand_in(b, state.copy_owned(plan, me), Vec::new());
+                            let copies = copy_homed(plan, me, state.merged.iter(), &state.loaded);
+                            plan.checkpoints.borrow_mut().hand_in(b, copies, Vec::new());
                             copied_through = b;
                         }
                     }
