@@ -64,6 +64,8 @@ fn start(args: &[&str]) -> (std::process::Child, String) {
             if let Some(addr) = line.strip_prefix("saams: http on http://") {
                 let _ = tx.send(addr.to_string());
             }
+            // Passed on, so a failing test shows what the job said (the harness captures it).
+            eprintln!("[saams] {line}");
         }
     });
     let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the job announces its HTTP address");
