@@ -1146,6 +1146,10 @@ fn resume_readers(
 /// where it reaches them.
 fn want_boundaries(plan: &Plan, (readers, mut kafka): (&mut [Reading], Option<&mut KafkaInput>), known: &mut u64) {
     let checkpoints = plan.checkpoints.borrow();
+    // Called on every turn of the reading loop: nothing to allocate when nothing is new.
+    if checkpoints.boundaries.keys().next_back().is_none_or(|&b| b <= *known) {
+        return;
+    }
     let new: Vec<u64> = checkpoints.boundaries.keys().copied().filter(|&b| b > *known).collect();
     for b in new {
         for r in readers.iter_mut() {
