@@ -4,9 +4,12 @@
 //!
 //! State is bounded by the synopses, not by the tuples of a window:
 //!
-//! - spread exact-merge synopses (Count-Min, HyperLogLog, Bloom filter, AMS over several workers):
-//!   the window's partial is the state, updated as values arrive, in any order (their state does
-//!   not depend on it);
+//! - exact-merge synopses (Count-Min, HyperLogLog, Bloom filter, AMS): their state does not
+//!   depend on the order of the updates, so it is updated as values arrive, in any order. Spread
+//!   over several workers, the window's partial is the state. Owned (in a group of such kinds
+//!   only), the merged state is: a value of the current window (every window before it closed)
+//!   goes straight to it, one of a later window (up to the lateness early) waits in the group's
+//!   reorder buffer for its window's turn, so no window costs a merge;
 //! - every other synopsis: values wait in a reorder buffer per update group (and bin) until the
 //!   frontier passes their event time. The reading loop advances its input to the oldest event
 //!   time any input can still produce (newest time minus the lateness, in steps of at most a
@@ -16,8 +19,10 @@
 //!   be preceded by another (every value arrives at a timestamp at most its event time), so they
 //!   go to their synopses in event-time order (then arrival sequence): order-sensitive kinds
 //!   ([`saams::Kind::is_order_sensitive`]) item by item, the others as a batch — the same
-//!   sequence of updates for any number of workers, processes or split of the input. Groups of
-//!   exact-merge kinds only are fed in any order, by window.
+//!   sequence of updates for any number of workers, processes or split of the input. (GK, KLL,
+//!   Lossy Counting, Sticky Sampling, FrequentItems and CPC answer the same for any order, but
+//!   their state depends on it, and answers must not change with `-w`/`-n`: each kind's docs,
+//!   "Update order".)
 //!
 //! A window's answers are written when the frontier passes its end.
 //!
@@ -293,18 +298,26 @@ fn release(
         Vec::new()
     };
     let gathered = Gathered::counted(windows, w, key, group.synopses.len(), n);
+    if group.mode == Mode::Owned {
+        feed_merged(plan, key.0, w, (recs, &batch), merged);
+        return;
+    }
     for (i, &s) in group.synopses.iter().enumerate() {
-        if !plan.live.is_live(s, w) {
-            continue;
-        }
-        let spec = &plan.synopses[s as usize];
-        if group.mode == Mode::Owned {
-            let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-            feed(state.as_mut(), recs, &batch);
-            *items += n as u64;
-        } else {
-            let part = gathered.parts[i].get_or_insert_with(|| spec.fresh.clone());
+        if plan.live.is_live(s, w) {
+            let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
             feed(part.as_mut(), recs, &batch);
+        }
+    }
+}
+
+/// Feed values of window `w` (every window before it closed) to the merged states of owned
+/// group `g`'s synopses registered at `w`.
+fn feed_merged(plan: &Plan, g: u32, w: u64, (recs, batch): (&[Rec], &[Datum<'_>]), merged: &mut Merged) {
+    for &s in &plan.groups[g as usize].synopses {
+        if plan.live.is_live(s, w) {
+            let (state, items) = merged.entry(s).or_insert_with(|| (plan.synopses[s as usize].initial.clone(), 0));
+            feed(state.as_mut(), recs, batch);
+            *items += recs.len() as u64;
         }
     }
 }
@@ -409,6 +422,53 @@ impl State {
             for (i, &s) in group.synopses.iter().enumerate() {
                 let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
                 part.update_batch(&batch);
+            }
+        }
+    }
+
+    /// Update the merged states of an owned group of exact-merge kinds with values on arrival,
+    /// those of the current window (every window before it closed, the frontier past its start,
+    /// the next checkpoint boundary after it: a copy at a boundary must not hold later values);
+    /// values of later windows (they
+    /// arrive up to the lateness early) wait in the group's reorder buffer for their window's turn.
+    /// Their state is the same whatever the order of the updates, so the answers are those of
+    /// feeding each window in event-time order.
+    fn feed_on_arrival(
+        &mut self,
+        plan: &Plan,
+        key: (u32, u64),
+        recs: &[Rec],
+        (watermark, next_boundary): (u64, Option<u64>),
+    ) {
+        let current = self.closed_before;
+        // Which synopses are registered at the current window is known once the frontier is
+        // past its start (the registry's changes up to it are applied: `registry_join`).
+        let direct = watermark > current && next_boundary.is_none_or(|b| b > current);
+        let mut rest = recs;
+        while let Some(first) = rest.first() {
+            let now = direct && plan.window_of(first.time) == current;
+            let n = rest.iter().take_while(|r| (direct && plan.window_of(r.time) == current) == now).count();
+            let (run, after) = rest.split_at(n);
+            rest = after;
+            if !now {
+                self.buffers.entry(key).or_insert_with(Reorder::new).push(run.iter().cloned());
+                continue;
+            }
+            let group = &plan.groups[key.0 as usize];
+            Gathered::counted(&mut self.windows, current, key, group.synopses.len(), n);
+            if let [one] = run {
+                // Runs are often one value (a file's streams interleave): no batch to build.
+                for &s in &group.synopses {
+                    if plan.live.is_live(s, current) {
+                        let spec = &plan.synopses[s as usize];
+                        let (state, items) = self.merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+                        state.update(one.val.datum());
+                        *items += 1;
+                    }
+                }
+            } else {
+                let batch: Vec<Datum<'_>> = run.iter().map(|r| r.val.datum()).collect();
+                feed_merged(plan, key.0, current, (run, &batch), &mut self.merged);
             }
         }
     }
@@ -608,7 +668,7 @@ fn take_batch(
     state: &mut State,
     batch: &mut Vec<Rec>,
     runs: &mut Vec<((u32, u64), usize)>,
-    (me, watermark): (usize, u64),
+    (me, watermark, copied_through): (usize, u64, u64),
     asked: &mut Vec<Out>,
 ) {
     if batch.iter().any(|r| r.group == FENCE_GROUP) {
@@ -622,6 +682,9 @@ fn take_batch(
     }
     let plan = shared.borrow();
     let plan = &*plan;
+    // Values fed on arrival stay out of the copy at this boundary (the fence marker of its
+    // epoch came before any value at or after it).
+    let next_boundary = plan.checkpoints.borrow().next_due(copied_through, u64::MAX);
     // Records arrive in runs of one stream: find the runs on the slice,
     // then move each into its buffer in one go (one lookup per run).
     runs.clear();
@@ -651,6 +714,10 @@ fn take_batch(
             // Exact-merge kinds only: the window's partial is the state,
             // updated on arrival in any order.
             state.gather(plan, key, &recs.as_slice()[..len]);
+            recs.by_ref().take(len).for_each(drop);
+        } else if group.mode == Mode::Owned && !group.ordered {
+            // Exact-merge kinds only, one owner: the merged state is updated on arrival.
+            state.feed_on_arrival(plan, key, &recs.as_slice()[..len], (watermark, next_boundary));
             recs.by_ref().take(len).for_each(drop);
         } else {
             let buffer = state.buffers.entry(key).or_insert_with(Reorder::new);
@@ -719,7 +786,14 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             held = stamp.retain_least(0);
                         }
                         for batch in data {
-                            take_batch(&shared, &mut state, batch, &mut runs, (me, watermark), &mut asked);
+                            take_batch(
+                                &shared,
+                                &mut state,
+                                batch,
+                                &mut runs,
+                                (me, watermark, copied_through),
+                                &mut asked,
+                            );
                         }
                     });
                     if !asked.is_empty()
