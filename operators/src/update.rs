@@ -264,6 +264,9 @@ struct State {
     /// Reorder buffers per (group, bin), looked up per run of incoming values (a run is often
     /// one value: a file's streams interleave), so with a fast hash (SipHash was ~5 %).
     buffers: HashMap<(u32, u64), Reorder, foldhash::fast::RandomState>,
+    /// Values of the current window of owned exact-merge groups, taken on arrival and fed at the
+    /// end of the activation ([`State::take_on_arrival`]).
+    staged: HashMap<(u32, u64), Vec<Rec>, foldhash::fast::RandomState>,
     windows: Windows,
     merged: Merged,
     /// Per owned synopsis: how many of its live LOADs are merged into its state.
@@ -426,50 +429,53 @@ impl State {
         }
     }
 
-    /// Update the merged states of an owned group of exact-merge kinds with values on arrival,
-    /// those of the current window (every window before it closed, the frontier past its start,
-    /// the next checkpoint boundary after it: a copy at a boundary must not hold later values);
-    /// values of later windows (they
-    /// arrive up to the lateness early) wait in the group's reorder buffer for their window's turn.
-    /// Their state is the same whatever the order of the updates, so the answers are those of
-    /// feeding each window in event-time order.
-    fn feed_on_arrival(
+    /// Take values of an owned group of exact-merge kinds on arrival: those of the current
+    /// window (every window before it closed, the frontier past its start, the next checkpoint
+    /// boundary after it: a copy at a boundary must not hold later values) go to the group's
+    /// staged values, fed to the merged states at the end of the activation
+    /// ([`State::feed_staged`]); those of later windows (up to the lateness early) wait in the
+    /// group's reorder buffer for their window's turn. Their state is the same whatever the
+    /// order of the updates, so the answers are those of feeding each window in event-time order.
+    fn take_on_arrival(
         &mut self,
-        plan: &Plan,
         key: (u32, u64),
-        recs: &[Rec],
+        recs: impl Iterator<Item = Rec>,
+        window_of: impl Fn(i64) -> u64,
         (watermark, next_boundary): (u64, Option<u64>),
     ) {
         let current = self.closed_before;
         // Which synopses are registered at the current window is known once the frontier is
         // past its start (the registry's changes up to it are applied: `registry_join`).
         let direct = watermark > current && next_boundary.is_none_or(|b| b > current);
-        let mut rest = recs;
-        while let Some(first) = rest.first() {
-            let now = direct && plan.window_of(first.time) == current;
-            let n = rest.iter().take_while(|r| (direct && plan.window_of(r.time) == current) == now).count();
-            let (run, after) = rest.split_at(n);
-            rest = after;
-            if !now {
-                self.buffers.entry(key).or_insert_with(Reorder::new).push(run.iter().cloned());
+        let staged = self.staged.entry(key).or_default();
+        let mut later = Vec::new();
+        for r in recs {
+            if direct && window_of(r.time) == current {
+                staged.push(r);
+            } else {
+                later.push(r);
+            }
+        }
+        if !later.is_empty() {
+            self.buffers.entry(key).or_insert_with(Reorder::new).push(later.into_iter());
+        }
+    }
+
+    /// Feed the staged values of the current window ([`State::take_on_arrival`]) to their
+    /// merged states, a batch per group: once per activation, not per run of values (a file's
+    /// streams interleave, so runs are often one value), and before anything reads the states.
+    fn feed_staged(&mut self, plan: &Plan) {
+        let current = self.closed_before;
+        for (&key, staged) in &mut self.staged {
+            if staged.is_empty() {
                 continue;
             }
+            let batch: Vec<Datum<'_>> = staged.iter().map(|r| r.val.datum()).collect();
             let group = &plan.groups[key.0 as usize];
-            Gathered::counted(&mut self.windows, current, key, group.synopses.len(), n);
-            if let [one] = run {
-                // Runs are often one value (a file's streams interleave): no batch to build.
-                for &s in &group.synopses {
-                    if plan.live.is_live(s, current) {
-                        let spec = &plan.synopses[s as usize];
-                        let (state, items) = self.merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-                        state.update(one.val.datum());
-                        *items += 1;
-                    }
-                }
-            } else {
-                let batch: Vec<Datum<'_>> = run.iter().map(|r| r.val.datum()).collect();
-                feed_merged(plan, key.0, current, (run, &batch), &mut self.merged);
-            }
+            Gathered::counted(&mut self.windows, current, key, group.synopses.len(), staged.len());
+            feed_merged(plan, key.0, current, (staged, &batch), &mut self.merged);
+            drop(batch);
+            staged.clear();
         }
     }
 
@@ -704,6 +710,8 @@ fn take_batch(
     let mut recs = batch.drain(..);
     for &(key, len) in runs.iter() {
         if key.0 == ASK_GROUP {
+            // The answer covers every value that came before the ask.
+            state.feed_staged(plan);
             if let Some(ask) = recs.next().as_ref().and_then(Ask::from_rec) {
                 state.ask(plan, me, ask, watermark, asked);
             }
@@ -717,8 +725,7 @@ fn take_batch(
             recs.by_ref().take(len).for_each(drop);
         } else if group.mode == Mode::Owned && !group.ordered {
             // Exact-merge kinds only, one owner: the merged state is updated on arrival.
-            state.feed_on_arrival(plan, key, &recs.as_slice()[..len], (watermark, next_boundary));
-            recs.by_ref().take(len).for_each(drop);
+            state.take_on_arrival(key, recs.by_ref().take(len), |t| plan.window_of(t), (watermark, next_boundary));
         } else {
             let buffer = state.buffers.entry(key).or_insert_with(Reorder::new);
             buffer.push(recs.by_ref().take(len));
@@ -756,6 +763,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 let mut end_cap = Some(cap);
                 let mut state = State {
                     buffers: HashMap::default(),
+                    staged: HashMap::default(),
                     windows: BTreeMap::new(),
                     merged: HashMap::default(),
                     loaded: HashMap::new(),
@@ -804,6 +812,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     }
                     let plan = shared.borrow();
                     let plan = &*plan;
+                    state.feed_staged(plan);
                     // The watermark: no value older than it can still arrive.
                     let bound = i64::try_from(watermark).unwrap_or(i64::MAX);
                     let mut lines = Vec::new();
@@ -848,6 +857,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     if state.windows.is_empty() && state.buffers.values().all(Reorder::is_empty) {
                         held = None;
                         state.buffers.retain(|_, b| b.capacity() <= 4096);
+                        state.staged.retain(|_, v| v.capacity() <= 4096);
                     } else if let Some(cap) = held.as_mut()
                         && watermark > *cap.time()
                     {
