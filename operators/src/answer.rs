@@ -72,7 +72,7 @@ pub fn merge_loads(
     let s = &plan.synopses[syn as usize];
     while let Some(load) = s.loads.get(*done).filter(|l| l.from <= window) {
         *done += 1;
-        if let Err(e) = state.merge(load.state.0.as_ref()) {
+        if let Err(e) = state.merge(load.state.get()) {
             let mut est =
                 Estimation::error(load.request_id.clone(), None, s.synopsis_id, format!("LOAD {}: {e}", load.file));
             est.stream_id = s.stream.clone();

@@ -49,7 +49,7 @@ fn answer_ask(plan: &Plan, merged: &Merged, parts: Vec<AskPart>, unfolded_from: 
         parts.into_iter().flat_map(|p| p.parts).filter(|(w, ..)| plan.close_time(*w) >= unfolded_from).collect();
     open.sort_by_key(|(w, bin, ..)| (*w, *bin));
     for (_, _, n, part) in open {
-        if let Err(e) = state.merge(part.0.as_ref()) {
+        if let Err(e) = state.merge(part.get()) {
             return answer::ask_error(&ask, &format!("merging partials failed: {e}"));
         }
         items += n;
@@ -141,7 +141,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                             answer::merge_loads(plan, s, w, state.as_mut(), loaded.entry(s).or_insert(0), &mut lines);
                             let mut failure = None;
                             for (_, part) in &p.parts {
-                                if let Err(e) = state.merge(part.0.as_ref()) {
+                                if let Err(e) = state.merge(part.get()) {
                                     failure = Some(e.to_string());
                                 }
                             }
@@ -149,7 +149,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                                 None => {
                                     answer::continuous(plan, s, state.as_ref(), *items, w, &mut lines);
                                     for &dest in &spec.snapshot_to {
-                                        let state = SynBox(state.clone());
+                                        let state = SynBox::new(state.clone());
                                         snapshots.push(Snapshot {
                                             syn: s,
                                             window: w,

@@ -98,7 +98,7 @@ pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
         if let Some((bin, mut acc)) = parts.next() {
             let mut failed = Vec::new();
             for (b, p) in parts {
-                if acc.0.merge(p.0.as_ref()).is_err() {
+                if acc.get_mut().merge(p.get()).is_err() {
                     failed.push((b, p));
                 }
             }
@@ -205,7 +205,7 @@ mod tests {
                 for i in 0..300 * (bin + 1) {
                     part.update(Datum::Num(((i * 7 + bin * 100) % 900) as f64));
                 }
-                Partial { syn, window: 0, items: 300 * (bin + 1), parts: vec![(bin, SynBox(part))] }
+                Partial { syn, window: 0, items: 300 * (bin + 1), parts: vec![(bin, SynBox::new(part))] }
             })
             .collect()
     }
@@ -214,7 +214,7 @@ mod tests {
     fn fold(plan: &Plan, p: &Partial) -> Box<dyn Synopsis> {
         let mut state = plan.synopses[p.syn as usize].initial.clone();
         for (_, part) in &p.parts {
-            state.merge(part.0.as_ref()).expect("merge");
+            state.merge(part.get()).expect("merge");
         }
         state
     }

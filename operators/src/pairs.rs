@@ -224,7 +224,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         snaps.sort_unstable_by_key(|s| s.syn);
                         let changed: Vec<u32> = snaps.iter().map(|s| s.syn).collect();
                         for s in snaps {
-                            latest.insert(s.syn, (s.state.0, s.items));
+                            latest.insert(s.syn, (s.state.into_inner(), s.items));
                         }
                         let window = Some((w as i64, w as i64 + plan.window_ms));
                         let mut answers = Vec::new();

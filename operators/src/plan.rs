@@ -538,7 +538,12 @@ impl Plan {
                 if let Some(from) = self.fence {
                     // Checked now, merged by whoever holds the state when the fence's window closes.
                     s.fresh.clone().merge(loaded.as_ref()).map_err(|e| format!("LOAD {file}: {e}"))?;
-                    s.loads.push(LiveLoad { from, request_id: id.clone(), file: file.clone(), state: SynBox(loaded) });
+                    s.loads.push(LiveLoad {
+                        from,
+                        request_id: id.clone(),
+                        file: file.clone(),
+                        state: SynBox::new(loaded),
+                    });
                     return Ok(());
                 }
                 s.initial.merge(loaded.as_ref()).map_err(|e| format!("LOAD {file}: {e}"))?;

@@ -1,6 +1,7 @@
 //! What flows between the operators: routed tuple values, synopsis partials, answer lines.
 
 use std::cell::Cell;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use saams::{Datum, Synopsis, registry};
@@ -51,12 +52,27 @@ pub struct Rec {
 /// Timely serializes only what goes to another process, so decoding one is a synopsis that
 /// crossed: the bytes it took on the wire are counted there ([`wire_counts`]), from the very
 /// bytes received, without encoding anything again.
-#[derive(Clone, Debug)]
-pub struct SynBox(pub Box<dyn Synopsis>);
+///
+/// Timely measures a container before it writes it (`serialized_size`, then `serialize_into`),
+/// which would encode every synopsis that crosses twice: the packed bytes are kept from the
+/// first pass for the second. The synopsis is reached through [`SynBox::get_mut`], which drops
+/// them, so bytes kept are always those of the synopsis as it is.
+#[derive(Debug)]
+pub struct SynBox {
+    syn: Box<dyn Synopsis>,
+    /// The synopsis' packed codec bytes, once serialized.
+    wire: OnceLock<Vec<u8>>,
+}
+
+impl Clone for SynBox {
+    fn clone(&self) -> SynBox {
+        SynBox::new(self.syn.clone())
+    }
+}
 
 impl Serialize for SynBox {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&pack_zero_runs(&self.0.encode()))
+        s.serialize_bytes(self.wire.get_or_init(|| pack_zero_runs(&self.syn.encode())))
     }
 }
 
@@ -65,15 +81,37 @@ impl<'de> Deserialize<'de> for SynBox {
         let packed: Vec<u8> = serde::de::Deserialize::deserialize(d)?;
         DECODED_BYTES.with(|n| n.set(n.get() + packed.len() as u64));
         let bytes = unpack_zero_runs(&packed).map_err(D::Error::custom)?;
-        registry::decode(&bytes).map(SynBox).map_err(D::Error::custom)
+        registry::decode(&bytes).map(SynBox::new).map_err(D::Error::custom)
     }
 }
 
 impl SynBox {
+    /// Wrap a synopsis.
+    pub fn new(syn: Box<dyn Synopsis>) -> SynBox {
+        SynBox { syn, wire: OnceLock::new() }
+    }
+
+    /// The synopsis.
+    pub fn get(&self) -> &dyn Synopsis {
+        self.syn.as_ref()
+    }
+
+    /// The synopsis, to change (bytes kept for the wire are dropped).
+    pub fn get_mut(&mut self) -> &mut Box<dyn Synopsis> {
+        self.wire.take();
+        &mut self.syn
+    }
+
+    /// The synopsis, unwrapped.
+    pub fn into_inner(self) -> Box<dyn Synopsis> {
+        self.syn
+    }
+
     /// Bytes the synopsis takes on the wire between processes (its codec bytes, zero runs packed).
-    /// This encodes it: the job's counts come from the decoder instead ([`wire_counts`]).
+    /// This encodes it (once: what is shipped after reuses the bytes); the job's counts come from
+    /// the decoder ([`wire_counts`]).
     pub fn wire_len(&self) -> usize {
-        pack_zero_runs(&self.0.encode()).len()
+        self.wire.get_or_init(|| pack_zero_runs(&self.syn.encode())).len()
     }
 }
 
@@ -246,12 +284,21 @@ mod tests {
         for i in 0..100 {
             cm.update_at(Datum::Num(f64::from(i % 7)), i64::from(i));
         }
-        let syn = SynBox(cm.clone_box());
-        let packed = pack_zero_runs(&syn.0.encode());
+        let mut syn = SynBox::new(cm.clone_box());
+        let packed = pack_zero_runs(&syn.get().encode());
         assert_eq!(syn.wire_len(), packed.len());
-        assert!(packed.len() * 4 < syn.0.encode().len(), "a 100-item Count-Min is mostly zeros");
+        assert!(packed.len() * 4 < syn.get().encode().len(), "a 100-item Count-Min is mostly zeros");
         let back = registry::decode(&unpack_zero_runs(&packed).expect("unpack")).expect("decode");
-        assert_eq!(back.encode(), syn.0.encode());
+        assert_eq!(back.encode(), syn.get().encode());
+        // The bytes kept from the first encoding follow a change of the synopsis.
+        let wire = bincode::serialize(&syn).expect("serialize");
+        assert_eq!(bincode::serialize(&syn).expect("serialize again"), wire);
+        for i in 0..1000 {
+            syn.get_mut().update(Datum::Num(f64::from(i)));
+        }
+        let changed: SynBox = bincode::deserialize(&bincode::serialize(&syn).expect("serialize")).expect("decode");
+        assert_eq!(changed.get().encode(), syn.get().encode());
+        assert_ne!(bincode::serialize(&syn).expect("serialize"), wire);
     }
 
     #[test]
@@ -261,15 +308,19 @@ mod tests {
         for i in 0..50 {
             cm.update(Datum::Num(f64::from(i)));
         }
-        let packed = SynBox(cm.clone_box()).wire_len() as u64;
-        let partial =
-            Partial { syn: 3, window: 60_000, items: 50, parts: vec![(0, SynBox(cm.clone_box())), (2, SynBox(cm))] };
+        let packed = SynBox::new(cm.clone_box()).wire_len() as u64;
+        let partial = Partial {
+            syn: 3,
+            window: 60_000,
+            items: 50,
+            parts: vec![(0, SynBox::new(cm.clone_box())), (2, SynBox::new(cm))],
+        };
         let text = serde_json::to_string(&partial).expect("serialize");
         let (partials, bytes) = wire_counts();
         assert_eq!(wire_counts(), (partials, bytes), "encoding counts nothing");
         let back: Partial = serde_json::from_str(&text).expect("deserialize");
         assert_eq!(back.parts.len(), 2);
-        assert_eq!(back.parts[1].1.0.encode(), partial.parts[1].1.0.encode());
+        assert_eq!(back.parts[1].1.get().encode(), partial.parts[1].1.get().encode());
         let (after_partials, after_bytes) = wire_counts();
         assert_eq!(after_partials - partials, 1);
         assert_eq!(after_bytes - bytes, 28 + 2 * (16 + packed));

@@ -401,7 +401,7 @@ impl State {
                     if g == spec.group
                         && let Some(Some(part)) = got.parts.get(i)
                     {
-                        parts.push((w, bin, got.items, SynBox(part.clone())));
+                        parts.push((w, bin, got.items, SynBox::new(part.clone())));
                     }
                 }
             }
@@ -526,11 +526,16 @@ impl State {
                             window: w,
                             items: *items,
                             dest: dest as u32,
-                            state: SynBox(state.clone()),
+                            state: SynBox::new(state.clone()),
                         });
                     }
                 } else if let Some(part) = got.parts[i].take() {
-                    partials.push(Partial { syn: s, window: w, items: got.items, parts: vec![(bin, SynBox(part))] });
+                    partials.push(Partial {
+                        syn: s,
+                        window: w,
+                        items: got.items,
+                        parts: vec![(bin, SynBox::new(part))],
+                    });
                 }
             }
         }
