@@ -394,8 +394,10 @@ impl<R: Record> Table<R> {
     }
 
     /// [`Table::absorb`] for records that are not in a table (distinct ids, any order; `text`
-    /// gives a string item's text): Sticky Sampling's side thinned before a merge, which would
-    /// otherwise be placed into a table of its own only to be read back out of it.
+    /// gives a string item's text, and `with_texts` says whether it gives any: without, new
+    /// items are added with no branch on whether they were new): Sticky Sampling's side thinned
+    /// before a merge, which would otherwise be placed into a table of its own only to be read
+    /// back out of it. Ends at the same items, counts and capacity as `absorb` of that table.
     pub fn absorb_records<'a>(&mut self, records: &[R], text: impl Fn(u64) -> Option<&'a str>, with_texts: bool) {
         let start_capacity = self.slots.len();
         let most = self.len.saturating_add(records.len());
