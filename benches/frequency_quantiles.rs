@@ -162,8 +162,15 @@ fn frequency(c: &mut Criterion) {
     g.bench_function("sticky_sampling/merge", |b| {
         b.iter_batched(|| sa.clone(), |mut a| a.merge(&sb).map(|()| a.tracked()), BatchSize::LargeInput)
     });
+    // Partials of unequal length sample at different rates: merging the first 4/5 (rate 1/128)
+    // with the last 1/5 (rate 1/32) thins the latter with coin tosses before adding it.
+    let (y1, y2) = xs10.split_at(8 * N);
+    let (s4, s1) = (issue(y1), issue(y2));
+    g.bench_function("sticky_sampling/merge_4_1", |b| {
+        b.iter_batched(|| s4.clone(), |mut a| a.merge(&s1).map(|()| a.tracked()), BatchSize::LargeInput)
+    });
     g.finish();
-    drop((ks10, xs10, s10, sa, sb));
+    drop((ks10, xs10, s10, sa, sb, s4, s1));
 
     let mut g = c.benchmark_group("frequency/codec");
     let l = lossy(2e-4, &xs);

@@ -390,7 +390,45 @@ impl<R: Record> Table<R> {
                 self.add_all(other);
             }
         }
-        // Adding one by one doubles the starting capacity until the items fit at 3/4 load.
+        self.settle_capacity(start_capacity);
+    }
+
+    /// [`Table::absorb`] for records that are not in a table (distinct ids, any order; `text`
+    /// gives a string item's text, and `with_texts` says whether it gives any: without, new
+    /// items are added with no branch on whether they were new): Sticky Sampling's side thinned
+    /// before a merge, which would otherwise be placed into a table of its own only to be read
+    /// back out of it. Ends at the same items, counts and capacity as `absorb` of that table.
+    pub fn absorb_records<'a>(&mut self, records: &[R], text: impl Fn(u64) -> Option<&'a str>, with_texts: bool) {
+        let start_capacity = self.slots.len();
+        let most = self.len.saturating_add(records.len());
+        // Every sixteenth record (records in id order are not a sample of the items: numbers'
+        // ids follow their values) estimates the share of new items, as in `absorb`.
+        let likely_fits = most * 4 <= start_capacity * 3 || {
+            let sampled = records.len().div_ceil(16);
+            let shared = records.iter().step_by(16).filter(|e| self.get(e.id()).is_some()).count();
+            let new_share = if sampled == 0 { 1.0 } else { (sampled - shared) as f64 / sampled as f64 };
+            (self.len as f64 + records.len() as f64 * new_share) * 4.0 <= start_capacity as f64 * 3.0
+        };
+        if !likely_fits {
+            self.rebuild((most.saturating_mul(4) / 3 + 1).next_power_of_two().max(start_capacity));
+        }
+        for batch in records.chunks(256) {
+            if with_texts {
+                self.add_batch(batch, |table, e| {
+                    if let Some(t) = text(e.id()) {
+                        table.texts.insert(e.id(), t.into());
+                    }
+                });
+            } else {
+                self.add_batch(batch, |_, _| ());
+            }
+        }
+        self.settle_capacity(start_capacity);
+    }
+
+    /// Rebuild at the capacity adding one by one from `start_capacity` ends at: doubled until
+    /// the items fit at 3/4 load.
+    fn settle_capacity(&mut self, start_capacity: usize) {
         let mut capacity = start_capacity;
         while self.len * 4 > capacity * 3 {
             capacity *= 2;
@@ -398,6 +436,11 @@ impl<R: Record> Table<R> {
         if capacity != self.slots.len() {
             self.rebuild(capacity);
         }
+    }
+
+    /// Whether string texts are kept (some tracked item is a string).
+    pub fn has_texts(&self) -> bool {
+        !self.texts.is_empty()
     }
 
     /// Add every record of `other`, growing as needed.

@@ -193,6 +193,15 @@ impl StickySampling {
     /// the table's layout. The items are sorted once: the survivors of one halving are still in
     /// id order for the next. The result is the table halving one step at a time would build.
     fn halve(table: &Table, halvings: u32, rng: &mut SplitMix64) -> Table {
+        let (kept, before) = Self::thin(table, halvings, rng);
+        // Sized as starting at half the size and growing while inserting them would leave it
+        // (most single-count items are dropped).
+        Table::from_distinct(before / 2, &kept, |id| table.text(id))
+    }
+
+    /// The survivors of [`StickySampling::halve`]'s coin tosses, in id order, and the number of
+    /// items before the last halving (which sizes the table they would be placed in).
+    fn thin(table: &Table, halvings: u32, rng: &mut SplitMix64) -> (Vec<Entry>, usize) {
         let mut kept = table.sorted();
         let mut before = kept.len();
         for _ in 0..halvings {
@@ -208,9 +217,7 @@ impl StickySampling {
             }
             kept.truncate(w);
         }
-        // Sized as starting at half the size and growing while inserting them would leave it
-        // (most single-count items are dropped).
-        Table::from_distinct(before / 2, &kept, |id| table.text(id))
+        (kept, before)
     }
 
     /// Probability that one item's count is more than `εN` below its true count.
@@ -348,9 +355,14 @@ impl Synopsis for StickySampling {
         }
         // Summing counts does not depend on the order items are visited in, so the other side
         // is read in slot order, without a copy or a sort, unless it must be thinned first
-        // (coin tosses are drawn in id order, so their outcome depends only on the state).
-        let theirs_halved = (other.rate < rate).then(|| Self::halve(&other.table, halvings(other.rate), &mut self.rng));
-        self.table.absorb(theirs_halved.as_ref().unwrap_or(&other.table));
+        // (coin tosses are drawn in id order, so their outcome depends only on the state); the
+        // thinned records are added as they are, not placed into a table of their own first.
+        if other.rate < rate {
+            let (theirs, _) = Self::thin(&other.table, halvings(other.rate), &mut self.rng);
+            self.table.absorb_records(&theirs, |id| other.table.text(id), other.table.has_texts());
+        } else {
+            self.table.absorb(&other.table);
+        }
         self.n = n;
         self.rate = rate;
         self.next_change = Self::schedule(self.t, n).1;

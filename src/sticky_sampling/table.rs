@@ -80,7 +80,7 @@ mod tests {
     }
 
     #[test]
-    fn absorb_sums_counts_keeps_texts_and_ends_at_the_grown_size() {
+    fn absorb_and_absorb_records_sum_counts_keep_texts_and_end_at_the_grown_size() {
         // Without texts on the other side, absorb takes its gathering, single-probe paths: the
         // larger side first when the table grows (its slots copied when they are the final
         // size, as in (10, 3000, 10), or re-placed, as in (1000, 1500, _)).
@@ -105,7 +105,15 @@ mod tests {
                 b.add(Entry { id, count: 2 }, text);
                 grown.add(Entry { id, count: 2 }, text);
             }
+            // The same records given as a list (in id order, as a thinned side comes) end alike.
+            let mut from_records = a.clone();
+            from_records.absorb_records(&b.sorted(), |id| b.text(id), b.has_texts());
             a.absorb(&b);
+            assert_eq!(from_records.sorted(), grown.sorted());
+            assert_eq!(from_records.capacity(), grown.capacity(), "records: {mine} {theirs} {overlap}");
+            for id in mine..mine - overlap + theirs {
+                assert_eq!(from_records.text(id), b.text(id));
+            }
             assert_eq!(a.sorted(), grown.sorted());
             assert_eq!(a.len(), grown.len());
             assert_eq!(a.capacity(), grown.capacity(), "{mine} {theirs} {overlap}");
