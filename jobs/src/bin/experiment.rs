@@ -32,7 +32,8 @@
 //!   `-n 2 -w 1`, and from a Kafka topic of the same tuples at `-w 2` with `--kafka-brokers`.
 //!   Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system time),
 //!   the load average beside each, the broker's CPU with `--kafka-pidfile`, and the answers of
-//!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`).
+//!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`,
+//!   `ingest.png`).
 //!
 //! Output: `<out>/<git-commit>-<params>/` with `horizontal.tsv`, `vertical.tsv`, `federated.tsv`
 //! and one PNG per figure; the directory is printed at the end. Streams are the seeded
@@ -988,9 +989,62 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
         }
     }
     write(&r.dir.join("ingest-targets.tsv"), &targets)?;
+    let bars: Vec<(&str, f64, f64)> = settings.iter().enumerate().map(|(i, s)| (s.name, rate(i), per_cpu(i))).collect();
+    ingest_chart(&r.dir.join("ingest.png"), &bars)?;
     if !generator_answers_equal {
         eprintln!("experiment: ingest: the generator's answers differ from the file's (reported, not required)");
     }
     // The tuples file is as large as the input (≈ 128 bytes a tuple): not kept.
     std::fs::remove_file(&file).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// Bars per ingest setting: wall-clock tuples/s and tuples per CPU-second, side by side.
+fn ingest_chart(path: &Path, bars: &[(&str, f64, f64)]) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let top = bars.iter().map(|&(_, a, b)| a.max(b)).fold(1.0, f64::max) * 1.15;
+    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut c = ChartBuilder::on(&root)
+        .caption("Ingest: paper workload, 100 streams (medians)", ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..bars.len() as f64 - 0.5, 0.0..top)
+        .map_err(|e| err(&e))?;
+    let names: Vec<&str> = bars.iter().map(|b| b.0).collect();
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(bars.len())
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).copied().unwrap_or("").to_string()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("tuples per second")
+        .y_label_formatter(&|y| human(*y))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let series =
+        [("wall-clock tuples/s", RGBColor(31, 119, 180), -0.4), ("tuples per CPU-second", RGBColor(214, 39, 40), 0.0)];
+    for (k, &(label, color, offset)) in series.iter().enumerate() {
+        let rects = bars.iter().enumerate().map(|(i, b)| {
+            let v = if k == 0 { b.1 } else { b.2 };
+            let x = i as f64 + offset;
+            Rectangle::new([(x, 0.0), (x + 0.38, v)], color.filled())
+        });
+        c.draw_series(rects)
+            .map_err(|e| err(&e))?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
 }
