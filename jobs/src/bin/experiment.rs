@@ -828,10 +828,11 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
         },
     ];
     let broker_pid = a.kafka_pidfile.as_deref().map(read_pid).transpose()?;
+    let mut topic = None;
     if let Some(brokers) = &a.kafka_brokers {
-        let topic = format!("saams-ingest-{}-{tuples_per_stream}", std::process::id());
+        let topic = topic.insert(format!("saams-ingest-{}-{tuples_per_stream}", std::process::id()));
         eprintln!("experiment: ingest: loading {generate} into topic {topic} at {brokers}");
-        load_tuples(&["--brokers", brokers, "--topic", &topic, "--partitions", "4"])?;
+        load_tuples(&["--brokers", brokers, "--topic", topic, "--partitions", "4"])?;
         let idle = 2.0;
         settings.push(IngestSetting {
             name: "kafka-w2",
@@ -844,7 +845,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
                 "--brokers",
                 brokers,
                 "--data-topic",
-                &topic,
+                topic,
                 "--from",
                 "earliest",
                 "--exit-when-idle",
@@ -854,6 +855,30 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             idle_seconds: idle,
         });
     }
+    let result = ingest_rounds(r, &settings, broker_pid, ticks);
+    if let Some(brokers) = &a.kafka_brokers
+        && let Some(topic) = &topic
+    {
+        // The broker may keep records in memory: drop this run's copy (≈ 130 bytes a tuple).
+        let opts = saams_jobs::kafka_client::KafkaOptions::new(brokers, "saams-experiment");
+        if let Err(e) = saams_jobs::kafka_client::delete_topics(&opts, &[topic]) {
+            eprintln!("experiment: ingest: topic {topic} not deleted: {e}");
+        }
+    }
+    std::fs::remove_file(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let (runs, generator_answers_equal) = result?;
+    ingest_report(r, &settings, &runs, generator_answers_equal)
+}
+
+/// The alternating rounds of the ingest settings: every setting's runs (by setting), and whether
+/// the generator's answers equal the file's. Fails when a checked setting's answers differ from
+/// the `-w 1` file run's.
+fn ingest_rounds(
+    r: &Runner,
+    settings: &[IngestSetting],
+    broker_pid: Option<u32>,
+    ticks: f64,
+) -> Result<(Vec<Vec<IngestRun>>, bool), String> {
     let mut reference: Option<Vec<String>> = None;
     let mut generator_answers_equal = true;
     let mut runs: Vec<Vec<IngestRun>> = vec![Vec::new(); settings.len()];
@@ -912,6 +937,16 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             runs[i].push(run);
         }
     }
+    Ok((runs, generator_answers_equal))
+}
+
+/// `ingest.tsv`, `ingest-targets.tsv` and `ingest.png` from the runs of every setting.
+fn ingest_report(
+    r: &Runner,
+    settings: &[IngestSetting],
+    runs: &[Vec<IngestRun>],
+    generator_answers_equal: bool,
+) -> Result<(), String> {
     let medians: Vec<IngestRun> = runs
         .iter()
         .map(|rs| {
@@ -994,8 +1029,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
     if !generator_answers_equal {
         eprintln!("experiment: ingest: the generator's answers differ from the file's (reported, not required)");
     }
-    // The tuples file is as large as the input (≈ 128 bytes a tuple): not kept.
-    std::fs::remove_file(&file).map_err(|e| format!("{}: {e}", file.display()))
+    Ok(())
 }
 
 /// Bars per ingest setting: wall-clock tuples/s and tuples per CPU-second, side by side.
