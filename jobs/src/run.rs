@@ -33,6 +33,7 @@ use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
 use crate::source::kafka::{KafkaInput, KafkaJob};
+use crate::source::route_cache::RouteCache;
 use crate::source::{generated::Generated, pace::Pacer, stop::StopFlag};
 use saams::checkpoint::SourcePosition;
 
@@ -764,6 +765,7 @@ impl Router {
             recs: Vec::new(),
             tuples: 0,
             reported: 0,
+            route_cache: RouteCache::default(),
             counts: LocalCounts::new(&job.metrics, me, plan.borrow().groups.len()),
             newest: 0,
             syn_labels: plan
@@ -784,6 +786,25 @@ impl Router {
     }
 }
 
+/// Count a rejected input line (malformed, late) and write it to the dead letters, if kept.
+fn reject_line(
+    (stats, dead): (&Stats, Option<&LineSink>),
+    unit: &Reading,
+    line: u64,
+    raw: &str,
+    error: &str,
+    late: bool,
+) {
+    stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+    if late {
+        stats.late.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(d) = dead {
+        let j = serde_json::json!({"source": format!("{}:{line}", unit.name()), "error": error, "input": raw});
+        d.write_all(std::iter::once(&j.to_string()));
+    }
+}
+
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
     plan: Rc<RefCell<Plan>>,
@@ -795,6 +816,8 @@ struct Router {
     recs: Vec<Rec>,
     tuples: u64,
     reported: u64,
+    /// The groups of each (dataset, stream) pair read, for the current plan version.
+    route_cache: RouteCache,
     counts: LocalCounts,
     syn_labels: Vec<WorkerLabels>,
     metrics: Arc<Metrics>,
@@ -802,14 +825,7 @@ struct Router {
 
 impl Router {
     fn reject(&self, unit: &Reading, line: u64, raw: &str, error: &str, late: bool) {
-        self.stats.dead_letters.fetch_add(1, Ordering::Relaxed);
-        if late {
-            self.stats.late.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(d) = &self.dead {
-            let j = serde_json::json!({"source": format!("{}:{line}", unit.name()), "error": error, "input": raw});
-            d.write_all(std::iter::once(&j.to_string()));
-        }
+        reject_line((&*self.stats, self.dead.as_deref()), unit, line, raw, error, late);
     }
 
     fn route(
@@ -846,8 +862,7 @@ impl Router {
         let window = plan.window_of(time);
         let seq = (unit.unit << 40) | line;
         self.recs.clear();
-        let (per_stream, wide) = plan.routes(&t.dataset_key, &t.stream_id);
-        for &g in per_stream.iter().chain(wide) {
+        for &g in self.route_cache.groups(&plan, &t.dataset_key, &t.stream_id) {
             let group = &plan.groups[g as usize];
             let datum = match group.field.as_str() {
                 "streamID" => Some(Datum::Str(&t.stream_id)),
@@ -861,7 +876,8 @@ impl Router {
                     Ok(x) if x.is_finite() => Val::Num(x),
                     _ if group.numeric => {
                         let msg = format!("field `{}` is not numeric: {s:?}", group.field);
-                        return self.reject(unit, line, &t.to_json(), &msg, false);
+                        let to = (&*self.stats, self.dead.as_deref());
+                        return reject_line(to, unit, line, &t.to_json(), &msg, false);
                     }
                     _ => Val::Str(s.into()),
                 },

@@ -26,6 +26,15 @@
 //!   worker on the paper's workload at 60 s, 10 min, 1 h and 1 d windows. Open windows hold the
 //!   synopses' state, not their tuples, so the peak should not grow with the window.
 //!
+//! * ingest (`--only ingest`, not in the default set; Linux for the CPU figures): the paper's
+//!   workload read from a JSON-lines file of the generator's tuples (written by `replay`) against
+//!   the generator itself, in alternating rounds: `-w 1`, `-w 1 --no-synopses`, `-w 2`,
+//!   `-n 2 -w 1`, and from a Kafka topic of the same tuples at `-w 2` with `--kafka-brokers`.
+//!   Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system time),
+//!   the load average beside each, the broker's CPU with `--kafka-pidfile`, and the answers of
+//!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`,
+//!   `ingest.png`).
+//!
 //! Output: `<out>/<git-commit>-<params>/` with `horizontal.tsv`, `vertical.tsv`, `federated.tsv`
 //! and one PNG per figure; the directory is printed at the end. Streams are the seeded
 //! generator's (random-walk prices, Zipf volumes), replayed as fast as possible.
@@ -59,12 +68,21 @@ struct Args {
     /// The paper's request workload (100 streams × CountMin + HyperLogLog + DFT).
     #[arg(long, default_value = "datasets/requests/paper-workload.json")]
     requests: PathBuf,
-    /// Experiments to run (comma separated: horizontal, vertical, federated; `memory` on request).
+    /// Experiments to run (comma separated: horizontal, vertical, federated; `memory` and
+    /// `ingest` on request).
     #[arg(long, default_value = "horizontal,vertical,federated")]
     only: String,
     /// The `saams` binary (default: next to this executable).
     #[arg(long)]
     saams: Option<PathBuf>,
+    /// Kafka bootstrap brokers (`host:port`) for the ingest experiment's Kafka setting: a topic of
+    /// the same tuples is loaded there (with `replay`) and read at `-w 2`. Without it, no Kafka.
+    #[arg(long = "kafka-brokers")]
+    kafka_brokers: Option<String>,
+    /// The broker's pidfile (scripts/start-kafka.sh's KAFKA_PIDFILE): the ingest experiment
+    /// reports the broker's CPU seconds during the Kafka runs.
+    #[arg(long = "kafka-pidfile", requires = "kafka_brokers")]
+    kafka_pidfile: Option<PathBuf>,
 }
 
 /// One process' summary line, as numbers.
@@ -111,7 +129,15 @@ struct Runner {
 impl Runner {
     /// Run saams once on `processes` processes (loopback) and combine their summaries.
     fn once(&self, processes: usize, workers: usize, args: &[String]) -> Result<RunResult, String> {
-        let mut common: Vec<String> = vec!["-w".into(), workers.to_string(), "--out".into(), null_device()];
+        self.once_to(processes, workers, args, &vec![null_device(); processes])
+    }
+
+    /// [`once`](Self::once), process `p` writing its estimations to `outs[p]`.
+    fn once_to(&self, processes: usize, workers: usize, args: &[String], outs: &[String]) -> Result<RunResult, String> {
+        if outs.len() != processes {
+            return Err(format!("{} output files for {processes} processes", outs.len()));
+        }
+        let mut common: Vec<String> = vec!["-w".into(), workers.to_string()];
         common.extend(["--progress".into(), "0".into()]);
         common.extend(args.iter().cloned());
         let mut children = Vec::new();
@@ -120,14 +146,15 @@ impl Runner {
             let ports = free_ports(processes)?;
             let text: String = ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect();
             std::fs::write(&hostfile, text).map_err(|e| format!("{}: {e}", hostfile.display()))?;
-            for p in 0..processes {
+            for (p, out) in outs.iter().enumerate() {
                 let mut c = Command::new(&self.saams);
-                c.args(&common).args(["-n", &processes.to_string(), "-p", &p.to_string(), "-h"]).arg(&hostfile);
+                c.args(&common).args(["--out", out]);
+                c.args(["-n", &processes.to_string(), "-p", &p.to_string(), "-h"]).arg(&hostfile);
                 children.push(spawn(c)?);
             }
         } else {
             let mut c = Command::new(&self.saams);
-            c.args(&common);
+            c.args(&common).args(["--out", &outs[0]]);
             children.push(spawn(c)?);
         }
         let mut r = RunResult::default();
@@ -502,8 +529,8 @@ fn run(a: &Args) -> Result<(), String> {
         .map_err(|_| "the embedded DejaVu Sans font did not load".to_string())?;
     let only: Vec<&str> = a.only.split(',').map(str::trim).collect();
     for o in &only {
-        if !["horizontal", "vertical", "federated", "memory"].contains(o) {
-            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated, memory)"));
+        if !["horizontal", "vertical", "federated", "memory", "ingest"].contains(o) {
+            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated, memory, ingest)"));
         }
     }
     let total = a.tuples.unwrap_or(if a.quick { 200_000 } else { 5_000_000 });
@@ -533,6 +560,9 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if only.contains(&"memory") {
         memory(&r, a, per_stream)?;
+    }
+    if only.contains(&"ingest") {
+        ingest(&r, a, per_stream)?;
     }
     println!("experiment: results in {}", dir.display());
     Ok(())
@@ -601,4 +631,465 @@ fn memory(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
         let _ = writeln!(tsv, "memory\t{window}\t{}\t{rate:.0}\t{peak_kib}\t{ratio:.3}", get("tuples"));
     }
     write(&r.dir.join("memory.tsv"), &tsv)
+}
+
+/// CPU seconds (user + system) of this process' children that have been waited for, from
+/// `/proc/self/stat` (`cutime` + `cstime`): the difference across a run is what the run's `saams`
+/// processes used, all workers and both processes of a loopback pair included. `None` where there
+/// is no `/proc`.
+fn children_cpu_seconds(ticks: f64) -> Option<f64> {
+    proc_stat_cpu("/proc/self/stat", 13, ticks)
+}
+
+/// CPU seconds (user + system) a running process has used so far (`utime` + `stime` of
+/// `/proc/<pid>/stat`).
+fn process_cpu_seconds(pid: u32, ticks: f64) -> Option<f64> {
+    proc_stat_cpu(&format!("/proc/{pid}/stat"), 11, ticks)
+}
+
+/// Two adjacent tick counters of a `/proc/<pid>/stat` file, in seconds: `first` counts the
+/// fields after the command name (field 3, the state, is 0), so 11 is `utime` + `stime` and 13
+/// is `cutime` + `cstime`.
+fn proc_stat_cpu(path: &str, first: usize, ticks: f64) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // The command name is in parentheses and may hold spaces: the fields start after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(first);
+    let a: f64 = fields.next()?.parse().ok()?;
+    let b: f64 = fields.next()?.parse().ok()?;
+    Some((a + b) / ticks)
+}
+
+/// Clock ticks per second of the `/proc` counters (`getconf CLK_TCK`; Linux fixes it at 100).
+fn clock_ticks() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok())
+        .filter(|t| *t > 0.0)
+        .unwrap_or(100.0)
+}
+
+/// The one-minute load average (`/proc/loadavg`), recorded beside every figure: on a machine
+/// whose cores other work shares, wall-clock rates and scaling say little, CPU-second figures more.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// The pid in a broker's pidfile (scripts/start-kafka.sh writes one).
+fn read_pid(path: &Path) -> Result<u32, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--kafka-pidfile {}: {e}", path.display()))?;
+    text.trim().parse().map_err(|_| format!("--kafka-pidfile {}: {:?} is not a pid", path.display(), text.trim()))
+}
+
+/// The estimation lines of a run's output files, sorted (processes write their own files; the
+/// order of lines within and across files depends on the workers' scheduling, their set does not).
+fn sorted_estimations(outs: &[String]) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    for o in outs {
+        let text = std::fs::read_to_string(o).map_err(|e| format!("{o}: {e}"))?;
+        lines.extend(text.lines().map(str::to_string));
+    }
+    lines.sort_unstable();
+    Ok(lines)
+}
+
+/// The first line two sorted answer sets differ in, for the failure message.
+fn first_difference(a: &[String], b: &[String]) -> String {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => format!("line {i} of the sorted answers: {:?} against {:?}", a[i], b[i]),
+        None => format!("{} lines against {}", a.len(), b.len()),
+    }
+}
+
+/// One setting of the ingest experiment.
+struct IngestSetting {
+    /// Short name (TSV `setting` column).
+    name: &'static str,
+    /// generator, file or kafka.
+    input: &'static str,
+    processes: usize,
+    workers: usize,
+    /// saams' input flags (and `--no-synopses`).
+    args: Vec<String>,
+    /// Compared with the `-w 1` file run's answers (the generator's are reported, not required).
+    checked: bool,
+    /// Seconds of the summary that are no ingest: the wait of `--exit-when-idle` (Kafka).
+    idle_seconds: f64,
+}
+
+/// One run of a setting: the summary, the children's CPU seconds, the processes' wall time, the
+/// load before it and, for Kafka, the broker's CPU seconds during it.
+#[derive(Clone, Debug, Default)]
+struct IngestRun {
+    tuples: f64,
+    /// The summary's seconds (first tuple read to last window closed), less the idle wait.
+    seconds: f64,
+    cpu_seconds: f64,
+    process_seconds: f64,
+    load: f64,
+    broker_cpu_seconds: Option<f64>,
+}
+
+impl IngestRun {
+    fn rate(&self) -> f64 {
+        if self.seconds > 0.0 { self.tuples / self.seconds } else { 0.0 }
+    }
+
+    fn per_cpu_second(&self) -> f64 {
+        if self.cpu_seconds > 0.0 { self.tuples / self.cpu_seconds } else { 0.0 }
+    }
+}
+
+/// The median of some numbers (the upper one of an even count); 0 for none.
+fn median_of(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Ingest (`--only ingest`, issue 15): the paper's workload from a JSON-lines file of the
+/// generator's tuples against the generator itself, in alternating rounds of the same run, at
+/// `-w 1`, `-w 1 --no-synopses`, `-w 2` and `-n 2 -w 1`, and from a Kafka topic of the same
+/// tuples at `-w 2` when `--kafka-brokers` is given. Every setting's answers must equal the `-w 1`
+/// file run's, sorted, byte for byte (the experiment fails otherwise). `ingest.tsv` has one row
+/// per setting (medians of the rounds); `ingest-targets.tsv` the issue's ratios against its
+/// targets, each with the load average during the runs it compares.
+fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
+    let ticks = clock_ticks();
+    let requests = a.requests.display().to_string();
+    let generate = format!("stocks:100:{tuples_per_stream}");
+    let replay = r.saams.with_file_name(format!("replay{}", std::env::consts::EXE_SUFFIX));
+    if !replay.is_file() {
+        return Err(format!("{} not found: build it with `cargo build --release -p saams-jobs`", replay.display()));
+    }
+    let file = r.dir.join("ingest-tuples.jsonl");
+    let load_tuples = |extra: &[&str]| -> Result<(), String> {
+        let out = Command::new(&replay)
+            .args(["--generate", &generate, "--progress", "none"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("replay: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("replay {extra:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(())
+    };
+    load_tuples(&["--output", &file.display().to_string()])?;
+    let data = file.display().to_string();
+    let strings = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let on_file = |extra: &[&str]| [strings(&["--requests", &requests, "--data", &data]), strings(extra)].concat();
+    let mut settings = vec![
+        IngestSetting {
+            name: "generator-w1",
+            input: "generator",
+            processes: 1,
+            workers: 1,
+            args: strings(&["--requests", &requests, "--generate", &generate]),
+            checked: false,
+            idle_seconds: 0.0,
+        },
+        IngestSetting {
+            name: "file-w1",
+            input: "file",
+            processes: 1,
+            workers: 1,
+            args: on_file(&[]),
+            checked: true,
+            idle_seconds: 0.0,
+        },
+        IngestSetting {
+            name: "file-w1-no-synopses",
+            input: "file",
+            processes: 1,
+            workers: 1,
+            args: on_file(&["--no-synopses"]),
+            checked: false,
+            idle_seconds: 0.0,
+        },
+        IngestSetting {
+            name: "file-w2",
+            input: "file",
+            processes: 1,
+            workers: 2,
+            args: on_file(&[]),
+            checked: true,
+            idle_seconds: 0.0,
+        },
+        IngestSetting {
+            name: "file-n2-w1",
+            input: "file",
+            processes: 2,
+            workers: 1,
+            args: on_file(&[]),
+            checked: true,
+            idle_seconds: 0.0,
+        },
+    ];
+    let broker_pid = a.kafka_pidfile.as_deref().map(read_pid).transpose()?;
+    let mut topic = None;
+    if let Some(brokers) = &a.kafka_brokers {
+        let topic = topic.insert(format!("saams-ingest-{}-{tuples_per_stream}", std::process::id()));
+        eprintln!("experiment: ingest: loading {generate} into topic {topic} at {brokers}");
+        load_tuples(&["--brokers", brokers, "--topic", topic, "--partitions", "4"])?;
+        let idle = 2.0;
+        settings.push(IngestSetting {
+            name: "kafka-w2",
+            input: "kafka",
+            processes: 1,
+            workers: 2,
+            args: strings(&[
+                "--requests",
+                &requests,
+                "--brokers",
+                brokers,
+                "--data-topic",
+                topic,
+                "--from",
+                "earliest",
+                "--exit-when-idle",
+                &format!("{idle}s"),
+            ]),
+            checked: true,
+            idle_seconds: idle,
+        });
+    }
+    let result = ingest_rounds(r, &settings, broker_pid, ticks);
+    if let Some(brokers) = &a.kafka_brokers
+        && let Some(topic) = &topic
+    {
+        // The broker may keep records in memory: drop this run's copy (≈ 130 bytes a tuple).
+        let opts = saams_jobs::kafka_client::KafkaOptions::new(brokers, "saams-experiment");
+        if let Err(e) = saams_jobs::kafka_client::delete_topics(&opts, &[topic]) {
+            eprintln!("experiment: ingest: topic {topic} not deleted: {e}");
+        }
+    }
+    std::fs::remove_file(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let (runs, generator_answers_equal) = result?;
+    ingest_report(r, &settings, &runs, generator_answers_equal)
+}
+
+/// The alternating rounds of the ingest settings: every setting's runs (by setting), and whether
+/// the generator's answers equal the file's. Fails when a checked setting's answers differ from
+/// the `-w 1` file run's.
+fn ingest_rounds(
+    r: &Runner,
+    settings: &[IngestSetting],
+    broker_pid: Option<u32>,
+    ticks: f64,
+) -> Result<(Vec<Vec<IngestRun>>, bool), String> {
+    let mut reference: Option<Vec<String>> = None;
+    let mut generator_answers_equal = true;
+    let mut runs: Vec<Vec<IngestRun>> = vec![Vec::new(); settings.len()];
+    for round in 0..r.repeats {
+        // file-w1 first: its answers are the reference the others are checked against.
+        let order = std::iter::once(1).chain((0..settings.len()).filter(|&i| i != 1));
+        for i in order {
+            let s = &settings[i];
+            let outs: Vec<String> = (0..s.processes)
+                .map(|p| r.dir.join(format!("ingest-{}-p{p}.json", s.name)).display().to_string())
+                .collect();
+            let mut args = s.args.clone();
+            if s.input == "kafka" {
+                // A group of its own per run: no offsets committed by an earlier run are met.
+                args.extend(["--group-id".into(), format!("saams-ingest-{}-{round}", std::process::id())]);
+            }
+            let load = load_average().unwrap_or(f64::NAN);
+            let broker_before = broker_pid.and_then(|p| process_cpu_seconds(p, ticks));
+            let cpu_before = children_cpu_seconds(ticks);
+            let started = std::time::Instant::now();
+            let m = r.once_to(s.processes, s.workers, &args, &outs)?;
+            let process_seconds = started.elapsed().as_secs_f64();
+            let cpu = cpu_before.zip(children_cpu_seconds(ticks)).map(|(b, a)| a - b).unwrap_or(0.0);
+            let broker = if s.input == "kafka" {
+                broker_before.zip(broker_pid.and_then(|p| process_cpu_seconds(p, ticks))).map(|(b, a)| a - b)
+            } else {
+                None
+            };
+            let answers = sorted_estimations(&outs)?;
+            // Answers equal to file-w1's (or none) are not kept: one copy is (≈ 50 MB at 5 M tuples).
+            let mut keep = s.name == "file-w1";
+            match (&reference, s.name) {
+                (None, "file-w1") => reference = Some(answers),
+                (Some(base), _) if s.checked && *base != answers => {
+                    return Err(format!(
+                        "ingest: {} answers differ from file-w1's ({}); they are in {}",
+                        s.name,
+                        first_difference(base, &answers),
+                        outs.join(", ")
+                    ));
+                }
+                (Some(base), "generator-w1") => {
+                    keep = *base != answers;
+                    generator_answers_equal &= !keep;
+                }
+                _ => {}
+            }
+            if !keep {
+                for o in &outs {
+                    std::fs::remove_file(o).map_err(|e| format!("{o}: {e}"))?;
+                }
+            }
+            let run = IngestRun {
+                tuples: m.tuples,
+                seconds: (m.seconds - s.idle_seconds).max(0.0),
+                cpu_seconds: cpu,
+                process_seconds,
+                load,
+                broker_cpu_seconds: broker,
+            };
+            eprintln!(
+                "experiment: ingest round {round} {}: {:.0} tuples/s, {:.0} tuples per CPU-second (load {load:.2})",
+                s.name,
+                run.rate(),
+                run.per_cpu_second()
+            );
+            runs[i].push(run);
+        }
+    }
+    Ok((runs, generator_answers_equal))
+}
+
+/// `ingest.tsv`, `ingest-targets.tsv` and `ingest.png` from the runs of every setting.
+fn ingest_report(
+    r: &Runner,
+    settings: &[IngestSetting],
+    runs: &[Vec<IngestRun>],
+    generator_answers_equal: bool,
+) -> Result<(), String> {
+    let medians: Vec<IngestRun> = runs
+        .iter()
+        .map(|rs| {
+            let col = |f: &dyn Fn(&IngestRun) -> f64| median_of(rs.iter().map(f).collect());
+            IngestRun {
+                tuples: col(&|x| x.tuples),
+                seconds: col(&|x| x.seconds),
+                cpu_seconds: col(&|x| x.cpu_seconds),
+                process_seconds: col(&|x| x.process_seconds),
+                load: col(&|x| x.load),
+                broker_cpu_seconds: rs
+                    .iter()
+                    .all(|x| x.broker_cpu_seconds.is_some())
+                    .then(|| median_of(rs.iter().filter_map(|x| x.broker_cpu_seconds).collect())),
+            }
+        })
+        .collect();
+    // Rates are medians of the runs' own rates, not the ratio of the median tuples and seconds.
+    let rate = |i: usize| median_of(runs[i].iter().map(IngestRun::rate).collect());
+    let per_cpu = |i: usize| median_of(runs[i].iter().map(IngestRun::per_cpu_second).collect());
+    let mut tsv = String::from(
+        "experiment\tsetting\tinput\tprocesses\tworkers_per_process\ttuples\tseconds\ttuples_per_s\tcpu_seconds\ttuples_per_cpu_s\tprocess_wall_s\tload1\tbroker_cpu_s\tanswers\n",
+    );
+    for (i, (s, m)) in settings.iter().zip(&medians).enumerate() {
+        let answers = match (s.checked, s.name) {
+            (true, _) => "equal to file-w1",
+            (false, "generator-w1") if generator_answers_equal => "equal to file-w1",
+            (false, "generator-w1") => "differ from file-w1",
+            _ => "none (no synopses)",
+        };
+        let _ = writeln!(
+            tsv,
+            "ingest\t{}\t{}\t{}\t{}\t{:.0}\t{:.3}\t{:.0}\t{:.3}\t{:.0}\t{:.3}\t{:.2}\t{}\t{answers}",
+            s.name,
+            s.input,
+            s.processes,
+            s.workers,
+            m.tuples,
+            m.seconds,
+            rate(i),
+            m.cpu_seconds,
+            per_cpu(i),
+            m.process_seconds,
+            m.load,
+            m.broker_cpu_seconds.map(|b| format!("{b:.3}")).unwrap_or_default()
+        );
+    }
+    write(&r.dir.join("ingest.tsv"), &tsv)?;
+    let index = |name: &str| settings.iter().position(|s| s.name == name);
+    let (gen1, file1, bare, w2, n2) = (0, 1, 2, 3, 4);
+    let load_of = |is: &[usize]| is.iter().map(|&i| medians[i].load).fold(0.0, f64::max);
+    let mut targets = String::from("measure\tvalue\ttarget\tmet\tload1\n");
+    let mut target = |name: &str, value: f64, goal: f64, is: &[usize]| {
+        let met = if value >= goal { "yes" } else { "no" };
+        let load = load_of(is);
+        let _ = writeln!(targets, "{name}\t{value:.3}\t{goal}\t{met}\t{load:.2}");
+        eprintln!("experiment: ingest {name} = {value:.3} (target >= {goal}: {met}; load {load:.2})");
+    };
+    target("file_w1_tuples_per_cpu_s_millions", per_cpu(file1) / 1e6, 3.0, &[file1]);
+    target("file_w1_over_generator_w1_wall", rate(file1) / rate(gen1), 0.8, &[file1, gen1]);
+    target("file_w1_over_generator_w1_per_cpu_s", per_cpu(file1) / per_cpu(gen1), 0.8, &[file1, gen1]);
+    target("file_no_synopses_tuples_per_cpu_s_millions", per_cpu(bare) / 1e6, 6.0, &[bare]);
+    target("file_w2_over_w1_wall", rate(w2) / rate(file1), 1.8, &[w2, file1]);
+    // With the cores to itself, -w 2 at 1.8x the wall rate of -w 1 spends at most 2/1.8 as much
+    // CPU per tuple: 0.9 of -w 1's tuples per CPU-second.
+    target("file_w2_over_w1_per_cpu_s", per_cpu(w2) / per_cpu(file1), 0.9, &[w2, file1]);
+    target("file_n2w1_over_w1_wall", rate(n2) / rate(file1), 1.7, &[n2, file1]);
+    target("file_n2w1_over_w1_per_cpu_s", per_cpu(n2) / per_cpu(file1), 0.85, &[n2, file1]);
+    if let Some(k) = index("kafka-w2") {
+        target("kafka_w2_over_file_w2_wall", rate(k) / rate(w2), 0.8, &[k, w2]);
+        target("kafka_w2_over_file_w2_per_cpu_s", per_cpu(k) / per_cpu(w2), 0.8, &[k, w2]);
+        if let Some(b) = medians[k].broker_cpu_seconds {
+            let with_broker = medians[k].tuples / (medians[k].cpu_seconds + b);
+            target("kafka_w2_with_broker_over_file_w2_per_cpu_s", with_broker / per_cpu(w2), 0.8, &[k, w2]);
+        }
+    }
+    write(&r.dir.join("ingest-targets.tsv"), &targets)?;
+    let bars: Vec<(&str, f64, f64)> = settings.iter().enumerate().map(|(i, s)| (s.name, rate(i), per_cpu(i))).collect();
+    ingest_chart(&r.dir.join("ingest.png"), &bars)?;
+    if !generator_answers_equal {
+        eprintln!("experiment: ingest: the generator's answers differ from the file's (reported, not required)");
+    }
+    Ok(())
+}
+
+/// Bars per ingest setting: wall-clock tuples/s and tuples per CPU-second, side by side.
+fn ingest_chart(path: &Path, bars: &[(&str, f64, f64)]) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let top = bars.iter().map(|&(_, a, b)| a.max(b)).fold(1.0, f64::max) * 1.15;
+    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut c = ChartBuilder::on(&root)
+        .caption("Ingest: paper workload, 100 streams (medians)", ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(90)
+        .build_cartesian_2d(-0.5..bars.len() as f64 - 0.5, 0.0..top)
+        .map_err(|e| err(&e))?;
+    let names: Vec<&str> = bars.iter().map(|b| b.0).collect();
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(bars.len())
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).copied().unwrap_or("").to_string()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("tuples per second")
+        .y_label_formatter(&|y| human(*y))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let series =
+        [("wall-clock tuples/s", RGBColor(31, 119, 180), -0.4), ("tuples per CPU-second", RGBColor(214, 39, 40), 0.0)];
+    for (k, &(label, color, offset)) in series.iter().enumerate() {
+        let rects = bars.iter().enumerate().map(|(i, b)| {
+            let v = if k == 0 { b.1 } else { b.2 };
+            let x = i as f64 + offset;
+            Rectangle::new([(x, 0.0), (x + 0.38, v)], color.filled())
+        });
+        c.draw_series(rects)
+            .map_err(|e| err(&e))?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
 }

@@ -76,6 +76,31 @@ pub fn ensure_topics(opts: &KafkaOptions, specs: &[TopicSpec]) -> Result<Vec<boo
     Ok(created)
 }
 
+/// Deletes `names` (a missing topic is not an error): experiments load a topic with millions of
+/// records, and a broker that keeps them in memory would hold every run's copy until restarted.
+///
+/// # Errors
+/// [`AdapterError::Kafka`] when no admin client can be made, or the broker refuses a deletion.
+pub fn delete_topics(opts: &KafkaOptions, names: &[&str]) -> Result<(), AdapterError> {
+    let admin: AdminClient<DefaultClientContext> =
+        opts.client_config().create().map_err(kafka_err("creating an admin client"))?;
+    let admin_opts =
+        AdminOptions::new().request_timeout(Some(METADATA_TIMEOUT)).operation_timeout(Some(METADATA_TIMEOUT));
+    let results = block_on(admin.delete_topics(names, &admin_opts)).map_err(kafka_err("deleting topics"))?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            Err((name, code)) => {
+                return Err(AdapterError::Kafka {
+                    context: format!("deleting topic {name:?}"),
+                    source: KafkaError::AdminOp(code),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Asks the brokers to create `missing` (distinct names) and returns the names they created; a
 /// topic that appeared meanwhile is not an error.
 fn create_topics(opts: &KafkaOptions, missing: &[&TopicSpec]) -> Result<Vec<String>, AdapterError> {

@@ -14,7 +14,7 @@ mod options;
 
 use std::sync::{Mutex, MutexGuard};
 
-pub use admin::{TopicSpec, ensure_topics};
+pub use admin::{TopicSpec, delete_topics, ensure_topics};
 pub(crate) use error::kafka_err;
 pub use error::{AdapterError, METADATA_TIMEOUT};
 pub use metadata::check_brokers;

@@ -4,4 +4,5 @@ pub mod file;
 pub mod generated;
 pub mod kafka;
 pub mod pace;
+pub mod route_cache;
 pub mod stop;
