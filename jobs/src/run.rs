@@ -16,7 +16,7 @@ use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::dataflow::RecInput;
 use saams_datasets::GeneratorSpec;
-use saams_operators::ask::{fence_marker, split_reply};
+use saams_operators::ask::{fence_marker, split_reply, to_every_worker};
 use saams_operators::{Plan, Rec, Val};
 use timely::communication::Config as CommunicationConfig;
 use timely::container::CapacityContainerBuilder;
@@ -550,7 +550,9 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         for (request_epoch, fence) in fences.poll(&plan, newest) {
             if reading {
                 // Before any value routed with the new plan: see `control::fence`.
-                input.send(fence_marker(request_epoch, fence, epoch as i64));
+                for copy in to_every_worker(fence_marker(request_epoch, fence, epoch as i64), peers) {
+                    input.send(copy);
+                }
             }
             plan.borrow_mut().apply_through(request_epoch, fence);
         }
@@ -1253,7 +1255,10 @@ fn take_applied(plan: &RefCell<Plan>, me: usize, sink: &LineSink, hub: &Hub, inp
             }
         }
         for ask in a.asks {
-            input.send(ask.into_rec(epoch.min(i64::MAX as u64) as i64));
+            let peers = plan.borrow().peers;
+            for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {
+                input.send(copy);
+            }
         }
     }
     input.flush();

@@ -24,7 +24,7 @@ use crate::record::{Rec, SynBox, Val};
 pub const ASK_GROUP: u32 = u32::MAX;
 
 /// The update group of fence markers: request epoch `seq` takes effect at fence `val` (ms).
-/// Every worker still reading sends one (to every worker) before it routes any value of the new
+/// Every worker still reading sends one to every worker before it routes any value of the new
 /// plan, so a worker applies the requests before it sees such a value, and before its frontier
 /// passes the fence.
 pub const FENCE_GROUP: u32 = u32::MAX - 1;
@@ -38,15 +38,50 @@ pub const FENCE_GROUP: u32 = u32::MAX - 1;
 /// assert_eq!(fence_of(&rec), Some((4, 120_000)));
 /// ```
 pub fn fence_marker(epoch: u64, fence: u64, time: i64) -> Rec {
-    Rec { group: FENCE_GROUP, time, seq: epoch, val: Val::Num(fence as f64) }
+    Rec { group: FENCE_GROUP, time, seq: epoch << DESTINATION_BITS, val: Val::Num(fence as f64) }
 }
 
 /// The (request epoch, fence) a fence marker carries.
 pub fn fence_of(rec: &Rec) -> Option<(u64, u64)> {
     match (&rec.val, rec.group) {
-        (Val::Num(f), FENCE_GROUP) => Some((rec.seq, *f as u64)),
+        (Val::Num(f), FENCE_GROUP) => Some((rec.seq >> DESTINATION_BITS, *f as u64)),
         _ => None,
     }
+}
+
+/// Low bits of a marker's `seq` that name the worker its copy goes to ([`to_every_worker`]).
+const DESTINATION_BITS: u32 = 16;
+
+/// True for marker records (fence markers and asks): they go to every worker, a copy each.
+pub fn is_marker(rec: &Rec) -> bool {
+    rec.group >= FENCE_GROUP
+}
+
+/// One copy of `marker` (a fence marker or an ask record) per worker of `peers`, each addressed
+/// to its worker ([`destination_of`]): the reader sends them all, and the exchange moves each to
+/// its worker.
+///
+/// Why not one record that the exchange copies to every worker: timely accounts a message's
+/// records where they are produced and again where they are consumed. An exchange that turned
+/// one record into `peers` consumed more records at that time than were produced; the surplus
+/// hid the next records at that time from the frontier, which then passed values still in
+/// flight, and the frontier downstream went back (differential's arrange asserts that it never
+/// does).
+///
+/// ```
+/// use saams_operators::ask::{destination_of, fence_marker, fence_of, to_every_worker};
+/// let copies: Vec<_> = to_every_worker(fence_marker(4, 120_000, 61_000), 3).collect();
+/// assert_eq!(copies.iter().map(destination_of).collect::<Vec<_>>(), vec![0, 1, 2]);
+/// assert!(copies.iter().all(|c| fence_of(c) == Some((4, 120_000)) && c.time == 61_000));
+/// ```
+pub fn to_every_worker(marker: Rec, peers: usize) -> impl Iterator<Item = Rec> {
+    let peers = peers.clamp(1, 1 << DESTINATION_BITS) as u64;
+    (0..peers).map(move |dest| Rec { seq: marker.seq | dest, ..marker.clone() })
+}
+
+/// The worker a marker's copy goes to ([`to_every_worker`]).
+pub fn destination_of(rec: &Rec) -> usize {
+    (rec.seq & ((1 << DESTINATION_BITS) - 1)) as usize
 }
 
 /// Who waits for an answer: the worker that took the request and its ticket there.
@@ -97,7 +132,8 @@ impl Ask {
     /// ```
     pub fn into_rec(self, time: i64) -> Rec {
         let text = serde_json::to_string(&self).unwrap_or_default();
-        Rec { group: ASK_GROUP, time, seq: self.id, val: Val::Str(text.into()) }
+        // `seq` is left for the destination of each worker's copy (the id is in the text).
+        Rec { group: ASK_GROUP, time, seq: 0, val: Val::Str(text.into()) }
     }
 
     /// The ask a marker record carries (`None` for anything else).

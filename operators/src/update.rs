@@ -50,7 +50,7 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use crate::answer;
-use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
+use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, destination_of, fence_of, is_marker};
 use crate::checkpoint::copy_homed;
 use crate::plan::{Mode, Plan};
 use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
@@ -589,20 +589,20 @@ impl Distributor<Vec<Rec>> for RunDistributor {
         if self.pending.len() != peers {
             self.pending.resize_with(peers, Vec::new);
         }
-        if container.iter().any(|r| r.group >= FENCE_GROUP) {
-            // Asks and fence markers go to every worker (each answers for what it holds; each
-            // applies the requests).
-            let mut asks = Vec::new();
-            container.retain(|r| {
-                let ask = r.group >= FENCE_GROUP;
-                if ask {
-                    asks.push(r.clone());
+        if container.iter().any(is_marker) {
+            // Asks and fence markers reach every worker (each answers for what it holds; each
+            // applies the requests): the reader sent a copy per worker, each goes to its own
+            // (copying here would consume more records than were produced: `to_every_worker`),
+            // ahead of the container's values.
+            let mut rest = Vec::with_capacity(container.len());
+            for r in container.drain(..) {
+                if is_marker(&r) {
+                    self.pending[destination_of(&r) % peers].push(r);
+                } else {
+                    rest.push(r);
                 }
-                !ask
-            });
-            for ask in asks {
-                self.pending.iter_mut().for_each(|p| p.push(ask.clone()));
             }
+            *container = rest;
         }
         let plan = self.plan.clone();
         let plan = plan.borrow();
@@ -893,7 +893,65 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ask::{destination_of, fence_marker, fence_of, to_every_worker};
     use crate::record::Val;
+
+    /// A pusher that keeps what reaches it.
+    #[derive(Default)]
+    struct Kept(Vec<Rec>);
+
+    impl Push<Message<u64, Vec<Rec>>> for Kept {
+        fn push(&mut self, message: &mut Option<Message<u64, Vec<Rec>>>) {
+            if let Some(m) = message {
+                self.0.append(&mut m.data);
+            }
+        }
+    }
+
+    struct NoFiles;
+
+    impl crate::plan::SnapshotStore for NoFiles {
+        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
+            Err(f.into())
+        }
+        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
+            Err(f.into())
+        }
+        fn check(&self, f: &str) -> Result<(), String> {
+            Err(f.into())
+        }
+    }
+
+    /// Timely accounts records where they are produced and where they are consumed: the
+    /// exchange must hand on exactly the records it was given (a marker copied to every worker
+    /// here made the frontier pass values still in flight). Each worker gets its own copy of a
+    /// marker, ahead of the values that came after it.
+    #[test]
+    fn the_exchange_hands_on_every_record_once_and_each_worker_its_marker_copy() {
+        let requests = saams::api::request::parse_requests(
+            r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1],"noOfP":3}"#,
+        );
+        let peers = 3;
+        let plan = Rc::new(RefCell::new(Plan::build(&requests, peers, 60_000, std::sync::Arc::new(NoFiles))));
+        let group = plan.borrow().routes("F", "A").0[0];
+        let mut distributor = RunDistributor { plan, me: 0, pending: Vec::new(), runs: Vec::new() };
+        let mut pushers: Vec<Kept> = (0..peers).map(|_| Kept::default()).collect();
+        let stamp = Stamp::from_elem(1_000u64);
+        let value = |seq: u64| Rec { group, time: 1_000, seq, val: Val::Num(seq as f64) };
+        let mut container: Vec<Rec> = (0..10).map(value).collect();
+        container.extend(to_every_worker(fence_marker(2, 60_000, 1_000), peers));
+        container.extend((10..20).map(value));
+        let given = container.len();
+        distributor.partition(&mut container, &stamp, &mut pushers);
+        distributor.flush(&stamp, &mut pushers);
+        assert_eq!(pushers.iter().map(|p| p.0.len()).sum::<usize>(), given, "records in = records out");
+        for (w, kept) in pushers.iter().enumerate() {
+            let markers: Vec<&Rec> = kept.0.iter().filter(|r| fence_of(r).is_some()).collect();
+            assert_eq!(markers.len(), 1, "worker {w} gets one copy");
+            assert_eq!((destination_of(markers[0]), fence_of(markers[0])), (w, Some((2, 60_000))));
+            assert!(fence_of(&kept.0[0]).is_some(), "worker {w}: the marker comes first");
+        }
+    }
 
     /// Several inputs, each in event-time order, interleaved in uneven runs (as a file read in
     /// byte ranges or Kafka partitions arrive), plus values in falling time that start runs:
