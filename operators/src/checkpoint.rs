@@ -167,21 +167,8 @@ mod tests {
 
     use timely::dataflow::operators::{Input, Inspect, Probe};
 
-    use crate::plan::SnapshotStore;
+    use crate::plan::NoFiles;
     use crate::{FoldPartials, Plan, Rec, UpdateSynopses, Val};
-
-    struct NoFiles;
-    impl SnapshotStore for NoFiles {
-        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
-            Err(f.into())
-        }
-        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
-            Err(f.into())
-        }
-        fn check(&self, f: &str) -> Result<(), String> {
-            Err(f.into())
-        }
-    }
 
     /// An owned Count-Min (one stream) and a spread HyperLogLog (the whole dataset) on two
     /// workers' worth of plan, one worker running.

@@ -173,21 +173,8 @@ mod tests {
     use saams::{Datum, Query, Synopsis};
 
     use super::*;
-    use crate::plan::SnapshotStore;
+    use crate::plan::NoFiles;
     use crate::record::SynBox;
-
-    struct NoFiles;
-    impl SnapshotStore for NoFiles {
-        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
-            Err(f.into())
-        }
-        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
-            Err(f.into())
-        }
-        fn check(&self, f: &str) -> Result<(), String> {
-            Err(f.into())
-        }
-    }
 
     /// A CPC (synopsis 0) and a Lossy Counting (synopsis 1), each in four bins.
     fn plan() -> Plan {

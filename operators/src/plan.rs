@@ -37,6 +37,23 @@ pub trait SnapshotStore: Send + Sync {
     fn check(&self, file: &str) -> Result<(), String>;
 }
 
+/// A snapshot store with no files, for the unit tests' plans (every call is an error naming the file).
+#[cfg(test)]
+pub(crate) struct NoFiles;
+
+#[cfg(test)]
+impl SnapshotStore for NoFiles {
+    fn load(&self, f: &str) -> Result<Vec<u8>, String> {
+        Err(f.into())
+    }
+    fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
+        Err(f.into())
+    }
+    fn check(&self, f: &str) -> Result<(), String> {
+        Err(f.into())
+    }
+}
+
 /// True for kinds whose merge gives bit-identical state whatever the merge tree and the update
 /// order (linear or idempotent sketches): their partials may be built by any worker in any order.
 pub fn merge_is_exact(kind: Kind) -> bool {

@@ -908,20 +908,6 @@ mod tests {
         }
     }
 
-    struct NoFiles;
-
-    impl crate::plan::SnapshotStore for NoFiles {
-        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
-            Err(f.into())
-        }
-        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
-            Err(f.into())
-        }
-        fn check(&self, f: &str) -> Result<(), String> {
-            Err(f.into())
-        }
-    }
-
     /// Timely accounts records where they are produced and where they are consumed: the
     /// exchange must hand on exactly the records it was given (a marker copied to every worker
     /// here made the frontier pass values still in flight). Each worker gets its own copy of a
@@ -932,7 +918,8 @@ mod tests {
             r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1],"noOfP":3}"#,
         );
         let peers = 3;
-        let plan = Rc::new(RefCell::new(Plan::build(&requests, peers, 60_000, std::sync::Arc::new(NoFiles))));
+        let plan =
+            Rc::new(RefCell::new(Plan::build(&requests, peers, 60_000, std::sync::Arc::new(crate::plan::NoFiles))));
         let group = plan.borrow().routes("F", "A").0[0];
         let mut distributor = RunDistributor { plan, me: 0, pending: Vec::new(), runs: Vec::new() };
         let mut pushers: Vec<Kept> = (0..peers).map(|_| Kept::default()).collect();
