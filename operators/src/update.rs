@@ -447,10 +447,14 @@ impl State {
         // Which synopses are registered at the current window is known once the frontier is
         // past its start (the registry's changes up to it are applied: `registry_join`).
         let direct = watermark > current && next_boundary.is_none_or(|b| b > current);
+        if !direct {
+            self.buffers.entry(key).or_insert_with(Reorder::new).push(recs);
+            return;
+        }
         let staged = self.staged.entry(key).or_default();
         let mut later = Vec::new();
         for r in recs {
-            if direct && window_of(r.time) == current {
+            if window_of(r.time) == current {
                 staged.push(r);
             } else {
                 later.push(r);
