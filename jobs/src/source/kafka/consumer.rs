@@ -13,6 +13,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::message::Message;
+use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 
@@ -26,13 +27,69 @@ struct CommitCounter {
     last_error: Mutex<Option<String>>,
 }
 
-/// The consumer context: records commit callback failures.
+/// The consumer context: records commit callback failures, and whether the client's statistics
+/// find the brokers leading the watched partitions up ([`Reachability`]).
 #[derive(Default, Clone)]
 pub(super) struct SourceContext {
     commits: Arc<CommitCounter>,
+    reach: Arc<Reachability>,
 }
 
-impl ClientContext for SourceContext {}
+/// What the client's statistics (every `statistics.interval.ms`) say of the partitions a consumer
+/// reads: how many reports found the broker leading each of them up.
+///
+/// Why: an outage must not count as idleness (see [`PartitionWatermarks::hold_active`]), and the
+/// consumer's errors alone do not say how long one lasts: librdkafka reports a broker going down
+/// and a few failed reconnects, then stays quiet while it keeps retrying. Partitions held active
+/// only when an error arrived went idle in the middle of a 9 s outage (a loaded CI machine), and
+/// after it the first partition whose records came back made ~25,000 on-time tuples of the
+/// others late. So an outage lasts from an error until reports find every leader up again.
+///
+/// [`PartitionWatermarks::hold_active`]: super::PartitionWatermarks::hold_active
+#[derive(Default)]
+struct Reachability {
+    /// The topic and partitions to look at (once assigned).
+    watched: Mutex<Option<(String, Vec<i32>)>>,
+    /// Reports that found every watched partition's leader up.
+    reachable_reports: AtomicU64,
+}
+
+impl Reachability {
+    fn reports(&self) -> u64 {
+        self.reachable_reports.load(Ordering::Relaxed)
+    }
+}
+
+/// Whether every one of `partitions` has a known leader (`leader`) whose connection is up
+/// (`up`, by broker id).
+fn leaders_up(partitions: &[i32], leader: impl Fn(i32) -> Option<i32>, up: impl Fn(i32) -> bool) -> bool {
+    partitions.iter().all(|&p| leader(p).is_some_and(|id| id >= 0 && up(id)))
+}
+
+/// [`PartitionReader::in_outage`] over its state: `outage` holds the reachable reports counted at
+/// the last error; `reports` is the count now.
+fn still_out(outage: &mut Option<u64>, reports: u64, reports_on: bool) -> bool {
+    let Some(at) = *outage else { return false };
+    // Two reports: the first may have been taken before the error and served after it (errors
+    // of the partitions come on their own queue); the second was taken an interval later.
+    if !reports_on || reports >= at + 2 {
+        *outage = None;
+    }
+    true
+}
+
+impl ClientContext for SourceContext {
+    fn stats(&self, stats: Statistics) {
+        let Ok(watched) = self.reach.watched.lock() else { return };
+        let Some((topic, partitions)) = watched.as_ref() else { return };
+        let topic = stats.topics.get(topic);
+        let leader = |p: i32| topic.and_then(|t| t.partitions.get(&p)).map(|tp| tp.leader);
+        let up = |id: i32| stats.brokers.values().any(|b| b.nodeid == id && b.state == "UP");
+        if leaders_up(partitions, leader, up) {
+            self.reach.reachable_reports.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
 
 impl ConsumerContext for SourceContext {
     fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
@@ -191,6 +248,11 @@ pub(super) struct PartitionReader {
     pub(super) starts: Vec<i64>,
     pub(super) errors: u64,
     last_error: Option<String>,
+    /// In an outage since the last error: the reachable reports counted then ([`Reachability`]).
+    outage: Option<u64>,
+    /// Whether the client sends statistics (`statistics.interval.ms` > 0; `-X` may turn them
+    /// off): without, an outage lasts only while errors arrive.
+    reports_on: bool,
 }
 
 /// Where a partition starts (`None`: where `--from` says), for [`PartitionReader::open_at`].
@@ -238,7 +300,11 @@ impl PartitionReader {
             // After a broker restart, reconnect within a second of its return: librdkafka's default
             // backoff grows to 10 s, longer than a partition's idle timeout.
             ("reconnect.backoff.max.ms", "1000"),
+            // Statistics tell when an outage is over ([`Reachability`]).
+            ("statistics.interval.ms", "500"),
         ]);
+        let reports_on =
+            config.get("statistics.interval.ms").and_then(|v| v.parse::<u64>().ok()).is_some_and(|ms| ms > 0);
         let context = SourceContext::default();
         let consumer: BaseConsumer<SourceContext> =
             config.create_with_context(context.clone()).map_err(kafka_err("creating a consumer"))?;
@@ -264,6 +330,9 @@ impl PartitionReader {
         }
         consumer.assign(&tpl).map_err(kafka_err(format!("assigning partitions {partitions:?} of {topic:?}")))?;
         let fetch = FetchQueue::new(&consumer, topic, &partitions)?;
+        if let Ok(mut watched) = context.reach.watched.lock() {
+            *watched = Some((topic.to_string(), partitions.clone()));
+        }
         let at_eof = vec![false; partitions.len()];
         Ok(PartitionReader {
             fetch,
@@ -275,6 +344,8 @@ impl PartitionReader {
             starts,
             errors: 0,
             last_error: None,
+            outage: None,
+            reports_on,
         })
     }
 
@@ -326,7 +397,8 @@ impl PartitionReader {
             }
         }
         let wait = if seen > 0 { Duration::ZERO } else { wait };
-        let PartitionReader { fetch, partitions, at_eof, errors, last_error, .. } = self;
+        let PartitionReader { fetch, partitions, at_eof, errors, last_error, outage, context, .. } = self;
+        let reach = &context.reach;
         fetch.consume(max - seen, wait, |m| {
             let slot = partitions.binary_search(&m.partition).ok();
             if m.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -344,6 +416,7 @@ impl PartitionReader {
                 // Transient (broker restarts, network): librdkafka retries by itself. Counted and
                 // kept for reporting, not fatal.
                 *errors += 1;
+                *outage = Some(reach.reports());
                 *last_error = Some(format!(
                     "partition {}: {}",
                     m.partition,
@@ -358,7 +431,16 @@ impl PartitionReader {
         // Transient (broker restarts, network): librdkafka retries by itself. Counted and kept for
         // reporting, not fatal.
         self.errors += 1;
+        self.outage = Some(self.context.reach.reports());
         self.last_error = Some(error);
+    }
+
+    /// Whether the consumer is in an outage: it met an error, and no two statistics reports since
+    /// found every partition's leader up ([`Reachability`]). True once more on the call that
+    /// finds the outage over, so the caller holds the partitions active as of its end. Without
+    /// statistics, true once per poll that met errors.
+    pub(super) fn in_outage(&mut self) -> bool {
+        still_out(&mut self.outage, self.context.reach.reports(), self.reports_on)
     }
 
     pub(super) fn at_end(&self) -> bool {
@@ -401,4 +483,41 @@ fn resolve_start<C: ConsumerContext>(
             got.elements().first().and_then(|e| e.offset().to_raw()).filter(|&o| o >= 0).map_or(low, |o| o.max(low))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_reachable_when_every_leader_is_known_and_up() {
+        let leaders = |p: i32| match p {
+            0 | 2 => Some(1),
+            1 => Some(2),
+            3 => Some(-1),
+            _ => None,
+        };
+        let up = |id: i32| id == 1;
+        assert!(leaders_up(&[0, 2], leaders, up));
+        assert!(!leaders_up(&[0, 1], leaders, up), "broker 2 is down");
+        assert!(!leaders_up(&[0, 3], leaders, up), "no leader known");
+        assert!(!leaders_up(&[4], leaders, up), "not in the statistics");
+        assert!(leaders_up(&[0, 1], leaders, |_| true));
+    }
+
+    #[test]
+    fn an_outage_lasts_until_a_report_after_its_last_error_finds_the_leaders_up() {
+        let mut outage = None;
+        assert!(!still_out(&mut outage, 5, true), "no error, no outage");
+        outage = Some(5); // an error when 5 reachable reports had come
+        assert!(still_out(&mut outage, 5, true));
+        assert!(still_out(&mut outage, 5, true), "no report since: still out, however long");
+        assert!(still_out(&mut outage, 6, true), "one report may predate the error");
+        assert!(still_out(&mut outage, 7, true), "the report that ends it holds once more");
+        assert!(!still_out(&mut outage, 7, true));
+        // Without statistics: held on the poll that met the error only.
+        outage = Some(0);
+        assert!(still_out(&mut outage, 0, false));
+        assert!(!still_out(&mut outage, 0, false));
+    }
 }

@@ -136,8 +136,9 @@ impl KafkaTupleSource {
 
     /// Hands up to `max` available records to `f` without copying them; waits at most `wait` for
     /// the first one (use `Duration::ZERO` inside a dataflow step). Returns how many were handed.
-    /// While the consumer reports errors (broker down, reconnecting) its partitions count as active,
-    /// not idle (see [`PartitionWatermarks::hold_active`]).
+    /// From an error of the consumer (broker down, reconnecting) until the client's statistics find
+    /// the partitions' leaders up again, its partitions count as active, not idle (see
+    /// [`PartitionWatermarks::hold_active`]).
     ///
     /// # Errors
     /// [`AdapterError::Kafka`] only when the consumer failed fatally; transient errors are counted
@@ -148,9 +149,8 @@ impl KafkaTupleSource {
         wait: Duration,
         f: F,
     ) -> Result<usize, AdapterError> {
-        let errors = self.reader.errors;
         let n = self.reader.poll_with(max, wait, f)?;
-        if self.reader.errors != errors {
+        if self.reader.in_outage() {
             self.clock.hold_active(Instant::now());
         }
         Ok(n)
