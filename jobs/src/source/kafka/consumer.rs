@@ -39,11 +39,11 @@ pub(super) struct SourceContext {
 /// reads: how many reports found the broker leading each of them up.
 ///
 /// Why: an outage must not count as idleness (see [`PartitionWatermarks::hold_active`]), and the
-/// consumer's errors alone do not say how long one lasts: librdkafka reports a broker going down
-/// and a few failed reconnects, then stays quiet while it keeps retrying. Partitions held active
-/// only when an error arrived went idle in the middle of a 9 s outage (a loaded CI machine), and
-/// after it the first partition whose records came back made ~25,000 on-time tuples of the
-/// others late. So an outage lasts from an error until reports find every leader up again.
+/// consumer's errors alone do not say how long one lasts (they come as librdkafka's reconnects
+/// fail, not at a steady pace). Partitions held active only when an error arrived went idle in the
+/// middle of a 9 s outage (a loaded CI machine), and after it the first partition whose records
+/// came back made ~25,000 on-time tuples of the others late. So an outage lasts from an error
+/// until reports find every leader up again.
 ///
 /// [`PartitionWatermarks::hold_active`]: super::PartitionWatermarks::hold_active
 #[derive(Default)]
