@@ -506,7 +506,7 @@ mod tests {
     }
 
     #[test]
-    fn an_outage_lasts_until_a_report_after_its_last_error_finds_the_leaders_up() {
+    fn an_outage_lasts_until_two_reports_after_its_last_error_find_the_leaders_up() {
         let mut outage = None;
         assert!(!still_out(&mut outage, 5, true), "no error, no outage");
         outage = Some(5); // an error when 5 reachable reports had come
