@@ -5,7 +5,7 @@
 use std::ffi::{CString, c_int};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rdkafka::bindings as rdsys;
@@ -48,8 +48,8 @@ pub(super) struct SourceContext {
 /// [`PartitionWatermarks::hold_active`]: super::PartitionWatermarks::hold_active
 #[derive(Default)]
 struct Reachability {
-    /// The topic and partitions to look at (once assigned).
-    watched: Mutex<Option<(String, Vec<i32>)>>,
+    /// The topic and partitions to look at (set once, when assigned).
+    watched: OnceLock<(String, Vec<i32>)>,
     /// Reports that found every watched partition's leader up.
     reachable_reports: AtomicU64,
 }
@@ -80,8 +80,7 @@ fn still_out(outage: &mut Option<u64>, reports: u64, reports_on: bool) -> bool {
 
 impl ClientContext for SourceContext {
     fn stats(&self, stats: Statistics) {
-        let Ok(watched) = self.reach.watched.lock() else { return };
-        let Some((topic, partitions)) = watched.as_ref() else { return };
+        let Some((topic, partitions)) = self.reach.watched.get() else { return };
         let topic = stats.topics.get(topic);
         let leader = |p: i32| topic.and_then(|t| t.partitions.get(&p)).map(|tp| tp.leader);
         let up = |id: i32| stats.brokers.values().any(|b| b.nodeid == id && b.state == "UP");
@@ -330,9 +329,8 @@ impl PartitionReader {
         }
         consumer.assign(&tpl).map_err(kafka_err(format!("assigning partitions {partitions:?} of {topic:?}")))?;
         let fetch = FetchQueue::new(&consumer, topic, &partitions)?;
-        if let Ok(mut watched) = context.reach.watched.lock() {
-            *watched = Some((topic.to_string(), partitions.clone()));
-        }
+        // A new context per reader: nothing was set before.
+        let _ = context.reach.watched.set((topic.to_string(), partitions.clone()));
         let at_eof = vec![false; partitions.len()];
         Ok(PartitionReader {
             fetch,
