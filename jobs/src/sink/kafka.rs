@@ -3,8 +3,10 @@
 //!
 //! Producers are rdkafka [`ThreadedProducer`]s: `send` only enqueues (safe inside a timely step), a
 //! background thread serves delivery reports, and a delivery callback counts every success and
-//! failure. [`KafkaEstimationSink::flush`] (on window close and at exit) waits for the queue to drain
+//! failure. [`KafkaEstimationSink::flush`] (at checkpoints and at exit) waits for the queue to drain
 //! and returns an error when any record failed, so delivery errors are reported, never ignored.
+//! While the job runs, input offsets are committed once the answers before a mark are
+//! acknowledged ([`KafkaEstimationSink::delivered_before`]), which never waits.
 //!
 //! ## Exactly-once answers with checkpoints (no broker transactions)
 //! With `--checkpoints`, the job's line sink holds the answers until the checkpoint after them is
@@ -58,6 +60,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 use serde::Deserialize;
 
+use super::acks::Completed;
 use crate::kafka_client::{AdapterError, KafkaOptions, kafka_err, lock, topic_partitions};
 
 /// Header naming why a dead letter was rejected.
@@ -137,14 +140,21 @@ struct CountingContext {
     counters: Arc<DeliveryCounters>,
     /// Per partition, one past the newest offset delivered (kept for the estimation topic only).
     ends: Option<Arc<Mutex<HashMap<i32, i64>>>>,
+    /// Which records (by send sequence number, the delivery opaque) are done (kept for the
+    /// estimation topic only).
+    completed: Option<Arc<Mutex<Completed>>>,
 }
 
 impl ClientContext for CountingContext {}
 
 impl ProducerContext for CountingContext {
-    type DeliveryOpaque = ();
+    /// The record's send sequence number.
+    type DeliveryOpaque = usize;
 
-    fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
+    fn delivery(&self, result: &DeliveryResult<'_>, seq: usize) {
+        if let Some(completed) = &self.completed {
+            lock(completed).complete(seq as u64);
+        }
         match result {
             Ok(m) => {
                 self.counters.delivered.fetch_add(1, Ordering::Relaxed);
@@ -231,7 +241,9 @@ impl CountingProducer {
     }
 
     fn send(&mut self, key: Option<&[u8]>, payload: &[u8], headers: Option<OwnedHeaders>) -> Result<(), AdapterError> {
-        let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&self.topic).payload(payload);
+        // `usize` holds the sequence number on the 64-bit targets librdkafka is built for here.
+        let mut record: BaseRecord<'_, [u8], [u8], usize> =
+            BaseRecord::with_opaque_to(&self.topic, self.sent as usize).payload(payload);
         if let Some(key) = key {
             record = record.key(key);
         }
@@ -285,6 +297,11 @@ impl CountingProducer {
             );
             return Err(kafka_err(context)(e));
         }
+        self.new_failures()
+    }
+
+    /// The report so far; an error when records failed since the last error returned.
+    fn new_failures(&mut self) -> Result<DeliveryReport, AdapterError> {
         let report = self.report();
         if report.failed > self.failures_reported {
             let failed = report.failed - self.failures_reported;
@@ -307,6 +324,8 @@ pub struct KafkaEstimationSink {
     inner: CountingProducer,
     /// Per partition, one past the newest offset this sink had delivered.
     ends: Arc<Mutex<HashMap<i32, i64>>>,
+    /// Which of the records sent so far are done ([`delivered_before`](Self::delivered_before)).
+    completed: Arc<Mutex<Completed>>,
     /// Answers already in the topic (by id, with how many times), not to be produced again.
     skip: HashMap<u64, u32>,
     /// Answers not produced because they were there.
@@ -321,9 +340,14 @@ impl KafkaEstimationSink {
     /// [`AdapterError::Kafka`].
     pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
         let ends = Arc::new(Mutex::new(HashMap::new()));
-        let context = CountingContext { ends: Some(ends.clone()), ..CountingContext::default() };
+        let completed = Arc::new(Mutex::new(Completed::default()));
+        let context = CountingContext {
+            ends: Some(ends.clone()),
+            completed: Some(completed.clone()),
+            ..CountingContext::default()
+        };
         let inner = CountingProducer::open_with(opts, topic, &[("linger.ms", "5")], context)?;
-        Ok(KafkaEstimationSink { inner, ends, skip: HashMap::new(), skipped: 0 })
+        Ok(KafkaEstimationSink { inner, ends, completed, skip: HashMap::new(), skipped: 0 })
     }
 
     /// The topic written.
@@ -471,6 +495,25 @@ impl KafkaEstimationSink {
     /// The counters so far, without waiting.
     pub fn report(&self) -> DeliveryReport {
         self.inner.report()
+    }
+
+    /// A mark for [`delivered_before`](Self::delivered_before): the number of records sent so far.
+    pub fn mark(&self) -> u64 {
+        self.inner.sent
+    }
+
+    /// Without waiting: whether every record sent before `mark` ([`mark`](Self::mark)) was
+    /// acknowledged. The job commits the input offsets of closed windows only then, without
+    /// blocking a worker (and, through this sink's lock, every worker writing an answer) while
+    /// the brokers are away, as a [`flush`](Self::flush) would.
+    ///
+    /// # Errors
+    /// [`AdapterError::Delivery`] when records failed since the previous report (as
+    /// [`flush`](Self::flush)): those before `mark` may be among them.
+    pub fn delivered_before(&mut self, mark: u64) -> Result<bool, AdapterError> {
+        let done = lock(&self.completed).all_before(mark);
+        self.inner.new_failures()?;
+        Ok(done)
     }
 }
 

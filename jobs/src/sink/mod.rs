@@ -1,4 +1,5 @@
 //! Sinks: where estimations and dead letters go.
 
+pub mod acks;
 pub mod file;
 pub mod kafka;

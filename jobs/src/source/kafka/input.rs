@@ -41,6 +41,9 @@ pub struct KafkaInput {
     /// The partitions' positions at checkpoint boundaries (a job with `--checkpoints`).
     positions: Option<PartitionPositions>,
     committed_through: Option<u64>,
+    /// Windows through `.0` closed, waiting for the estimation producer to acknowledge the records
+    /// before its mark `.1` (the answers of those windows) before their offsets are committed.
+    prepared: Option<(u64, u64)>,
     last_commit: Instant,
     quiet: bool,
     floor_ms: i64,
@@ -66,6 +69,7 @@ impl KafkaInput {
             marks: Marks::default(),
             positions,
             committed_through: None,
+            prepared: None,
             last_commit: Instant::now(),
             quiet: false,
             floor_ms: 0,
@@ -170,14 +174,40 @@ impl KafkaInput {
         self.job.epoch_hint.fetch_max(low, Ordering::Relaxed);
     }
 
-    /// At most once a second: when the dataflow's frontier (`None`: everything done) shows
-    /// windows closed since the last commit, waits for the estimation producer to deliver what it
-    /// was handed, then commits the offsets of the records those windows consumed (at-least-once).
+    /// At most once a second, without waiting: commits the offsets of the records that windows
+    /// closed by the dataflow's frontier (`None`: everything done) consumed, once the estimation
+    /// producer has acknowledged every answer it was handed when they closed (at-least-once).
+    ///
+    /// Each call first commits the windows prepared by an earlier call if their answers are
+    /// acknowledged by now, then prepares the windows closed since: their answers were handed to
+    /// the producer before this call (the frontier passed them), so the producer's current
+    /// [`mark`](crate::sink::kafka::KafkaEstimationSink::mark) covers them. Nothing blocks while
+    /// the brokers are away (a flush here held every worker writing an answer for the whole
+    /// outage); commits just wait for the answers to get through.
     pub fn maybe_commit(&mut self, frontier: Option<u64>) {
         if self.last_commit.elapsed() < COMMIT_INTERVAL {
             return;
         }
         self.last_commit = Instant::now();
+        if let Some((through, mark)) = self.prepared {
+            let delivered = match &self.job.out {
+                Some(out) => lock(out).delivered_before(mark),
+                None => Ok(true),
+            };
+            match delivered {
+                Ok(true) => {
+                    self.prepared = None;
+                    self.commit_now(through);
+                }
+                Ok(false) => return,
+                Err(e) => {
+                    // Answers were lost: these offsets are not committed, and a restart reads
+                    // their records again. Later windows are prepared afresh.
+                    self.prepared = None;
+                    return self.job.problem(format!("not committing: {e}"));
+                }
+            }
+        }
         let through = match frontier {
             None => u64::MAX,
             Some(0) => return,
@@ -186,15 +216,26 @@ impl KafkaInput {
         if self.committed_through.is_some_and(|c| c >= through) || self.source.pending_windows() == 0 {
             return;
         }
-        self.commit(through);
+        match &self.job.out {
+            Some(out) => self.prepared = Some((through, lock(out).mark())),
+            // Answers to a file or stdout: nothing to wait for.
+            None => self.commit_now(through),
+        }
     }
 
+    /// Waits for the estimation producer to deliver everything it was handed, then commits.
     fn commit(&mut self, through: u64) {
         if let Some(out) = &self.job.out
             && let Err(e) = lock(out).flush(FLUSH_TIMEOUT)
         {
             return self.job.problem(format!("not committing: {e}"));
         }
+        self.commit_now(through);
+    }
+
+    /// Commits the offsets of windows through `through` (`u64::MAX`: all handled), whose answers
+    /// are delivered.
+    fn commit_now(&mut self, through: u64) {
         let result = if through == u64::MAX { self.source.commit_all() } else { self.source.commit_through(through) };
         match result {
             Ok(_) => self.committed_through = Some(through),
