@@ -149,6 +149,7 @@ impl KafkaTupleSource {
         wait: Duration,
         f: F,
     ) -> Result<usize, AdapterError> {
+        self.clock.looked_at(Instant::now());
         let n = self.reader.poll_with(max, wait, f)?;
         if self.reader.in_outage() {
             self.clock.hold_active(Instant::now());
@@ -181,7 +182,9 @@ impl KafkaTupleSource {
     /// The worker's watermark (ms): min over its active partitions of (max event time − lateness);
     /// idle partitions are left out. Monotone. `None` before every active partition has spoken.
     pub fn watermark(&mut self) -> Option<i64> {
-        self.clock.watermark(Instant::now())
+        let now = Instant::now();
+        self.clock.looked_at(now);
+        self.clock.watermark(now)
     }
 
     /// True when event time `t_ms` is below the current watermark (the tuple is late: count it and

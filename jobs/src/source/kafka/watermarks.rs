@@ -38,7 +38,13 @@ pub struct PartitionWatermarks {
     idle_timeout: Duration,
     parts: Vec<PartitionClock>,
     emitted: Option<i64>,
+    /// When the source last looked for records ([`looked_at`](Self::looked_at)).
+    last_look: Option<Instant>,
 }
+
+/// The longest pause between two looks for records that counts in full toward a partition's
+/// idleness; see [`PartitionWatermarks::looked_at`].
+const MAX_LOOK_GAP: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 struct PartitionClock {
@@ -56,7 +62,7 @@ impl PartitionWatermarks {
             .collect();
         parts.sort_by_key(|p| p.partition);
         parts.dedup_by_key(|p| p.partition);
-        PartitionWatermarks { lateness_ms: lateness_ms.max(0), idle_timeout, parts, emitted: None }
+        PartitionWatermarks { lateness_ms: lateness_ms.max(0), idle_timeout, parts, emitted: None, last_look: None }
     }
 
     /// Records event time `t` (ms) seen on `partition` at `now`; the partition becomes active.
@@ -122,6 +128,40 @@ impl PartitionWatermarks {
     pub fn partition_watermark(&self, partition: i32) -> Option<i64> {
         let i = self.parts.binary_search_by_key(&partition, |p| p.partition).ok()?;
         self.parts[i].max_event_ms.map(|t| t.saturating_sub(self.lateness_ms))
+    }
+
+    /// The source looks for records at `now` (it polls, or asks for the watermark). Silence counts
+    /// as idleness only while the source was looking: a pause since the previous look longer than
+    /// a quarter of the idle timeout (at most [`MAX_LOOK_GAP`]) moves every partition's last
+    /// activity forward by the excess. A worker that stalled (a blocking call, a starved CPU)
+    /// did not see what its partitions had: without this, after an 11 s stall the first
+    /// partition whose records it polled was alone active, moved the watermark, and the other
+    /// partition's on-time records were late (1,170 of them in the broker-restart test).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// let t0 = Instant::now();
+    /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(4), t0);
+    /// w.looked_at(t0);
+    /// w.observe(0, 1_000, t0);
+    /// w.observe(1, 1_000, t0);
+    /// // the worker stalls for 10 s; then partition 0's records come first
+    /// let back = t0 + Duration::from_secs(10);
+    /// w.looked_at(back);
+    /// w.observe(0, 60_000, back);
+    /// assert_eq!(w.watermark(back), Some(1_000), "partition 1 was not seen silent: still active");
+    /// ```
+    pub fn looked_at(&mut self, now: Instant) {
+        let allowance = (self.idle_timeout / 4).min(MAX_LOOK_GAP);
+        if let Some(last) = self.last_look.replace(now) {
+            let excess = now.saturating_duration_since(last).saturating_sub(allowance);
+            if !excess.is_zero() {
+                for part in &mut self.parts {
+                    part.last_active = (part.last_active + excess).min(now);
+                }
+            }
+        }
     }
 
     /// Marks every tracked partition active at `now`, keeping its event time: the consumer met an
@@ -233,6 +273,58 @@ mod tests {
         w.hold_active(t0 + Duration::from_secs(5));
         w.observe(0, 9_000, t0 + Duration::from_secs(6));
         assert_eq!(w.watermark(t0 + Duration::from_secs(7) + Duration::from_millis(1)), Some(9_000));
+    }
+
+    #[test]
+    fn only_silence_seen_while_looking_makes_a_partition_idle() {
+        let t0 = Instant::now();
+        let idle = Duration::from_secs(4);
+        let ms = Duration::from_millis;
+        let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+        w.looked_at(t0);
+        w.observe(0, 1_000, t0);
+        w.observe(1, 1_000, t0);
+        // looks every 500 ms (within the allowance of idle / 4 = 1 s): silence counts in full
+        let mut now = t0;
+        for _ in 0..7 {
+            now += ms(500);
+            w.looked_at(now);
+            w.observe(0, 2_000, now);
+        }
+        assert_eq!(w.watermark(now), Some(1_000), "3.5 s of silence: partition 1 still active");
+        now += ms(500);
+        w.looked_at(now);
+        assert_eq!(w.watermark(now), Some(2_000), "4 s: partition 1 idle");
+        // a 10 s stall: only 1 s of it counts (partition 0 was last active at 3.5 s)
+        let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+        w.looked_at(t0);
+        w.observe(0, 1_000, t0);
+        w.observe(1, 1_000, t0);
+        now = t0 + Duration::from_secs(10);
+        w.looked_at(now);
+        assert!(!w.is_idle(now), "1 s of silence seen");
+        w.observe(0, 60_000, now);
+        assert_eq!(w.watermark(now), Some(1_000));
+        // then 3 s more, looking: partition 1 has been seen silent for 4 s
+        for _ in 0..6 {
+            now += ms(500);
+            w.looked_at(now);
+        }
+        assert_eq!(w.watermark(now), Some(60_000), "partition 1 idle after 4 s seen");
+        // a 30 s stall counts as 1 s of silence ...
+        let s = Duration::from_secs;
+        let mut w = PartitionWatermarks::new(&[0], 0, idle, t0);
+        w.looked_at(t0);
+        w.looked_at(t0 + s(30));
+        assert!(!w.is_idle(t0 + s(33) - ms(1)));
+        assert!(w.is_idle(t0 + s(33)));
+        // ... and never moves a partition's last activity past the look
+        let mut w = PartitionWatermarks::new(&[0], 0, idle, t0);
+        w.looked_at(t0);
+        w.observe(0, 1_000, t0 + s(5));
+        w.looked_at(t0 + s(30));
+        assert!(!w.is_idle(t0 + s(34) - ms(1)));
+        assert!(w.is_idle(t0 + s(34)));
     }
 
     #[test]
