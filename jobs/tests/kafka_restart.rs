@@ -22,7 +22,9 @@ const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
 /// active through it. A job that took the outage, or a quiet stretch of it, for idleness turns
 /// on-time tuples of the second batch into late ones: 70,903 of 100,000 before
 /// `PartitionWatermarks::hold_active`, 24,815 when partitions were held only as errors arrived
-/// (the source's `Reachability` now ends an outage by the client's statistics).
+/// (the source's `Reachability` now ends an outage by the client's statistics), 1,170 when a
+/// commit's flush blocked the workers through the outage (commits now wait for acknowledgements
+/// without blocking, and a stalled worker's pause does not count as idleness).
 const DOWN_S: &str = "7";
 /// After the broker is back, the partitions are silent until the second batch reaches them (the
 /// `replay` process starting, producing, the consumers refetching): genuine idleness, which ends in
