@@ -29,8 +29,9 @@
 //! * ingest (`--only ingest`, not in the default set; Linux for the CPU figures): the paper's
 //!   workload read from a JSON-lines file of the generator's tuples (written by `replay`) against
 //!   the generator itself, in alternating rounds: `-w 1`, `-w 1 --no-synopses`, `-w 2`,
-//!   `-n 2 -w 1`, and from a Kafka topic of the same tuples at `-w 2` with `--kafka-brokers`.
-//!   Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system time),
+//!   `-n 2 -w 1`, and from a Kafka topic of the same tuples at `-w 2` with `--kafka-brokers`;
+//!   beside them, two independent `-w 1` jobs at once (the machine's own parallel ceiling for
+//!   this work, which no `-w 2` or `-n 2` run can pass). Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system time),
 //!   the load average beside each, the broker's CPU with `--kafka-pidfile`, and the answers of
 //!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`,
 //!   `ingest.png`).
@@ -157,25 +158,48 @@ impl Runner {
             c.args(&common).args(["--out", &outs[0]]);
             children.push(spawn(c)?);
         }
-        let mut r = RunResult::default();
-        for child in children {
-            let out = child.wait_with_output().map_err(|e| format!("saams: {e}"))?;
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            if !out.status.success() {
-                return Err(format!("saams {} failed ({}):\n{stderr}", common.join(" "), out.status));
-            }
-            let f = parse_summary(&stderr)?;
-            let get = |k: &str| f.get(k).copied().unwrap_or(0.0);
-            r.tuples += get("tuples");
-            r.seconds = r.seconds.max(get("seconds"));
-            r.bytes_between_processes += get("bytes_between_processes");
-            r.partial_bytes += get("partial_bytes");
-            r.raw_bytes += get("raw_bytes");
-            r.estimations += get("estimations");
-        }
-        Ok(r)
+        collect(children, &common)
     }
 
+    /// Runs `outs.len()` independent single-process jobs of `workers` workers at once, each on the
+    /// whole input of `args` and answering into its own file of `outs`: tuples add up, seconds
+    /// are the slowest job's.
+    fn independent_to(&self, workers: usize, args: &[String], outs: &[String]) -> Result<RunResult, String> {
+        let mut common: Vec<String> = vec!["-w".into(), workers.to_string()];
+        common.extend(["--progress".into(), "0".into()]);
+        common.extend(args.iter().cloned());
+        let mut children = Vec::new();
+        for out in outs {
+            let mut c = Command::new(&self.saams);
+            c.args(&common).args(["--out", out]);
+            children.push(spawn(c)?);
+        }
+        collect(children, &common)
+    }
+}
+
+/// Waits for the `saams` processes `children` (run with `common`) and adds up their summaries.
+fn collect(children: Vec<std::process::Child>, common: &[String]) -> Result<RunResult, String> {
+    let mut r = RunResult::default();
+    for child in children {
+        let out = child.wait_with_output().map_err(|e| format!("saams: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("saams {} failed ({}):\n{stderr}", common.join(" "), out.status));
+        }
+        let f = parse_summary(&stderr)?;
+        let get = |k: &str| f.get(k).copied().unwrap_or(0.0);
+        r.tuples += get("tuples");
+        r.seconds = r.seconds.max(get("seconds"));
+        r.bytes_between_processes += get("bytes_between_processes");
+        r.partial_bytes += get("partial_bytes");
+        r.raw_bytes += get("raw_bytes");
+        r.estimations += get("estimations");
+    }
+    Ok(r)
+}
+
+impl Runner {
     /// Repeat a setting and keep the run with the median throughput.
     fn median(&self, label: &str, processes: usize, workers: usize, args: &[String]) -> Result<RunResult, String> {
         let mut runs = Vec::new();
@@ -717,6 +741,9 @@ struct IngestSetting {
     checked: bool,
     /// Seconds of the summary that are no ingest: the wait of `--exit-when-idle` (Kafka).
     idle_seconds: f64,
+    /// The processes are independent jobs started at once (each reads the whole input), not one
+    /// cluster of `-n processes`.
+    independent: bool,
 }
 
 /// One run of a setting: the summary, the children's CPU seconds, the processes' wall time, the
@@ -789,6 +816,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             args: strings(&["--requests", &requests, "--generate", &generate]),
             checked: false,
             idle_seconds: 0.0,
+            independent: false,
         },
         IngestSetting {
             name: "file-w1",
@@ -798,6 +826,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             args: on_file(&[]),
             checked: true,
             idle_seconds: 0.0,
+            independent: false,
         },
         IngestSetting {
             name: "file-w1-no-synopses",
@@ -807,6 +836,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             args: on_file(&["--no-synopses"]),
             checked: false,
             idle_seconds: 0.0,
+            independent: false,
         },
         IngestSetting {
             name: "file-w2",
@@ -816,6 +846,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             args: on_file(&[]),
             checked: true,
             idle_seconds: 0.0,
+            independent: false,
         },
         IngestSetting {
             name: "file-n2-w1",
@@ -825,6 +856,18 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             args: on_file(&[]),
             checked: true,
             idle_seconds: 0.0,
+            independent: false,
+        },
+        // What two cores give two jobs that share nothing: -w 2 and -n 2 can at best match it.
+        IngestSetting {
+            name: "two-file-w1-jobs",
+            input: "file",
+            processes: 2,
+            workers: 1,
+            args: on_file(&[]),
+            checked: true,
+            idle_seconds: 0.0,
+            independent: true,
         },
     ];
     let broker_pid = a.kafka_pidfile.as_deref().map(read_pid).transpose()?;
@@ -853,6 +896,7 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             ]),
             checked: true,
             idle_seconds: idle,
+            independent: false,
         });
     }
     let result = ingest_rounds(r, &settings, broker_pid, ticks);
@@ -899,7 +943,11 @@ fn ingest_rounds(
             let broker_before = broker_pid.and_then(|p| process_cpu_seconds(p, ticks));
             let cpu_before = children_cpu_seconds(ticks);
             let started = std::time::Instant::now();
-            let m = r.once_to(s.processes, s.workers, &args, &outs)?;
+            let m = if s.independent {
+                r.independent_to(s.workers, &args, &outs)?
+            } else {
+                r.once_to(s.processes, s.workers, &args, &outs)?
+            };
             let process_seconds = started.elapsed().as_secs_f64();
             let cpu = cpu_before.zip(children_cpu_seconds(ticks)).map(|(b, a)| a - b).unwrap_or(0.0);
             let broker = if s.input == "kafka" {
@@ -907,7 +955,18 @@ fn ingest_rounds(
             } else {
                 None
             };
-            let answers = sorted_estimations(&outs)?;
+            // Independent jobs each answer the whole input: checked one by one.
+            let answers = sorted_estimations(&outs[..if s.independent { 1 } else { outs.len() }])?;
+            if s.independent
+                && let Some(base) = &reference
+            {
+                for o in &outs[1..] {
+                    let other = sorted_estimations(std::slice::from_ref(o))?;
+                    if *base != other {
+                        return Err(format!("ingest: {} answers differ from file-w1's in {o}", s.name));
+                    }
+                }
+            }
             // Answers equal to file-w1's (or none) are not kept: one copy is (≈ 50 MB at 5 M tuples).
             let mut keep = s.name == "file-w1";
             match (&reference, s.name) {
@@ -1026,6 +1085,14 @@ fn ingest_report(
     target("file_w2_over_w1_per_cpu_s", per_cpu(w2) / per_cpu(file1), 0.9, &[w2, file1]);
     target("file_n2w1_over_w1_wall", rate(n2) / rate(file1), 1.7, &[n2, file1]);
     target("file_n2w1_over_w1_per_cpu_s", per_cpu(n2) / per_cpu(file1), 0.85, &[n2, file1]);
+    // The machine's ceiling for the two ratios above: two jobs sharing nothing against one. When
+    // it is below a target, no engine meets that target on this machine.
+    if let Some(two) = index("two-file-w1-jobs") {
+        let ceiling = rate(two) / rate(file1);
+        target("machine_two_w1_jobs_over_one_wall", ceiling, 1.8, &[two, file1]);
+        target("file_w2_over_w1_wall_of_machine_ceiling", rate(w2) / rate(file1) / ceiling, 0.9, &[w2, two, file1]);
+        target("file_n2w1_over_w1_wall_of_machine_ceiling", rate(n2) / rate(file1) / ceiling, 0.85, &[n2, two, file1]);
+    }
     if let Some(k) = index("kafka-w2") {
         target("kafka_w2_over_file_w2_wall", rate(k) / rate(w2), 0.8, &[k, w2]);
         target("kafka_w2_over_file_w2_per_cpu_s", per_cpu(k) / per_cpu(w2), 0.8, &[k, w2]);
