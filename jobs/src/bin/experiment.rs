@@ -807,6 +807,17 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
     let data = file.display().to_string();
     let strings = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     let on_file = |extra: &[&str]| [strings(&["--requests", &requests, "--data", &data]), strings(extra)].concat();
+    // A setting on the file: (name, processes, workers, extra flags, answers checked).
+    let on_file_setting = |name, processes, workers, extra: &[&str], checked| IngestSetting {
+        name,
+        input: "file",
+        processes,
+        workers,
+        args: on_file(extra),
+        checked,
+        idle_seconds: 0.0,
+        independent: false,
+    };
     let mut settings = vec![
         IngestSetting {
             name: "generator-w1",
@@ -818,57 +829,12 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
             idle_seconds: 0.0,
             independent: false,
         },
-        IngestSetting {
-            name: "file-w1",
-            input: "file",
-            processes: 1,
-            workers: 1,
-            args: on_file(&[]),
-            checked: true,
-            idle_seconds: 0.0,
-            independent: false,
-        },
-        IngestSetting {
-            name: "file-w1-no-synopses",
-            input: "file",
-            processes: 1,
-            workers: 1,
-            args: on_file(&["--no-synopses"]),
-            checked: false,
-            idle_seconds: 0.0,
-            independent: false,
-        },
-        IngestSetting {
-            name: "file-w2",
-            input: "file",
-            processes: 1,
-            workers: 2,
-            args: on_file(&[]),
-            checked: true,
-            idle_seconds: 0.0,
-            independent: false,
-        },
-        IngestSetting {
-            name: "file-n2-w1",
-            input: "file",
-            processes: 2,
-            workers: 1,
-            args: on_file(&[]),
-            checked: true,
-            idle_seconds: 0.0,
-            independent: false,
-        },
+        on_file_setting("file-w1", 1, 1, &[], true),
+        on_file_setting("file-w1-no-synopses", 1, 1, &["--no-synopses"], false),
+        on_file_setting("file-w2", 1, 2, &[], true),
+        on_file_setting("file-n2-w1", 2, 1, &[], true),
         // What two cores give two jobs that share nothing: -w 2 and -n 2 can at best match it.
-        IngestSetting {
-            name: "two-file-w1-jobs",
-            input: "file",
-            processes: 2,
-            workers: 1,
-            args: on_file(&[]),
-            checked: true,
-            idle_seconds: 0.0,
-            independent: true,
-        },
+        IngestSetting { independent: true, ..on_file_setting("two-file-w1-jobs", 2, 1, &[], true) },
     ];
     let broker_pid = a.kafka_pidfile.as_deref().map(read_pid).transpose()?;
     let mut topic = None;
