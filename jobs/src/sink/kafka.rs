@@ -805,6 +805,42 @@ mod tests {
     }
 
     #[test]
+    fn delivered_before_says_no_while_the_broker_is_away_and_yes_once_it_is_back() {
+        let mc: MockCluster<'static, DefaultProducerContext> = MockCluster::new(1).unwrap();
+        mc.create_topic("answers", 2, 1).unwrap();
+        let opts = KafkaOptions::new(mc.bootstrap_servers(), "acks-test");
+        let mut sink = KafkaEstimationSink::new(&opts, "answers").unwrap();
+        assert!(sink.delivered_before(sink.mark()).unwrap(), "nothing sent: nothing to wait for");
+        for a in answers(0, 10) {
+            sink.send_estimation_line(&a).unwrap();
+        }
+        sink.flush(Duration::from_secs(30)).unwrap();
+        let first = sink.mark();
+        assert_eq!(first, 10);
+        assert!(sink.delivered_before(first).unwrap());
+
+        mc.broker_down(-1).unwrap();
+        for a in answers(10, 20) {
+            sink.send_estimation_line(&a).unwrap();
+        }
+        let second = sink.mark();
+        // Asked again and again while the broker is away: no, at once (a flush would wait).
+        for _ in 0..10 {
+            assert!(!sink.delivered_before(second).unwrap(), "the broker is down");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(sink.delivered_before(first).unwrap(), "the earlier answers stay acknowledged");
+
+        mc.broker_up(-1).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !sink.delivered_before(second).unwrap() {
+            assert!(Instant::now() < deadline, "answers not delivered after the broker came back");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(sink.report().delivered, 20);
+    }
+
+    #[test]
     fn a_restarted_sink_skips_the_answers_past_the_checkpoint_offsets_once_each() {
         let mc: MockCluster<'static, DefaultProducerContext> = MockCluster::new(1).unwrap();
         mc.create_topic("answers", 3, 1).unwrap();
