@@ -189,11 +189,9 @@ impl KafkaInput {
             return;
         }
         self.last_commit = Instant::now();
-        if let Some((through, mark)) = self.prepared {
-            let delivered = match &self.job.out {
-                Some(out) => lock(out).delivered_before(mark),
-                None => Ok(true),
-            };
+        // Only a job answering to Kafka prepares commits.
+        if let (Some((through, mark)), Some(out)) = (self.prepared, &self.job.out) {
+            let delivered = lock(out).delivered_before(mark);
             match delivered {
                 Ok(true) => {
                     self.prepared = None;
