@@ -32,6 +32,7 @@ use crate::cli::{Cli, parse_duration_ms};
 use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
+use crate::source::group_batch::GroupBatch;
 use crate::source::kafka::{KafkaInput, KafkaJob};
 use crate::source::route_cache::RouteCache;
 use crate::source::{generated::Generated, pace::Pacer, stop::StopFlag};
@@ -596,6 +597,7 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
                     router.route(&mut kafka_unit, seq, Ok(t), &mut input);
                     window
                 });
+                router.send_batch(&mut input);
             }
             k.follow(heard.get());
             let (low, own) = k.low(|t| plan.borrow().window_of(t));
@@ -660,6 +662,7 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         }
     }
     router.flush_stats(0);
+    debug_assert!(router.batch.is_empty(), "every read round sends what it routed");
     drop(input);
     drop(gossip);
     while !probe.done() {
@@ -765,6 +768,7 @@ impl Router {
             stats: job.stats.clone(),
             dead: job.dead.clone(),
             recs: Vec::new(),
+            batch: GroupBatch::default(),
             tuples: 0,
             reported: 0,
             route_cache: RouteCache::default(),
@@ -816,6 +820,8 @@ struct Router {
     stats: Arc<Stats>,
     dead: Option<Arc<LineSink>>,
     recs: Vec<Rec>,
+    /// Records routed this round, sent grouped ([`GroupBatch`]).
+    batch: GroupBatch,
     tuples: u64,
     reported: u64,
     /// The groups of each (dataset, stream) pair read, for the current plan version.
@@ -931,8 +937,16 @@ impl Router {
         }
         for r in self.recs.drain(..) {
             self.counts.record(&r);
-            input.send(r);
+            if self.batch.push(r) {
+                self.batch.send_grouped(|r| input.send(r));
+            }
         }
+    }
+
+    /// Send the records routed since the last send (at the end of every read round: before the
+    /// worker sends a fence or an ask, advances its epoch, or writes a checkpoint).
+    fn send_batch(&mut self, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) {
+        self.batch.send_grouped(|r| input.send(r));
     }
 
     /// Publish the tuples read and the newest window (progress line, metrics server).
@@ -1062,6 +1076,7 @@ fn read_units(
         }
         true
     });
+    router.send_batch(input);
 }
 
 /// The units worker `me` of `peers` reads: its generated streams, and every `peers`-th input unit

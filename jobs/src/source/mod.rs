@@ -2,6 +2,7 @@
 
 pub mod file;
 pub mod generated;
+pub mod group_batch;
 pub mod kafka;
 pub mod pace;
 pub mod route_cache;
