@@ -14,6 +14,7 @@ use saams::api::time::civil_from_days;
 use saams::api::tuple::same_name;
 
 use crate::ParseError;
+use crate::fields::trim;
 use crate::reader::TupleReader;
 
 /// Append the reference JSON object of `t` (no line end) to `out`.
@@ -154,12 +155,7 @@ pub fn convert_to_json_lines(
 /// # Errors
 /// As [`Tuple::from_json`].
 pub fn parse_json_tuple(line: &str) -> Result<Tuple, saams::api::TupleError> {
-    let mut t = SPARE.take().unwrap_or_else(|| Tuple {
-        stream_id: String::new(),
-        dataset_key: String::new(),
-        time_ms: None,
-        fields: Vec::new(),
-    });
+    let mut t = take_spare();
     if parse_reference(line, &mut t).is_some() {
         return Ok(t);
     }
@@ -168,6 +164,17 @@ pub fn parse_json_tuple(line: &str) -> Result<Tuple, saams::api::TupleError> {
         Some(t) => Ok(t),
         None => Tuple::from_json(line),
     }
+}
+
+/// The tuple [`recycle`] gave back on this thread, or an empty one: the line parsers overwrite
+/// its strings and fields in place.
+pub(crate) fn take_spare() -> Tuple {
+    SPARE.take().unwrap_or_else(|| Tuple {
+        stream_id: String::new(),
+        dataset_key: String::new(),
+        time_ms: None,
+        fields: Vec::new(),
+    })
 }
 
 thread_local! {
@@ -202,14 +209,6 @@ pub fn recycle(t: Tuple) {
 #[inline]
 fn expect<const N: usize>(b: &[u8], i: usize, literal: &[u8; N]) -> Option<usize> {
     (b.get(i..i.checked_add(N)?)? == literal).then_some(i + N)
-}
-
-/// `s` trimmed of whitespace, looking only at its ends when they are plainly not whitespace
-/// (the reference dates and times never need trimming).
-#[inline]
-fn trim(s: &str) -> &str {
-    let solid = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    if solid(s.as_bytes().first()) && solid(s.as_bytes().last()) { s } else { s.trim() }
 }
 
 /// A string without escapes at `s[i]` (which must be its opening quote).
