@@ -10,31 +10,40 @@ pub(crate) const MAX_COLUMNS: usize = 64;
 /// commas and doubled quotes; the returned slice is the text between the quotes, with `""` kept).
 /// Returns the number of fields, or `None` for an unterminated quote.
 pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> Option<usize> {
-    // Unquoted lines (all the shared data): one pass over the bytes for both separators. A plain
-    // loop, not `memchr2`: a separator every five or six bytes makes each SIMD search return
-    // after a few bytes, and its per-call setup cost more than the loop (~10 % of an AIS ingest).
+    // Unquoted lines (all the shared data): one pass over the bytes for both separators, eight
+    // bytes at a time. Not `memchr2`: a separator every five or six bytes makes each SIMD search
+    // return after a few bytes, and its per-call setup cost more than the scan (~10 % of an AIS
+    // ingest); a word test finds every separator of eight bytes at once.
     let bytes = line.as_bytes();
     let (mut n, mut start) = (0, 0);
     let mut quoted = false;
-    for (p, &c) in bytes.iter().enumerate() {
-        if c != b',' && c != b'"' {
-            continue;
+    let mut cell = |p: usize, n: &mut usize, start: &mut usize| {
+        if *n < MAX_COLUMNS {
+            out[*n] = &line[*start..p];
+            *n += 1;
         }
-        if c == b'"' {
-            quoted = true;
-            break;
+        *start = p + 1;
+    };
+    let mut base = 0;
+    'scan: while base < bytes.len() {
+        let mut word = [b' '; 8];
+        let chunk = &bytes[base..bytes.len().min(base + 8)];
+        word[..chunk.len()].copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        let mut found = separator_bytes(x);
+        while found != 0 {
+            let p = base + (found.trailing_zeros() / 8) as usize;
+            if bytes[p] == b'"' {
+                quoted = true;
+                break 'scan;
+            }
+            cell(p, &mut n, &mut start);
+            found &= found - 1;
         }
-        if n < MAX_COLUMNS {
-            out[n] = &line[start..p];
-            n += 1;
-        }
-        start = p + 1;
+        base += 8;
     }
     if !quoted {
-        if n < MAX_COLUMNS {
-            out[n] = &line[start..];
-            n += 1;
-        }
+        cell(bytes.len(), &mut n, &mut start);
         return Some(n);
     }
     let (mut n, mut i) = (0, 0);
@@ -71,6 +80,15 @@ pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> 
             None => return Some(n),
         }
     }
+}
+
+/// The high bit of every byte of `x` that is a comma or a double quote, and no other bit (an
+/// exact test: no borrow or carry crosses bytes, so a `-` after a comma is not flagged).
+#[inline]
+fn separator_bytes(x: u64) -> u64 {
+    const LOW7: u64 = u64::from_le_bytes([0x7f; 8]);
+    let zero_bytes = |y: u64| !(((y & LOW7) + LOW7) | y | LOW7);
+    zero_bytes(x ^ u64::from_le_bytes([b','; 8])) | zero_bytes(x ^ u64::from_le_bytes([b'"'; 8]))
 }
 
 /// Powers of ten exactly representable as `f64` (10^0 … 10^22).
@@ -236,6 +254,28 @@ mod tests {
     fn trim_is_str_trim() {
         for s in ["12.5", " 12.5\t", "\u{a0}x\u{3000}", "", " ", "x", "é", "-1 ", "\n2022-01-03T00:00:00\r", "a b"] {
             assert_eq!(trim(s), s.trim(), "{s:?}");
+        }
+    }
+
+    /// Unquoted rows split as `str::split(',')` does (first 64 cells), whatever sits next to a
+    /// comma (`-` and other bytes one apart from it, multi-byte characters) and wherever commas
+    /// fall in the eight-byte words.
+    #[test]
+    fn unquoted_rows_split_at_every_comma() {
+        let pieces = ["", "-", "+", ".", "-117.91483", "2022-01-03T00:00:00", "é", "€x", "511", "a b", "\t", "0.0"];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..5_000 {
+            let mut out = [""; MAX_COLUMNS];
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let cells = 1 + (state % 80) as usize;
+            let row: Vec<&str> =
+                (0..cells).map(|i| pieces[((state >> (i % 50)) as usize + i) % pieces.len()]).collect();
+            let line = row.join(",");
+            let expected: Vec<&str> = line.split(',').take(MAX_COLUMNS).collect();
+            let n = split_csv(&line, &mut out).unwrap();
+            assert_eq!(&out[..n], &expected[..], "{line:?}");
         }
     }
 
