@@ -115,13 +115,19 @@ impl<R: Read> LineReader<R> {
         if complete == 0 {
             return Ok(None);
         }
-        // Reuse the spent text's allocation for the partial line; the complete lines become the text.
+        // Reuse the spent text's allocation for the partial line; the complete lines become the
+        // text. The spent text keeps its length (its bytes are initialized, and become room for
+        // the next read): cleared, it was zero-filled again by `read_more` before every block
+        // (a 1 MiB `memset` per MiB read, ~2 % of a JSON-lines ingest).
         let mut block = std::mem::take(&mut self.text).into_bytes();
-        block.clear();
-        block.extend_from_slice(&self.raw[complete..self.filled]);
+        let partial = self.filled - complete;
+        if block.len() < partial {
+            block.resize(partial, 0);
+        }
+        block[..partial].copy_from_slice(&self.raw[complete..self.filled]);
         self.raw.truncate(complete);
         std::mem::swap(&mut block, &mut self.raw);
-        self.filled = self.raw.len();
+        self.filled = partial;
         self.pos = 0;
         match String::from_utf8(block) {
             Ok(text) => {
