@@ -84,6 +84,14 @@ struct Args {
     /// reports the broker's CPU seconds during the Kafka runs.
     #[arg(long = "kafka-pidfile", requires = "kafka_brokers")]
     kafka_pidfile: Option<PathBuf>,
+    /// The shared sample data (its `ais/` NOAA sample feeds the ingest experiment's AIS CSV
+    /// setting; without it that setting is skipped and says so). Default: where the build found
+    /// it; `$SAAMS_DATASETS` overrides it.
+    #[arg(long, env = "SAAMS_DATASETS", default_value = env!("SAAMS_DATASETS_DIR"))]
+    datasets: PathBuf,
+    /// The AIS CSV setting's requests (dataset-wide synopses over the vessels and ship types).
+    #[arg(long, default_value = "datasets/requests/ais-workload.json")]
+    ais_requests: PathBuf,
 }
 
 /// One process' summary line, as numbers.
@@ -836,6 +844,31 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
         // What two cores give two jobs that share nothing: -w 2 and -n 2 can at best match it.
         IngestSetting { independent: true, ..on_file_setting("two-file-w1-jobs", 2, 1, &[], true) },
     ];
+    let ais_file = r.dir.join("ingest-ais.csv");
+    match write_ais_rows(&a.datasets.join("ais"), &ais_file, 5_000_000)? {
+        Some(rows) => {
+            eprintln!("experiment: ingest: {rows} AIS rows in {}", ais_file.display());
+            let args = [("--requests", &a.ais_requests), ("--data", &ais_file)]
+                .iter()
+                .flat_map(|(flag, path)| [flag.to_string(), path.display().to_string()])
+                .chain(["--format".to_string(), "ais-csv".to_string()])
+                .collect();
+            settings.push(IngestSetting {
+                name: "ais-csv-w1",
+                input: "ais-csv",
+                processes: 1,
+                workers: 1,
+                args,
+                checked: false,
+                idle_seconds: 0.0,
+                independent: false,
+            });
+        }
+        None => eprintln!(
+            "experiment: ingest: no AIS sample under {}: the AIS CSV setting is skipped (set SAAMS_DATASETS)",
+            a.datasets.join("ais").display()
+        ),
+    }
     let broker_pid = a.kafka_pidfile.as_deref().map(read_pid).transpose()?;
     let mut topic = None;
     if let Some(brokers) = &a.kafka_brokers {
@@ -876,8 +909,53 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
         }
     }
     std::fs::remove_file(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    if ais_file.exists() {
+        std::fs::remove_file(&ais_file).map_err(|e| format!("{}: {e}", ais_file.display()))?;
+    }
     let (runs, generator_answers_equal) = result?;
     ingest_report(r, &settings, &runs, generator_answers_equal)
+}
+
+/// An AIS CSV of at least `rows` data rows at `out`: the first `.csv` sample under `dir` (the
+/// NOAA MarineCadastre one) repeated, each copy one day after the previous one (its
+/// `BaseDateTime` dates shifted), so event time moves forward as in a longer recording and no
+/// row is late. `None` when there is no sample.
+fn write_ais_rows(dir: &Path, out: &Path, rows: u64) -> Result<Option<u64>, String> {
+    use std::io::Write as _;
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(None) };
+    let mut samples: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    samples.sort();
+    let Some(sample) = samples.first() else { return Ok(None) };
+    let text = std::fs::read_to_string(sample).map_err(|e| format!("{}: {e}", sample.display()))?;
+    let (header, body) = text.split_once('\n').ok_or_else(|| format!("{}: no data rows", sample.display()))?;
+    let per_copy = body.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+    // The sample's date, from its first row's second column (`BaseDateTime`, `yyyy-mm-ddThh:mm:ss`).
+    let date = body.lines().next().and_then(|l| l.split(',').nth(1)).and_then(|t| t.get(..10)).unwrap_or("");
+    let ymd: Vec<u32> = date.split('-').filter_map(|x| x.parse().ok()).collect();
+    let [y, m, d] = ymd[..] else {
+        return Err(format!("{}: first row's time is not yyyy-mm-dd…: {date:?}", sample.display()));
+    };
+    if per_copy == 0 {
+        return Err(format!("{}: no data rows", sample.display()));
+    }
+    let day0 = saams::api::time::days_from_civil(i64::from(y), m, d);
+    let mut w = std::io::BufWriter::new(std::fs::File::create(out).map_err(|e| format!("{}: {e}", out.display()))?);
+    let io = |e: std::io::Error| format!("{}: {e}", out.display());
+    writeln!(w, "{header}").map_err(io)?;
+    let copies = rows.div_ceil(per_copy);
+    for k in 0..copies {
+        let (cy, cm, cd) = saams::api::time::civil_from_days(day0 + k as i64);
+        let shifted = body.replace(&format!(",{date}T"), &format!(",{cy:04}-{cm:02}-{cd:02}T"));
+        w.write_all(shifted.as_bytes()).map_err(io)?;
+        if !shifted.ends_with('\n') {
+            writeln!(w).map_err(io)?;
+        }
+    }
+    w.flush().map_err(io)?;
+    Ok(Some(copies * per_copy))
 }
 
 /// The alternating rounds of the ingest settings: every setting's runs (by setting), and whether
@@ -1011,6 +1089,7 @@ fn ingest_report(
             (true, _) => "equal to file-w1",
             (false, "generator-w1") if generator_answers_equal => "equal to file-w1",
             (false, "generator-w1") => "differ from file-w1",
+            (false, "ais-csv-w1") => "own workload (not compared)",
             _ => "none (no synopses)",
         };
         let _ = writeln!(
@@ -1058,6 +1137,9 @@ fn ingest_report(
         target("machine_two_w1_jobs_over_one_wall", ceiling, 1.8, &[two, file1]);
         target("file_w2_over_w1_wall_of_machine_ceiling", rate(w2) / rate(file1) / ceiling, 0.9, &[w2, two, file1]);
         target("file_n2w1_over_w1_wall_of_machine_ceiling", rate(n2) / rate(file1) / ceiling, 0.85, &[n2, two, file1]);
+    }
+    if let Some(ais) = index("ais-csv-w1") {
+        target("ais_csv_w1_rows_per_cpu_s_millions", per_cpu(ais) / 1e6, 2.0, &[ais]);
     }
     if let Some(k) = index("kafka-w2") {
         target("kafka_w2_over_file_w2_wall", rate(k) / rate(w2), 0.8, &[k, w2]);
