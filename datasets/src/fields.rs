@@ -105,8 +105,15 @@ pub(crate) const EXACT_POW10: [f64; 23] = [
 /// fraction digits, `mantissa / 10^k` is one correctly rounded IEEE division of two exact values
 /// (Clinger's fast path), so the result is the correctly rounded value of the decimal. Everything
 /// else (exponents, long mantissas, `inf`, `.5`, …) goes to `str::parse`.
+///
+/// ```
+/// use saams_datasets::parse_f64;
+/// for s in ["33.60716", "-117.91483", "338148873", "0.1", "1e3", "inf", "x", "", "1.", "+2.5"] {
+///     assert_eq!(parse_f64(s), s.parse::<f64>().ok(), "{s}");
+/// }
+/// ```
 #[inline]
-pub(crate) fn parse_f64(s: &str) -> Option<f64> {
+pub fn parse_f64(s: &str) -> Option<f64> {
     let b = s.as_bytes();
     let (neg, mut i) = match b.first() {
         Some(b'-') => (true, 1),
@@ -149,8 +156,15 @@ pub(crate) fn parse_f64(s: &str) -> Option<f64> {
 /// `s` without leading and trailing whitespace, looking only at its two end bytes when they are
 /// plainly not whitespace (printable ASCII): the cells of a CSV row nearly never need trimming,
 /// and `str::trim`'s Unicode-aware scan was ~7 % of an AIS ingest. Same result as `str::trim`.
+///
+/// ```
+/// use saams_datasets::trim;
+/// assert_eq!(trim("338148873"), "338148873");
+/// assert_eq!(trim(" 12.5\t"), "12.5");
+/// assert_eq!(trim("\u{a0}x\u{3000}"), "x");
+/// ```
 #[inline]
-pub(crate) fn trim(s: &str) -> &str {
+pub fn trim(s: &str) -> &str {
     let solid = |c: Option<&u8>| c.is_some_and(|&c| c.is_ascii_graphic());
     if solid(s.as_bytes().first()) && solid(s.as_bytes().last()) { s } else { s.trim() }
 }
@@ -236,7 +250,7 @@ pub(crate) fn time_of_day_ms(s: &str) -> Option<i64> {
 /// zone; `Z`, offsets and fractions through the general parser).
 #[inline]
 pub(crate) fn timestamp_ms(s: &str) -> Option<i64> {
-    let s = s.trim();
+    let s = trim(s);
     if s.len() >= 19
         && matches!(s.as_bytes()[10], b'T' | b' ')
         && let (Some(d), Some(t)) = (date_days(&s[..10]), time_of_day_ms(&s[11..]))

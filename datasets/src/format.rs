@@ -265,7 +265,11 @@ impl LineContext {
             Some(first) => {
                 let line = strip_boms(line);
                 let f = &line[..memchr::memchr(b',', line.as_bytes()).unwrap_or(line.len())];
-                f.trim().trim_matches('"').eq_ignore_ascii_case(first)
+                // Most lines are rows, not the header: their first cell needs no Unicode trim
+                // and has no quotes to strip.
+                let f = crate::fields::trim(f);
+                let f = if f.starts_with('"') || f.ends_with('"') { f.trim_matches('"') } else { f };
+                f.eq_ignore_ascii_case(first)
             }
         }
     }

@@ -27,6 +27,7 @@ pub mod scaled;
 pub mod stock;
 
 pub use error::ParseError;
+pub use fields::{parse_f64, trim};
 pub use format::{Format, LineContext, parse_line};
 pub use generator::{AisReport, AisStream, GeneratorKind, GeneratorSpec, SpecError, StockStream, StockTick};
 pub use reader::{MergedReader, TupleReader, read_path, read_path_merged, read_share};

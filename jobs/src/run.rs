@@ -880,8 +880,10 @@ impl Router {
             let val = match datum {
                 None => continue,
                 Some(Datum::Num(x)) => Val::Num(x),
-                Some(Datum::Str(s)) => match s.trim().parse::<f64>() {
-                    Ok(x) if x.is_finite() => Val::Num(x),
+                // Text that reads as a number is one (vessel ids): `parse_f64` is `str::parse`'s
+                // value without its general machinery (~2 % of an AIS ingest).
+                Some(Datum::Str(s)) => match saams_datasets::parse_f64(saams_datasets::trim(s)) {
+                    Some(x) if x.is_finite() => Val::Num(x),
                     _ if group.numeric => {
                         let msg = format!("field `{}` is not numeric: {s:?}", group.field);
                         let to = (&*self.stats, self.dead.as_deref());
