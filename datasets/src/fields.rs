@@ -181,7 +181,14 @@ pub(crate) fn number(s: &str, column: &str) -> Result<f64, String> {
 /// An optional number: empty → `None`.
 #[inline]
 pub(crate) fn opt_number(s: &str, column: &str) -> Result<Option<f64>, String> {
-    if trim(s).is_empty() { Ok(None) } else { number(s, column).map(Some) }
+    let t = trim(s);
+    if t.is_empty() {
+        return Ok(None);
+    }
+    match parse_f64(t) {
+        Some(x) if x.is_finite() => Ok(Some(x)),
+        _ => Err(format!("{column}: not a number: {s:?}")),
+    }
 }
 
 #[inline]
