@@ -247,7 +247,7 @@ fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
         }
         let (key, j) = string_at(line, i)?;
         i = expect(b, j, b":")?;
-        if classify(key.as_bytes()) != Key::Field || t.fields[..n].iter().any(|(k, _)| same_name(k, key)) {
+        if classify(key.as_bytes()) != Key::Field || seen_before(&t.fields[..n], key) {
             return None;
         }
         let value = match b.get(i)? {
@@ -418,6 +418,18 @@ fn flat_string(s: &str, i: usize) -> Option<(&str, usize)> {
         }
     }
     None
+}
+
+/// True if `key` names one of `fields` (a repeated key: the slow path decides). A plain loop:
+/// `Iterator::any` was an out-of-line call per value field.
+#[inline(always)]
+fn seen_before(fields: &[(String, Value)], key: &str) -> bool {
+    for (k, _) in fields {
+        if same_name(k, key) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `s[start..end]` (`None` off a char boundary), by two checked splits: `str::get` with a range
