@@ -12,3 +12,5 @@ pub mod run;
 pub mod sink;
 pub mod source;
 pub mod stats;
+#[cfg(test)]
+mod test_support;

@@ -824,7 +824,7 @@ struct Router {
     batch: GroupBatch,
     tuples: u64,
     reported: u64,
-    /// The groups of each (dataset, stream) pair read, for the current plan version.
+    /// The groups a (dataset, stream) pair feeds, kept per dataset for the current plan version.
     route_cache: RouteCache,
     counts: LocalCounts,
     syn_labels: Vec<WorkerLabels>,

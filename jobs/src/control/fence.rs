@@ -397,6 +397,7 @@ impl<'scope> ToSequencer<'scope> for timely::dataflow::Stream<'scope, u64, Vec<B
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::NoFiles;
 
     #[test]
     fn a_body_reaches_the_sequencer() {
@@ -414,18 +415,5 @@ mod tests {
             }
             assert!(f.received.borrow().len() == 1, "{:?}", f.received.borrow());
         });
-    }
-
-    struct NoFiles;
-    impl saams_operators::SnapshotStore for NoFiles {
-        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
-            Err(f.into())
-        }
-        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
-            Err(f.into())
-        }
-        fn check(&self, f: &str) -> Result<(), String> {
-            Err(f.into())
-        }
     }
 }

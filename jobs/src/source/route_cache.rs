@@ -182,20 +182,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use saams_operators::SnapshotStore;
-
-    struct NoFiles;
-    impl SnapshotStore for NoFiles {
-        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
-            Err(f.into())
-        }
-        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
-            Err(f.into())
-        }
-        fn check(&self, f: &str) -> Result<(), String> {
-            Err(f.into())
-        }
-    }
+    use crate::test_support::NoFiles;
 
     fn request(id: usize, dataset: &str, stream: &str) -> String {
         format!(
