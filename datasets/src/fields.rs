@@ -26,10 +26,15 @@ pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> 
     };
     let mut base = 0;
     'scan: while base < bytes.len() {
-        let mut word = [b' '; 8];
-        let chunk = &bytes[base..bytes.len().min(base + 8)];
-        word[..chunk.len()].copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
+        let x = match bytes.get(base..base + 8) {
+            Some(w) => u64::from_le_bytes(w.try_into().ok()?),
+            None => {
+                // The last, short word: padded with spaces (no separator).
+                let mut word = [b' '; 8];
+                word[..bytes.len() - base].copy_from_slice(&bytes[base..]);
+                u64::from_le_bytes(word)
+            }
+        };
         let mut found = separator_bytes(x);
         while found != 0 {
             let p = base + (found.trailing_zeros() / 8) as usize;
@@ -172,7 +177,13 @@ pub fn trim(s: &str) -> &str {
 /// A finite number, or a message naming the column.
 #[inline]
 pub(crate) fn number(s: &str, column: &str) -> Result<f64, String> {
-    match parse_f64(trim(s)) {
+    finite(trim(s), s, column)
+}
+
+/// The value of `trimmed` (the cell `s` trimmed) if it is a finite number, or the message.
+#[inline]
+fn finite(trimmed: &str, s: &str, column: &str) -> Result<f64, String> {
+    match parse_f64(trimmed) {
         Some(x) if x.is_finite() => Ok(x),
         _ => Err(format!("{column}: not a number: {s:?}")),
     }
@@ -182,13 +193,7 @@ pub(crate) fn number(s: &str, column: &str) -> Result<f64, String> {
 #[inline]
 pub(crate) fn opt_number(s: &str, column: &str) -> Result<Option<f64>, String> {
     let t = trim(s);
-    if t.is_empty() {
-        return Ok(None);
-    }
-    match parse_f64(t) {
-        Some(x) if x.is_finite() => Ok(Some(x)),
-        _ => Err(format!("{column}: not a number: {s:?}")),
-    }
+    if t.is_empty() { Ok(None) } else { finite(t, s, column).map(Some) }
 }
 
 #[inline]
