@@ -4,46 +4,14 @@
 //! Why: [`Plan::routes`] looks the two names up in two string-keyed hash maps (hashing both names
 //! and comparing them with `memcmp`), and every tuple read from a file or Kafka asked it: ~9 % of a
 //! `-w 1` JSON-lines ingest of the paper's workload. Names of at most 16 bytes (stream ids,
-//! dataset keys) are read here as integers without a copy, so a lookup hashes and compares a few
+//! dataset keys) are read as integers without a copy ([`saams::api::tuple::pack_name`]), so a lookup hashes and compares a few
 //! words; longer names go to the plan as before. The generator's path resolves its routes once per
 //! stream and does not need this.
 
 use std::collections::HashMap;
 
+use saams::api::tuple::{PackedName, pack_name as pack};
 use saams_operators::Plan;
-
-/// A name of at most 16 bytes as two (possibly overlapping) little-endian words and its length:
-/// given the length, the words hold every byte once or twice, so equal keys mean equal names.
-type PackedName = (u64, u64, u8);
-
-/// Pack `s` into a [`PackedName`], or `None` when it is longer than 16 bytes.
-///
-/// ```
-/// use saams_jobs::source::route_cache::pack;
-/// assert_eq!(pack("EURTRY"), pack("EURTRY"));
-/// assert_ne!(pack("EURTRY"), pack("EURTRX"));
-/// // Overlapping words: the length keeps "ABCDEFGH" (8) apart from "ABCDEFGHH" (9)...
-/// assert_ne!(pack("ABCDEFGH"), pack("ABCDEFGHH"));
-/// // ...and every byte counts, short names included.
-/// assert_ne!(pack("AB"), pack("BB"));
-/// assert_ne!(pack("ABC"), pack("AXC"));
-/// assert_eq!(pack(""), Some((0, 0, 0)));
-/// assert!(pack("a-name-of-17-byte").is_none());
-/// ```
-#[inline]
-pub fn pack(s: &str) -> Option<PackedName> {
-    let b = s.as_bytes();
-    let n = b.len();
-    let u32_at = |i: usize| b.get(i..i + 4).and_then(|w| w.try_into().ok()).map(u32::from_le_bytes);
-    let u64_at = |i: usize| b.get(i..i + 8).and_then(|w| w.try_into().ok()).map(u64::from_le_bytes);
-    match n {
-        0 => Some((0, 0, 0)),
-        1..=3 => Some((u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16, 0, n as u8)),
-        4..=7 => Some((u64::from(u32_at(0)?), u64::from(u32_at(n - 4)?), n as u8)),
-        8..=16 => Some((u64_at(0)?, u64_at(n - 8)?, n as u8)),
-        _ => None,
-    }
-}
 
 /// Datasets kept before the cache starts over: an input with ever new dataset names must not grow
 /// it without bound (an entry's size is set by the plan, not by the input).
