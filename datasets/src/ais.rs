@@ -23,6 +23,8 @@ pub struct AisColumns {
     heading: Option<usize>,
     shiptype: Option<usize>,
     destination: Option<usize>,
+    /// Columns of a row to split: one past the rightmost column read.
+    needed: usize,
 }
 
 fn find(cols: &[String], names: &[&str]) -> Option<usize> {
@@ -48,7 +50,7 @@ impl AisColumns {
         let need = |what: &str, names: &[&str]| {
             find(&cols, names).ok_or_else(|| format!("AIS header has no {what} column (one of {names:?}): {header:?}"))
         };
-        Ok(AisColumns {
+        let mut c = AisColumns {
             vessel: need("vessel", &["mmsi", "shipid", "ship_id", "vessel_id", "vesselid"])?,
             time: need("time", &["basedatetime", "t", "timestamp"])?,
             lat: need("latitude", &["lat", "latitude"])?,
@@ -58,7 +60,12 @@ impl AisColumns {
             heading: find(&cols, &["heading"]),
             shiptype: find(&cols, &["vesseltype", "shiptype", "ship_type"]),
             destination: find(&cols, &["destination"]),
-        })
+            needed: 0,
+        };
+        let optional = [c.speed, c.course, c.heading, c.shiptype, c.destination];
+        c.needed =
+            [c.vessel, c.time, c.lat, c.lon].into_iter().chain(optional.into_iter().flatten()).max().unwrap_or(0) + 1;
+        Ok(c)
     }
 
     /// Parse one data row into a tuple of dataset `dataset_key`.
@@ -76,8 +83,17 @@ impl AisColumns {
     /// # Errors
     /// A message naming the column: too few columns, an empty vessel id, a bad time, a non-number.
     pub fn parse(&self, line: &str, dataset_key: &str) -> Result<Tuple, String> {
-        let mut cols = [""; MAX_COLUMNS];
-        let n = split_csv(line, &mut cols).ok_or("unterminated quote")?;
+        // Only the columns up to the rightmost one read are split (an AIS row has 17, the NOAA
+        // columns read end at the 11th); a row of at most 16 of them needs no 64-cell array.
+        let (mut few, mut all);
+        let cols: &mut [&str] = if self.needed <= 16 {
+            few = [""; 16];
+            &mut few[..self.needed]
+        } else {
+            all = [""; MAX_COLUMNS];
+            &mut all[..self.needed]
+        };
+        let n = split_csv(line, cols).ok_or("unterminated quote")?;
         let get = |i: usize| if i < n { Ok(cols[i]) } else { Err(format!("expected more than {i} columns, got {n}")) };
         let vessel = trim(get(self.vessel)?);
         if vessel.is_empty() {

@@ -3,27 +3,29 @@
 
 use saams::api::time::{days_from_civil, parse_date, parse_time_of_day, parse_timestamp};
 
-/// The most columns a row may have; extra columns are ignored.
+/// The most columns a parser reads: a header column further right cannot be used (the cells
+/// of a row past the last column read are not split).
 pub(crate) const MAX_COLUMNS: usize = 64;
 
-/// Split a CSV line into at most [`MAX_COLUMNS`] fields (RFC 4180 quoting: a quoted field may hold
+/// Split a CSV line into its first `out.len()` fields (RFC 4180 quoting: a quoted field may hold
 /// commas and doubled quotes; the returned slice is the text between the quotes, with `""` kept).
-/// Returns the number of fields, or `None` for an unterminated quote.
-pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> Option<usize> {
-    // Unquoted lines (all the shared data): one pass over the bytes for both separators, eight
-    // bytes at a time. Not `memchr2`: a separator every five or six bytes makes each SIMD search
+/// Returns the number of fields (at most `out.len()`; more are not looked at), or `None` for an
+/// unterminated quote anywhere in the line.
+///
+/// Why a limit: a parser that reads the first few columns of a wide row (an AIS row has 17, the
+/// AIS parser reads up to the 11th) neither splits nor stores the rest; only a quote in the rest
+/// is looked for (one `memchr`), since a quoted field there could make the line malformed.
+/// Setting up the 64 cells every row took was ~4 % of an AIS ingest on its own.
+pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str]) -> Option<usize> {
+    assert!(!out.is_empty(), "split_csv needs room for a field");
+    let wanted = out.len();
+    // Unquoted lines (all the shared data): one pass over the bytes, eight at a time, a word
+    // test for quotes (any sends the line to the quoted path) and one for commas. Not `memchr2`: a separator every five or six bytes makes each SIMD search
     // return after a few bytes, and its per-call setup cost more than the scan (~10 % of an AIS
     // ingest); a word test finds every separator of eight bytes at once.
     let bytes = line.as_bytes();
     let (mut n, mut start) = (0, 0);
     let mut quoted = false;
-    let mut cell = |p: usize, n: &mut usize, start: &mut usize| {
-        if *n < MAX_COLUMNS {
-            out[*n] = &line[*start..p];
-            *n += 1;
-        }
-        *start = p + 1;
-    };
     let mut base = 0;
     'scan: while base < bytes.len() {
         let x = match bytes.get(base..base + 8) {
@@ -35,21 +37,32 @@ pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> 
                 u64::from_le_bytes(word)
             }
         };
-        let mut found = separator_bytes(x);
-        while found != 0 {
-            let p = base + (found.trailing_zeros() / 8) as usize;
-            if bytes[p] == b'"' {
-                quoted = true;
-                break 'scan;
+        if byte_matches(x, b'"') != 0 {
+            // A quote anywhere: the quoted path splits the line from its start.
+            quoted = true;
+            break;
+        }
+        let mut commas = byte_matches(x, b',');
+        while commas != 0 {
+            let p = base + (commas.trailing_zeros() / 8) as usize;
+            out[n] = &line[start..p];
+            n += 1;
+            start = p + 1;
+            if n == wanted {
+                // The fields wanted are split; the rest only must not hold a quote.
+                quoted = memchr::memchr(b'"', &bytes[start..]).is_some();
+                if quoted {
+                    break 'scan;
+                }
+                return Some(n);
             }
-            cell(p, &mut n, &mut start);
-            found &= found - 1;
+            commas &= commas - 1;
         }
         base += 8;
     }
     if !quoted {
-        cell(bytes.len(), &mut n, &mut start);
-        return Some(n);
+        out[n] = &line[start..];
+        return Some(n + 1);
     }
     let (mut n, mut i) = (0, 0);
     loop {
@@ -76,7 +89,7 @@ pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> 
                 None => (&line[i..], None),
             }
         };
-        if n < MAX_COLUMNS {
+        if n < wanted {
             out[n] = field;
             n += 1;
         }
@@ -87,13 +100,13 @@ pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str; MAX_COLUMNS]) -> 
     }
 }
 
-/// The high bit of every byte of `x` that is a comma or a double quote, and no other bit (an
-/// exact test: no borrow or carry crosses bytes, so a `-` after a comma is not flagged).
+/// The high bit of every byte of `x` that is `c`, and no other bit (an exact test: no borrow or
+/// carry crosses bytes, so a `-` after a comma is not flagged).
 #[inline]
-fn separator_bytes(x: u64) -> u64 {
+fn byte_matches(x: u64, c: u8) -> u64 {
     const LOW7: u64 = u64::from_le_bytes([0x7f; 8]);
-    let zero_bytes = |y: u64| !(((y & LOW7) + LOW7) | y | LOW7);
-    zero_bytes(x ^ u64::from_le_bytes([b','; 8])) | zero_bytes(x ^ u64::from_le_bytes([b'"'; 8]))
+    let y = x ^ u64::from_le_bytes([c; 8]);
+    !(((y & LOW7) + LOW7) | y | LOW7)
 }
 
 /// Powers of ten exactly representable as `f64` (10^0 … 10^22).
@@ -106,8 +119,8 @@ pub(crate) const EXACT_POW10: [f64; 23] = [
 /// machinery for the plain decimals the datasets hold.
 ///
 /// Why: the float parser of the standard library was ~5 % of an ingest profile. For
-/// `[+-]?digits[.digits]` with at most 19 significant digits, a mantissa below 2^53 and at most 22
-/// fraction digits, `mantissa / 10^k` is one correctly rounded IEEE division of two exact values
+/// `[+-]?digits[.digits]` with at most 19 digits (so at most 19 fraction digits) and a mantissa
+/// below 2^53, `mantissa / 10^k` is one correctly rounded IEEE division of two exact values
 /// (Clinger's fast path), so the result is the correctly rounded value of the decimal. Everything
 /// else (exponents, long mantissas, `inf`, `.5`, …) goes to `str::parse`.
 ///
@@ -120,30 +133,27 @@ pub(crate) const EXACT_POW10: [f64; 23] = [
 #[inline]
 pub fn parse_f64(s: &str) -> Option<f64> {
     let b = s.as_bytes();
-    let (neg, mut i) = match b.first() {
+    let (neg, int_start) = match b.first() {
         Some(b'-') => (true, 1),
         Some(b'+') => (false, 1),
         _ => (false, 0),
     };
-    let int_start = i;
+    let mut i = int_start;
     let mut m: u64 = 0;
-    let mut n_digits = 0u32;
-    // Digits from the first nonzero one on (leading zeros do not count towards the 19).
-    let mut started = false;
+    // Every digit goes into `m`; more than 19 of them (which could overflow it, or be more
+    // significant digits than the fast path takes) go to the standard parser instead, leading
+    // zeros included: counting only significant ones cost two operations a digit.
     while i < b.len() && b[i].is_ascii_digit() {
-        started |= b[i] != b'0';
         m = m.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
-        n_digits += u32::from(started);
         i += 1;
     }
+    let int_digits = i - int_start;
     let mut frac = 0usize;
-    if i > int_start && i < b.len() && b[i] == b'.' {
+    if int_digits > 0 && i < b.len() && b[i] == b'.' {
         i += 1;
         let frac_start = i;
         while i < b.len() && b[i].is_ascii_digit() {
-            started |= b[i] != b'0';
             m = m.wrapping_mul(10).wrapping_add(u64::from(b[i] - b'0'));
-            n_digits += u32::from(started);
             i += 1;
         }
         frac = i - frac_start;
@@ -151,7 +161,7 @@ pub fn parse_f64(s: &str) -> Option<f64> {
             return s.parse().ok();
         }
     }
-    if i == int_start || i != b.len() || n_digits > 19 || m > 1 << 53 || frac > 22 {
+    if int_digits == 0 || i != b.len() || int_digits + frac > 19 || m > 1 << 53 {
         return s.parse().ok();
     }
     let x = m as f64 / EXACT_POW10[frac];
@@ -302,6 +312,11 @@ mod tests {
             let expected: Vec<&str> = line.split(',').take(MAX_COLUMNS).collect();
             let n = split_csv(&line, &mut out).unwrap();
             assert_eq!(&out[..n], &expected[..], "{line:?}");
+            // The first few fields only: the same as far as they go.
+            let mut first = [""; 5];
+            let n = split_csv(&line, &mut first).unwrap();
+            assert_eq!(&first[..n], &expected[..n.min(expected.len())], "{line:?}");
+            assert_eq!(n, expected.len().min(5), "{line:?}");
         }
     }
 
@@ -313,6 +328,15 @@ mod tests {
         assert_eq!(split_csv(r#"1,"open"#, &mut out), None);
         assert_eq!(split_csv(r#""x"y,1"#, &mut out), None);
         assert_eq!(split_csv("a,,b,", &mut out), Some(4));
+        // Fewer fields wanted than the row has: a quote past them still decides whether the
+        // line is well formed, and a quoted field among them is split as before.
+        let mut two = [""; 2];
+        assert_eq!(split_csv(r#"1,2,3,"open"#, &mut two), None);
+        assert_eq!(split_csv(r#"1,2,3,"a,b",4"#, &mut two), Some(2));
+        assert_eq!(two, ["1", "2"]);
+        assert_eq!(split_csv(r#""a,b",x,y"#, &mut two), Some(2));
+        assert_eq!(two, ["a,b", "x"]);
+        assert_eq!(split_csv("only", &mut two), Some(1));
     }
 
     #[test]

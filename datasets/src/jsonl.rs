@@ -486,20 +486,13 @@ fn number_at(s: &str, i: usize) -> Option<(f64, usize)> {
     let b = s.as_bytes();
     let neg = b.get(i) == Some(&b'-');
     let mut j = i + usize::from(neg);
+    let digits_start = j;
     let mut m: u64 = 0;
-    // Significant digits (from the first nonzero one on).
-    let mut significant = 0u32;
-    let mut started = false;
-    let mut take = |c: u8| {
-        started |= c != b'0';
-        m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
-        significant += u32::from(started);
-    };
     match b.get(j) {
         Some(b'0') => j += 1,
         Some(b'1'..=b'9') => {
             while let Some(&c) = b.get(j).filter(|c| c.is_ascii_digit()) {
-                take(c);
+                m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
                 j += 1;
             }
         }
@@ -510,7 +503,7 @@ fn number_at(s: &str, i: usize) -> Option<(f64, usize)> {
         j += 1;
         let start = j;
         while let Some(&c) = b.get(j).filter(|c| c.is_ascii_digit()) {
-            take(c);
+            m = m.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
             j += 1;
         }
         frac = j - start;
@@ -518,7 +511,10 @@ fn number_at(s: &str, i: usize) -> Option<(f64, usize)> {
             return None;
         }
     }
-    if matches!(b.get(j), Some(b'e' | b'E')) || significant > 19 || m > 1 << 53 || frac > 22 {
+    // More than 19 digits (leading zeros of a fraction included: counting only significant
+    // ones cost two operations a digit) could overflow `m`: the general parser takes those.
+    let digits = j - digits_start - usize::from(frac > 0);
+    if matches!(b.get(j), Some(b'e' | b'E')) || digits > 19 || m > 1 << 53 {
         let (text, end) = flat_number(s, i)?;
         return Some((crate::fields::parse_f64(text)?, end));
     }

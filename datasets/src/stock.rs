@@ -9,7 +9,7 @@ use std::path::Path;
 use saams::Value;
 use saams::api::Tuple;
 
-use crate::fields::{MAX_COLUMNS, date_days, number, split_csv, time_of_day_ms};
+use crate::fields::{date_days, number, split_csv, time_of_day_ms};
 
 /// Dataset key and stream id of a reference text file `<DataSetKey>·<StreamID>·<Suffix>.txt`
 /// (`·` is U+00B7). A name without two `·` separators gives dataset key `Stocks` and the file stem.
@@ -101,7 +101,8 @@ impl StockRow {
 /// A message naming the column: fewer than 4 columns, a bad date or time, a non-number, a
 /// non-positive price or a negative volume.
 pub fn parse_stock_line(line: &str) -> Result<StockRow, String> {
-    let mut cols = [""; MAX_COLUMNS];
+    // The four columns read; extra ones are not split.
+    let mut cols = [""; 4];
     let n = split_csv(line, &mut cols).ok_or("unterminated quote")?;
     if n < 4 {
         return Err(format!("expected Date,Time,Price,Volume, got {n} column(s)"));
