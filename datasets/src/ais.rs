@@ -83,6 +83,22 @@ impl AisColumns {
     /// # Errors
     /// A message naming the column: too few columns, an empty vessel id, a bad time, a non-number.
     pub fn parse(&self, line: &str, dataset_key: &str) -> Result<Tuple, String> {
+        let mut t = crate::jsonl::take_spare();
+        match self.parse_into(line, dataset_key, &mut t) {
+            Ok(()) => Ok(t),
+            Err(e) => {
+                crate::jsonl::recycle(t);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`AisColumns::parse`] into `t`, overwriting its strings and fields in place (a reader that
+    /// keeps one tuple allocates nothing per row). On an error `t` is unchanged.
+    ///
+    /// # Errors
+    /// As [`AisColumns::parse`].
+    pub fn parse_into(&self, line: &str, dataset_key: &str, t: &mut Tuple) -> Result<(), String> {
         // Only the columns up to the rightmost one read are split (an AIS row has 17, the NOAA
         // columns read end at the 11th); a row of at most 16 of them needs no 64-cell array.
         let (mut few, mut all);
@@ -114,10 +130,8 @@ impl AisColumns {
             ("shiptype", optional(self.shiptype, "shiptype")?.filter(|&x| x >= 0.0)),
         ];
         let destination = self.destination.filter(|&i| i < n).map(|i| cols[i].trim()).filter(|d| !d.is_empty());
-        // The tuple the router gave back after the previous row: its strings and field names are
-        // overwritten in place, so a row costs no allocation (seven per row before: ~12 % of an
-        // AIS ingest went to malloc and free).
-        let mut t = crate::jsonl::take_spare();
+        // The tuple's strings and field names are overwritten in place, so a row costs no
+        // allocation (seven per row before: ~12 % of an AIS ingest went to malloc and free).
         t.stream_id.clear();
         t.stream_id.push_str(vessel);
         t.dataset_key.clear();
@@ -144,14 +158,14 @@ impl AisColumns {
             k += 1;
         }
         t.fields.truncate(k);
-        Ok(t)
+        Ok(())
     }
 }
 
 /// Field `k` of `fields` becomes `(name, value)`, reusing the name's buffer (the same names come
 /// in the same places row after row).
 #[inline]
-fn set_field(fields: &mut Vec<(String, Value)>, k: usize, name: &str, value: Value) {
+pub(crate) fn set_field(fields: &mut Vec<(String, Value)>, k: usize, name: &str, value: Value) {
     match fields.get_mut(k) {
         Some((old, v)) => {
             if !saams::api::tuple::same_name(old, name) {

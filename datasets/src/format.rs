@@ -290,6 +290,35 @@ impl LineContext {
     /// # Errors
     /// A [`ParseError`] at `file:line_no` naming the bad column or value.
     pub fn parse_line(&self, line_no: u64, line: &str) -> Result<Option<Tuple>, ParseError> {
+        let mut t = crate::jsonl::take_spare();
+        match self.parse_line_into(line_no, line, &mut t) {
+            Ok(true) => Ok(Some(t)),
+            other => {
+                crate::jsonl::recycle(t);
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// [`LineContext::parse_line`] into `t`: true if the line was a tuple (now in `t`), false for
+    /// a blank line or the header row (`t` unchanged). The parsers overwrite `t`'s strings and
+    /// fields in place, so a reader that keeps one tuple allocates nothing per line and moves no
+    /// tuple around (handing ~90-byte tuples from parser to reader to router by value, and
+    /// through a thread-local spare, was ~5 % of a JSON-lines ingest).
+    ///
+    /// ```
+    /// use saams::api::Tuple;
+    /// use saams_datasets::{Format, LineContext};
+    /// let ctx = LineContext::new(Format::StockCsv, "equity_usa_SPY_tick_trade.csv", Some("Date,Time,Price,Volume")).unwrap();
+    /// let mut t = Tuple::from_json(r#"{"streamID":"A","dataSetKey":"D"}"#).unwrap();
+    /// assert!(!ctx.parse_line_into(1, "Date,Time,Price,Volume", &mut t).unwrap());
+    /// assert!(ctx.parse_line_into(2, "2013-10-07,04:00:00.464,167.41,100", &mut t).unwrap());
+    /// assert_eq!(Some(t), ctx.parse_line(2, "2013-10-07,04:00:00.464,167.41,100").unwrap());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`LineContext::parse_line`]; `t` is then left in any state.
+    pub fn parse_line_into(&self, line_no: u64, line: &str, t: &mut Tuple) -> Result<bool, ParseError> {
         let mut end = line.len();
         while end > 0 && matches!(line.as_bytes()[end - 1], b'\n' | b'\r') {
             end -= 1;
@@ -300,19 +329,19 @@ impl LineContext {
         let plain = |c: &u8| c.is_ascii_alphanumeric() || c.is_ascii_punctuation();
         let blank = !line.as_bytes().first().is_some_and(plain) && line.trim().is_empty();
         if blank || self.is_header(line) {
-            return Ok(None);
+            return Ok(false);
         }
         let result = match self.format {
-            Format::JsonLines => crate::jsonl::parse_json_tuple(line).map(Some).map_err(|e| e.0),
+            Format::JsonLines => crate::jsonl::parse_json_tuple_into(line, t).map_err(|e| e.0),
             Format::StockTxt | Format::StockCsv => {
-                stock::parse_stock_line(line).map(|row| Some(row.to_tuple(&self.stream_id, &self.dataset_key)))
+                stock::parse_stock_line(line).map(|row| row.write_into(&self.stream_id, &self.dataset_key, t))
             }
             Format::AisCsv | Format::PiraeusCsv => match &self.ais {
-                Some(cols) => cols.parse(line, &self.dataset_key).map(Some),
+                Some(cols) => cols.parse_into(line, &self.dataset_key, t),
                 None => Err("no AIS header".to_string()),
             },
         };
-        result.map_err(|m| ParseError::new(&self.file, line_no, m))
+        result.map(|()| true).map_err(|m| ParseError::new(&self.file, line_no, m))
     }
 }
 

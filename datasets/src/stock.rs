@@ -78,12 +78,32 @@ pub struct StockRow {
 impl StockRow {
     /// The tuple of this row in stream `stream_id` of dataset `dataset_key`.
     pub fn to_tuple(&self, stream_id: &str, dataset_key: &str) -> Tuple {
-        Tuple {
-            stream_id: stream_id.to_string(),
-            dataset_key: dataset_key.to_string(),
-            time_ms: Some(self.time_ms),
-            fields: vec![("price".into(), Value::Num(self.price)), ("volume".into(), Value::Num(self.volume))],
-        }
+        let mut t = Tuple::default();
+        self.write_into(stream_id, dataset_key, &mut t);
+        t
+    }
+
+    /// [`StockRow::to_tuple`] into `t`, reusing its strings and field names (a reader that keeps
+    /// one tuple allocates nothing per row).
+    ///
+    /// ```
+    /// use saams::api::Tuple;
+    /// use saams_datasets::stock::parse_stock_line;
+    /// let mut t = Tuple::from_json(r#"{"streamID":"A","dataSetKey":"D","x":"text","y":1,"z":2}"#).unwrap();
+    /// let row = parse_stock_line("01/02/2019,00:00:01,6.0654,1").unwrap();
+    /// row.write_into("EURTRY", "Forex", &mut t);
+    /// assert_eq!(t, row.to_tuple("EURTRY", "Forex"));
+    /// assert_eq!(t.fields.len(), 2);
+    /// ```
+    pub fn write_into(&self, stream_id: &str, dataset_key: &str, t: &mut Tuple) {
+        t.stream_id.clear();
+        t.stream_id.push_str(stream_id);
+        t.dataset_key.clear();
+        t.dataset_key.push_str(dataset_key);
+        t.time_ms = Some(self.time_ms);
+        crate::ais::set_field(&mut t.fields, 0, "price", Value::Num(self.price));
+        crate::ais::set_field(&mut t.fields, 1, "volume", Value::Num(self.volume));
+        t.fields.truncate(2);
     }
 }
 

@@ -31,7 +31,7 @@ use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::{Cli, parse_duration_ms};
 use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
-use crate::source::file::{Input as Unit, Parsed, UnitReader, expand_inputs};
+use crate::source::file::{BadLine, Input as Unit, UnitReader, expand_inputs};
 use crate::source::group_batch::GroupBatch;
 use crate::source::kafka::{KafkaInput, KafkaJob};
 use crate::source::route_cache::RouteCache;
@@ -127,6 +127,9 @@ enum Source {
 struct Reading {
     unit: u64,
     source: Source,
+    /// The tuple of the last line read (the pending one while `pending` is a tuple): every line
+    /// of the unit is parsed into it, reusing its strings and fields.
+    tuple: saams::api::Tuple,
     max_time: i64,
     pending: Option<Pending>,
     /// Positions at checkpoint boundaries.
@@ -135,15 +138,15 @@ struct Reading {
 
 /// A unit's next tuple, read but not yet routed.
 enum Pending {
-    Tuple(u64, saams::api::Tuple),
+    /// Line number and event time of the tuple in [`Reading::tuple`].
+    Tuple(u64, i64),
     Values(u64, i64, [f64; 6]),
 }
 
 impl Pending {
     fn time(&self) -> i64 {
         match self {
-            Pending::Tuple(_, t) => t.time_ms.unwrap_or(0),
-            Pending::Values(_, time, _) => *time,
+            Pending::Tuple(_, time) | Pending::Values(_, time, _) => *time,
         }
     }
 }
@@ -154,13 +157,13 @@ impl Reading {
     fn fetch(&mut self, router: &mut Router, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) -> bool {
         loop {
             match &mut self.source {
-                Source::Lines(reader) => match reader.next_tuple() {
+                Source::Lines(reader) => match reader.next_tuple_into(&mut self.tuple) {
                     None => return false,
-                    Some((line, Ok(t))) => {
-                        self.pending = Some(Pending::Tuple(line, t));
+                    Some((line, Ok(()))) => {
+                        self.pending = Some(Pending::Tuple(line, self.tuple.time_ms.unwrap_or(0)));
                         return true;
                     }
-                    Some((line, bad)) => router.route(self, line, bad, input),
+                    Some((line, Err(bad))) => router.route(self, line, Err(bad), input),
                 },
                 Source::Kafka => return false,
                 Source::Generated(g, _) => {
@@ -537,8 +540,14 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
     }
     let checkpointed = job.checkpoints.is_some().then_some(resume.as_deref());
     let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input((me, peers), dead2.clone(), checkpointed));
-    let mut kafka_unit =
-        Reading { unit: 0, source: Source::Kafka, max_time: i64::MIN, pending: None, marks: SourceMarks::default() };
+    let mut kafka_unit = Reading {
+        unit: 0,
+        source: Source::Kafka,
+        tuple: saams::api::Tuple::default(),
+        max_time: i64::MIN,
+        pending: None,
+        marks: SourceMarks::default(),
+    };
     if let Some(resume) = &resume {
         // Values before the checkpoint's boundary were counted before it.
         kafka_unit.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;
@@ -594,7 +603,9 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
                     kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
                     let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
-                    router.route(&mut kafka_unit, seq, Ok(t), &mut input);
+                    router.route(&mut kafka_unit, seq, Ok(&t), &mut input);
+                    // The next record parsed on this thread reuses the tuple's allocations.
+                    saams_datasets::jsonl::recycle(t);
                     window
                 });
                 router.send_batch(&mut input);
@@ -840,7 +851,7 @@ impl Router {
         &mut self,
         unit: &mut Reading,
         line: u64,
-        parsed: Parsed,
+        parsed: Result<&saams::api::Tuple, BadLine>,
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) {
         if self.tuples == 0 {
@@ -895,8 +906,6 @@ impl Router {
             self.recs.push(Rec { group: g, time, seq, val });
         }
         drop(plan);
-        // The next JSON line parsed on this thread reuses the tuple's allocations.
-        saams_datasets::jsonl::recycle(t);
         self.accept(unit, (line, time), window, input);
     }
 
@@ -1066,7 +1075,13 @@ fn read_units(
                     if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
                 {
                     match p {
-                        Pending::Tuple(line, t) => router.route(r, line, Ok(t), input),
+                        Pending::Tuple(line, _) => {
+                            // Out of the unit while it is routed (the router also updates the
+                            // unit), back after: the next line is parsed into it again.
+                            let t = std::mem::take(&mut r.tuple);
+                            router.route(r, line, Ok(&t), input);
+                            r.tuple = t;
+                        }
                         Pending::Values(index, time, values) => router.route_values(r, index, time, &values, input),
                     }
                 }
@@ -1100,6 +1115,7 @@ fn open_readers(
                 unit: i as u64,
                 source: Source::Generated(g, routes),
                 max_time: i64::MIN,
+                tuple: saams::api::Tuple::default(),
                 pending: None,
                 marks: SourceMarks::default(),
             });
@@ -1114,6 +1130,7 @@ fn open_readers(
                 unit: u as u64,
                 source: Source::Lines(reader),
                 max_time: i64::MIN,
+                tuple: saams::api::Tuple::default(),
                 pending: None,
                 marks: SourceMarks::default(),
             }),

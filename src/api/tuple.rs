@@ -8,7 +8,7 @@ use crate::api::time::{format_timestamp, parse_date, parse_time_of_day, parse_ti
 use crate::{Datum, Value};
 
 /// One tuple: stream, dataset, event time and named value fields.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tuple {
     /// The stream (instrument, vessel).
     pub stream_id: String,

@@ -93,7 +93,11 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// A parsed line: the tuple, or the raw line and why it is not one.
-pub type Parsed = Result<Tuple, (String, String)>;
+pub type Parsed = Result<Tuple, BadLine>;
+
+/// A line that is not a tuple: the line (trimmed; empty when it could not be read as text) and
+/// the message.
+pub type BadLine = (String, String);
 
 /// What a line that is not UTF-8 is reported as (the words `BufRead::read_line` used).
 const NOT_UTF8: &str = "read error: stream did not contain valid UTF-8";
@@ -322,6 +326,14 @@ impl UnitReader {
     /// see [`UnitReader::take_waiting`], for now).
     /// Blank lines and header rows are skipped.
     pub fn next_tuple(&mut self) -> Option<(u64, Parsed)> {
+        let mut t = Tuple::default();
+        let (line, parsed) = self.next_tuple_into(&mut t)?;
+        Some((line, parsed.map(|()| t)))
+    }
+
+    /// [`UnitReader::next_tuple`] into `t` (its strings and fields reused): the line number, and
+    /// `Ok` if the tuple is in `t` or the bad line (trimmed) and its message.
+    pub fn next_tuple_into(&mut self, t: &mut Tuple) -> Option<(u64, Result<(), BadLine>)> {
         loop {
             if self.budget == 0 {
                 return None;
@@ -349,9 +361,9 @@ impl UnitReader {
                 Line::Text(s) => s,
                 Line::NotUtf8(_) => return Some((self.line_no, Err((String::new(), NOT_UTF8.to_string())))),
             };
-            match self.ctx.parse_line(self.line_no, line) {
-                Ok(None) => continue,
-                Ok(Some(t)) => return Some((self.line_no, Ok(t))),
+            match self.ctx.parse_line_into(self.line_no, line, t) {
+                Ok(false) => continue,
+                Ok(true) => return Some((self.line_no, Ok(()))),
                 Err(e) => return Some((self.line_no, Err((line.trim_end().to_string(), e.message)))),
             }
         }
