@@ -603,8 +603,11 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
                     kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
                     let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
-                    router.route(&mut kafka_unit, seq, Ok(&t), &mut input);
-                    // The next record parsed on this thread reuses the tuple's allocations.
+                    let mut t = t;
+                    std::mem::swap(&mut kafka_unit.tuple, &mut t);
+                    router.route(&mut kafka_unit, seq, Ok(()), &mut input);
+                    // The next record parsed on this thread reuses the previous tuple's
+                    // allocations.
                     saams_datasets::jsonl::recycle(t);
                     window
                 });
@@ -847,20 +850,23 @@ impl Router {
         reject_line((&*self.stats, self.dead.as_deref()), unit, line, raw, error, late);
     }
 
+    /// Route the tuple `parsed` says is in `unit.tuple` (line `line`), or dead-letter the bad
+    /// line it carries.
     fn route(
         &mut self,
         unit: &mut Reading,
         line: u64,
-        parsed: Result<&saams::api::Tuple, BadLine>,
+        parsed: Result<(), BadLine>,
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) {
         if self.tuples == 0 {
             self.stats.first.get_or_init(Instant::now);
         }
-        let t = match parsed {
-            Ok(t) => t,
-            Err((raw, e)) => return self.reject(unit, line, &raw, &e, false),
-        };
+        if let Err((raw, e)) = parsed {
+            return self.reject(unit, line, &raw, &e, false);
+        }
+        // Borrowed until the records are made; the unit is changed only after (`accept`).
+        let t = &unit.tuple;
         let time = t.time_ms.unwrap_or(0);
         if time < unit.marks.skip_before {
             // Counted (or found late) before the checkpoint this unit resumed from.
@@ -1075,13 +1081,7 @@ fn read_units(
                     if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
                 {
                     match p {
-                        Pending::Tuple(line, _) => {
-                            // Out of the unit while it is routed (the router also updates the
-                            // unit), back after: the next line is parsed into it again.
-                            let t = std::mem::take(&mut r.tuple);
-                            router.route(r, line, Ok(&t), input);
-                            r.tuple = t;
-                        }
+                        Pending::Tuple(line, _) => router.route(r, line, Ok(()), input),
                         Pending::Values(index, time, values) => router.route_values(r, index, time, &values, input),
                     }
                 }
