@@ -384,6 +384,31 @@ pub(crate) fn timestamp_ms(s: &str) -> Option<i64> {
     parse_timestamp(s)
 }
 
+/// `count` seeded strings of one to nine bytes, mostly digits, the rest drawn from `alphabet`:
+/// the numbers the word-at-a-time decimal paths take and everything next to them.
+#[cfg(test)]
+pub(crate) fn short_numbers(state: &mut u64, alphabet: &[u8], count: usize) -> Vec<String> {
+    (0..count)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            let x = *state;
+            (0..1 + (x % 9) as usize)
+                .map(|k| {
+                    let r = x >> (4 + 5 * k);
+                    let byte = if r.is_multiple_of(3) {
+                        alphabet[(r >> 2) as usize % alphabet.len()]
+                    } else {
+                        b'0' + (r % 10) as u8
+                    };
+                    char::from(byte)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,24 +519,7 @@ mod tests {
         }
         // Up to nine bytes of digits, dots, signs and other bytes (the word-at-a-time path and
         // every way out of it).
-        let alphabet = b"0123456789.-+e x";
-        for _ in 0..300_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let len = 1 + (x % 9) as usize;
-            let s: String = (0..len)
-                .map(|k| {
-                    let r = x >> (4 + 5 * k);
-                    char::from(if r.is_multiple_of(3) {
-                        alphabet[(r >> 2) as usize % alphabet.len()]
-                    } else {
-                        b'0' + (r % 10) as u8
-                    })
-                })
-                .collect();
-            cases.push(s);
-        }
+        cases.extend(short_numbers(&mut x, b"0123456789.-+e x", 300_000));
         for c in &cases {
             let fast = parse_f64(c).map(f64::to_bits);
             let std = c.parse::<f64>().ok().map(f64::to_bits);

@@ -717,24 +717,7 @@ mod tests {
         }
         // Short numbers of digits, dots and other bytes, alone and with the rest of a line after
         // them (eight bytes from the number's start: the word-at-a-time path).
-        let alphabet = b"0123456789.-+eE,} x";
-        for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let len = 1 + (x % 9) as usize;
-            let s: String = (0..len)
-                .map(|k| {
-                    let r = x >> (4 + 5 * k);
-                    char::from(if r.is_multiple_of(3) {
-                        alphabet[(r >> 2) as usize % alphabet.len()]
-                    } else {
-                        b'0' + (r % 10) as u8
-                    })
-                })
-                .collect();
-            cases.push(s);
-        }
+        cases.extend(crate::fields::short_numbers(&mut x, b"0123456789.-+eE,} x", 200_000));
         for s in &cases {
             assert_eq!(one_pass(s), two_pass(s), "{s:?}");
             let line = format!("{s},\"volume\":1}}");
