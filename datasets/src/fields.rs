@@ -146,9 +146,16 @@ fn eight_digits(x: u64) -> u64 {
 /// is Clinger's fast path: correctly rounded, the same value as `str::parse`.
 #[inline]
 pub(crate) fn short_decimal(x: u64, len: usize) -> Option<f64> {
+    let (m, fraction_digits) = short_decimal_parts(x, len)?;
+    Some(m as f64 / EXACT_POW10[fraction_digits])
+}
+
+/// [`short_decimal`]'s mantissa (the digits without the dot) and number of fraction digits.
+#[inline]
+fn short_decimal_parts(x: u64, len: usize) -> Option<(u64, usize)> {
     let big = above_nine(x);
     if big == 0 {
-        return Some(eight_digits(x) as f64);
+        return Some((eight_digits(x), 0));
     }
     // One byte above 9, the dot, with a digit on either side.
     let dot = big.trailing_zeros() / 8;
@@ -158,7 +165,27 @@ pub(crate) fn short_decimal(x: u64, len: usize) -> Option<f64> {
     // The integer digits move up a byte over the dot: the digits are contiguous again.
     let below = (1u64 << (8 * dot)) - 1;
     let joined = (x & below) << 8 | x & !(below | 0xff << (8 * dot));
-    Some(eight_digits(joined) as f64 / EXACT_POW10[7 - dot as usize])
+    Some((eight_digits(joined), 7 - dot as usize))
+}
+
+/// A plain decimal of 9 to 16 bytes (`body`, no sign) whose first `len - 8` bytes are digits and
+/// whose last eight are digits with at most one dot (nine-digit vessel ids, longitudes like
+/// `117.91483`): two words, joined as `lead × 10^(digits of the last word) + last`. `None` for
+/// anything else, or a mantissa past 2^53 (the caller's general path decides).
+#[inline]
+fn two_word_decimal(body: &[u8]) -> Option<f64> {
+    let (lead, last) = body.split_at_checked(body.len().checked_sub(8)?)?;
+    if !(1..=8).contains(&lead.len()) {
+        return None;
+    }
+    let lead = (right_aligned(lead) ^ ZEROS) & u64::MAX << (8 * (8 - lead.len()));
+    if above_nine(lead) != 0 {
+        return None;
+    }
+    let (m, fraction_digits) = short_decimal_parts(u64::from_le_bytes(*last.first_chunk::<8>()?) ^ ZEROS, 8)?;
+    let scale = if fraction_digits > 0 { 10_000_000 } else { 100_000_000 };
+    let m = eight_digits(lead) * scale + m;
+    (m <= 1 << 53).then(|| m as f64 / EXACT_POW10[fraction_digits])
 }
 
 /// The bytes of `b` (its last 8 if longer) in the top bytes of a word, the last in byte 7, zero
@@ -208,14 +235,16 @@ pub fn parse_f64(s: &str) -> Option<f64> {
         Some(b'+') => (false, 1),
         _ => (false, 0),
     };
-    // Up to eight bytes of digits and a dot (nearly every number of the datasets: prices,
-    // coordinates, speeds): read as one word.
+    // Up to sixteen bytes of digits and a dot (nearly every number of the datasets: prices,
+    // coordinates, speeds, vessel ids): read as one or two words.
     let body = &b[int_start..];
-    if (1..=8).contains(&body.len()) {
-        let x = (right_aligned(body) ^ ZEROS) & u64::MAX << (8 * (8 - body.len()));
-        if let Some(x) = short_decimal(x, body.len()) {
-            return Some(if neg { -x } else { x });
-        }
+    let word_path = match body.len() {
+        1..=8 => short_decimal((right_aligned(body) ^ ZEROS) & u64::MAX << (8 * (8 - body.len())), body.len()),
+        9..=16 => two_word_decimal(body),
+        _ => None,
+    };
+    if let Some(x) = word_path {
+        return Some(if neg { -x } else { x });
     }
     let mut i = int_start;
     let mut m: u64 = 0;
@@ -384,19 +413,22 @@ pub(crate) fn timestamp_ms(s: &str) -> Option<i64> {
     parse_timestamp(s)
 }
 
-/// `count` seeded strings of one to nine bytes, mostly digits, the rest drawn from `alphabet`:
+/// `count` seeded strings of one to `max_len` bytes, mostly digits, the rest drawn from `alphabet`:
 /// the numbers the word-at-a-time decimal paths take and everything next to them.
 #[cfg(test)]
-pub(crate) fn short_numbers(state: &mut u64, alphabet: &[u8], count: usize) -> Vec<String> {
+pub(crate) fn short_numbers(state: &mut u64, alphabet: &[u8], max_len: u64, count: usize) -> Vec<String> {
+    let mut next = || {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    };
     (0..count)
         .map(|_| {
-            *state ^= *state << 13;
-            *state ^= *state >> 7;
-            *state ^= *state << 17;
-            let x = *state;
-            (0..1 + (x % 9) as usize)
-                .map(|k| {
-                    let r = x >> (4 + 5 * k);
+            let len = 1 + next() % max_len;
+            (0..len)
+                .map(|_| {
+                    let r = next();
                     let byte = if r.is_multiple_of(3) {
                         alphabet[(r >> 2) as usize % alphabet.len()]
                     } else {
@@ -517,9 +549,13 @@ mod tests {
             cases.push(format!("{}", digits / scale));
             cases.push(format!("{:.*}", ((x >> 50) % 18) as usize, (x >> 11) as f64 / (1u64 << 40) as f64));
         }
-        // Up to nine bytes of digits, dots, signs and other bytes (the word-at-a-time path and
-        // every way out of it).
-        cases.extend(short_numbers(&mut x, b"0123456789.-+e x", 300_000));
+        // Up to seventeen bytes of digits, dots, signs and other bytes (the one- and two-word
+        // paths and every way out of them).
+        cases.extend(short_numbers(&mut x, b"0123456789.-+e x", 17, 400_000));
+        cases.extend(
+            ["338148873", "-117.91483", "9007199254740992", "9007199254740993", "1.2345678", "12345678.1234567"]
+                .map(String::from),
+        );
         for c in &cases {
             let fast = parse_f64(c).map(f64::to_bits);
             let std = c.parse::<f64>().ok().map(f64::to_bits);
