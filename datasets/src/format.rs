@@ -259,6 +259,7 @@ impl LineContext {
     }
 
     /// True if `line` is this file's header row (which [`Self::parse_line`] skips).
+    #[inline]
     pub fn is_header(&self, line: &str) -> bool {
         match &self.header_first {
             None => false,
@@ -318,6 +319,7 @@ impl LineContext {
     ///
     /// # Errors
     /// As [`LineContext::parse_line`]; `t` is then left in any state.
+    #[inline]
     pub fn parse_line_into(&self, line_no: u64, line: &str, t: &mut Tuple) -> Result<bool, ParseError> {
         let mut end = line.len();
         while end > 0 && matches!(line.as_bytes()[end - 1], b'\n' | b'\r') {

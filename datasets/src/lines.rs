@@ -79,6 +79,7 @@ impl<R: Read> LineReader<R> {
     ///
     /// # Errors
     /// When reading the underlying input fails (interrupted reads are retried).
+    #[inline]
     pub fn next_line(&mut self) -> io::Result<Option<(Line<'_>, usize)>> {
         match self.prepare()? {
             None => Ok(None),
