@@ -100,6 +100,7 @@ impl Tuple {
     /// assert_eq!(t.field("price"), Some(saams::Datum::Num(1.5)));
     /// assert_eq!(t.field("volume"), None);
     /// ```
+    #[inline]
     pub fn field(&self, name: &str) -> Option<Datum<'_>> {
         self.fields.iter().find(|(k, _)| same_name(k, name)).map(|(_, v)| v.as_datum())
     }
