@@ -9,7 +9,7 @@
 use saams::Value;
 use saams::api::Tuple;
 
-use crate::fields::{MAX_COLUMNS, opt_number, split_csv, timestamp_ms, trim};
+use crate::fields::{MAX_COLUMNS, opt_number, set_field, split_csv, timestamp_ms, trim};
 
 /// Column positions of an AIS CSV, found in its header.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,22 +159,6 @@ impl AisColumns {
         }
         t.fields.truncate(k);
         Ok(())
-    }
-}
-
-/// Field `k` of `fields` becomes `(name, value)`, reusing the name's buffer (the same names come
-/// in the same places row after row).
-#[inline]
-pub(crate) fn set_field(fields: &mut Vec<(String, Value)>, k: usize, name: &str, value: Value) {
-    match fields.get_mut(k) {
-        Some((old, v)) => {
-            if !saams::api::tuple::same_name(old, name) {
-                old.clear();
-                old.push_str(name);
-            }
-            *v = value;
-        }
-        None => fields.push((name.to_string(), value)),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Allocation-free helpers shared by the line parsers: CSV field splitting, number and time
-//! parsing with fast paths for the layouts the datasets use.
+//! parsing with fast paths for the layouts the datasets use, a tuple's fields written in place.
 
+use saams::Value;
 use saams::api::time::{days_from_civil, parse_date, parse_time_of_day, parse_timestamp};
 
 /// The most columns a parser reads: a header column further right cannot be used (the cells
@@ -204,6 +205,22 @@ fn right_aligned(b: &[u8]) -> u64 {
         return u64::from(u16::from_le_bytes(hi)) << 48 | u64::from(u16::from_le_bytes(lo)) << (8 * (8 - n));
     }
     b.first().map_or(0, |&c| u64::from(c) << 56)
+}
+
+/// Field `k` of `fields` becomes `(name, value)`, reusing the name's buffer (the same names come
+/// in the same places row after row).
+#[inline]
+pub(crate) fn set_field(fields: &mut Vec<(String, Value)>, k: usize, name: &str, value: Value) {
+    match fields.get_mut(k) {
+        Some((old, v)) => {
+            if !saams::api::tuple::same_name(old, name) {
+                old.clear();
+                old.push_str(name);
+            }
+            *v = value;
+        }
+        None => fields.push((name.to_string(), value)),
+    }
 }
 
 /// Powers of ten exactly representable as `f64` (10^0 … 10^22).

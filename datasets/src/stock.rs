@@ -9,7 +9,7 @@ use std::path::Path;
 use saams::Value;
 use saams::api::Tuple;
 
-use crate::fields::{date_days, number, split_csv, time_of_day_ms};
+use crate::fields::{date_days, number, set_field, split_csv, time_of_day_ms};
 
 /// Dataset key and stream id of a reference text file `<DataSetKey>·<StreamID>·<Suffix>.txt`
 /// (`·` is U+00B7). A name without two `·` separators gives dataset key `Stocks` and the file stem.
@@ -101,8 +101,8 @@ impl StockRow {
         t.dataset_key.clear();
         t.dataset_key.push_str(dataset_key);
         t.time_ms = Some(self.time_ms);
-        crate::ais::set_field(&mut t.fields, 0, "price", Value::Num(self.price));
-        crate::ais::set_field(&mut t.fields, 1, "volume", Value::Num(self.volume));
+        set_field(&mut t.fields, 0, "price", Value::Num(self.price));
+        set_field(&mut t.fields, 1, "volume", Value::Num(self.volume));
         t.fields.truncate(2);
     }
 }
