@@ -12,5 +12,3 @@ pub mod run;
 pub mod sink;
 pub mod source;
 pub mod stats;
-#[cfg(test)]
-mod test_support;

@@ -397,7 +397,7 @@ impl<'scope> ToSequencer<'scope> for timely::dataflow::Stream<'scope, u64, Vec<B
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::NoFiles;
+    use crate::sink::file::SnapshotDir;
 
     #[test]
     fn a_body_reaches_the_sequencer() {
@@ -406,7 +406,7 @@ mod tests {
             hub.open();
             let mut f = Fences::build(worker, 1000, Some(hub.clone()), false);
             let _t = hub.submit("{}".into(), 1);
-            let plan = RefCell::new(Plan::build(&[], 1, 1000, Arc::new(NoFiles)));
+            let plan = RefCell::new(Plan::build(&[], 1, 1000, Arc::new(SnapshotDir::new(None))));
             // One worker: exchanges deliver at once; see `a body reaches the sequencer` in the
             // job tests for several.
             for _ in 0..100 {

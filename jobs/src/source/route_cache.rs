@@ -150,7 +150,7 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use crate::test_support::NoFiles;
+    use crate::sink::file::SnapshotDir;
 
     fn request(id: usize, dataset: &str, stream: &str) -> String {
         format!(
@@ -175,7 +175,7 @@ mod tests {
         ];
         let text: Vec<String> = pairs.iter().enumerate().map(|(i, (d, s))| request(i + 1, d, s)).collect();
         let requests = saams::api::request::parse_requests(&format!("[{}]", text.join(",")));
-        let mut plan = Plan::build(&requests, 1, 60_000, Arc::new(NoFiles));
+        let mut plan = Plan::build(&requests, 1, 60_000, Arc::new(SnapshotDir::new(None)));
         let datasets = ["Forex", "US", "Equity", "Crypto", "a-dataset-name-of-25-byte", ""];
         let streams = ["EURTRY", "USDJPY", "SPY", "338148873", long, "", "another-long-name-of-a-vessel"];
         let mut cache = RouteCache::default();
