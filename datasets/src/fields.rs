@@ -21,9 +21,10 @@ pub(crate) fn split_csv<'a>(line: &'a str, out: &mut [&'a str]) -> Option<usize>
     assert!(!out.is_empty(), "split_csv needs room for a field");
     let wanted = out.len();
     // Unquoted lines (all the shared data): one pass over the bytes, eight at a time, a word
-    // test for quotes (any sends the line to the quoted path) and one for commas. Not `memchr2`: a separator every five or six bytes makes each SIMD search
-    // return after a few bytes, and its per-call setup cost more than the scan (~10 % of an AIS
-    // ingest); a word test finds every separator of eight bytes at once.
+    // test for quotes (any sends the line to the quoted path) and one for commas. Not `memchr2`:
+    // a separator every five or six bytes makes each SIMD search return after a few bytes, and
+    // its per-call setup cost more than the scan (~10 % of an AIS ingest); a word test finds
+    // every separator of eight bytes at once.
     let bytes = line.as_bytes();
     let (mut n, mut start) = (0, 0);
     let mut quoted = false;
@@ -115,7 +116,7 @@ pub(crate) const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
 /// The high bit of every byte.
 const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
 /// A `.` XOR `'0'`.
-pub(crate) const DOT: u64 = (b'.' ^ b'0') as u64;
+const DOT: u64 = (b'.' ^ b'0') as u64;
 
 /// The high bit of every byte of `x` above 9 (`x`: bytes XOR `'0'`, so digits are 0..=9): the
 /// high bit of `x | x + 0x76` is set exactly for bytes of 10 and up. A carry out of a byte of
