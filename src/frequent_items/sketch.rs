@@ -259,6 +259,19 @@ impl FrequentItems {
             Datum::Str(s) => Item::Str(Box::new(s.into())),
         }
     }
+
+    /// One item, checking the stream weight first: the path of a batch that could reach
+    /// `u64::MAX` (the library panics on an overflow; the wrapper saturates instead).
+    fn update_near_the_weight_limit(&mut self, item: Datum<'_>) {
+        if matches!(item, Datum::Str(_)) && matches!(self.inner, Inner::Nums(_)) {
+            self.inner = Inner::Mixed(self.inner.to_mixed());
+        }
+        match (&mut self.inner, item) {
+            (Inner::Nums(s), Datum::Num(x)) if s.total_weight() < u64::MAX => s.update(canonical_bits(x)),
+            (Inner::Mixed(s), d) if s.total_weight() < u64::MAX => s.update(Self::item_of(d)),
+            _ => {}
+        }
+    }
 }
 
 fn bad(reason: String) -> SynopsisError {
@@ -276,29 +289,27 @@ impl Synopsis for FrequentItems {
     }
 
     /// One loop over the batch with the library's update inlined into it, instead of one
-    /// dynamic call per item (the operators feed batches).
+    /// dynamic call per item (the operators feed batches). The stream weight is checked once a
+    /// batch when the batch cannot reach its limit, and the item type matched once a batch: a
+    /// check and a match per item were the wrapper's cost over the raw library.
     fn update_batch(&mut self, items: &[Datum<'_>]) {
         // Saturate instead of letting the library panic on a u64 overflow of the stream weight
         // (2^64 items is not reachable in practice, but update must never panic).
-        for (i, item) in items.iter().enumerate() {
-            match (&mut self.inner, *item) {
-                (Inner::Nums(s), Datum::Num(x)) => {
-                    if s.total_weight() == u64::MAX {
-                        return;
+        let room = |weight: u64| weight <= u64::MAX - items.len() as u64;
+        match &mut self.inner {
+            Inner::Nums(s) if room(s.total_weight()) => {
+                for (i, item) in items.iter().enumerate() {
+                    match *item {
+                        Datum::Num(x) => s.update(canonical_bits(x)),
+                        Datum::Str(_) => {
+                            self.inner = Inner::Mixed(self.inner.to_mixed());
+                            return self.update_batch(&items[i..]);
+                        }
                     }
-                    s.update(canonical_bits(x));
-                }
-                (Inner::Nums(_), Datum::Str(_)) => {
-                    self.inner = Inner::Mixed(self.inner.to_mixed());
-                    return self.update_batch(&items[i..]);
-                }
-                (Inner::Mixed(s), d) => {
-                    if s.total_weight() == u64::MAX {
-                        return;
-                    }
-                    s.update(Self::item_of(d));
                 }
             }
+            Inner::Mixed(s) if room(s.total_weight()) => items.iter().for_each(|d| s.update(Self::item_of(*d))),
+            _ => items.iter().for_each(|d| self.update_near_the_weight_limit(*d)),
         }
     }
 

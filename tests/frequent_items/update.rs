@@ -134,3 +134,37 @@ fn fresh_golden_stream_encodes_to_the_committed_bytes() {
     );
     assert_eq!(saams::registry::decode(&numbers_only).unwrap().encode(), numbers_only);
 }
+
+/// A sketch whose stream weight was decoded close to `u64::MAX` (the library panics on an
+/// overflow): a batch that fits is counted in full, a batch that would overflow saturates at the
+/// limit, with numbers and after a string has turned the sketch mixed.
+#[test]
+fn updates_saturate_at_the_stream_weight_limit() {
+    use saams::codec::{decode_envelope, encode_envelope};
+    let near_the_limit = |first: Datum<'_>, weight: u64| {
+        let mut s = FrequentItems::new(6).unwrap();
+        s.update(first);
+        let bytes = s.encode();
+        let (h, payload) = decode_envelope(&bytes).unwrap();
+        let mut payload = payload.to_vec();
+        // The DataSketches preamble's third long is the stream weight.
+        payload[16..24].copy_from_slice(&weight.to_le_bytes());
+        let d = saams::registry::decode(&encode_envelope(h.kind, h.seed, &h.params, &payload)).unwrap();
+        d.as_any().downcast_ref::<FrequentItems>().unwrap().clone()
+    };
+    let batch = [Datum::Num(1.0), Datum::Num(2.0), Datum::Str("a"), Datum::Num(1.0), Datum::Num(3.0)];
+    for first in [Datum::Num(1.0), Datum::Str("b")] {
+        let mut fits = near_the_limit(first, u64::MAX - 5);
+        fits.update_batch(&batch);
+        assert_eq!(fits.total(), u64::MAX);
+        assert_eq!(fits.estimate(&Query::Count(Value::Str("a".into()))).unwrap().as_f64(), Some(1.0));
+        let mut overflows = near_the_limit(first, u64::MAX - 3);
+        overflows.update_batch(&batch);
+        assert_eq!(overflows.total(), u64::MAX);
+        // The first three items were counted, the last two dropped at the limit.
+        assert_eq!(overflows.estimate(&Query::Count(Value::Str("a".into()))).unwrap().as_f64(), Some(1.0));
+        assert_eq!(overflows.estimate(&Query::Count(Value::Num(3.0))).unwrap().as_f64(), Some(0.0));
+        overflows.update(Datum::Num(3.0));
+        assert_eq!(overflows.total(), u64::MAX);
+    }
+}
