@@ -289,10 +289,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         (None, None) => LineSink::open(&cli.out)?,
         (None, Some(r)) => r.open_output(&cli)?,
     });
-    let dead = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
-        (Some(w), _) => Some(Arc::new(LineSink::from_writer(w))),
-        (None, Some(p)) => Some(Arc::new(LineSink::open(&p.display().to_string())?)),
-        (None, None) => None,
+    let (dead, dead_file) = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
+        (Some(w), _) => (Some(Arc::new(LineSink::from_writer(w))), false),
+        (None, Some(p)) => (Some(Arc::new(LineSink::open(&p.display().to_string())?)), true),
+        (None, None) => (None, false),
     };
     let stats = Arc::new(Stats::default());
     let mut request_topic = None;
@@ -312,7 +312,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
     let finished = Arc::new(AtomicU64::new(0));
     let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
-    let flusher = file_sink.then(|| start_flusher(sink.clone(), finished.clone()));
+    // Sinks writing files (or stdout) are flushed as the job runs; those producing to Kafka
+    // deliver on their own (their flush waits for the brokers).
+    let files: Vec<Arc<LineSink>> =
+        [file_sink.then(|| sink.clone()), dead.clone().filter(|_| dead_file)].into_iter().flatten().collect();
+    let flusher = (!files.is_empty()).then(|| start_flusher(files, finished.clone()));
     let metrics = Arc::new(Metrics::new());
     let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
     let hub = Arc::new(Hub::new());
@@ -539,7 +543,7 @@ fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         router.newest = router.newest.max((resume.boundary_ms.min(i64::MAX as u64) as i64).saturating_sub(1));
     }
     let checkpointed = job.checkpoints.is_some().then_some(resume.as_deref());
-    let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input((me, peers), dead2.clone(), checkpointed));
+    let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input((me, peers), (dead2.clone(), sink2), checkpointed));
     let mut kafka_unit = Reading {
         unit: 0,
         source: Source::Kafka,
@@ -726,17 +730,19 @@ fn follow_stdin_requests(hub: Arc<Hub>) {
 }
 
 /// How often a file or stdout sink is flushed while the job runs: a service's answers (and the
-/// acknowledgements of live requests) reach readers within this, not at the end.
+/// acknowledgements of live requests) and its dead letters reach readers within this, not at
+/// the end (a dead-letter file of a long run with few bad lines was written only when its
+/// buffer filled).
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
-fn start_flusher(sink: Arc<LineSink>, finished: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
+fn start_flusher(sinks: Vec<Arc<LineSink>>, finished: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // Short naps, so the job's end does not wait for a whole period.
         let mut last = Instant::now();
         while finished.load(Ordering::Relaxed) == 0 {
             std::thread::sleep(Duration::from_millis(10));
             if last.elapsed() >= FLUSH_EVERY {
-                sink.flush();
+                sinks.iter().for_each(|s| s.flush());
                 last = Instant::now();
             }
         }

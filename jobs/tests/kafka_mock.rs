@@ -394,3 +394,94 @@ fn latest_skips_what_was_there_and_reads_what_comes() {
     got.sort();
     assert_eq!(got, vec!["new0", "new1", "new2", "new3", "new4", "new5"]);
 }
+
+/// A reference-form tuple of EURTRY at second `s` of 2 January 2019.
+fn tick(s: usize) -> String {
+    format!(
+        r#"{{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:{:02}:{:02}","price":{}.5}}"#,
+        s / 60,
+        s % 60,
+        s % 9
+    )
+}
+
+/// The offset group `group` committed for partition 0 of `topic` (`None`: nothing yet).
+fn committed(mc: &MockCluster<'static, DefaultProducerContext>, group: &str, topic: &str) -> Option<i64> {
+    let consumer: BaseConsumer =
+        ClientConfig::new().set("bootstrap.servers", mc.bootstrap_servers()).set("group.id", group).create().unwrap();
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition(topic, 0);
+    let got = consumer.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+    match got.find_partition(topic, 0).unwrap().offset() {
+        rdkafka::Offset::Offset(o) => Some(o),
+        _ => None,
+    }
+}
+
+/// At-least-once for rejected records: the job commits an input offset only once the dead
+/// letters of the records before it are in the dead-letter topic. The dead-letter topic's
+/// leader (broker 2) goes down before a malformed record arrives; windows after it close (their
+/// answers are written) but the group's committed offset stays at or before the malformed
+/// record until the broker is back — committed, a crash would lose that record for good (a
+/// restart reads from the committed offset). Once it is back, the dead letter is delivered and
+/// the offsets committed through the end.
+#[test]
+fn offsets_wait_for_the_dead_letters_of_their_records() {
+    let mc = MockCluster::new(2).unwrap();
+    mc.create_topic("data", 1, 1).unwrap();
+    mc.create_topic("dead", 1, 1).unwrap();
+    mc.partition_leader("data", 0, Some(1)).unwrap();
+    mc.partition_leader("dead", 0, Some(2)).unwrap();
+    mc.coordinator(rdkafka::mocking::MockCoordinator::Group("dl-wait".into()), 1).unwrap();
+    let record = |s: String| (0, "EURTRY".to_string(), s, 0);
+    produce(&mc, "data", &(0..50).map(|s| record(tick(s))).collect::<Vec<_>>());
+
+    let dir = std::env::temp_dir().join(format!("saams-kafka-mock-dl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("answers.json");
+    let requests = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/requests/paper-workload.json");
+    let job = std::process::Command::new(env!("CARGO_BIN_EXE_saams"))
+        .args(["-w", "1", "--requests", requests, "--brokers", &mc.bootstrap_servers()])
+        .args(["--data-topic", "data", "--dead-letter-topic", "dead", "--group-id", "dl-wait", "--from", "earliest"])
+        .args(["--window", "1s", "--lateness", "0s", "--exit-when-idle", "8s", "--progress", "0", "--out"])
+        .arg(&out)
+        .args(["-X", "session.timeout.ms=2000", "-X", "heartbeat.interval.ms=500"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Answers of window `s` (one tuple a second, one window a second) have been written.
+    let answered = |s: usize| {
+        let window = format!(r#""start":"2019-01-02T00:{:02}:{:02}Z""#, s / 60, s % 60);
+        std::fs::read_to_string(&out).is_ok_and(|t| t.contains(&window))
+    };
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_for("the first windows' answers", &|| answered(40));
+
+    mc.broker_down(2).unwrap();
+    let mut rest = vec![record("{not json".to_string())];
+    rest.extend((50..200).map(|s| record(tick(s))));
+    produce(&mc, "data", &rest);
+    wait_for("answers of windows after the malformed record", &|| answered(150));
+    // Two commit intervals more: windows through 150 are closed and their answers written.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let held = committed(&mc, "dl-wait", "data");
+    assert!(held.is_none_or(|o| o <= 50), "offset {held:?} committed past the malformed record at 50");
+
+    mc.broker_up(2).unwrap();
+    wait_for("the offsets of every record to be committed", &|| committed(&mc, "dl-wait", "data") == Some(201));
+    let finished = job.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(finished.status.success(), "{stderr}");
+    assert!(stderr.contains("kafka dead_letters sent=1 delivered=1 failed=0"), "{stderr}");
+    let dead = consume_all(&mc, "dead", 1);
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].payload(), Some(&b"{not json"[..]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -198,7 +198,17 @@ impl LineSink {
 
     /// Flush buffered lines.
     pub fn flush(&self) {
-        let _ = lock(&self.out).flush();
+        let _ = self.try_flush();
+    }
+
+    /// Flush buffered lines to the operating system, reporting a failure: what a Kafka input
+    /// does before committing offsets, so that a crash after the commit loses none of the lines
+    /// of the records before it (a restart does not read those records again).
+    ///
+    /// # Errors
+    /// The writer's error, with this sink's lines counted so far.
+    pub fn try_flush(&self) -> Result<(), String> {
+        lock(&self.out).flush().map_err(|e| format!("flushing a line sink after {} line(s): {e}", self.count()))
     }
 }
 

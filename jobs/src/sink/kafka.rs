@@ -145,6 +145,13 @@ struct CountingContext {
     completed: Option<Arc<Mutex<Completed>>>,
 }
 
+impl CountingContext {
+    /// A context that keeps which records are done, for `delivered_before`.
+    fn acknowledging() -> Self {
+        CountingContext { completed: Some(Arc::new(Mutex::new(Completed::default()))), ..CountingContext::default() }
+    }
+}
+
 impl ClientContext for CountingContext {}
 
 impl ProducerContext for CountingContext {
@@ -211,6 +218,8 @@ struct CountingProducer {
     partitions: Vec<i32>,
     sent: u64,
     failures_reported: u64,
+    /// Which records (by send sequence number) are done, when the context keeps them.
+    completed: Option<Arc<Mutex<Completed>>>,
 }
 
 impl CountingProducer {
@@ -232,12 +241,21 @@ impl CountingProducer {
         settings.extend_from_slice(defaults);
         let config = opts.client_config_with(&settings);
         let counters = Arc::clone(&context.counters);
+        let completed = context.completed.clone();
         let producer: ThreadedProducer<CountingContext> =
             config.create_with_context(context).map_err(kafka_err("creating a producer"))?;
         // The topic must exist: a metadata fetch fails fast (and clearly) on a wrong broker list or
         // a missing topic, instead of timing out every record later.
         let partitions = topic_partitions(producer.client(), &opts.brokers, topic)?;
-        Ok(CountingProducer { producer, counters, topic: topic.to_string(), partitions, sent: 0, failures_reported: 0 })
+        Ok(CountingProducer {
+            producer,
+            counters,
+            topic: topic.to_string(),
+            partitions,
+            sent: 0,
+            failures_reported: 0,
+            completed,
+        })
     }
 
     fn send(&mut self, key: Option<&[u8]>, payload: &[u8], headers: Option<OwnedHeaders>) -> Result<(), AdapterError> {
@@ -300,6 +318,18 @@ impl CountingProducer {
         self.new_failures()
     }
 
+    /// Without waiting: whether every record sent before `mark` (a count of records sent) is
+    /// done (acknowledged, or failed: failures are the error). Without a record of which are
+    /// done, only when none at all is in flight.
+    fn delivered_before(&mut self, mark: u64) -> Result<bool, AdapterError> {
+        let done = match &self.completed {
+            Some(completed) => lock(completed).all_before(mark),
+            None => self.report().in_flight() == 0,
+        };
+        self.new_failures()?;
+        Ok(done)
+    }
+
     /// The report so far; an error when records failed since the last error returned.
     fn new_failures(&mut self) -> Result<DeliveryReport, AdapterError> {
         let report = self.report();
@@ -324,8 +354,6 @@ pub struct KafkaEstimationSink {
     inner: CountingProducer,
     /// Per partition, one past the newest offset this sink had delivered.
     ends: Arc<Mutex<HashMap<i32, i64>>>,
-    /// Which of the records sent so far are done ([`delivered_before`](Self::delivered_before)).
-    completed: Arc<Mutex<Completed>>,
     /// Answers already in the topic (by id, with how many times), not to be produced again.
     skip: HashMap<u64, u32>,
     /// Answers not produced because they were there.
@@ -340,14 +368,9 @@ impl KafkaEstimationSink {
     /// [`AdapterError::Kafka`].
     pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
         let ends = Arc::new(Mutex::new(HashMap::new()));
-        let completed = Arc::new(Mutex::new(Completed::default()));
-        let context = CountingContext {
-            ends: Some(ends.clone()),
-            completed: Some(completed.clone()),
-            ..CountingContext::default()
-        };
+        let context = CountingContext { ends: Some(ends.clone()), ..CountingContext::acknowledging() };
         let inner = CountingProducer::open_with(opts, topic, &[("linger.ms", "5")], context)?;
-        Ok(KafkaEstimationSink { inner, ends, completed, skip: HashMap::new(), skipped: 0 })
+        Ok(KafkaEstimationSink { inner, ends, skip: HashMap::new(), skipped: 0 })
     }
 
     /// The topic written.
@@ -511,9 +534,7 @@ impl KafkaEstimationSink {
     /// [`AdapterError::Delivery`] when records failed since the previous report (as
     /// [`flush`](Self::flush)): those before `mark` may be among them.
     pub fn delivered_before(&mut self, mark: u64) -> Result<bool, AdapterError> {
-        let done = lock(&self.completed).all_before(mark);
-        self.inner.new_failures()?;
-        Ok(done)
+        self.inner.delivered_before(mark)
     }
 }
 
@@ -540,7 +561,7 @@ impl KafkaDeadLetterSink {
     /// # Errors
     /// As [`KafkaEstimationSink::new`].
     pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
-        let inner = CountingProducer::open(opts, topic, &[("linger.ms", "20")])?;
+        let inner = CountingProducer::open_with(opts, topic, &[("linger.ms", "20")], CountingContext::acknowledging())?;
         Ok(KafkaDeadLetterSink { inner })
     }
 
@@ -575,6 +596,22 @@ impl KafkaDeadLetterSink {
     /// The counters so far, without waiting.
     pub fn report(&self) -> DeliveryReport {
         self.inner.report()
+    }
+
+    /// A mark for [`delivered_before`](Self::delivered_before): the number of records sent so far.
+    pub fn mark(&self) -> u64 {
+        self.inner.sent
+    }
+
+    /// Without waiting: whether every dead letter sent before `mark` ([`mark`](Self::mark)) was
+    /// acknowledged. The job commits the offsets of input records only once their dead letters
+    /// are in the topic: committed earlier, a crash would lose the rejected records for good (a
+    /// restart does not read them again).
+    ///
+    /// # Errors
+    /// As [`KafkaEstimationSink::delivered_before`].
+    pub fn delivered_before(&mut self, mark: u64) -> Result<bool, AdapterError> {
+        self.inner.delivered_before(mark)
     }
 }
 

@@ -11,12 +11,11 @@ use std::time::{Duration, Instant};
 use saams::api::Tuple;
 use saams_datasets::LineContext;
 
-use super::job::{FLUSH_TIMEOUT, KafkaJob};
+use super::job::{Awaited, KafkaJob};
 use super::marks::Marks;
 use super::positions::PartitionPositions;
 use super::records::RecordRef;
 use super::tuple_source::KafkaTupleSource;
-use crate::kafka_client::lock;
 use crate::sink::file::LineSink;
 use crate::stats::Stats;
 
@@ -37,13 +36,16 @@ pub struct KafkaInput {
     topic: String,
     source: KafkaTupleSource,
     file_dead: Option<Arc<LineSink>>,
+    /// The answers' sink when it writes a file (or stdout): flushed before offsets are committed.
+    file_answers: Option<Arc<LineSink>>,
     marks: Marks,
     /// The partitions' positions at checkpoint boundaries (a job with `--checkpoints`).
     positions: Option<PartitionPositions>,
     committed_through: Option<u64>,
-    /// Windows through `.0` closed, waiting for the estimation producer to acknowledge the records
-    /// before its mark `.1` (the answers of those windows) before their offsets are committed.
-    prepared: Option<(u64, u64)>,
+    /// Windows through `.0` closed, waiting for the producers to acknowledge what they were
+    /// handed before `.1` (the answers of those windows, the dead letters of their records)
+    /// before their offsets are committed.
+    prepared: Option<(u64, Awaited)>,
     last_commit: Instant,
     quiet: bool,
     floor_ms: i64,
@@ -52,12 +54,13 @@ pub struct KafkaInput {
 impl KafkaInput {
     /// The input of one worker of `job` from its share `source` of `topic`; records are parsed as
     /// JSON tuples with `ctx`; rejected ones go to the job's dead-letter topic, else to `file_dead`.
+    /// `file_answers` is the answers' sink when they go to a file or stdout (not to a topic).
     pub(super) fn new(
         job: Arc<KafkaJob>,
         ctx: LineContext,
         topic: String,
         source: KafkaTupleSource,
-        file_dead: Option<Arc<LineSink>>,
+        (file_dead, file_answers): (Option<Arc<LineSink>>, Option<Arc<LineSink>>),
         positions: Option<PartitionPositions>,
     ) -> Self {
         KafkaInput {
@@ -66,6 +69,7 @@ impl KafkaInput {
             topic,
             source,
             file_dead,
+            file_answers,
             marks: Marks::default(),
             positions,
             committed_through: None,
@@ -175,32 +179,35 @@ impl KafkaInput {
     }
 
     /// At most once a second, without waiting: commits the offsets of the records that windows
-    /// closed by the dataflow's frontier (`None`: everything done) consumed, once the estimation
-    /// producer has acknowledged every answer it was handed when they closed (at-least-once).
+    /// closed by the dataflow's frontier (`None`: everything done) consumed, once every answer
+    /// of those windows and every dead letter of those records is safe (at-least-once): the
+    /// producers of a job answering or dead-lettering to Kafka have acknowledged them, and
+    /// sinks writing files have flushed them to the operating system.
     ///
-    /// Each call first commits the windows prepared by an earlier call if their answers are
-    /// acknowledged by now, then prepares the windows closed since: their answers were handed to
-    /// the producer before this call (the frontier passed them), so the producer's current
-    /// [`mark`](crate::sink::kafka::KafkaEstimationSink::mark) covers them. Nothing blocks while
-    /// the brokers are away (a flush here held every worker writing an answer for the whole
-    /// outage); commits just wait for the answers to get through.
+    /// Each call first commits the windows prepared by an earlier call if the producers have
+    /// acknowledged their records by now, then prepares the windows closed since: their answers
+    /// were handed to the estimation producer before this call (the frontier passed them), and
+    /// the dead letters of the records they consumed before it (a record is dead-lettered when it
+    /// is polled), so the producers' current marks
+    /// ([`KafkaEstimationSink::mark`](crate::sink::kafka::KafkaEstimationSink::mark),
+    /// [`KafkaDeadLetterSink::mark`](crate::sink::kafka::KafkaDeadLetterSink::mark)) cover them.
+    /// Nothing blocks while the brokers are away (a flush here held every worker writing an
+    /// answer for the whole outage); commits just wait for the records to get through.
     pub fn maybe_commit(&mut self, frontier: Option<u64>) {
         if self.last_commit.elapsed() < COMMIT_INTERVAL {
             return;
         }
         self.last_commit = Instant::now();
-        // Only a job answering to Kafka prepares commits.
-        if let (Some((through, mark)), Some(out)) = (self.prepared, &self.job.out) {
-            let delivered = lock(out).delivered_before(mark);
-            match delivered {
+        if let Some((through, awaited)) = self.prepared {
+            match self.job.acknowledged(awaited) {
                 Ok(true) => {
                     self.prepared = None;
                     self.commit_now(through);
                 }
                 Ok(false) => return,
                 Err(e) => {
-                    // Answers were lost: these offsets are not committed, and a restart reads
-                    // their records again. Later windows are prepared afresh.
+                    // Answers or dead letters were lost: these offsets are not committed, and a
+                    // restart reads their records again. Later windows are prepared afresh.
                     self.prepared = None;
                     return self.job.problem(format!("not committing: {e}"));
                 }
@@ -214,26 +221,29 @@ impl KafkaInput {
         if self.committed_through.is_some_and(|c| c >= through) || self.source.pending_windows() == 0 {
             return;
         }
-        match &self.job.out {
-            Some(out) => self.prepared = Some((through, lock(out).mark())),
-            // Answers to a file or stdout: nothing to wait for.
-            None => self.commit_now(through),
+        match self.job.marks() {
+            // Nothing produced to Kafka: nothing to wait for.
+            Awaited { answers: None, dead: None } => self.commit_now(through),
+            awaited => self.prepared = Some((through, awaited)),
         }
     }
 
-    /// Waits for the estimation producer to deliver everything it was handed, then commits.
+    /// Waits for the producers to deliver everything they were handed, then commits.
     fn commit(&mut self, through: u64) {
-        if let Some(out) = &self.job.out
-            && let Err(e) = lock(out).flush(FLUSH_TIMEOUT)
-        {
+        if let Err(e) = self.job.flush_producers() {
             return self.job.problem(format!("not committing: {e}"));
         }
         self.commit_now(through);
     }
 
     /// Commits the offsets of windows through `through` (`u64::MAX`: all handled), whose answers
-    /// are delivered.
+    /// and dead letters are delivered, after flushing those that go to files.
     fn commit_now(&mut self, through: u64) {
+        for sink in [&self.file_answers, &self.file_dead].into_iter().flatten() {
+            if let Err(e) = sink.try_flush() {
+                return self.job.problem(format!("not committing: {e}"));
+            }
+        }
         let result = if through == u64::MAX { self.source.commit_all() } else { self.source.commit_through(through) };
         match result {
             Ok(_) => self.committed_through = Some(through),

@@ -29,6 +29,15 @@ use saams::checkpoint::{PartitionOffset, TopicOffsets};
 /// How long flushes of the estimation and dead-letter producers wait for acknowledgements.
 pub(super) const FLUSH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The producers' marks ([`KafkaJob::marks`]) an input waits for before committing offsets:
+/// the estimation producer's (answers to a topic) and the dead-letter producer's (rejected
+/// records to a topic); `None` for one the job does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Awaited {
+    pub answers: Option<u64>,
+    pub dead: Option<u64>,
+}
+
 /// The Kafka side of one `saams` process, shared by its workers: options, the producers of the
 /// estimation and dead-letter topics, the stop flag (SIGINT/SIGTERM, `--exit-when-idle`), and the
 /// counters of the exit report.
@@ -247,6 +256,44 @@ impl KafkaJob {
         }
     }
 
+    /// The producers' marks now: what [`acknowledged`](Self::acknowledged) waits for before an
+    /// input commits the offsets of the records handled so far.
+    pub(super) fn marks(&self) -> Awaited {
+        Awaited { answers: self.out.as_ref().map(|o| lock(o).mark()), dead: self.dead.as_ref().map(|d| lock(d).mark()) }
+    }
+
+    /// Without waiting: whether the producers acknowledged everything they were handed before
+    /// `awaited` ([`marks`](Self::marks)).
+    ///
+    /// # Errors
+    /// When records of either producer failed since its previous report.
+    pub(super) fn acknowledged(&self, awaited: Awaited) -> Result<bool, AdapterError> {
+        let answers = match (awaited.answers, &self.out) {
+            (Some(mark), Some(out)) => lock(out).delivered_before(mark)?,
+            _ => true,
+        };
+        let dead = match (awaited.dead, &self.dead) {
+            (Some(mark), Some(dead)) => lock(dead).delivered_before(mark)?,
+            _ => true,
+        };
+        Ok(answers && dead)
+    }
+
+    /// Waits (up to [`FLUSH_TIMEOUT`] each) for the estimation and dead-letter producers to
+    /// deliver everything they were handed.
+    ///
+    /// # Errors
+    /// When a producer did not drain in time or records failed.
+    pub(super) fn flush_producers(&self) -> Result<(), AdapterError> {
+        if let Some(out) = &self.out {
+            lock(out).flush(FLUSH_TIMEOUT)?;
+        }
+        if let Some(dead) = &self.dead {
+            lock(dead).flush(FLUSH_TIMEOUT)?;
+        }
+        Ok(())
+    }
+
     pub(super) fn set_fatal(&self, msg: String) {
         lock(&self.fatal).get_or_insert(msg);
         self.stop.store(true, Ordering::Relaxed);
@@ -277,6 +324,10 @@ impl KafkaJob {
     /// This worker's share of the data topic (`None` without `--data-topic`). A failure is
     /// reported at exit by [`finish`](Self::finish) and stops the job.
     ///
+    /// `file_dead` takes the rejected records when the job has no dead-letter topic; `answers`
+    /// is the process' answer sink: when it writes a file (no `--output-topic`), the input
+    /// flushes it, and `file_dead`, before committing offsets.
+    ///
     /// `checkpoints`: the job writes checkpoints (`Some`), resuming from `Some(resume)`: every
     /// partition then starts at a known offset — the checkpoint's position of
     /// `kafka:<topic>:<partition>`, with its watermark from the newest event time read before
@@ -285,7 +336,7 @@ impl KafkaJob {
     pub fn worker_input(
         self: &Arc<Self>,
         (me, peers): (usize, usize),
-        file_dead: Option<Arc<LineSink>>,
+        (file_dead, answers): (Option<Arc<LineSink>>, &Arc<LineSink>),
         checkpoints: Option<Option<&Resume>>,
     ) -> Option<KafkaInput> {
         let topic = self.data_topic.as_ref()?;
@@ -325,7 +376,9 @@ impl KafkaJob {
         };
         // with a dead-letter topic, rejected records go there, not to the file
         let file_dead = if self.dead.is_some() { None } else { file_dead };
-        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, file_dead, positions))
+        // answers to a topic are waited for through the producer, not flushed (which would block)
+        let file_answers = self.out.is_none().then(|| answers.clone());
+        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, (file_dead, file_answers), positions))
     }
 
     /// The exit report lines (consumed records and their rate, producer deliveries, errors met).
