@@ -291,7 +291,14 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     });
     let (dead, dead_file) = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
         (Some(w), _) => (Some(Arc::new(LineSink::from_writer(w))), false),
-        (None, Some(p)) => (Some(Arc::new(LineSink::open(&p.display().to_string())?)), true),
+        (None, Some(p)) => {
+            let path = p.display().to_string();
+            let file = match &recovery {
+                Some(r) => r.open_dead_letters(cli.process, &path)?,
+                None => LineSink::open(&path)?,
+            };
+            (Some(Arc::new(file)), true)
+        }
         (None, None) => (None, false),
     };
     let stats = Arc::new(Stats::default());
@@ -347,6 +354,10 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 inputs: inputs.clone(),
                 out_path: (file_sink && cli.out != "-").then(|| cli.out.clone()),
                 output_offsets: kafka_job.as_ref().filter(|_| !file_sink).and_then(|k| k.answer_offsets()),
+                dead: dead.clone().map(|d| {
+                    let path = cli.dead_letter.as_ref().map(|p| p.display().to_string());
+                    (d, path.filter(|p| dead_file && p != "-"))
+                }),
             },
             sink.clone(),
         ))),

@@ -199,6 +199,61 @@ fn a_file_job_read_in_byte_ranges_resumes_mid_file() {
     assert_same(&got, &want, "file job");
 }
 
+/// Dead letters survive a crash: a resumed job keeps its dead-letter file, cut back to the
+/// length the checkpoint recorded (flushed and synced before the manifest), instead of starting
+/// it anew — which lost every dead letter from before the crash. Every malformed line of the
+/// input is in it at the end, at least once (the dead letters of lines read again after the
+/// checkpoint may be written twice); the answers are the uninterrupted run's.
+#[test]
+fn a_resumed_job_keeps_the_dead_letters_from_before_the_crash() {
+    let dir = tmp("dead-letters");
+    let clean = dir.join("clean.jsonl");
+    check(
+        Command::new(REPLAY)
+            .args(["--generate", "stocks:6:20000", "--output"])
+            .arg(&clean)
+            .output()
+            .expect("run replay"),
+        "replay",
+    );
+    let mut bad = std::collections::BTreeSet::new();
+    let mut text = String::new();
+    for (i, line) in std::fs::read_to_string(&clean).expect("ticks").lines().enumerate() {
+        let line = if i % 4000 == 1999 {
+            bad.insert(format!("not a tuple {i}")).then(|| format!("not a tuple {i}"))
+        } else {
+            None
+        }
+        .unwrap_or_else(|| line.to_string());
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let data = dir.join("ticks.jsonl");
+    std::fs::write(&data, text).expect("write ticks");
+    let want = uninterrupted(&dir, Some(&data), "2");
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let dead = run.join("dead.jsonl").display().to_string();
+    let mut child = start(&run, Some(&data), "2", Some("40000"), &["--dead-letter", &dead]);
+    kill_after(&mut child, &run, 3);
+    let newest = complete(&run.join("checkpoints"), 1).pop().expect("a checkpoint");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(newest.join("manifest-p0.json")).expect("manifest"))
+            .expect("manifest JSON");
+    assert_eq!(manifest["dead_letters"]["path"], dead.as_str(), "the manifest records the dead-letter file");
+    assert!(manifest["dead_letters"]["bytes"].as_u64().is_some_and(|b| b > 0), "{}", manifest["dead_letters"]);
+    let status = start(&run, Some(&data), "2", None, &["--dead-letter", &dead]).wait().expect("wait for saams");
+    assert!(status.success(), "the resumed run failed: {}", stderr_of(&run));
+    assert_same(&sorted_file(&run.join("out.json")), &want, "answers with dead letters");
+    let inputs: std::collections::BTreeSet<String> = std::fs::read_to_string(&dead)
+        .expect("dead letters")
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a dead letter is JSON")["input"].to_string())
+        .map(|s| s.trim_matches('"').to_string())
+        .collect();
+    assert_eq!(inputs, bad, "every malformed line is a dead letter after the restart");
+}
+
 #[test]
 fn a_crash_while_writing_a_checkpoint_resumes_from_the_one_before() {
     let dir = tmp("torn");

@@ -79,6 +79,23 @@ impl Recovery {
         }
         Ok(LineSink::open_at(&cli.out, keep)?.hold_until_commit())
     }
+
+    /// The dead-letter file `path`: a job that resumes keeps it, cut back to the length the
+    /// checkpoint recorded (the dead letters of the lines read again after the checkpoint are
+    /// written again; those of earlier lines stay, as no restart reads those lines again), or
+    /// whole when the checkpoint recorded none for it or it is shorter than recorded. A job that
+    /// does not resume starts it anew.
+    ///
+    /// Why: a resumed job that truncated the file lost every dead letter from before the crash.
+    ///
+    /// # Errors
+    /// When the file cannot be opened or cut.
+    pub fn open_dead_letters(&self, process: usize, path: &str) -> Result<LineSink, String> {
+        let Some(resume) = &self.resume else { return LineSink::open(path) };
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        let keep = resume.dead_letter_bytes(process, path).map_or(len, |bytes| bytes.min(len));
+        LineSink::open_at(path, Some(keep))
+    }
 }
 
 /// `--checkpoints` with inputs a restart cannot read again: stdin, and (not yet) a request topic.

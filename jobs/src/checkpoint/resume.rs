@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use saams::checkpoint::{LoggedRequest, Manifest, SourcePosition, StateRole, SynopsisState};
+use saams::checkpoint::{LoggedRequest, Manifest, OutputMark, SourcePosition, StateRole, SynopsisState};
 use saams_operators::Plan;
 
 use crate::checkpoint::CheckpointStore;
@@ -139,10 +139,22 @@ impl Resume {
     /// The output length process `process` recorded (`None`: it wrote to no file, or the
     /// checkpoint had fewer processes).
     pub fn output_bytes(&self, process: usize, path: &str) -> Option<u64> {
+        self.file_mark(process, path, |m| m.output.as_ref())
+    }
+
+    /// The length process `process`'s dead-letter file `path` had at the checkpoint (`None`: it
+    /// kept no dead-letter file then, another one, or the checkpoint had fewer processes).
+    pub fn dead_letter_bytes(&self, process: usize, path: &str) -> Option<u64> {
+        self.file_mark(process, path, |m| m.dead_letters.as_ref())
+    }
+
+    /// The length a file of process `process` (the one `which` names in its manifest) had at
+    /// the checkpoint, if that file is `path`.
+    fn file_mark(&self, process: usize, path: &str, which: impl Fn(&Manifest) -> Option<&OutputMark>) -> Option<u64> {
         self.manifests
             .iter()
             .find(|m| m.process as usize == process)
-            .and_then(|m| m.output.as_ref())
+            .and_then(which)
             .filter(|o| o.path == path)
             .map(|o| o.bytes)
     }

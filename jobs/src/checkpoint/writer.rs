@@ -6,8 +6,9 @@
 //! (every answer line before `b` has reached the process' sink). The last of a process' workers
 //! then commits the sink (its held lines before `b` are written and fsynced: the output's length
 //! goes into the manifest; answers to Kafka are produced and delivered, and the topic's end
-//! offsets go into the manifest, see [`crate::sink::kafka`]) and writes the manifest, last: the
-//! checkpoint is complete once every process' manifest is there.
+//! offsets go into the manifest, see [`crate::sink::kafka`]), makes the dead letters durable (the
+//! file flushed and synced, its length in the manifest; a topic's records delivered) and writes
+//! the manifest, last: the checkpoint is complete once every process' manifest is there.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +47,9 @@ pub struct CheckpointJob {
     sink: Arc<LineSink>,
     /// The output file (`None`: stdout or Kafka, nothing to cut back).
     out_path: Option<String>,
+    /// The dead letters' sink, made durable before each manifest, and its file (`None`: stdout
+    /// or Kafka, nothing to cut back).
+    dead: Option<(Arc<LineSink>, Option<String>)>,
     /// The answer topic's offsets (`None`: answers go to a file or stdout).
     output_offsets: Option<OutputOffsets>,
     /// Parts written so far, by checkpoint id.
@@ -85,6 +89,8 @@ pub struct JobShape {
     pub out_path: Option<String>,
     /// The answer topic's offsets, when answers go to Kafka.
     pub output_offsets: Option<OutputOffsets>,
+    /// The dead letters' sink and its file (`None`: stdout or a topic).
+    pub dead: Option<(Arc<LineSink>, Option<String>)>,
 }
 
 impl CheckpointJob {
@@ -101,6 +107,7 @@ impl CheckpointJob {
             sink,
             out_path: shape.out_path,
             output_offsets: shape.output_offsets,
+            dead: shape.dead,
             parts: Mutex::new(BTreeMap::new()),
             crash_before_manifest,
             crash_after_output,
@@ -184,6 +191,13 @@ impl CheckpointJob {
             std::process::abort();
         }
         let bytes = self.sink.commit(boundary)?;
+        // Dead letters of the lines before the checkpoint's positions are not written again
+        // after a restart (those lines are not read again): flushed and synced (delivered, to a
+        // topic) before the manifest, their file's length recorded.
+        let dead_bytes = match &self.dead {
+            Some((dead, _)) => Some(dead.commit(boundary)?),
+            None => None,
+        };
         if self.crash_after_output == Some(part.id) {
             eprintln!("saams: SAAMS_CRASH_AFTER_OUTPUT={}: ending the process", part.id);
             std::process::abort();
@@ -200,7 +214,12 @@ impl CheckpointJob {
             created_unix_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
             parts: entries.clone(),
             output: self.out_path.as_ref().map(|path| OutputMark { path: path.clone(), bytes }),
-            dead_letters: None,
+            dead_letters: self
+                .dead
+                .as_ref()
+                .and_then(|(_, path)| path.clone())
+                .zip(dead_bytes)
+                .map(|(path, bytes)| OutputMark { path, bytes }),
             script: self.script.clone(),
             requests: log.to_vec(),
             inputs: self.inputs.clone(),
