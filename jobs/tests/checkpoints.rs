@@ -178,18 +178,19 @@ fn a_generator_job_killed_at_several_points_ends_with_the_uninterrupted_answers(
     }
 }
 
+/// The generator's 6 streams of 20,000 tuples as a JSON-lines file at `path`.
+fn generate_ticks(path: &Path) {
+    check(
+        Command::new(REPLAY).args(["--generate", "stocks:6:20000", "--output"]).arg(path).output().expect("run replay"),
+        "replay",
+    );
+}
+
 #[test]
 fn a_file_job_read_in_byte_ranges_resumes_mid_file() {
     let dir = tmp("file");
     let data = dir.join("ticks.jsonl");
-    check(
-        Command::new(REPLAY)
-            .args(["--generate", "stocks:6:20000", "--output"])
-            .arg(&data)
-            .output()
-            .expect("run replay"),
-        "replay",
-    );
+    generate_ticks(&data);
     let want = uninterrupted(&dir, Some(&data), "2");
     let run = dir.join("run");
     std::fs::create_dir_all(&run).expect("run dir");
@@ -208,14 +209,7 @@ fn a_file_job_read_in_byte_ranges_resumes_mid_file() {
 fn a_resumed_job_keeps_the_dead_letters_from_before_the_crash() {
     let dir = tmp("dead-letters");
     let clean = dir.join("clean.jsonl");
-    check(
-        Command::new(REPLAY)
-            .args(["--generate", "stocks:6:20000", "--output"])
-            .arg(&clean)
-            .output()
-            .expect("run replay"),
-        "replay",
-    );
+    generate_ticks(&clean);
     let mut bad = std::collections::BTreeSet::new();
     let mut text = String::new();
     for (i, line) in std::fs::read_to_string(&clean).expect("ticks").lines().enumerate() {
