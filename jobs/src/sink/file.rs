@@ -205,6 +205,17 @@ impl LineSink {
     /// does before committing offsets, so that a crash after the commit loses none of the lines
     /// of the records before it (a restart does not read those records again).
     ///
+    /// ```
+    /// use saams_jobs::sink::file::LineSink;
+    /// let path = std::env::temp_dir().join(format!("saams-try-flush-{}.jsonl", std::process::id()));
+    /// let sink = LineSink::open(&path.display().to_string()).unwrap();
+    /// sink.write_all(["{\"a\":1}"]);
+    /// assert_eq!(std::fs::read_to_string(&path).unwrap(), ""); // still buffered
+    /// sink.try_flush().unwrap();
+    /// assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
     /// # Errors
     /// The writer's error, with this sink's lines counted so far.
     pub fn try_flush(&self) -> Result<(), String> {
