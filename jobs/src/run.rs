@@ -289,17 +289,18 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         (None, None) => LineSink::open(&cli.out)?,
         (None, Some(r)) => r.open_output(&cli)?,
     });
-    let (dead, dead_file) = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
-        (Some(w), _) => (Some(Arc::new(LineSink::from_writer(w))), false),
+    // `dead_path`: the dead letters go to this file (or `-`, stdout), not to a topic.
+    let (dead, dead_path) = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {
+        (Some(w), _) => (Some(Arc::new(LineSink::from_writer(w))), None),
         (None, Some(p)) => {
             let path = p.display().to_string();
             let file = match &recovery {
                 Some(r) => r.open_dead_letters(cli.process, &path)?,
                 None => LineSink::open(&path)?,
             };
-            (Some(Arc::new(file)), true)
+            (Some(Arc::new(file)), Some(path))
         }
-        (None, None) => (None, false),
+        (None, None) => (None, None),
     };
     let stats = Arc::new(Stats::default());
     let mut request_topic = None;
@@ -322,7 +323,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     // Sinks writing files (or stdout) are flushed as the job runs; those producing to Kafka
     // deliver on their own (their flush waits for the brokers).
     let files: Vec<Arc<LineSink>> =
-        [file_sink.then(|| sink.clone()), dead.clone().filter(|_| dead_file)].into_iter().flatten().collect();
+        [file_sink.then(|| sink.clone()), dead.clone().filter(|_| dead_path.is_some())].into_iter().flatten().collect();
     let flusher = (!files.is_empty()).then(|| start_flusher(files, finished.clone()));
     let metrics = Arc::new(Metrics::new());
     let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
@@ -354,10 +355,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
                 inputs: inputs.clone(),
                 out_path: (file_sink && cli.out != "-").then(|| cli.out.clone()),
                 output_offsets: kafka_job.as_ref().filter(|_| !file_sink).and_then(|k| k.answer_offsets()),
-                dead: dead.clone().map(|d| {
-                    let path = cli.dead_letter.as_ref().map(|p| p.display().to_string());
-                    (d, path.filter(|p| dead_file && p != "-"))
-                }),
+                dead: dead.clone().map(|d| (d, dead_path.clone().filter(|p| p != "-"))),
             },
             sink.clone(),
         ))),

@@ -194,8 +194,11 @@ impl CheckpointJob {
         // Dead letters of the lines before the checkpoint's positions are not written again
         // after a restart (those lines are not read again): flushed and synced (delivered, to a
         // topic) before the manifest, their file's length recorded.
-        let dead_bytes = match &self.dead {
-            Some((dead, _)) => Some(dead.commit(boundary)?),
+        let dead_letters = match &self.dead {
+            Some((dead, path)) => {
+                let bytes = dead.commit(boundary)?;
+                path.clone().map(|path| OutputMark { path, bytes })
+            }
             None => None,
         };
         if self.crash_after_output == Some(part.id) {
@@ -214,12 +217,7 @@ impl CheckpointJob {
             created_unix_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
             parts: entries.clone(),
             output: self.out_path.as_ref().map(|path| OutputMark { path: path.clone(), bytes }),
-            dead_letters: self
-                .dead
-                .as_ref()
-                .and_then(|(_, path)| path.clone())
-                .zip(dead_bytes)
-                .map(|(path, bytes)| OutputMark { path, bytes }),
+            dead_letters,
             script: self.script.clone(),
             requests: log.to_vec(),
             inputs: self.inputs.clone(),
