@@ -801,6 +801,7 @@ impl Router {
             tuples: 0,
             reported: 0,
             route_cache: RouteCache::default(),
+            last_window: LastWindow::default(),
             counts: LocalCounts::new(&job.metrics, me, plan.borrow().groups.len()),
             newest: 0,
             syn_labels: plan
@@ -840,6 +841,28 @@ fn reject_line(
     }
 }
 
+/// The window a router last routed to, the times in it and the plan's window length then:
+/// tuples come in runs of one window, and [`Plan::window_of`]'s 64-bit division for every tuple
+/// drew ~1.4 % of a `--no-synopses` JSON-lines ingest's `perf` samples (6 % of the router's).
+#[derive(Default)]
+struct LastWindow {
+    window: u64,
+    span: std::ops::Range<i64>,
+    window_ms: i64,
+}
+
+impl LastWindow {
+    /// [`Plan::window_of`] `time`, dividing only when it leaves the last window.
+    #[inline]
+    fn of(&mut self, plan: &Plan, time: i64) -> u64 {
+        if !self.span.contains(&time) || self.window_ms != plan.window_ms {
+            (self.window, self.span) = plan.window_span(time);
+            self.window_ms = plan.window_ms;
+        }
+        self.window
+    }
+}
+
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 struct Router {
     plan: Rc<RefCell<Plan>>,
@@ -855,6 +878,8 @@ struct Router {
     reported: u64,
     /// The groups a (dataset, stream) pair feeds, kept per dataset for the current plan version.
     route_cache: RouteCache,
+    /// The window last routed to.
+    last_window: LastWindow,
     counts: LocalCounts,
     syn_labels: Vec<WorkerLabels>,
     metrics: Arc<Metrics>,
@@ -899,7 +924,7 @@ impl Router {
             return self.reject(unit, line, &t.to_json(), &msg, true);
         }
         let plan = self.plan.borrow();
-        let window = plan.window_of(time);
+        let window = self.last_window.of(&plan, time);
         let seq = (unit.unit << 40) | line;
         self.recs.clear();
         for &g in self.route_cache.groups(&plan, &t.dataset_key, &t.stream_id) {
@@ -1016,7 +1041,7 @@ impl Router {
         if let Err((msg, late)) = self.check_time(unit, time) {
             return self.reject(unit, index, &format!("time {time}"), &msg, late);
         }
-        let window = self.plan.borrow().window_of(time);
+        let window = self.last_window.of(&self.plan.borrow(), time);
         let seq = (unit.unit << 40) | index;
         self.recs.clear();
         if let Source::Generated(gen_stream, routes) = &unit.source {
