@@ -20,11 +20,9 @@ use super::sketch::geometry;
 
 /// The payload bytes of `cm`.
 pub(crate) fn encode_payload(cm: &CountMin) -> Vec<u8> {
-    let mut w = Writer::with_capacity(10 + cm.counts().len() * 2);
+    let mut w = Writer::with_capacity(10 + cm.width() * cm.depth() * 2);
     w.varint(cm.total());
-    for c in cm.counts() {
-        w.varint(*c);
-    }
+    cm.for_each_count(|c| w.varint(c));
     w.into_inner()
 }
 
