@@ -2,6 +2,11 @@
 //! CSV, and the same stock rows as reference JSON lines; and the same bytes through the block
 //! line reader the file source uses (`read_*`: splitting, UTF-8 validation and parsing, the
 //! whole per-core ingest cost before routing).
+//!
+//! `json_parsers` puts the JSON-lines parser beside the crates it was chosen over, on the same
+//! lines: serde_json, sonic-rs and simd-json deserializing each line into a struct that borrows
+//! its strings (their fastest route to the values; the time of day is left as text), against
+//! ours, which also converts the date and time and writes a reusable [`saams::api::Tuple`].
 
 use std::path::PathBuf;
 
@@ -69,6 +74,69 @@ fn parse(c: &mut Criterion) {
     let ais_bytes: Vec<u8> = ais_lines.iter().flat_map(|l| l.bytes().chain(std::iter::once(b'\n'))).collect();
     g.throughput(Throughput::Elements(ais_lines.len() as u64));
     g.bench_function("read_ais_csv", |b| b.iter(|| read_all(&actx, &ais_bytes)));
+    g.finish();
+    json_parsers(c, &json);
+}
+
+/// A reference JSON line of a stock tick, its strings borrowed (the serde route of the crates).
+#[derive(serde::Deserialize)]
+struct BorrowedTick<'a> {
+    #[serde(rename = "streamID", borrow)]
+    stream_id: &'a str,
+    #[serde(rename = "objectID", borrow)]
+    object_id: Option<&'a str>,
+    #[serde(rename = "dataSetKey", borrow)]
+    dataset_key: &'a str,
+    #[serde(borrow)]
+    date: &'a str,
+    #[serde(borrow)]
+    time: &'a str,
+    price: f64,
+    volume: f64,
+}
+
+impl BorrowedTick<'_> {
+    /// Something of every field, so no parse is optimized away.
+    fn weight(&self) -> usize {
+        let text = self.stream_id.len() + self.object_id.map_or(0, str::len) + self.dataset_key.len();
+        text + self.date.len() + self.time.len() + usize::from(self.price > 0.0) + usize::from(self.volume > 0.0)
+    }
+}
+
+/// The same reference lines through each parser.
+fn json_parsers(c: &mut Criterion, json: &[String]) {
+    let mut g = c.benchmark_group("json_parsers");
+    g.throughput(Throughput::Elements(json.len() as u64));
+    let mut tuple = saams_datasets::jsonl::parse_json_tuple(&json[0]).expect("a reference line");
+    g.bench_function("saams_into_tuple", |b| {
+        b.iter(|| {
+            json.iter()
+                .map(|l| {
+                    saams_datasets::jsonl::parse_json_tuple_into(l, &mut tuple).expect("a reference line");
+                    tuple.fields.len() + usize::from(tuple.time_ms.is_some())
+                })
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("serde_json_borrowed", |b| {
+        b.iter(|| json.iter().map(|l| serde_json::from_str::<BorrowedTick>(l).expect("a tick").weight()).sum::<usize>())
+    });
+    g.bench_function("sonic_rs_borrowed", |b| {
+        b.iter(|| json.iter().map(|l| sonic_rs::from_str::<BorrowedTick>(l).expect("a tick").weight()).sum::<usize>())
+    });
+    // simd-json parses in place: each line is copied into a buffer first, as a reader would.
+    let mut buffer = Vec::new();
+    g.bench_function("simd_json_borrowed", |b| {
+        b.iter(|| {
+            let mut total = 0;
+            for l in json {
+                buffer.clear();
+                buffer.extend_from_slice(l.as_bytes());
+                total += simd_json::serde::from_slice::<BorrowedTick>(&mut buffer).expect("a tick").weight();
+            }
+            total
+        })
+    });
     g.finish();
 }
 
