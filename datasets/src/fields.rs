@@ -487,9 +487,6 @@ mod tests {
         }
     }
 
-    /// Unquoted rows split as `str::split(',')` does (first 64 cells), whatever sits next to a
-    /// comma (`-` and other bytes one apart from it, multi-byte characters) and wherever commas
-    /// fall in the eight-byte words.
     /// Every byte value at every place of a block, among bytes of every other value.
     #[test]
     fn byte_masks_flag_exactly_the_byte() {
@@ -506,6 +503,9 @@ mod tests {
         }
     }
 
+    /// Unquoted rows split as `str::split(',')` does (first 64 cells), whatever sits next to a
+    /// comma (`-` and other bytes one apart from it, multi-byte characters) and wherever commas
+    /// fall in the sixteen-byte blocks.
     #[test]
     fn unquoted_rows_split_at_every_comma() {
         let pieces = ["", "-", "+", ".", "-117.91483", "2022-01-03T00:00:00", "é", "€x", "511", "a b", "\t", "0.0"];
