@@ -237,10 +237,10 @@ impl KafkaInput {
     }
 
     /// Commits the offsets of windows through `through` (`u64::MAX`: all handled), whose answers
-    /// and dead letters are delivered, after flushing those that go to files.
+    /// and dead letters are delivered, after making those that go to files durable.
     fn commit_now(&mut self, through: u64) {
         for sink in [&self.file_answers, &self.file_dead].into_iter().flatten() {
-            if let Err(e) = sink.try_flush() {
+            if let Err(e) = sink.try_sync() {
                 return self.job.problem(format!("not committing: {e}"));
             }
         }
