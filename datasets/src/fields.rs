@@ -119,6 +119,25 @@ pub(crate) fn byte_mask_16(block: [u8; 16], c: u8) -> u32 {
     }
 }
 
+/// A mask of the bytes of `w` that end or break a flat string: quotes, backslashes and control
+/// bytes (below 0x20), bit `k` for byte `k`. SSE2 (every x86-64 has it): sixteen bytes in about
+/// eight instructions, where the word test of the JSON string scan's fallback takes ~20 for eight.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn special_bytes_16(w: [u8; 16]) -> u32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    let x = bytemuck::cast(w);
+    // SAFETY: SSE2 is part of the x86-64 baseline (every x86-64 CPU has it, and the compiler
+    // enables it for the target); these intrinsics compute on registers and touch no memory.
+    unsafe {
+        let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+        // Unsigned `x <= 0x1f`: the byte is its minimum with 0x1f.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
+    }
+}
+
 /// The high bit of every byte of `x` that is `c`, and no other bit (an exact test: no borrow or
 /// carry crosses bytes, so a `-` after a comma is not flagged).
 #[inline]

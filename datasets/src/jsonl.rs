@@ -403,12 +403,12 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// A string without escapes starting at the opening quote `s[i]`; returns it and the index after
 /// the closing quote. The quote is ASCII, so both ends are char boundaries of `s`.
 ///
-/// Sixteen bytes at a time on x86-64 ([`special_bytes_16`]), then eight at a time while eight
-/// remain (a word test for a quote, a backslash or a control byte, as in `memchr`'s fallback):
-/// the names and values of a reference line are a few to a dozen bytes, and the byte loop's test
-/// and branch per byte were ~14 % of a JSON-lines ingest's instructions (the word test ~3 % more
-/// than the SSE2 one). Always inlined: a call's prologue and epilogue cost as much as the scan of a
-/// short name.
+/// Sixteen bytes at a time on x86-64 ([`crate::fields::special_bytes_16`]), then eight at a
+/// time while eight remain (a word test for a quote, a backslash or a control byte, as in
+/// `memchr`'s fallback): the names and values of a reference line are a few to a dozen bytes,
+/// and the byte loop's test and branch per byte were ~14 % of a JSON-lines ingest's instructions
+/// (the word test ~3 % more than the SSE2 one). Always inlined: a call's prologue and epilogue
+/// cost as much as the scan of a short name.
 #[inline(always)]
 fn flat_string(s: &str, i: usize) -> Option<(&str, usize)> {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
@@ -420,7 +420,7 @@ fn flat_string(s: &str, i: usize) -> Option<(&str, usize)> {
     let mut j = start;
     #[cfg(target_arch = "x86_64")]
     while let Some(&w) = b.get(j..).and_then(<[u8]>::first_chunk::<16>) {
-        let special = special_bytes_16(w);
+        let special = crate::fields::special_bytes_16(w);
         if special == 0 {
             j += 16;
             continue;
@@ -457,25 +457,6 @@ fn flat_string(s: &str, i: usize) -> Option<(&str, usize)> {
         }
     }
     None
-}
-
-/// A mask of the bytes of `w` that end or break a flat string: quotes, backslashes and control
-/// bytes (below 0x20), bit `k` for byte `k`. SSE2 (every x86-64 has it): sixteen bytes in about
-/// eight instructions, where the word test of [`flat_string`]'s fallback takes ~20 for eight.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn special_bytes_16(w: [u8; 16]) -> u32 {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
-    let x = bytemuck::cast(w);
-    // SAFETY: SSE2 is part of the x86-64 baseline (every x86-64 CPU has it, and the compiler
-    // enables it for the target); these intrinsics compute on registers and touch no memory.
-    unsafe {
-        let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
-        let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
-        // Unsigned `x <= 0x1f`: the byte is its minimum with 0x1f.
-        let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
-        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) as u32
-    }
 }
 
 /// True if `key` names one of `fields` (a repeated key: the slow path decides). A plain loop:
