@@ -53,6 +53,10 @@ pub struct Cli {
     /// Hostfile: one `host:port` per process (timely's -h); default 127.0.0.1:2101+i.
     #[arg(short = 'h', long = "hostfile")]
     pub hostfile: Option<PathBuf>,
+    /// How long a process of a multi-process job waits for the others to connect before it gives
+    /// up (e.g. `300s`, `10m`).
+    #[arg(long, default_value = "5m")]
+    pub connect_timeout: String,
     /// Request JSON file (an array, one object per line, or one array per line): the job's initial
     /// requests, in effect from the first window (its ad-hoc queries answered at the end of the
     /// input). `-`: requests read from stdin while the job runs, each taking effect at the next

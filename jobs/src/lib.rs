@@ -3,6 +3,7 @@
 
 pub mod checkpoint;
 pub mod cli;
+pub mod cluster;
 pub mod control;
 pub mod dataflow;
 pub mod duration;

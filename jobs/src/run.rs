@@ -340,8 +340,17 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         _ => None,
     };
 
-    let (builders, others) =
-        config.communication.try_build_with(metrics.hooks()).map_err(|e| format!("timely: {e}"))?;
+    let (builders, others) = match config.communication {
+        // Connected here, not by timely: see `cluster` (its progress lines went to stdout, amid
+        // the estimations, and it waited a second per retry).
+        CommunicationConfig::Cluster { threads, process, addresses, .. } => {
+            let timeout = parse_duration_ms(&cli.connect_timeout).map_err(|e| format!("--connect-timeout: {e}"))?;
+            let timeout = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
+            crate::cluster::build_cluster(&addresses, process, threads, metrics.hooks(), timeout)
+                .map_err(|e| format!("process {process} of {}: {e}", addresses.len()))?
+        }
+        other => other.try_build_with(metrics.hooks()).map_err(|e| format!("timely: {e}"))?,
+    };
     let checkpoints = match &recovery {
         None => None,
         Some(r) => Some(Arc::new(CheckpointJob::new(

@@ -321,6 +321,68 @@ fn two_processes_on_loopback_give_the_single_process_estimations() {
     assert_eq!(single, without_kll(union));
 }
 
+/// A multi-process job answering to standard output (the default) writes estimations there and
+/// nothing else, even when a process starts well before the one it connects to: timely's own
+/// connection set-up printed `worker 1: error connecting to worker 0: …; retrying` and `awaiting
+/// connections (at 0/1)` to stdout, amid the JSON lines. The two outputs together are the
+/// single-process answers.
+#[test]
+fn processes_answering_to_stdout_write_only_estimations_whatever_order_they_start_in() {
+    let hostfile = tmp("cluster-stdout").join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let req = repo("datasets/requests/all-kinds.json");
+    let args = ["--requests", &req, "--generate", "stocks:6:500"];
+    let single = without_kll(sorted_lines(&run(&[&["-w", "2"], &args[..]].concat()).stdout));
+    let spawn = |p: usize| {
+        Command::new(BIN)
+            .args(["-w", "2", "-n", "2", "-p", &p.to_string(), "-h", &hostfile.to_string_lossy()])
+            .args(args)
+            .args(["--progress", "0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn saams")
+    };
+    // Process 1 first: its first connections to process 0 are refused.
+    let second = spawn(1);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let first = spawn(0);
+    let mut union = Vec::new();
+    for child in [first, second] {
+        let o = child.wait_with_output().expect("wait for saams");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            assert!(serde_json::from_str::<serde_json::Value>(line).is_ok(), "not an estimation on stdout: {line:?}");
+            union.push(line.to_string());
+        }
+    }
+    union.sort();
+    assert_eq!(single, without_kll(union));
+}
+
+/// A process whose peers never come gives up after `--connect-timeout`, saying which process it
+/// waited for, instead of waiting forever; a bad duration is refused.
+#[test]
+fn a_process_gives_up_on_peers_that_never_connect() {
+    let hostfile = tmp("cluster-alone").join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let h = hostfile.to_string_lossy();
+    let req = repo("datasets/requests/all-kinds.json");
+    let fail = |args: &[&str]| {
+        Command::new(BIN).args(args).args(["--requests", &req, "--progress", "0"]).output().expect("run saams")
+    };
+    for (p, missing) in [("0", "processes [1] did not connect"), ("1", "process 0 at 127.0.0.1:")] {
+        let out = fail(&["-n", "2", "-p", p, "-h", &h, "--connect-timeout", "300ms", "--generate", "stocks:1:10"]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(missing), "process {p}: {err}");
+        assert!(out.stdout.is_empty(), "process {p} wrote to stdout: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    let out = fail(&["-n", "2", "-p", "0", "-h", &h, "--connect-timeout", "soon", "--generate", "stocks:1:10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--connect-timeout"));
+}
+
 #[test]
 fn help_lists_every_flag_with_its_default() {
     let out = Command::new(BIN).arg("--help").output().expect("run saams --help");
@@ -331,6 +393,7 @@ fn help_lists_every_flag_with_its_default() {
         "-n, --processes",
         "-p, --process",
         "-h, --hostfile",
+        "--connect-timeout",
         "--requests",
         "--data",
         "--generate",
@@ -343,7 +406,14 @@ fn help_lists_every_flag_with_its_default() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
-    for default in ["[default: 1]", "[default: stocks:100:2000]", "[default: 60s]", "[default: 0s]", "[default: -]"] {
+    for default in [
+        "[default: 1]",
+        "[default: stocks:100:2000]",
+        "[default: 60s]",
+        "[default: 0s]",
+        "[default: -]",
+        "[default: 5m]",
+    ] {
         assert!(help.contains(default), "--help lacks {default}");
     }
 }

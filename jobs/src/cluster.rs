@@ -1,0 +1,199 @@
+//! The TCP connections between the processes of a `-n N` job, made before timely starts its
+//! send and receive threads on them ([`build_cluster`]).
+//!
+//! Why not timely's own set-up (`Config::Cluster`): it prints its progress with `println!`, so a
+//! multi-process job answering to standard output (the default) began its stream of JSON
+//! estimations with lines such as `awaiting connections (at 0/1)` or `worker 1: error connecting
+//! to worker 0: Connection refused (os error 111); retrying`, which a consumer of the stream cannot
+//! parse; and it waits a whole second after every refused connection and every empty poll of its
+//! listener, so processes started together (as every launcher starts them) spent one to two
+//! seconds connecting. Here the listener is bound before any connection is tried, refused
+//! connections are retried every few milliseconds, and what there is to say about waiting goes to
+//! standard error.
+//!
+//! The handshake is timely's, byte for byte, so a process built from this code can join processes
+//! connected by timely's: the process with the higher index connects to the lower one, sets
+//! `TCP_NODELAY` and sends its index as a big-endian `u64`; the lower one accepts and reads it.
+
+use std::any::Any;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use timely::communication::Hooks;
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
+
+/// Pause between attempts to connect to a process that is not listening yet.
+const RETRY: Duration = Duration::from_millis(5);
+
+/// Pause between polls of the listener while a process has not connected yet.
+const POLL: Duration = Duration::from_millis(2);
+
+/// How often a process still waiting for another says so on standard error.
+const REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// The allocators of this process' `threads` workers in a job of `addresses.len()` processes,
+/// this one being `process`, connected to every other process (waiting for them up to `timeout`),
+/// and the guard of timely's send and receive threads (to be kept until the workers end).
+///
+/// `addresses[process]` is where this process listens (several addresses separated by spaces are
+/// all listened on, as timely does); the others are where it connects.
+///
+/// # Errors
+/// When this process' address cannot be bound, another process is not reached within `timeout`,
+/// a connection breaks during the handshake, or a process sends an index it should not.
+pub fn build_cluster(
+    addresses: &[String],
+    process: usize,
+    threads: usize,
+    hooks: Hooks,
+    timeout: Duration,
+) -> Result<(Vec<AllocatorBuilder>, Box<dyn Any + Send>), String> {
+    let sockets = connect(addresses, process, timeout)?;
+    let local = ProcessBuilder::new_typed_vector(threads, hooks.refill.clone(), hooks.spill.clone());
+    let (builders, guard) = initialize_networking_from_sockets(local, sockets, process, threads, hooks)
+        .map_err(|e| format!("starting the network threads: {e}"))?;
+    Ok((builders.into_iter().map(AllocatorBuilder::Tcp).collect(), Box::new(guard)))
+}
+
+/// One connected socket per other process, in process order, `None` at `process`.
+///
+/// ```
+/// use std::net::TcpListener;
+/// use std::time::Duration;
+/// use saams_jobs::cluster::connect;
+/// let port = |_| TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+/// let addresses: Vec<String> = (0..3).map(|p| format!("127.0.0.1:{}", port(p))).collect();
+/// let wait = Duration::from_secs(30);
+/// let sockets = std::thread::scope(|s| {
+///     let handles: Vec<_> = (0..3).map(|p| s.spawn({ let a = &addresses; move || connect(a, p, wait) })).collect();
+///     handles.into_iter().map(|h| h.join().unwrap().unwrap()).collect::<Vec<_>>()
+/// });
+/// for (p, mine) in sockets.iter().enumerate() {
+///     assert_eq!(mine.len(), 3);
+///     for (q, socket) in mine.iter().enumerate() {
+///         assert_eq!(socket.is_none(), p == q); // a socket to every other process
+///     }
+/// }
+/// ```
+///
+/// # Errors
+/// As [`build_cluster`].
+pub fn connect(addresses: &[String], process: usize, timeout: Duration) -> Result<Vec<Option<TcpStream>>, String> {
+    let processes = addresses.len();
+    if process >= processes {
+        return Err(format!("process {process} of a job of {processes}"));
+    }
+    let deadline = Instant::now() + timeout;
+    // Bound first: a process that starts connecting out before it listens keeps the others
+    // waiting for nothing.
+    let listeners = addresses[process]
+        .split_whitespace()
+        .map(|a| {
+            let l = TcpListener::bind(a).map_err(|e| format!("listening on {a}: {e}"))?;
+            l.set_nonblocking(true).map_err(|e| format!("listening on {a}: {e}"))?;
+            Ok(l)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    if listeners.is_empty() {
+        return Err(format!("no address to listen on for process {process}"));
+    }
+    let (lower, higher) = std::thread::scope(|s| {
+        let outgoing = s.spawn(|| {
+            (0..process).map(|to| connect_to(&addresses[to], process, to, deadline)).collect::<Result<Vec<_>, _>>()
+        });
+        let incoming = accept_from(&listeners, process, processes, deadline);
+        (outgoing.join().unwrap_or_else(|_| Err("the connecting thread panicked".into())), incoming)
+    });
+    let mut sockets: Vec<Option<TcpStream>> = lower?.into_iter().map(Some).collect();
+    sockets.push(None);
+    sockets.extend(higher?.into_iter().map(Some));
+    Ok(sockets)
+}
+
+/// Connect to process `to` at `address` and say who this is (`process`), retrying while it does
+/// not listen yet.
+fn connect_to(address: &str, process: usize, to: usize, deadline: Instant) -> Result<TcpStream, String> {
+    let mut reported = Instant::now();
+    loop {
+        match TcpStream::connect(address) {
+            Ok(mut stream) => {
+                let handshake =
+                    stream.set_nodelay(true).and_then(|()| stream.write_all(&(process as u64).to_be_bytes()));
+                return handshake
+                    .map(|()| stream)
+                    .map_err(|e| format!("handshake with process {to} at {address}: {e}"));
+            }
+            Err(e) if Instant::now() >= deadline => {
+                return Err(format!("process {to} at {address} not reached: {e}"));
+            }
+            Err(e) => {
+                if reported.elapsed() >= REPORT_EVERY {
+                    eprintln!("saams: process {process}: waiting for process {to} at {address} ({e})");
+                    reported = Instant::now();
+                }
+                std::thread::sleep(RETRY);
+            }
+        }
+    }
+}
+
+/// Accept a connection from every process above `process`, each placed by the index it sends.
+fn accept_from(
+    listeners: &[TcpListener],
+    process: usize,
+    processes: usize,
+    deadline: Instant,
+) -> Result<Vec<TcpStream>, String> {
+    let mut accepted: Vec<Option<TcpStream>> = (process + 1..processes).map(|_| None).collect();
+    let mut reported = Instant::now();
+    while accepted.iter().any(Option::is_none) {
+        let mut any = false;
+        for listener in listeners {
+            match listener.accept() {
+                Ok((stream, from)) => {
+                    let (index, stream) = handshake_from(stream).map_err(|e| format!("handshake from {from}: {e}"))?;
+                    let slot = index.checked_sub(process + 1).and_then(|i| accepted.get_mut(i)).ok_or_else(|| {
+                        format!("{from} says it is process {index}, not one above {process} of {processes}")
+                    })?;
+                    if slot.is_some() {
+                        return Err(format!("process {index} connected twice (again from {from})"));
+                    }
+                    *slot = Some(stream);
+                    any = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(format!("accepting connections: {e}")),
+            }
+        }
+        if any {
+            continue;
+        }
+        let missing: Vec<usize> =
+            accepted.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| process + 1 + i).collect();
+        if Instant::now() >= deadline {
+            return Err(format!("processes {missing:?} did not connect"));
+        }
+        if reported.elapsed() >= REPORT_EVERY {
+            eprintln!("saams: process {process}: waiting for processes {missing:?} to connect");
+            reported = Instant::now();
+        }
+        std::thread::sleep(POLL);
+    }
+    Ok(accepted.into_iter().flatten().collect())
+}
+
+/// The index a connecting process sends, read from a blocking, `TCP_NODELAY` stream (the accepted
+/// stream inherits the listener's non-blocking mode on some systems).
+fn handshake_from(mut stream: TcpStream) -> io::Result<(usize, TcpStream)> {
+    stream.set_nonblocking(false)?;
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut index = [0u8; 8];
+    stream.read_exact(&mut index)?;
+    stream.set_read_timeout(None)?;
+    let index =
+        usize::try_from(u64::from_be_bytes(index)).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    Ok((index, stream))
+}
