@@ -277,11 +277,17 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
+/// A hostfile of two processes on free loopback ports, in a fresh temporary directory `name`.
+fn two_process_hostfile(name: &str) -> PathBuf {
+    let hostfile = tmp(name).join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    hostfile
+}
+
 #[test]
 fn two_processes_on_loopback_give_the_single_process_estimations() {
-    let dir = tmp("cluster");
-    let hostfile = dir.join("hosts");
-    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let hostfile = two_process_hostfile("cluster");
+    let dir = hostfile.parent().expect("the hostfile's directory").to_path_buf();
     let req = repo("datasets/requests/all-kinds.json");
     let snaps: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("snap{i}"))).collect();
     let single = without_kll(sorted_lines(
@@ -328,8 +334,7 @@ fn two_processes_on_loopback_give_the_single_process_estimations() {
 /// single-process answers.
 #[test]
 fn processes_answering_to_stdout_write_only_estimations_whatever_order_they_start_in() {
-    let hostfile = tmp("cluster-stdout").join("hosts");
-    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let hostfile = two_process_hostfile("cluster-stdout");
     let req = repo("datasets/requests/all-kinds.json");
     let args = ["--requests", &req, "--generate", "stocks:6:500"];
     let single = without_kll(sorted_lines(&run(&[&["-w", "2"], &args[..]].concat()).stdout));
@@ -364,8 +369,7 @@ fn processes_answering_to_stdout_write_only_estimations_whatever_order_they_star
 /// waited for, instead of waiting forever; a bad duration is refused.
 #[test]
 fn a_process_gives_up_on_peers_that_never_connect() {
-    let hostfile = tmp("cluster-alone").join("hosts");
-    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let hostfile = two_process_hostfile("cluster-alone");
     let h = hostfile.to_string_lossy();
     let req = repo("datasets/requests/all-kinds.json");
     let fail = |args: &[&str]| {
