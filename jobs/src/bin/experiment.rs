@@ -930,7 +930,7 @@ fn data_file(args: &[String]) -> Option<&str> {
 /// unchanged), so without this a file run read part of its 640 MB input from the virtual disk,
 /// more of it in later rounds, and paid for it in CPU: four alternating runs of `-w 1` on the
 /// same file took 2.36–2.81 CPU-s with the file evicted (`POSIX_FADV_DONTNEED`) against
-/// 1.83–2.15 read just before. The settings compare ingest from a file, not the disk: every file
+/// 1.83–2.22 read just before. The settings compare ingest from a file, not the disk: every file
 /// setting now starts from the same cache state. The read is this process's, outside the
 /// children's CPU seconds and wall time the figures count.
 fn warm_page_cache(path: &Path) -> Result<(), String> {
