@@ -60,6 +60,35 @@ fn files_replay_as_reference_json_with_malformed_rows_counted() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--validate` parses every row and writes nothing: the same tuples and malformed rows counted as
+/// a replay of the input, nothing on stdout; it cannot be combined with an output.
+#[test]
+fn validate_counts_what_a_replay_would_write_and_writes_nothing() {
+    let dir = scratch("validate");
+    let path = dir.join("ticks.jsonl");
+    let good = r#"{"streamID":"A","objectID":null,"dataSetKey":"D","date":"01/02/2019","time":"00:00:01","price":1.5,"volume":1}"#;
+    let text = format!("{good}\n{{\"streamID\":\"A\"}}\n{good}\nnot json\n{good}\n");
+    std::fs::write(&path, &text).unwrap();
+    let p = path.to_str().unwrap();
+    let (out, err) = replay(&[p, "--validate", "--progress", "none"], None);
+    assert_eq!(out, "");
+    let (replayed, replay_err) = replay(&[p, "--progress", "none"], None);
+    let (checked, written) = (summary(&err), summary(&replay_err));
+    assert_eq!((checked["tuples"], checked["malformed"], checked["bytes"]), (3.0, 2.0, 0.0));
+    assert_eq!((written["tuples"], written["malformed"]), (3.0, 2.0));
+    assert_eq!(replayed.lines().count(), 3);
+    assert!(err.contains("ticks.jsonl:2"), "{err}");
+    let (out, _) = replay(&["--generate", "stocks:3:20", "--validate", "--progress", "none"], None);
+    assert_eq!(out, "");
+    let refused = Command::new(env!("CARGO_BIN_EXE_replay"))
+        .args([p, "--validate", "--output", dir.join("x").to_str().unwrap()])
+        .output()
+        .expect("run replay");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--output"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn stdin_limit_scale_and_generator() {
     let json = r#"{"streamID":"A","dataSetKey":"D","date":"2019-01-02","time":"00:00:01","price":1.5,"volume":1}"#;

@@ -11,7 +11,8 @@
 //!
 //! Progress goes to stderr: a bar on a terminal, a plain line every few seconds otherwise, and one
 //! final `replay: done tuples=… bytes=… seconds=… rate=… malformed=…` line. Malformed rows are
-//! reported (the first few with file:line) and skipped.
+//! reported (the first few with file:line) and skipped. `--validate` parses and writes nothing (the
+//! summary says what a job reading the input would take and skip).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, IsTerminal, Write};
@@ -78,6 +79,12 @@ struct Args {
     /// Write to this file instead of stdout (`-` = stdout).
     #[arg(long, short)]
     output: Option<PathBuf>,
+
+    /// Parse every tuple and write nothing: the summary counts the tuples and the malformed rows.
+    /// Checks a file before a job reads it, and times the readers and parsers alone (the
+    /// `parse-only` setting of `experiment --only ingest`).
+    #[arg(long, conflicts_with_all = ["output", "brokers", "rate", "speed"])]
+    validate: bool,
 
     /// Stop after this many tuples.
     #[arg(long)]
@@ -368,6 +375,15 @@ fn run(args: &Args) -> Result<(), String> {
                 continue;
             }
         };
+        if args.validate {
+            tuples += 1;
+            // The next row parsed reuses this tuple's buffers, as in a job's reader.
+            saams_datasets::jsonl::recycle(t);
+            if tuples % 1024 == 0 {
+                reporter.update(tuples, bytes, start);
+            }
+            continue;
+        }
         pacer.wait(t.time_ms);
         line.clear();
         write_reference_json(&t, &mut line);
