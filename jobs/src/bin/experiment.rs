@@ -31,9 +31,11 @@
 //!   the generator itself, in alternating rounds: `-w 1`, `-w 1 --no-synopses`, `-w 2`,
 //!   `-n 2 -w 1`, and from a Kafka topic of the same tuples at `-w 2` with `--kafka-brokers`;
 //!   beside them, two independent `-w 1` jobs at once (the machine's own parallel ceiling for
-//!   this work, which no `-w 2` or `-n 2` run can pass). Each file setting's run starts with its
-//!   input just read once (in the page cache, which these machines empty within minutes).
-//!   Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system time),
+//!   this work, which no `-w 2` or `-n 2` run can pass), and the parser's pace: `replay --validate`
+//!   on the same file (the same line reader and parser, nothing routed). Each file setting's run
+//!   starts with its input just read once (in the page cache, which these machines empty within
+//!   minutes). Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system
+//!   time, or `replay`'s),
 //!   the load average beside each, the broker's CPU with `--kafka-pidfile`, and the answers of
 //!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`,
 //!   `ingest.png`).
@@ -169,6 +171,34 @@ impl Runner {
             children.push(spawn(c)?);
         }
         collect(children, &common)
+    }
+
+    /// `replay --validate` over `args` (the input files): the line readers and the parser alone,
+    /// nothing routed, updated or written. Its summary's tuples and seconds (first tuple to last).
+    fn parse_only(&self, args: &[String]) -> Result<RunResult, String> {
+        let replay = self.saams.with_file_name(format!("replay{}", std::env::consts::EXE_SUFFIX));
+        let out = Command::new(&replay)
+            .arg("--validate")
+            .args(["--progress", "none"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", replay.display()))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("replay --validate {} failed ({}):\n{stderr}", args.join(" "), out.status));
+        }
+        let line = stderr
+            .lines()
+            .rfind(|l| l.starts_with("replay: done "))
+            .ok_or_else(|| format!("no summary line in replay's stderr:\n{stderr}"))?;
+        let field = |k: &str| -> Result<f64, String> {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("replay's summary has no number {k}: {line}"))
+        };
+        Ok(RunResult { tuples: field("tuples")?, seconds: field("seconds")?, ..RunResult::default() })
     }
 
     /// Runs `outs.len()` independent single-process jobs of `workers` workers at once, each on the
@@ -845,6 +875,17 @@ fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
         on_file_setting("file-n2-w1", 2, 1, &[], true),
         // What two cores give two jobs that share nothing: -w 2 and -n 2 can at best match it.
         IngestSetting { independent: true, ..on_file_setting("two-file-w1-jobs", 2, 1, &[], true) },
+        // The parser's pace: the same file through the same line reader and parser, nothing else.
+        IngestSetting {
+            name: "parse-only",
+            input: "parse-only",
+            processes: 1,
+            workers: 1,
+            args: strings(&["--data", &data]),
+            checked: false,
+            idle_seconds: 0.0,
+            independent: false,
+        },
     ];
     let ais_file = r.dir.join("ingest-ais.csv");
     match write_ais_rows(&a.datasets.join("ais"), &ais_file, 5_000_000)? {
@@ -1013,7 +1054,11 @@ fn ingest_rounds(
             let broker_before = broker_pid.and_then(|p| process_cpu_seconds(p, ticks));
             let cpu_before = children_cpu_seconds(ticks);
             let started = std::time::Instant::now();
-            let m = if s.independent {
+            let parse_only = s.input == "parse-only";
+            let m = if parse_only {
+                // `--data FILE` names the file to the warming above; replay takes it bare.
+                r.parse_only(&args[1..])?
+            } else if s.independent {
                 r.independent_to(s.workers, &args, &outs)?
             } else {
                 r.once_to(s.processes, s.workers, &args, &outs)?
@@ -1025,8 +1070,16 @@ fn ingest_rounds(
             } else {
                 None
             };
-            // Independent jobs each answer the whole input: checked one by one.
-            let answers = sorted_estimations(&outs[..if s.independent { 1 } else { outs.len() }])?;
+            // Independent jobs each answer the whole input: checked one by one. A parse-only
+            // pass answers nothing.
+            let answered = if parse_only {
+                0
+            } else if s.independent {
+                1
+            } else {
+                outs.len()
+            };
+            let answers = sorted_estimations(&outs[..answered])?;
             if s.independent
                 && let Some(base) = &reference
             {
@@ -1055,7 +1108,7 @@ fn ingest_rounds(
                 }
                 _ => {}
             }
-            if !keep {
+            if !keep && !parse_only {
                 for o in &outs {
                     std::fs::remove_file(o).map_err(|e| format!("{o}: {e}"))?;
                 }
@@ -1116,6 +1169,7 @@ fn ingest_report(
             (false, "generator-w1") if generator_answers_equal => "equal to file-w1",
             (false, "generator-w1") => "differ from file-w1",
             (false, "ais-csv-w1") => "own workload (not compared)",
+            (false, "parse-only") => "none (parsed only)",
             _ => "none (no synopses)",
         };
         let _ = writeln!(
@@ -1173,6 +1227,20 @@ fn ingest_report(
         if let Some(b) = medians[k].broker_cpu_seconds {
             let with_broker = medians[k].tuples / (medians[k].cpu_seconds + b);
             target("kafka_w2_with_broker_over_file_w2_per_cpu_s", with_broker / per_cpu(w2), 0.8, &[k, w2]);
+        }
+    }
+    // How close the engine comes to the parser's pace (the title), measured in the same
+    // run: no target of their own, so `target` and `met` are left empty.
+    if let Some(parse) = index("parse-only") {
+        let pace = [
+            ("parse_only_tuples_per_cpu_s_millions", per_cpu(parse) / 1e6, vec![parse]),
+            ("file_w1_over_parse_only_per_cpu_s", per_cpu(file1) / per_cpu(parse), vec![file1, parse]),
+            ("file_no_synopses_over_parse_only_per_cpu_s", per_cpu(bare) / per_cpu(parse), vec![bare, parse]),
+        ];
+        for (name, value, is) in pace {
+            let load = load_of(&is);
+            let _ = writeln!(targets, "{name}\t{value:.3}\t\t\t{load:.2}");
+            eprintln!("experiment: ingest {name} = {value:.3} (load {load:.2})");
         }
     }
     write(&r.dir.join("ingest-targets.tsv"), &targets)?;
