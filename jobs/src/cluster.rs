@@ -153,7 +153,15 @@ fn accept_from(
         for listener in listeners {
             match listener.accept() {
                 Ok((stream, from)) => {
-                    let (index, stream) = handshake_from(stream).map_err(|e| format!("handshake from {from}: {e}"))?;
+                    // A connection that breaks off before saying who it is (a peer that died
+                    // while starting, a port probe) is dropped; its process may connect again.
+                    let (index, stream) = match handshake_from(stream) {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            eprintln!("saams: process {process}: ignored a connection from {from}: {e}");
+                            continue;
+                        }
+                    };
                     let slot = index.checked_sub(process + 1).and_then(|i| accepted.get_mut(i)).ok_or_else(|| {
                         format!("{from} says it is process {index}, not one above {process} of {processes}")
                     })?;
@@ -185,15 +193,64 @@ fn accept_from(
 }
 
 /// The index a connecting process sends, read from a blocking, `TCP_NODELAY` stream (the accepted
-/// stream inherits the listener's non-blocking mode on some systems).
+/// stream inherits the listener's non-blocking mode on some systems), waiting at most 10 s for
+/// its eight bytes.
 fn handshake_from(mut stream: TcpStream) -> io::Result<(usize, TcpStream)> {
     stream.set_nonblocking(false)?;
     stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut index = [0u8; 8];
     stream.read_exact(&mut index)?;
     stream.set_read_timeout(None)?;
     let index =
         usize::try_from(u64::from_be_bytes(index)).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     Ok((index, stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn free_address() -> String {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a port");
+        format!("127.0.0.1:{port}")
+    }
+
+    /// Connections that end before the handshake's eight bytes (none, or three) are dropped and
+    /// the process keeps waiting for its peer, which then connects as usual; an index no process
+    /// has is refused as the misconfiguration it is.
+    #[test]
+    fn broken_off_connections_are_ignored_and_foreign_indices_refused() {
+        let addresses = vec![free_address(), free_address()];
+        let wait = Duration::from_secs(30);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| connect(&addresses, 0, wait));
+            let stray = |bytes: &[u8]| loop {
+                if let Ok(mut c) = TcpStream::connect(&addresses[0]) {
+                    c.write_all(bytes).expect("write");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            stray(b"");
+            stray(b"abc");
+            let second = connect(&addresses, 1, wait).expect("process 1 connects");
+            let first = first.join().expect("process 0's thread").expect("process 0 connects");
+            assert!(first[0].is_none() && first[1].is_some());
+            assert!(second[0].is_some() && second[1].is_none());
+        });
+        let addresses = vec![free_address(), free_address()];
+        std::thread::scope(|s| {
+            let first = s.spawn(|| connect(&addresses, 0, Duration::from_secs(30)));
+            loop {
+                if let Ok(mut c) = TcpStream::connect(&addresses[0]) {
+                    c.write_all(&7u64.to_be_bytes()).expect("write");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let err = first.join().expect("process 0's thread").expect_err("index 7 refused");
+            assert!(err.contains("says it is process 7"), "{err}");
+        });
+    }
 }
