@@ -42,7 +42,8 @@ const REPORT_EVERY: Duration = Duration::from_secs(5);
 ///
 /// # Errors
 /// When this process' address cannot be bound, another process is not reached within `timeout`,
-/// a connection breaks during the handshake, or a process sends an index it should not.
+/// the connection to a lower process breaks while this one sends its index, or a connecting
+/// process sends an index it should not (one that breaks off before sending any is ignored).
 pub fn build_cluster(
     addresses: &[String],
     process: usize,

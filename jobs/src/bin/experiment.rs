@@ -173,20 +173,19 @@ impl Runner {
         collect(children, &common)
     }
 
-    /// `replay --validate` over `args` (the input files): the line readers and the parser alone,
+    /// `replay --validate` over the input file `data`: the line readers and the parser alone,
     /// nothing routed, updated or written. Its summary's tuples and seconds (first tuple to last).
-    fn parse_only(&self, args: &[String]) -> Result<RunResult, String> {
+    fn parse_only(&self, data: &str) -> Result<RunResult, String> {
         let replay = self.saams.with_file_name(format!("replay{}", std::env::consts::EXE_SUFFIX));
         let out = Command::new(&replay)
             .arg("--validate")
-            .args(["--progress", "none"])
-            .args(args)
+            .args(["--progress", "none", data])
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("{}: {e}", replay.display()))?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !out.status.success() {
-            return Err(format!("replay --validate {} failed ({}):\n{stderr}", args.join(" "), out.status));
+            return Err(format!("replay --validate {data} failed ({}):\n{stderr}", out.status));
         }
         let line = stderr
             .lines()
@@ -1056,8 +1055,8 @@ fn ingest_rounds(
             let started = std::time::Instant::now();
             let parse_only = s.input == "parse-only";
             let m = if parse_only {
-                // `--data FILE` names the file to the warming above; replay takes it bare.
-                r.parse_only(&args[1..])?
+                let data = data_file(&s.args).ok_or("ingest: the parse-only setting names no --data file")?;
+                r.parse_only(data)?
             } else if s.independent {
                 r.independent_to(s.workers, &args, &outs)?
             } else {
