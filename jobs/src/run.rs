@@ -1145,8 +1145,29 @@ fn read_units(
     router.send_batch(input);
 }
 
-/// The units worker `me` of `peers` reads: its generated streams, and every `peers`-th input unit
-/// (stdin by worker 0 only). A unit that cannot be opened is a dead letter.
+/// Whether worker `me` of `peers` reads input unit `u`: standard input is worker 0's (there is
+/// one stdin per process, and only the first process' is read), every other unit goes to worker
+/// `u mod peers`. Stdin took part in that rotation and was skipped at once: given after a file
+/// (`--data f --data -`) with two workers it was unit 1, which worker 1 may not read and
+/// worker 0 was not given, so its tuples were lost without a word.
+///
+/// ```
+/// use saams_jobs::run::reads_unit;
+/// use saams_jobs::source::file::Input;
+/// let (file, stdin) = (Input::File("ticks.jsonl".into(), None), Input::Stdin(None));
+/// assert!(reads_unit((1, &stdin), (0, 2)) && !reads_unit((1, &stdin), (1, 2)));
+/// assert!(reads_unit((0, &file), (0, 2)) && reads_unit((3, &file), (1, 2)));
+/// assert!(!reads_unit((3, &file), (0, 2)));
+/// ```
+pub fn reads_unit((u, unit): (usize, &Unit), (me, peers): (usize, usize)) -> bool {
+    match unit {
+        Unit::Stdin(_) => me == 0,
+        _ => u % peers == me,
+    }
+}
+
+/// The units worker `me` of `peers` reads: its generated streams, and the input units
+/// [`reads_unit`] gives it. A unit that cannot be opened is a dead letter.
 fn open_readers(
     plan: &Plan,
     generator: Option<&GeneratorSpec>,
@@ -1171,7 +1192,7 @@ fn open_readers(
         }
     }
     for (u, unit) in units.iter().enumerate() {
-        if u % peers != me || (matches!(unit, Unit::Stdin(_)) && me != 0) {
+        if !reads_unit((u, unit), (me, peers)) {
             continue;
         }
         match UnitReader::open(unit) {

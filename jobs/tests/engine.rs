@@ -531,6 +531,45 @@ fn byte_ranges_of_a_large_file_read_every_line_once_whatever_the_split() {
     }
 }
 
+/// Standard input given after a file is read whatever the number of workers: it was unit 1,
+/// which with two workers nobody read (its 300 tuples lost, the summary counting only the file's).
+#[test]
+fn stdin_after_a_file_is_read_by_any_number_of_workers() {
+    let dir = tmp("stdin-after-file");
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        r#"{"dataSetKey":"Forex","noOfP":1,"param":["HyperLogLog","price","NotQueryable",0.02],"requestID":1,"streamID":"EURTRY","synopsisID":2}
+{"dataSetKey":"Forex","noOfP":1,"param":["distinct","price","Queryable","Continues"],"requestID":2,"streamID":"EURTRY","synopsisID":2}"#,
+    )
+    .expect("write requests");
+    let lines =
+        |from: u32| (from..from + 300).map(|s| tuple("EURTRY", s, &format!("{}.5", s % 97))).collect::<Vec<_>>();
+    let file = dir.join("first.jsonl");
+    std::fs::write(&file, lines(0).join("\n") + "\n").expect("write file");
+    let piped = lines(300).join("\n") + "\n";
+    let (r, f) = (req.to_string_lossy().to_string(), file.to_string_lossy().to_string());
+    let answers = |workers: &str| {
+        use std::io::Write as _;
+        let mut child = Command::new(BIN)
+            .args(["-w", workers, "--requests", &r, "--data", &f, "--data", "-", "--progress", "0"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run saams");
+        child.stdin.take().expect("stdin").write_all(piped.as_bytes()).expect("feed stdin");
+        let out = child.wait_with_output().expect("wait for saams");
+        assert!(out.status.success(), "-w {workers}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(summary(&out).contains("tuples=600 "), "-w {workers}: {}", summary(&out));
+        sorted_lines(&out.stdout)
+    };
+    let one = answers("1");
+    assert_eq!(one.len(), 10, "one distinct count per 60 s window: {one:?}");
+    assert_eq!(answers("2"), one);
+    assert_eq!(answers("3"), one);
+}
+
 /// Continuous set-valued answers are changes: over four 30 s windows, streams A and B move
 /// together throughout (a stable pair: one `+` line in the first window, nothing after), C moves
 /// with them for the first minute and against them after it (its pairs get a `-` line in the
