@@ -141,3 +141,47 @@ fn tree_merge_stays_in_processes_first_and_crosses_them_n_minus_1_times_for_ever
         }
     }
 }
+
+/// Streams' owners are balanced, not left to their hashes: a hundred streams (three synopses
+/// each, one update group) split 50 / 50 on two workers, 34 / 33 / 33 on three, 25 each on four
+/// (hashed they split 56 / 44 and 35 / 25 / 21 / 19), the same way on every build, and a stream
+/// added while the job runs goes to a worker owning the fewest groups.
+#[test]
+fn stream_owners_are_balanced_over_the_workers_and_the_same_on_every_build() {
+    let script: String = (0..100)
+        .flat_map(|k| {
+            [
+                format!(r#"{{"streamID":"S{k}","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}}"#),
+                format!(r#"{{"streamID":"S{k}","synopsisID":2,"dataSetKey":"F","param":["HLL","price","NotQueryable",0.05]}}"#),
+                format!(r#"{{"streamID":"S{k}","synopsisID":4,"dataSetKey":"F","param":["DFT","price","NotQueryable",1,4,8,2]}}"#),
+            ]
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    for peers in [2usize, 3, 4] {
+        let p = plan(&script, peers);
+        assert_eq!(p.groups.len(), 100);
+        let mut owned = vec![0usize; peers];
+        for g in &p.groups {
+            owned[g.owner] += 1;
+            for &s in &g.synopses {
+                assert_eq!(p.synopses[s as usize].home, g.owner, "an owned synopsis lives with its group");
+            }
+        }
+        let (least, most) = (owned.iter().min().copied(), owned.iter().max().copied());
+        assert!(most.zip(least).is_some_and(|(m, l)| m - l <= 1), "{peers} workers own {owned:?}");
+        let again = plan(&script, peers);
+        assert!(
+            p.groups.iter().zip(&again.groups).all(|(a, b)| a.owner == b.owner),
+            "every worker builds the same owners"
+        );
+        let mut live = plan(&script, peers);
+        let added = parse_requests(
+            r#"{"streamID":"late","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}"#,
+        );
+        live.extend(&added, 120_000, None);
+        let late = live.groups.last().expect("the added stream's group");
+        assert_eq!(late.stream, "late");
+        assert_eq!(owned[late.owner], *owned.iter().min().expect("workers"), "{peers} workers own {owned:?}");
+    }
+}
