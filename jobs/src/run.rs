@@ -31,7 +31,7 @@ use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::{Cli, parse_duration_ms};
 use crate::metrics::{CommFigures, LocalCounts, Metrics, Totals, WorkerLabels};
 use crate::sink::file::{LineSink, SnapshotDir};
-use crate::source::file::{BadLine, Input as Unit, UnitReader, expand_inputs};
+use crate::source::file::{BadLine, Input as Unit, RangeLayout, UnitReader, expand_inputs};
 use crate::source::group_batch::GroupBatch;
 use crate::source::kafka::{KafkaInput, KafkaJob};
 use crate::source::route_cache::RouteCache;
@@ -263,13 +263,26 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     } else {
         None
     };
-    let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes)?;
-    let mut inputs = input_names(&units, generator.as_ref().map(|_| cli.generate.as_str()));
-    inputs.extend(cli.kafka.data_topic.as_ref().map(|t| format!("kafka:{t}")));
+    // The inputs in each way files can be cut into ranges: this job's own first, then the one a
+    // checkpoint of an earlier version may name (a job resumes in the layout it started in).
+    let layouts: &[RangeLayout] =
+        if cli.checkpoints.is_some() { &[RangeLayout::Equal, RangeLayout::Fixed] } else { &[RangeLayout::Equal] };
+    let mut candidates = Vec::new();
+    for &layout in layouts {
+        let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes, layout)?;
+        let mut inputs = input_names(&units, generator.as_ref().map(|_| cli.generate.as_str()));
+        inputs.extend(cli.kafka.data_topic.as_ref().map(|t| format!("kafka:{t}")));
+        candidates.push((units, inputs));
+    }
     let recovery = match &cli.checkpoints {
-        Some(dir) => Some(Recovery::open(&cli, dir, (window_ms as u64, requests.as_deref(), &inputs))?),
+        Some(dir) => {
+            let names: Vec<Vec<String>> = candidates.iter().map(|(_, inputs)| inputs.clone()).collect();
+            Some(Recovery::open(&cli, dir, (window_ms as u64, requests.as_deref(), &names))?)
+        }
         None => None,
     };
+    let layout = recovery.as_ref().and_then(|r| r.resume.as_ref()).map_or(0, |r| r.inputs_at);
+    let (units, inputs) = candidates.swap_remove(layout);
     let kafka_sink = kafka_job.as_ref().and_then(|k| k.estimation_writer());
     let file_sink = kafka_sink.is_none();
     if let (Some(k), Some(resume)) = (&kafka_job, recovery.as_ref().and_then(|r| r.resume.as_ref())) {

@@ -27,7 +27,8 @@ pub struct Recovery {
 
 impl Recovery {
     /// Open `dir` and find the checkpoint to resume from, checked against this job (`window_ms`,
-    /// the request script where this process has it, the input names).
+    /// the request script where this process has it, the input names: one list per way the job
+    /// can cut its files into ranges, its own first, as [`Resume::newest`] takes them).
     ///
     /// # Errors
     /// For inputs that cannot be read again (stdin), a request topic (not yet), a bad interval, an
@@ -35,7 +36,7 @@ impl Recovery {
     pub fn open(
         cli: &Cli,
         dir: &Path,
-        (window_ms, script, inputs): (u64, Option<&str>, &[String]),
+        (window_ms, script, inputs): (u64, Option<&str>, &[Vec<String>]),
     ) -> Result<Recovery, String> {
         refuse_what_cannot_be_resumed(cli)?;
         let every = parse_duration_ms(&cli.checkpoint_interval)?;

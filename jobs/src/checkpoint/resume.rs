@@ -24,11 +24,17 @@ pub struct Resume {
     states: Vec<SynopsisState>,
     sets: Vec<(u32, Vec<String>)>,
     positions: HashMap<String, SourcePosition>,
+    /// Which of the job's input name lists the checkpoint was written with (see
+    /// [`Resume::newest`]).
+    pub inputs_at: usize,
 }
 
 impl Resume {
     /// The newest complete checkpoint in `store`, checked against this job: its window, request
-    /// script (where this process has it: the first) and inputs. Damaged checkpoints are skipped (each with a line on stderr).
+    /// script (where this process has it: the first) and inputs — one of `inputs`, the names of
+    /// what the job reads in each way it can cut its files into ranges, its own way first
+    /// ([`crate::source::file::RangeLayout`]; [`Resume::inputs_at`] says which one the
+    /// checkpoint names). Damaged checkpoints are skipped (each with a line on stderr).
     ///
     /// # Errors
     /// When the directory cannot be read, or the newest complete checkpoint was written by
@@ -37,7 +43,7 @@ impl Resume {
         store: &CheckpointStore,
         window_ms: u64,
         script: Option<&str>,
-        inputs: &[String],
+        inputs: &[Vec<String>],
     ) -> Result<Option<Resume>, String> {
         let (restored, warnings) = store.newest_with_warnings()?;
         for w in &warnings {
@@ -58,14 +64,14 @@ impl Resume {
                 restored.id
             ));
         }
-        if first.inputs != inputs {
+        let Some(inputs_at) = inputs.iter().position(|names| *names == first.inputs) else {
             return Err(format!(
                 "{dir}: checkpoint {} read other inputs ({}), this job reads {}",
                 restored.id,
                 first.inputs.join(", "),
-                inputs.join(", ")
+                inputs.first().map(|names| names.join(", ")).unwrap_or_default()
             ));
-        }
+        };
         let mut states = Vec::new();
         let mut sets = Vec::new();
         let mut positions = HashMap::new();
@@ -83,6 +89,7 @@ impl Resume {
             states,
             sets,
             positions,
+            inputs_at,
         }))
     }
 

@@ -496,6 +496,33 @@ mod tests {
         m
     }
 
+    /// A checkpoint names its inputs' byte ranges: a job resumes from it in the range layout it
+    /// names, its own or the one of an earlier version (ranges of `--chunk-bytes` and a short
+    /// last one), and a checkpoint in neither is refused naming this job's own inputs.
+    #[test]
+    fn resume_takes_the_range_layout_the_checkpoint_names() {
+        use crate::checkpoint::resume::Resume;
+        let t = TempDir::new("layouts");
+        let store = CheckpointStore::open(&t.0, 3).unwrap();
+        let equal: Vec<String> = ["range:t.jsonl@0..190", "range:t.jsonl@190..380"].map(String::from).to_vec();
+        let fixed: Vec<String> = ["range:t.jsonl@0..200", "range:t.jsonl@200..380"].map(String::from).to_vec();
+        let entries = (0..2).map(|w| store.write_part(&part(1, 0, w, 1, 2)).unwrap()).collect();
+        let mut m = manifest(1, 0, 1, 2, entries);
+        m.inputs = fixed.clone();
+        store.commit(&m, true).unwrap();
+        let both = [equal.clone(), fixed.clone()];
+        let resumed = Resume::newest(&store, 10_000, None, &both).unwrap().expect("a checkpoint");
+        assert_eq!((resumed.id, resumed.inputs_at), (1, 1));
+        let own = Resume::newest(&store, 10_000, None, &[fixed]).unwrap().expect("a checkpoint");
+        assert_eq!(own.inputs_at, 0);
+        let err = Resume::newest(&store, 10_000, None, &[equal]).err().expect("other inputs are refused");
+        assert!(
+            err.contains("read other inputs (range:t.jsonl@0..200")
+                && err.contains("this job reads range:t.jsonl@0..190"),
+            "{err}"
+        );
+    }
+
     fn folders(store: &CheckpointStore) -> Vec<u64> {
         store.ids().unwrap()
     }
