@@ -568,6 +568,18 @@ fn stdin_after_a_file_is_read_by_any_number_of_workers() {
     assert_eq!(one.len(), 10, "one distinct count per 60 s window: {one:?}");
     assert_eq!(answers("2"), one);
     assert_eq!(answers("3"), one);
+    // Two readers of one stdin split lines between their buffers: `-` twice is refused.
+    let twice = Command::new(BIN)
+        .args(["--requests", &r, "--data", "-", "--data", "-", "--progress", "0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run saams");
+    assert!(!twice.status.success());
+    assert!(
+        String::from_utf8_lossy(&twice.stderr).contains("standard input is given more than once"),
+        "{}",
+        String::from_utf8_lossy(&twice.stderr)
+    );
 }
 
 /// Continuous set-valued answers are changes: over four 30 s windows, streams A and B move
