@@ -29,9 +29,10 @@ pub enum Input {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeLayout {
     /// The fewest ranges of at most `chunk_bytes`, all of one length but the last, which may be
-    /// a few bytes shorter (fewer than there are ranges). Workers read every `W`-th unit, so with ranges of
-    /// `chunk_bytes` and a short last one, two workers split a 608 MB file 5 : 4.5 chunks
-    /// (52.6 % of the lines on one); equal ranges split it evenly when `W` divides their number.
+    /// a few bytes shorter (fewer than there are ranges). Workers read every `W`-th unit, so
+    /// with ranges of `chunk_bytes` and a short last one, two workers split a 608 MB file
+    /// 5 : 4.5 chunks (52.6 % of the lines on one); equal ranges split it evenly when `W`
+    /// divides their number.
     Equal,
     /// Ranges of exactly `chunk_bytes` and a last one of what is left: how files were cut before
     /// [`RangeLayout::Equal`]. A job resumes in it from a checkpoint that names such ranges.
