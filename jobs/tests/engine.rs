@@ -582,6 +582,42 @@ fn stdin_after_a_file_is_read_by_any_number_of_workers() {
     );
 }
 
+/// A stream named in requests whose name is longer than 16 bytes, alone in its dataset: its
+/// values reached no synopsis (the router's cache answered the dataset-wide groups, none), so the
+/// job printed no estimation at all.
+#[test]
+fn a_long_stream_name_alone_in_its_dataset_is_routed_to_its_synopses() {
+    let dir = tmp("long-stream");
+    let long = "equity_usa_SPY_tick_trade";
+    let req = dir.join("req.json");
+    std::fs::write(
+        &req,
+        format!(
+            r#"{{"dataSetKey":"D","noOfP":1,"param":["HyperLogLog","price","NotQueryable",0.02],"requestID":1,"streamID":"{long}","synopsisID":2}}
+{{"dataSetKey":"D","noOfP":1,"param":["distinct","price","Queryable","Continues"],"requestID":2,"streamID":"{long}","synopsisID":2}}"#
+        ),
+    )
+    .expect("write requests");
+    let lines: Vec<String> = (0..100u32)
+        .map(|s| {
+            format!(
+                r#"{{"streamID":"{long}","dataSetKey":"D","date":"01/02/2019","time":"00:00:{:02}","price":{s},"volume":1}}"#,
+                s * 60 / 100
+            )
+        })
+        .collect();
+    let data = dir.join("long.jsonl");
+    std::fs::write(&data, lines.join("\n") + "\n").expect("write tuples");
+    let (r, d) = (req.to_string_lossy().to_string(), data.to_string_lossy().to_string());
+    for workers in ["1", "2"] {
+        let out = run(&["-w", workers, "--requests", &r, "--data", &d]);
+        let answers = sorted_lines(&out.stdout);
+        assert_eq!(answers.len(), 1, "-w {workers}: {answers:?} {}", summary(&out));
+        let estimate = answer_of(&answers, 2)["estimate"].as_f64().expect("a distinct count");
+        assert!((estimate - 100.0).abs() <= 4.0, "-w {workers}: 100 distinct prices, estimated {estimate}");
+    }
+}
+
 /// Continuous set-valued answers are changes: over four 30 s windows, streams A and B move
 /// together throughout (a stable pair: one `+` line in the first window, nothing after), C moves
 /// with them for the first minute and against them after it (its pairs get a `-` line in the

@@ -126,7 +126,9 @@ impl RouteCache {
             }
         };
         let entry = &self.entries[at];
-        if entry.streams.is_empty() {
+        if entry.streams.is_empty() && !entry.long_streams {
+            // A dataset whose only stream with groups of its own has a long name went here too,
+            // and that stream's values never reached its synopses.
             return &self.entries[at].wide;
         }
         match pack(stream) {
@@ -172,12 +174,19 @@ mod tests {
             ("Equity", "SPY"),
             ("a-dataset-name-of-25-byte", "X"),
             ("a-dataset-name-of-25-byte", ""),
+            // The only stream with groups of its own in its dataset has a long name: its lookups
+            // returned the (empty) dataset-wide groups, and its values reached no synopsis.
+            ("Vessels", long),
         ];
-        let text: Vec<String> = pairs.iter().enumerate().map(|(i, (d, s))| request(i + 1, d, s)).collect();
+        let mut text: Vec<String> = pairs.iter().enumerate().map(|(i, (d, s))| request(i + 1, d, s)).collect();
+        // Five groups of one stream (five fields): more than a pair cache slot holds.
+        for field in ["price", "volume", "bid", "ask", "spread"] {
+            text.push(request(text.len() + 1, "Equity", "QQQ").replace(r#""price""#, &format!("{field:?}")));
+        }
         let requests = saams::api::request::parse_requests(&format!("[{}]", text.join(",")));
         let mut plan = Plan::build(&requests, 1, 60_000, Arc::new(SnapshotDir::new(None)));
-        let datasets = ["Forex", "US", "Equity", "Crypto", "a-dataset-name-of-25-byte", ""];
-        let streams = ["EURTRY", "USDJPY", "SPY", "338148873", long, "", "another-long-name-of-a-vessel"];
+        let datasets = ["Forex", "US", "Equity", "Crypto", "a-dataset-name-of-25-byte", "", "Vessels"];
+        let streams = ["EURTRY", "USDJPY", "SPY", "338148873", long, "", "another-long-name-of-a-vessel", "QQQ"];
         let mut cache = RouteCache::default();
         let mut nonempty = 0;
         for round in 0..3 {
@@ -194,5 +203,12 @@ mod tests {
         }
         assert!(nonempty > 60, "the lookups must mostly find groups ({nonempty})");
         assert!(!cache.groups(&plan, "Crypto", "BTCUSD").is_empty());
+        for _ in 0..2 {
+            // The second time from the pair cache (or, five groups, the dataset's entry again).
+            assert_eq!(cache.groups(&plan, "Vessels", long).len(), 1);
+            assert!(cache.groups(&plan, "Vessels", "338148873").is_empty());
+            assert_eq!(cache.groups(&plan, "Equity", "QQQ").len(), 5);
+            assert_eq!(cache.groups(&plan, "Equity", "SPY").len(), 1);
+        }
     }
 }
