@@ -212,6 +212,17 @@ fn handshake_from(mut stream: TcpStream) -> io::Result<(usize, TcpStream)> {
 mod tests {
     use super::*;
 
+    /// Connect to `address` once it listens and send `bytes` (then hang up).
+    fn send_when_listening(address: &str, bytes: &[u8]) {
+        loop {
+            if let Ok(mut c) = TcpStream::connect(address) {
+                c.write_all(bytes).expect("write");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     fn free_address() -> String {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a port");
         format!("127.0.0.1:{port}")
@@ -226,15 +237,8 @@ mod tests {
         let wait = Duration::from_secs(30);
         std::thread::scope(|s| {
             let first = s.spawn(|| connect(&addresses, 0, wait));
-            let stray = |bytes: &[u8]| loop {
-                if let Ok(mut c) = TcpStream::connect(&addresses[0]) {
-                    c.write_all(bytes).expect("write");
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            };
-            stray(b"");
-            stray(b"abc");
+            send_when_listening(&addresses[0], b"");
+            send_when_listening(&addresses[0], b"abc");
             let second = connect(&addresses, 1, wait).expect("process 1 connects");
             let first = first.join().expect("process 0's thread").expect("process 0 connects");
             assert!(first[0].is_none() && first[1].is_some());
@@ -243,13 +247,7 @@ mod tests {
         let addresses = vec![free_address(), free_address()];
         std::thread::scope(|s| {
             let first = s.spawn(|| connect(&addresses, 0, Duration::from_secs(30)));
-            loop {
-                if let Ok(mut c) = TcpStream::connect(&addresses[0]) {
-                    c.write_all(&7u64.to_be_bytes()).expect("write");
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            send_when_listening(&addresses[0], &7u64.to_be_bytes());
             let err = first.join().expect("process 0's thread").expect_err("index 7 refused");
             assert!(err.contains("says it is process 7"), "{err}");
         });

@@ -4,7 +4,7 @@
 //! of the valid tuples.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
@@ -24,6 +24,13 @@ fn run(args: &[&str]) -> Output {
     let out = Command::new(BIN).args(args).arg("--progress").arg("0").output().expect("run saams");
     assert!(out.status.success(), "saams {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// Write a request script `text` to `req.json` in `dir`; its path, as the job's `--requests` takes it.
+fn write_requests(dir: &Path, text: impl AsRef<[u8]>) -> String {
+    let req = dir.join("req.json");
+    std::fs::write(&req, text).expect("write requests");
+    req.to_string_lossy().to_string()
 }
 
 fn sorted_lines(out: &[u8]) -> Vec<String> {
@@ -196,17 +203,15 @@ fn tuple(stream: &str, sec: u32, price: &str) -> String {
 #[test]
 fn bad_input_is_counted_dead_lettered_and_leaves_valid_answers_unchanged() {
     let dir = tmp("badinput");
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         r#"{"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":["CountMin","price","NotQueryable",0.01,0.99,1],"requestID":1}
 {"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":[1.5,"price","Queryable","Continues"],"requestID":2}
 {"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["DFT","price","NotQueryable",1,4,8,2],"requestID":3}
 {"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["c","price","Queryable","Ad-hoc"],"requestID":4}
 {"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["HLL","price","NotQueryable",0.05],"noOfP":2,"requestID":5}
 {"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["x","price","Queryable","Continues"],"requestID":6}"#,
-    )
-    .expect("write requests");
+    );
     let mut clean = Vec::new();
     for i in 0..400u32 {
         let stream = if i % 3 == 0 { "B" } else { "A" };
@@ -226,7 +231,6 @@ fn bad_input_is_counted_dead_lettered_and_leaves_valid_answers_unchanged() {
     std::fs::write(&clean_path, clean.join("\n")).expect("write clean");
     std::fs::write(&dirty_path, dirty.join("\n")).expect("write dirty");
     let dead = dir.join("dead.jsonl");
-    let r = req.to_string_lossy().to_string();
     let good = run(&[
         "-w",
         "2",
@@ -426,17 +430,14 @@ fn help_lists_every_flag_with_its_default() {
 #[cfg_attr(saams_no_datasets, ignore = "needs the shared datasets: set SAAMS_DATASETS")]
 fn real_ais_file_distinct_vessels_within_the_bound_for_any_worker_count() {
     let dir = tmp("ais");
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         r#"{"streamID":"","synopsisID":2,"dataSetKey":"US","param":["HLL","streamID","NotQueryable",0.02],"noOfP":2}
 {"streamID":"","synopsisID":2,"dataSetKey":"US","param":["x","streamID","Queryable","Ad-hoc"],"requestID":1}
 {"streamID":"","synopsisID":8,"dataSetKey":"US","param":["GK","speed","NotQueryable",0.01],"noOfP":3}
 {"streamID":"","synopsisID":8,"dataSetKey":"US","param":[0.9,"speed","Queryable","Ad-hoc"],"requestID":2}"#,
-    )
-    .expect("write requests");
+    );
     let data = concat!(env!("SAAMS_DATASETS_DIR"), "/ais").to_string();
-    let r = req.to_string_lossy().to_string();
     let one = sorted_lines(&run(&["-w", "1", "--requests", &r, "--data", &data, "--window", "1h"]).stdout);
     let three = sorted_lines(&run(&["-w", "3", "--requests", &r, "--data", &data, "--window", "1h"]).stdout);
     assert_eq!(one, three);
@@ -470,16 +471,13 @@ fn malformed_csv_rows_are_dead_lettered_without_changing_answers() {
     dirty.insert(100, "2013-10-07,not a time,1,1".to_string());
     dirty.insert(150, "garbage".to_string());
     std::fs::write(dirty_dir.join("equity_usa_SPY_tick_trade.csv"), dirty.join("\n")).expect("write");
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         r#"{"streamID":"SPY","synopsisID":1,"dataSetKey":"equity_usa","param":["CountMin","volume","NotQueryable",0.01,0.99,3]}
 {"streamID":"SPY","synopsisID":1,"dataSetKey":"equity_usa","param":[200,"volume","Queryable","Continues"],"requestID":1}
 {"streamID":"","synopsisID":10,"dataSetKey":"equity_usa","param":["WSQ","price","NotQueryable",0.01,100],"noOfP":2}
 {"streamID":"","synopsisID":10,"dataSetKey":"equity_usa","param":[0.5,"price","Queryable","Continues"],"requestID":2}"#,
-    )
-    .expect("write requests");
-    let r = req.to_string_lossy().to_string();
+    );
     let dead = dir.join("dead.jsonl");
     let good = run(&["-w", "2", "--requests", &r, "--data", &clean_dir.to_string_lossy()]);
     let bad = run(&[
@@ -513,14 +511,12 @@ fn byte_ranges_of_a_large_file_read_every_line_once_whatever_the_split() {
     let file = dir.join("equity_usa_IBM_tick_trade.csv");
     std::fs::write(&file, rows.join("\n") + "\n").expect("write");
     let line_len = (rows[1].len() + 1).to_string();
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         r#"{"streamID":"IBM","synopsisID":5,"dataSetKey":"equity_usa","param":["Lossy","volume","NotQueryable",0.01]}
 {"streamID":"IBM","synopsisID":5,"dataSetKey":"equity_usa","param":[2,"countEstimation","volume","Queryable","Continues"],"requestID":1}"#,
-    )
-    .expect("write requests");
-    let (r, f) = (req.to_string_lossy().to_string(), file.to_string_lossy().to_string());
+    );
+    let f = file.to_string_lossy().to_string();
     let whole = run(&["-w", "1", "--requests", &r, "--data", &f, "--chunk-bytes", "0"]);
     assert!(summary(&whole).contains("tuples=500 "), "{}", summary(&whole));
     for (w, chunk) in [("2", "1"), ("3", "7"), ("2", line_len.as_str()), ("3", "1000")] {
@@ -536,19 +532,17 @@ fn byte_ranges_of_a_large_file_read_every_line_once_whatever_the_split() {
 #[test]
 fn stdin_after_a_file_is_read_by_any_number_of_workers() {
     let dir = tmp("stdin-after-file");
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         r#"{"dataSetKey":"Forex","noOfP":1,"param":["HyperLogLog","price","NotQueryable",0.02],"requestID":1,"streamID":"EURTRY","synopsisID":2}
 {"dataSetKey":"Forex","noOfP":1,"param":["distinct","price","Queryable","Continues"],"requestID":2,"streamID":"EURTRY","synopsisID":2}"#,
-    )
-    .expect("write requests");
+    );
     let lines =
         |from: u32| (from..from + 300).map(|s| tuple("EURTRY", s, &format!("{}.5", s % 97))).collect::<Vec<_>>();
     let file = dir.join("first.jsonl");
     std::fs::write(&file, lines(0).join("\n") + "\n").expect("write file");
     let piped = lines(300).join("\n") + "\n";
-    let (r, f) = (req.to_string_lossy().to_string(), file.to_string_lossy().to_string());
+    let f = file.to_string_lossy().to_string();
     let answers = |workers: &str| {
         use std::io::Write as _;
         let mut child = Command::new(BIN)
@@ -589,15 +583,13 @@ fn stdin_after_a_file_is_read_by_any_number_of_workers() {
 fn a_long_stream_name_alone_in_its_dataset_is_routed_to_its_synopses() {
     let dir = tmp("long-stream");
     let long = "equity_usa_SPY_tick_trade";
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         format!(
             r#"{{"dataSetKey":"D","noOfP":1,"param":["HyperLogLog","price","NotQueryable",0.02],"requestID":1,"streamID":"{long}","synopsisID":2}}
 {{"dataSetKey":"D","noOfP":1,"param":["distinct","price","Queryable","Continues"],"requestID":2,"streamID":"{long}","synopsisID":2}}"#
         ),
-    )
-    .expect("write requests");
+    );
     let lines: Vec<String> = (0..100u32)
         .map(|s| {
             format!(
@@ -608,7 +600,7 @@ fn a_long_stream_name_alone_in_its_dataset_is_routed_to_its_synopses() {
         .collect();
     let data = dir.join("long.jsonl");
     std::fs::write(&data, lines.join("\n") + "\n").expect("write tuples");
-    let (r, d) = (req.to_string_lossy().to_string(), data.to_string_lossy().to_string());
+    let d = data.to_string_lossy().to_string();
     for workers in ["1", "2"] {
         let out = run(&["-w", workers, "--requests", &r, "--data", &d]);
         let answers = sorted_lines(&out.stdout);
@@ -625,7 +617,6 @@ fn a_long_stream_name_alone_in_its_dataset_is_routed_to_its_synopses() {
 #[test]
 fn continuous_set_answers_are_emitted_as_changes() {
     let dir = tmp("changes");
-    let req = dir.join("req.json");
     let mut requests = Vec::new();
     for s in ["A", "B", "C"] {
         requests.push(format!(
@@ -641,7 +632,7 @@ fn continuous_set_answers_are_emitted_as_changes() {
     requests.push(
         r#"{"streamID":"S","synopsisID":5,"dataSetKey":"Forex","param":[0.3,"FrequentItems","volume","Queryable","Continues"],"requestID":2}"#.into(),
     );
-    std::fs::write(&req, requests.join("\n")).expect("write requests");
+    let r = write_requests(&dir, requests.join("\n"));
     let mut data = Vec::new();
     for sec in 0..120u32 {
         let t = f64::from(sec);
@@ -660,7 +651,7 @@ fn continuous_set_answers_are_emitted_as_changes() {
     }
     let path = dir.join("data.json");
     std::fs::write(&path, data.join("\n")).expect("write data");
-    let (r, d) = (req.to_string_lossy().to_string(), path.to_string_lossy().to_string());
+    let d = path.to_string_lossy().to_string();
     let base = sorted_lines(&run(&["-w", "1", "--requests", &r, "--data", &d, "--window", "30s"]).stdout);
     for w in ["2", "3"] {
         let other = sorted_lines(&run(&["-w", w, "--requests", &r, "--data", &d, "--window", "30s"]).stdout);
@@ -709,9 +700,8 @@ fn continuous_set_answers_are_emitted_as_changes() {
 #[test]
 fn out_of_order_input_within_the_lateness_answers_as_the_sorted_input() {
     let dir = tmp("reorder");
-    let req = dir.join("req.json");
-    std::fs::write(
-        &req,
+    let r = write_requests(
+        &dir,
         r#"{"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["DFT","price","NotQueryable",1,5,20,4],"requestID":1}
 {"streamID":"A","synopsisID":4,"dataSetKey":"Forex","param":["coefficients","price","Queryable","Continues"],"requestID":2}
 {"streamID":"A","synopsisID":10,"dataSetKey":"Forex","param":["WindowSketchQuantiles","price","NotQueryable",0.01,50],"noOfP":2,"requestID":3}
@@ -722,8 +712,7 @@ fn out_of_order_input_within_the_lateness_answers_as_the_sorted_input() {
 {"streamID":"A","synopsisID":1,"dataSetKey":"Forex","param":[1.5,"price","Queryable","Continues"],"requestID":8}
 {"streamID":"B","synopsisID":9,"dataSetKey":"Forex","param":["LSH","price","NotQueryable",100,500,20],"requestID":9}
 {"streamID":"B","synopsisID":9,"dataSetKey":"Forex","param":["signature","price","Queryable","Ad-hoc"],"requestID":10}"#,
-    )
-    .expect("write requests");
+    );
     let mut sorted = Vec::new();
     for i in 0..600u32 {
         for stream in ["A", "B"] {
@@ -745,7 +734,6 @@ fn out_of_order_input_within_the_lateness_answers_as_the_sorted_input() {
     // within the lateness): different units, read by different workers.
     let parts: Vec<String> =
         shuffled.chunks(400).enumerate().map(|(i, c)| write(&format!("part{i}.json"), c)).collect();
-    let r = req.to_string_lossy().to_string();
     let args = |w: &'static str, data: &[String], chunk: &'static str| {
         let mut a: Vec<String> =
             ["-w", w, "--requests", &r, "--window", "30s", "--lateness", "20s"].iter().map(|s| s.to_string()).collect();

@@ -179,7 +179,7 @@ mod tests {
             ("Vessels", long),
         ];
         let mut text: Vec<String> = pairs.iter().enumerate().map(|(i, (d, s))| request(i + 1, d, s)).collect();
-        // Five groups of one stream (five fields): more than a pair cache slot holds.
+        // Five groups of one stream (five fields).
         for field in ["price", "volume", "bid", "ask", "spread"] {
             text.push(request(text.len() + 1, "Equity", "QQQ").replace(r#""price""#, &format!("{field:?}")));
         }
@@ -204,7 +204,7 @@ mod tests {
         assert!(nonempty > 60, "the lookups must mostly find groups ({nonempty})");
         assert!(!cache.groups(&plan, "Crypto", "BTCUSD").is_empty());
         for _ in 0..2 {
-            // The second time from the pair cache (or, five groups, the dataset's entry again).
+            // Looked up twice: the second time from the dataset's cached entry.
             assert_eq!(cache.groups(&plan, "Vessels", long).len(), 1);
             assert!(cache.groups(&plan, "Vessels", "338148873").is_empty());
             assert_eq!(cache.groups(&plan, "Equity", "QQQ").len(), 5);
