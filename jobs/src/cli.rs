@@ -34,6 +34,15 @@ impl Format {
     }
 }
 
+/// Scheduling of timely's network threads ([`Cli::network_sched`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NetworkSched {
+    /// SCHED_BATCH: no preemption of a running worker when a message wakes the thread.
+    Batch,
+    /// The default policy of the system (SCHED_OTHER).
+    Normal,
+}
+
 /// Stream synopses as a service: maintain synopses over tuple streams and answer queries.
 #[derive(Clone, Debug, Parser)]
 #[command(name = "saams", version, disable_help_flag = true)]
@@ -57,6 +66,13 @@ pub struct Cli {
     /// up (e.g. `300s`, `10m`).
     #[arg(long, default_value = "5m")]
     pub connect_timeout: String,
+    /// How timely's network threads of a multi-process job (a send and a receive thread per
+    /// other process) are scheduled: `batch` (Linux's SCHED_BATCH) lets a thread woken by a
+    /// message wait for a core's next time slice instead of preempting the worker running there;
+    /// `normal` wakes it at once (at most a few ms sooner while every core is busy, at the cost of
+    /// thousands of preemptions a second). Ignored off Linux and in one-process jobs.
+    #[arg(long, value_enum, default_value_t = NetworkSched::Batch)]
+    pub network_sched: NetworkSched,
     /// Request JSON file (an array, one object per line, or one array per line): the job's initial
     /// requests, in effect from the first window (its ad-hoc queries answered at the end of the
     /// input). `-`: requests read from stdin while the job runs, each taking effect at the next
