@@ -12,4 +12,5 @@ pub mod metrics;
 pub mod run;
 pub mod sink;
 pub mod source;
+pub mod spawn_policy;
 pub mod stats;
