@@ -1,5 +1,5 @@
-//! The scheduling policy of the threads a library spawns for us (timely's network threads,
-//! librdkafka's), set by the policy they inherit from the thread that creates them.
+//! The scheduling policy of the threads a library spawns for us (timely's network threads),
+//! set by the policy they inherit from the thread that creates them.
 
 use std::io;
 
