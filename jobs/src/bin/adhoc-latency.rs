@@ -5,13 +5,17 @@
 //! paper workload by default) and `--http`, posts ad-hoc queries one after another over HTTP
 //! (the query must be for a synopsis of the script), measures each round trip, stops the job
 //! with SIGTERM and prints p50 / p90 / p99 / max and the job's ingest rate from its summary.
+//! With `-n 2` or more the job runs as that many processes on loopback ports (the HTTP server is
+//! process 0's), so every query crosses the network threads both ways; `--network-sched` is
+//! passed on, to compare how they are scheduled.
 //!
 //! ```text
-//! adhoc-latency [-w 2] [--queries 300] [--every-ms 20] [--requests FILE] [--generate stocks:100]
+//! adhoc-latency [-w 2] [-n 1] [--network-sched batch] [--queries 300] [--every-ms 20]
+//!               [--requests FILE] [--generate stocks:100]
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,6 +28,12 @@ struct Args {
     /// Worker threads of the job.
     #[arg(short = 'w', default_value_t = 2)]
     workers: usize,
+    /// Processes of the job, on free loopback ports.
+    #[arg(short = 'n', default_value_t = 1)]
+    processes: usize,
+    /// The job's `--network-sched` (scheduling of its network threads, with `-n` above 1).
+    #[arg(long = "network-sched", default_value = "batch")]
+    network_sched: String,
     /// Queries to time.
     #[arg(long, default_value_t = 300)]
     queries: usize,
@@ -68,43 +78,95 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn main() -> Result<(), String> {
     let args = Args::parse();
     let saams = std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("saams");
-    let mut job = Command::new(&saams)
-        .args(["-w", &args.workers.to_string(), "--requests", &args.requests, "--generate", &args.generate])
-        .args(["--http", "127.0.0.1:0", "--progress", "0", "--out", "/dev/null"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{}: {e}", saams.display()))?;
-    let stderr = job.stderr.take().ok_or("no stderr")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut summary = String::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("saams: http on http://") {
-                let _ = tx.send(addr.to_string());
-            }
-            if line.starts_with("summary ") {
-                summary = line;
-            }
-        }
-        summary
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "the job did not start its HTTP server")?;
-    std::thread::sleep(Duration::from_millis(500)); // at full rate before the first query
-    let mut ms = Vec::with_capacity(args.queries);
-    for _ in 0..args.queries {
-        let t = Instant::now();
-        post(&addr, &args.query)?;
-        ms.push(t.elapsed().as_secs_f64() * 1e3);
-        std::thread::sleep(Duration::from_millis(args.every_ms));
+    if args.processes == 0 {
+        return Err("-n must be at least 1".into());
     }
-    let _ = Command::new("kill").args(["-TERM", &job.id().to_string()]).status();
-    let _ = job.wait();
-    let summary = reader.join().unwrap_or_default();
+    let start = |process: usize, cluster: &[String], stderr: Stdio| {
+        Command::new(&saams)
+            .args(["-w", &args.workers.to_string(), "--requests", &args.requests, "--generate", &args.generate])
+            .args(["--progress", "0", "--out", "/dev/null", "--network-sched", &args.network_sched])
+            .args(cluster)
+            .args(if process == 0 { &["--http", "127.0.0.1:0"][..] } else { &[] })
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", saams.display()))
+    };
+    let hostfile = std::env::temp_dir().join(format!("adhoc-latency-{}.hosts", std::process::id()));
+    let cluster = |p: usize| match args.processes {
+        1 => Vec::new(),
+        n => ["-n", &n.to_string(), "-p", &p.to_string(), "-h", &hostfile.display().to_string()]
+            .map(String::from)
+            .to_vec(),
+    };
+    if args.processes > 1 {
+        let port = || TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port());
+        let hosts = (0..args.processes)
+            .map(|_| port().map(|p| format!("127.0.0.1:{p}\n")))
+            .collect::<Result<String, _>>()
+            .map_err(|e| format!("a free port: {e}"))?;
+        std::fs::write(&hostfile, hosts).map_err(|e| format!("{}: {e}", hostfile.display()))?;
+    }
+    // Every process' summary line (its own workers' tuples), and process 0's HTTP address.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut processes = Vec::new();
+    let mut readers = Vec::new();
+    for p in (0..args.processes).rev() {
+        let mut child = start(p, &cluster(p), Stdio::piped())?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            let mut summary = String::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("saams: http on http://") {
+                    let _ = tx.send(addr.to_string());
+                }
+                if line.starts_with("summary ") {
+                    summary = line;
+                }
+            }
+            summary
+        }));
+        processes.push(child);
+    }
+    let timed =
+        rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "the job did not start its HTTP server".to_string());
+    let timed = timed.and_then(|addr| {
+        std::thread::sleep(Duration::from_millis(500)); // at full rate before the first query
+        (0..args.queries)
+            .map(|_| {
+                let t = Instant::now();
+                post(&addr, &args.query)?;
+                let elapsed = t.elapsed().as_secs_f64() * 1e3;
+                std::thread::sleep(Duration::from_millis(args.every_ms));
+                Ok(elapsed)
+            })
+            .collect::<Result<Vec<f64>, String>>()
+    });
+    // Every process is told first: one stopped alone waits for the others to end the dataflow.
+    for p in &processes {
+        let _ = Command::new("kill").args(["-TERM", &p.id().to_string()]).status();
+    }
+    for p in &mut processes {
+        let _ = p.wait();
+    }
+    let _ = std::fs::remove_file(&hostfile);
+    // The job's rate: the sum of its processes' (each counts the tuples its workers read).
+    let rates: Vec<Option<f64>> = readers
+        .into_iter()
+        .map(|r| {
+            let summary = r.join().unwrap_or_default();
+            summary.split(' ').find_map(|f| f.strip_prefix("tuples_per_s=")).and_then(|v| v.parse().ok())
+        })
+        .collect();
+    let rate = rates.into_iter().sum::<Option<f64>>().map_or("?".to_string(), |r| format!("{r:.0}"));
+    // The job is stopped before a failure (no HTTP server, a failed query) is reported.
+    let mut ms = timed?;
     ms.sort_by(f64::total_cmp);
-    let rate = summary.split(' ').find_map(|f| f.strip_prefix("tuples_per_s=")).unwrap_or("?");
     println!(
-        "adhoc-latency -w {} queries={} p50_ms={:.2} p90_ms={:.2} p99_ms={:.2} max_ms={:.2} ingest_tuples_per_s={rate}",
+        "adhoc-latency -w {} -n {} network_sched={} queries={} p50_ms={:.2} p90_ms={:.2} p99_ms={:.2} max_ms={:.2} ingest_tuples_per_s={rate}",
         args.workers,
+        args.processes,
+        args.network_sched,
         ms.len(),
         percentile(&ms, 0.5),
         percentile(&ms, 0.9),
