@@ -56,16 +56,18 @@ pub fn build_cluster(
     process: usize,
     threads: usize,
     hooks: Hooks,
-    (timeout, sched): (Duration, NetworkSched),
+    timeout: Duration,
+    sched: NetworkSched,
 ) -> Result<(Vec<AllocatorBuilder>, Box<dyn Any + Send>), String> {
     let sockets = connect(addresses, process, timeout)?;
     let local = ProcessBuilder::new_typed_vector(threads, hooks.refill.clone(), hooks.spill.clone());
     // The network threads are spawned by this call, and a new thread takes its creator's policy.
+    // Off Linux there is no SCHED_BATCH: `--network-sched` is ignored there, as it says.
     let policy = match sched {
-        NetworkSched::Batch => {
+        NetworkSched::Batch if cfg!(target_os = "linux") => {
             SpawnPolicy::batch().map_err(|e| eprintln!("timely's network threads keep the normal scheduling: {e}")).ok()
         }
-        NetworkSched::Normal => None,
+        NetworkSched::Batch | NetworkSched::Normal => None,
     };
     let started = initialize_networking_from_sockets(local, sockets, process, threads, hooks);
     drop(policy);
@@ -273,8 +275,9 @@ mod tests {
                 .map(|p| {
                     let addresses = &addresses;
                     s.spawn(move || {
-                        let wait = (Duration::from_secs(30), NetworkSched::Batch);
-                        let cluster = build_cluster(addresses, p, 1, Hooks::default(), wait).expect("a cluster");
+                        let wait = Duration::from_secs(30);
+                        let cluster = build_cluster(addresses, p, 1, Hooks::default(), wait, NetworkSched::Batch)
+                            .expect("a cluster");
                         (cluster, policy(0))
                     })
                 })

@@ -359,7 +359,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         CommunicationConfig::Cluster { threads, process, addresses, .. } => {
             let timeout = parse_duration_ms(&cli.connect_timeout).map_err(|e| format!("--connect-timeout: {e}"))?;
             let timeout = Duration::from_millis(u64::try_from(timeout).unwrap_or(0));
-            crate::cluster::build_cluster(&addresses, process, threads, metrics.hooks(), (timeout, cli.network_sched))
+            crate::cluster::build_cluster(&addresses, process, threads, metrics.hooks(), timeout, cli.network_sched)
                 .map_err(|e| format!("process {process} of {}: {e}", addresses.len()))?
         }
         other => other.try_build_with(metrics.hooks()).map_err(|e| format!("timely: {e}"))?,

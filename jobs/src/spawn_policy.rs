@@ -1,8 +1,6 @@
 //! The scheduling policy of the threads a library spawns for us (timely's network threads),
 //! set by the policy they inherit from the thread that creates them.
 
-use std::io;
-
 /// The calling thread made SCHED_BATCH for as long as this lives, so that the threads it spawns
 /// meanwhile are born SCHED_BATCH (Linux gives a new thread its creator's policy); dropping it
 /// gives the caller its previous policy back.
@@ -50,12 +48,12 @@ impl SpawnPolicy {
             // SAFETY: system calls on the calling thread (id 0), with a valid `sched_param`.
             let previous = unsafe { libc::sched_getscheduler(0) };
             if previous < 0 || unsafe { libc::sched_getparam(0, &mut param) } != 0 {
-                return Err(format!("reading the scheduling policy: {}", io::Error::last_os_error()));
+                return Err(format!("reading the scheduling policy: {}", std::io::Error::last_os_error()));
             }
             let batch = libc::sched_param { sched_priority: 0 };
             // SAFETY: as above.
             if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &batch) } != 0 {
-                return Err(format!("setting SCHED_BATCH: {}", io::Error::last_os_error()));
+                return Err(format!("setting SCHED_BATCH: {}", std::io::Error::last_os_error()));
             }
             Ok(SpawnPolicy { previous: (previous, param), _on_this_thread: std::marker::PhantomData })
         }
@@ -73,7 +71,7 @@ impl Drop for SpawnPolicy {
             // stderr) leaves the caller SCHED_BATCH, and the threads it spawns later: scheduled
             // as batch work, which changes no result.
             if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
-                eprintln!("restoring the scheduling policy: {}", io::Error::last_os_error());
+                eprintln!("restoring the scheduling policy: {}", std::io::Error::last_os_error());
             }
         }
     }
