@@ -25,7 +25,7 @@ use timely::{Config, WorkerConfig};
 
 use crate::checkpoint::CheckpointStore;
 use crate::checkpoint::marks::SourceMarks;
-use crate::checkpoint::recovery::{Recovery, input_names};
+use crate::checkpoint::recovery::{Recovery, RecoveryOptions, input_names};
 use crate::checkpoint::resume::Resume;
 use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::{Cli, parse_duration_ms};
@@ -73,6 +73,19 @@ pub fn timely_config(cli: &Cli) -> Result<Config, String> {
         }
     };
     Ok(Config { communication, worker: WorkerConfig::default() })
+}
+
+/// What checkpoint recovery reads of the command line.
+fn recovery_options(cli: &Cli) -> RecoveryOptions<'_> {
+    RecoveryOptions {
+        interval: &cli.checkpoint_interval,
+        keep: cli.checkpoint_keep,
+        reads_stdin: cli.data.iter().any(|d| d == "-"),
+        request_topic: cli.kafka.request_topic.is_some(),
+        process: cli.process,
+        processes: cli.processes,
+        out: &cli.out,
+    }
 }
 
 /// What the job did, for the summary line.
@@ -242,7 +255,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         return Err("--requests - and --data - cannot both read stdin".into());
     }
     if cli.checkpoints.is_some() {
-        crate::checkpoint::recovery::refuse_what_cannot_be_resumed(&cli)?;
+        crate::checkpoint::recovery::refuse_what_cannot_be_resumed(&recovery_options(&cli))?;
     }
     let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
     let requests = if cli.process == 0 {
@@ -277,7 +290,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let recovery = match &cli.checkpoints {
         Some(dir) => {
             let names: Vec<Vec<String>> = candidates.iter().map(|(_, inputs)| inputs.clone()).collect();
-            Some(Recovery::open(&cli, dir, (window_ms as u64, requests.as_deref(), &names))?)
+            Some(Recovery::open(&recovery_options(&cli), dir, (window_ms as u64, requests.as_deref(), &names))?)
         }
         None => None,
     };
@@ -300,7 +313,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         // Answers are produced when the checkpoint after them is written (crate::sink::kafka).
         (Some(w), Some(_)) => LineSink::from_writer(w).hold_until_commit(),
         (None, None) => LineSink::open(&cli.out)?,
-        (None, Some(r)) => r.open_output(&cli)?,
+        (None, Some(r)) => r.open_output(&recovery_options(&cli))?,
     });
     // `dead_path`: the dead letters go to this file (or `-`, stdout), not to a topic.
     let (dead, dead_path) = match (kafka_job.as_ref().and_then(|k| k.dead_letter_writer()), &cli.dead_letter) {

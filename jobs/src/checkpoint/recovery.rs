@@ -7,9 +7,32 @@ use std::time::Duration;
 
 use crate::checkpoint::CheckpointStore;
 use crate::checkpoint::resume::Resume;
-use crate::cli::{Cli, parse_duration_ms};
+use crate::duration::parse_duration_ms;
 use crate::sink::file::LineSink;
 use crate::source::file::Input;
+
+/// What recovery reads of the job's command line: the `--checkpoint-*` flags, the inputs a
+/// restart could not read again, and where this process writes its answers.
+///
+/// Why not the whole `Cli`: the command line names every part of the job (sources among them,
+/// which use checkpoints), so taking it made the modules depend on each other in a circle.
+#[derive(Clone, Copy, Debug)]
+pub struct RecoveryOptions<'a> {
+    /// Wall-clock time between checkpoints, as given (`--checkpoint-interval`, e.g. `10s`).
+    pub interval: &'a str,
+    /// How many complete checkpoints to keep (`--checkpoint-keep`).
+    pub keep: usize,
+    /// Whether tuples are read from stdin (`--data -`).
+    pub reads_stdin: bool,
+    /// Whether requests are read from a request topic (`--request-topic`).
+    pub request_topic: bool,
+    /// This process' index (`-p`).
+    pub process: usize,
+    /// The job's processes (`-n`).
+    pub processes: usize,
+    /// Where this process writes its answers (`--out`, `-` for stdout).
+    pub out: &'a str,
+}
 
 /// A job's checkpoint settings and the checkpoint it resumes from.
 pub struct Recovery {
@@ -34,19 +57,19 @@ impl Recovery {
     /// For inputs that cannot be read again (stdin), a request topic (not yet), a bad interval, an
     /// unreadable directory, or a checkpoint of another job.
     pub fn open(
-        cli: &Cli,
+        options: &RecoveryOptions<'_>,
         dir: &Path,
         (window_ms, script, inputs): (u64, Option<&str>, &[Vec<String>]),
     ) -> Result<Recovery, String> {
-        refuse_what_cannot_be_resumed(cli)?;
-        let every = parse_duration_ms(&cli.checkpoint_interval)?;
+        refuse_what_cannot_be_resumed(options)?;
+        let every = parse_duration_ms(options.interval)?;
         if every == 0 {
             return Err("--checkpoint-interval must be longer than 0".into());
         }
-        if cli.checkpoint_keep == 0 {
+        if options.keep == 0 {
             return Err("--checkpoint-keep must be at least 1".into());
         }
-        let store = CheckpointStore::open(dir, cli.checkpoint_keep)?;
+        let store = CheckpointStore::open(dir, options.keep)?;
         let resume = Resume::newest(&store, window_ms, script, inputs)?;
         if let Some(r) = &resume {
             let at = saams::api::time::format_timestamp(r.boundary_ms.min(i64::MAX as u64) as i64);
@@ -54,7 +77,7 @@ impl Recovery {
         }
         Ok(Recovery {
             dir: dir.to_path_buf(),
-            keep: cli.checkpoint_keep,
+            keep: options.keep,
             resume: resume.map(Arc::new),
             every: Duration::from_millis(every as u64),
             first_id: store.next_id(),
@@ -66,19 +89,19 @@ impl Recovery {
     ///
     /// # Errors
     /// When the file cannot be opened or is shorter than recorded.
-    pub fn open_output(&self, cli: &Cli) -> Result<LineSink, String> {
-        let keep = self.resume.as_ref().and_then(|r| r.output_bytes(cli.process, &cli.out));
-        if cli.process == 0
+    pub fn open_output(&self, options: &RecoveryOptions<'_>) -> Result<LineSink, String> {
+        let keep = self.resume.as_ref().and_then(|r| r.output_bytes(options.process, options.out));
+        if options.process == 0
             && let Some(r) = &self.resume
         {
             // A job resumed with fewer processes: their outputs, where they are on this host.
-            for (path, bytes) in r.outputs_beyond(cli.processes) {
+            for (path, bytes) in r.outputs_beyond(options.processes) {
                 if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&path) {
                     f.set_len(bytes).map_err(|e| format!("cannot cut {path} back to {bytes} bytes: {e}"))?;
                 }
             }
         }
-        Ok(LineSink::open_at(&cli.out, keep)?.hold_until_commit())
+        Ok(LineSink::open_at(options.out, keep)?.hold_until_commit())
     }
 
     /// The dead-letter file `path`: a job that resumes keeps it, cut back to the length the
@@ -104,13 +127,13 @@ impl Recovery {
 ///
 /// # Errors
 /// The message saying which input and what to do instead.
-pub fn refuse_what_cannot_be_resumed(cli: &Cli) -> Result<(), String> {
-    if cli.data.iter().any(|d| d == "-") {
+pub fn refuse_what_cannot_be_resumed(options: &RecoveryOptions<'_>) -> Result<(), String> {
+    if options.reads_stdin {
         return Err(
             "--checkpoints: stdin (--data -) cannot be read again after a restart; read files or the generator".into(),
         );
     }
-    if cli.kafka.request_topic.is_some() {
+    if options.request_topic {
         // It is read whole at every start and its live records join the request log: a
         // restart would see them twice (in the script and in the checkpoint's log).
         return Err(
