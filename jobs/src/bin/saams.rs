@@ -6,7 +6,7 @@ use saams_jobs::cli::Cli;
 
 fn main() {
     let cli = Cli::parse();
-    match saams_jobs::run::run(cli) {
+    match saams_jobs::job::run(cli) {
         Ok(summary) => eprintln!("{}", summary.line()),
         Err(e) => {
             eprintln!("saams: {e}");

@@ -1,0 +1,147 @@
+//! Requests: the plan every worker compiles from the request script (and the log of a
+//! checkpoint it resumes from), live requests applied at their fences and answered, the live
+//! registry for `GET /synopses`, and requests read from stdin while the job runs.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use saams::api::request::parse_requests;
+use saams_operators::Plan;
+use saams_operators::ask::{split_reply, to_every_worker};
+
+use crate::control::hub::Hub;
+use crate::control::intake::Intake;
+use crate::dataflow::RecInput;
+use crate::sink::file::LineSink;
+
+use super::config::Shared;
+
+/// The plan every worker compiles from the same request script; worker 0 speaks for them
+/// (unknown-field notes, the script's own answers).
+pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) -> Rc<RefCell<Plan>> {
+    let settings = job.settings;
+    let mut intake = Intake::new(settings.strict_requests);
+    let (requests, notes) = intake.vet(parse_requests(text));
+    if me == 0 {
+        notes.iter().for_each(|n| eprintln!("{n}"));
+        job.stats.request_warnings.fetch_add(intake.warnings(), Ordering::Relaxed);
+    }
+    let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
+    plan.update = !settings.no_synopses;
+    plan.workers_per_process = settings.workers_per_process;
+    let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
+    if me == 0 && resume.is_none() {
+        // (A resumed job wrote them before its first checkpoint.)
+        let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
+        job.sink.write_all(lines.iter());
+    }
+    if let Some(resume) = resume {
+        let mut intake = Intake::new(settings.strict_requests);
+        for r in resume.requests() {
+            let (requests, _) = intake.vet(parse_requests(&r.text));
+            let applied = plan.extend(&requests, r.fence_ms, None);
+            if me == 0 && r.fence_ms > resume.boundary_ms {
+                // Acknowledgements after the checkpoint's cut (see `take_applied`).
+                job.sink.write_at(r.fence_ms - 1, None, applied.lines.iter().map(|l| split_reply(l).1));
+            }
+        }
+        if let Err(e) = resume.fill(&plan) {
+            eprintln!("saams: --checkpoints: {e}");
+            std::process::exit(2);
+        }
+    }
+    Rc::new(RefCell::new(plan))
+}
+
+/// Write and send what applying live requests gave, for the requests this worker took (worker 0
+/// also for the script's): acknowledgements and errors to the output and back to whoever waits,
+/// asks into the tuple input (they reach every worker). True if synopses were constructed or
+/// deleted (routes and the registry rows change).
+pub(super) fn take_applied(
+    plan: &RefCell<Plan>,
+    me: usize,
+    sink: &LineSink,
+    hub: &Hub,
+    input: &mut RecInput,
+    epoch: u64,
+) -> bool {
+    let applied = plan.borrow_mut().take_applied();
+    if applied.is_empty() {
+        return false;
+    }
+    let changed = applied.iter().any(|a| !a.registry.is_empty());
+    for a in applied {
+        if a.origin.map_or(me != 0, |(worker, _)| worker as usize != me) {
+            continue;
+        }
+        for line in &a.lines {
+            let (origin, body) = split_reply(line);
+            // Just before the request's fence: with checkpoints, the cut of a checkpoint at a
+            // boundary after it holds the acknowledgement and its request log the request; a
+            // job resumed from one at or before it applies the request again and acknowledges it
+            // again (the cut did not hold it).
+            let open = plan.borrow().checkpoints.borrow().boundaries.keys().next().copied();
+            sink.write_at(a.fence.saturating_sub(1), open, std::iter::once(body));
+            if let Some((_, ticket)) = origin {
+                hub.reply(ticket, body.to_string());
+            }
+        }
+        for ask in a.asks {
+            let peers = plan.borrow().peers;
+            for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {
+                input.send(copy);
+            }
+        }
+    }
+    input.flush();
+    if changed && me.is_multiple_of(plan.borrow().workers_per_process.max(1)) {
+        hub.set_synopses(registry_rows(&plan.borrow()));
+    }
+    changed
+}
+
+/// The live registry as `GET /synopses` lists it.
+pub(super) fn registry_rows(plan: &Plan) -> Vec<serde_json::Value> {
+    plan.synopses
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)
+        .map(|(i, s)| {
+            serde_json::json!({
+                "id": i,
+                "requestID": s.request_id,
+                "synopsisID": s.synopsis_id,
+                "kind": s.kind.name(),
+                "streamID": s.stream,
+                "dataSetKey": s.dataset,
+                "field": s.field,
+                "params": s.params,
+                "mode": format!("{:?}", s.mode),
+                "home": s.home,
+                "emptyBytes": s.fresh.size_bytes(),
+                "effectiveFrom": saams::api::time::format_timestamp(plan.live.registered_from(i as u32).unwrap_or(0)),
+            })
+        })
+        .collect()
+}
+
+/// `--requests -`: every JSON value on stdin (a request object or an array of them, on one
+/// line or several) goes to the hub as it completes and takes effect at the next fence, like a
+/// request posted over HTTP. Malformed JSON ends the reading (the stream cannot be resynchronized)
+/// with a message; the job goes on.
+pub(super) fn follow_stdin_requests(hub: Arc<Hub>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin().lock();
+        for value in serde_json::Deserializer::from_reader(stdin).into_iter::<serde_json::Value>() {
+            match value {
+                Ok(v) => hub.submit_detached(v.to_string()),
+                Err(e) => {
+                    eprintln!("saams: requests on stdin: {e}; no more requests are read from stdin");
+                    return;
+                }
+            }
+        }
+    });
+}

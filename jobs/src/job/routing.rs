@@ -1,0 +1,407 @@
+//! Routing: a worker's reading rounds over its units, and the router that turns each parsed
+//! tuple into records for the groups it feeds (or a dead letter), batched into the tuple input.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use saams::Datum;
+use saams::checkpoint::SourcePosition;
+use saams_operators::{Plan, Rec, Val};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::InputHandle;
+
+use crate::checkpoint::marks::SourceMarks;
+use crate::dataflow::RecInput;
+use crate::metrics::{LocalCounts, Metrics, WorkerLabels};
+use crate::sink::file::LineSink;
+use crate::source::file::BadLine;
+use crate::source::group_batch::GroupBatch;
+use crate::source::route_cache::RouteCache;
+use crate::stats::Stats;
+
+use super::config::Shared;
+use super::generated::{DATASET_KEY_FIELD, STREAM_ID_FIELD};
+use super::reading::{Pending, Reading, Source};
+
+/// Tuples between two flushes of a worker's counts into the metrics registry.
+const METRICS_EVERY: u64 = 1 << 16;
+
+/// How far (event-time ms) any input is read past the one furthest behind: the reorder buffers
+/// of order-sensitive synopses hold about this much of the input (plus the lateness).
+const READ_STEP_MS: i64 = 120_000;
+
+/// Turns parsed tuples into routed records (the reading side of the routing pacts).
+pub(super) struct Router {
+    plan: Rc<RefCell<Plan>>,
+    /// Newest event time routed (ms): the fences start after its window.
+    pub(super) newest: i64,
+    lateness_ms: i64,
+    stats: Arc<Stats>,
+    dead: Option<Arc<LineSink>>,
+    recs: Vec<Rec>,
+    /// Records routed this round, sent grouped ([`GroupBatch`]).
+    pub(super) batch: GroupBatch,
+    pub(super) tuples: u64,
+    reported: u64,
+    /// The groups a (dataset, stream) pair feeds, kept per dataset for the current plan version.
+    route_cache: RouteCache,
+    /// The window last routed to.
+    last_window: LastWindow,
+    pub(super) counts: LocalCounts,
+    syn_labels: Vec<WorkerLabels>,
+    metrics: Arc<Metrics>,
+}
+
+impl Router {
+    pub(super) fn new(plan: &Rc<RefCell<Plan>>, me: usize, job: &Shared) -> Router {
+        Router {
+            plan: plan.clone(),
+            lateness_ms: job.settings.lateness_ms,
+            stats: job.stats.clone(),
+            dead: job.dead.clone(),
+            recs: Vec::new(),
+            batch: GroupBatch::default(),
+            tuples: 0,
+            reported: 0,
+            route_cache: RouteCache::default(),
+            last_window: LastWindow::default(),
+            counts: LocalCounts::new(&job.metrics, me, plan.borrow().groups.len()),
+            newest: 0,
+            syn_labels: plan
+                .borrow()
+                .synopses
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    vec![
+                        ("synopsis".to_string(), i.to_string()),
+                        ("kind".to_string(), s.kind.to_string()),
+                        ("stream".to_string(), format!("{}/{}", s.dataset, s.stream)),
+                    ]
+                })
+                .collect(),
+            metrics: job.metrics.clone(),
+        }
+    }
+
+    /// Read `unit`'s next tuple into its `pending` (bad lines are dead-lettered on the way);
+    /// false at the end of the unit.
+    fn fetch(&mut self, unit: &mut Reading, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) -> bool {
+        loop {
+            match &mut unit.source {
+                Source::Lines(reader) => match reader.next_tuple_into(&mut unit.tuple) {
+                    None => return false,
+                    Some((line, Ok(()))) => {
+                        unit.pending = Some(Pending::Tuple(line, unit.tuple.time_ms.unwrap_or(0)));
+                        return true;
+                    }
+                    Some((line, Err(bad))) => self.route(unit, line, Err(bad), input),
+                },
+                Source::Kafka => return false,
+                Source::Generated(g, _) => {
+                    let mut values = [0.0; 6];
+                    return match g.next_values(&mut values) {
+                        None => false,
+                        Some((index, time)) => {
+                            unit.pending = Some(Pending::Values(index, time, values));
+                            true
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    fn reject(&self, unit: &Reading, line: u64, raw: &str, error: &str, late: bool) {
+        reject_line((&*self.stats, self.dead.as_deref()), unit, line, raw, error, late);
+    }
+
+    /// Route the tuple `parsed` says is in `unit.tuple` (line `line`), or dead-letter the bad
+    /// line it carries.
+    pub(super) fn route(
+        &mut self,
+        unit: &mut Reading,
+        line: u64,
+        parsed: Result<(), BadLine>,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if self.tuples == 0 {
+            self.stats.first.get_or_init(Instant::now);
+        }
+        if let Err((raw, e)) = parsed {
+            return self.reject(unit, line, &raw, &e, false);
+        }
+        // Borrowed until the records are made; the unit is changed only after (`accept`).
+        let t = &unit.tuple;
+        let time = t.time_ms.unwrap_or(0);
+        if time < unit.marks.skip_before {
+            // Counted (or found late) before the checkpoint this unit resumed from.
+            return;
+        }
+        if time < 0 {
+            return self.reject(unit, line, &t.to_json(), "event time before 1970", false);
+        }
+        if unit.max_time != i64::MIN && time < unit.max_time.saturating_sub(self.lateness_ms) {
+            let msg = format!(
+                "late: {} ms older than the newest tuple of its input (lateness bound {} ms)",
+                unit.max_time - time,
+                self.lateness_ms
+            );
+            return self.reject(unit, line, &t.to_json(), &msg, true);
+        }
+        let plan = self.plan.borrow();
+        let window = self.last_window.of(&plan, time);
+        let seq = (unit.unit << 40) | line;
+        self.recs.clear();
+        for &g in self.route_cache.groups(&plan, &t.dataset_key, &t.stream_id) {
+            let group = &plan.groups[g as usize];
+            let datum = match group.field.as_str() {
+                "streamID" => Some(Datum::Str(&t.stream_id)),
+                "dataSetKey" => Some(Datum::Str(&t.dataset_key)),
+                f => t.field(f),
+            };
+            let val = match datum {
+                None => continue,
+                Some(Datum::Num(x)) => Val::Num(x),
+                // Text that reads as a number is one (vessel ids): `parse_f64` is `str::parse`'s
+                // value without its general machinery (~2 % of an AIS ingest).
+                Some(Datum::Str(s)) => match saams_datasets::parse_f64(saams_datasets::trim(s)) {
+                    Some(x) if x.is_finite() => Val::Num(x),
+                    _ if group.numeric => {
+                        let msg = format!("field `{}` is not numeric: {s:?}", group.field);
+                        let to = (&*self.stats, self.dead.as_deref());
+                        return reject_line(to, unit, line, &t.to_json(), &msg, false);
+                    }
+                    _ => Val::Str(s.into()),
+                },
+            };
+            self.recs.push(Rec { group: g, time, seq, val });
+        }
+        drop(plan);
+        self.accept(unit, (line, time), window, input);
+    }
+
+    fn check_time(&self, unit: &Reading, time: i64) -> Result<(), (String, bool)> {
+        if time < 0 {
+            return Err(("event time before 1970".into(), false));
+        }
+        if unit.max_time != i64::MIN && time < unit.max_time.saturating_sub(self.lateness_ms) {
+            let msg = format!(
+                "late: {} ms older than the newest tuple of its input (lateness bound {} ms)",
+                unit.max_time - time,
+                self.lateness_ms
+            );
+            return Err((msg, true));
+        }
+        Ok(())
+    }
+
+    fn accept(
+        &mut self,
+        unit: &mut Reading,
+        (line, time): (u64, i64),
+        window: u64,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if unit.marks.reached(time) {
+            let at = unit.position_of(line);
+            unit.marks.mark(time, at);
+        }
+        unit.max_time = unit.max_time.max(time);
+        self.newest = self.newest.max(time);
+        self.tuples += 1;
+        // The metrics registry (labelled counters behind a lock, ~600 instructions per synopsis
+        // touched) less often than the progress counters: ~1 % of the paper workload at every
+        // 4096 tuples.
+        if self.tuples.is_multiple_of(METRICS_EVERY) {
+            self.flush_stats(window);
+        } else if self.tuples.is_multiple_of(4096) {
+            self.flush_progress(window);
+        }
+        for r in self.recs.drain(..) {
+            self.counts.record(&r);
+            if self.batch.push(r) {
+                self.batch.send_grouped(|r| input.send(r));
+            }
+        }
+    }
+
+    /// Send the records routed since the last send (at the end of every read round: before the
+    /// worker sends a fence or an ask, advances its epoch, or writes a checkpoint).
+    pub(super) fn send_batch(&mut self, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) {
+        self.batch.send_grouped(|r| input.send(r));
+    }
+
+    /// Publish the tuples read and the newest window (progress line, metrics server).
+    fn flush_progress(&mut self, window: u64) {
+        self.stats.newest.fetch_max(window as i64, Ordering::Relaxed);
+        self.stats.tuples.fetch_add(self.tuples - self.reported, Ordering::Relaxed);
+        self.reported = self.tuples;
+    }
+
+    pub(super) fn flush_stats(&mut self, window: u64) {
+        self.flush_progress(window);
+        let plan = self.plan.borrow();
+        let labels = &self.syn_labels;
+        self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
+            true => plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
+            false => Vec::new(),
+        });
+    }
+
+    /// The generator's path: values of known fields, routes resolved once per stream.
+    fn route_values(
+        &mut self,
+        unit: &mut Reading,
+        index: u64,
+        time: i64,
+        values: &[f64; 6],
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if self.tuples == 0 {
+            self.stats.first.get_or_init(Instant::now);
+        }
+        if time < unit.marks.skip_before {
+            return;
+        }
+        if let Err((msg, late)) = self.check_time(unit, time) {
+            return self.reject(unit, index, &format!("time {time}"), &msg, late);
+        }
+        let window = self.last_window.of(&self.plan.borrow(), time);
+        let seq = (unit.unit << 40) | index;
+        self.recs.clear();
+        if let Source::Generated(gen_stream, routes) = &unit.source {
+            for &(g, k) in routes {
+                let val = match k {
+                    STREAM_ID_FIELD => Val::Str(gen_stream.stream_id.as_str().into()),
+                    DATASET_KEY_FIELD => Val::Str(gen_stream.dataset_key.as_str().into()),
+                    k => Val::Num(values[k]),
+                };
+                self.recs.push(Rec { group: g, time, seq, val });
+            }
+        }
+        self.accept(unit, (index, time), window, input);
+    }
+}
+
+/// Count a rejected input line (malformed, late) and write it to the dead letters, if kept.
+fn reject_line(
+    (stats, dead): (&Stats, Option<&LineSink>),
+    unit: &Reading,
+    line: u64,
+    raw: &str,
+    error: &str,
+    late: bool,
+) {
+    stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+    if late {
+        stats.late.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(d) = dead {
+        let j = serde_json::json!({"source": format!("{}:{line}", unit.name()), "error": error, "input": raw});
+        d.write_all(std::iter::once(&j.to_string()));
+    }
+}
+
+/// The window a router last routed to, the times in it and the plan's window length then:
+/// tuples come in runs of one window, and [`Plan::window_of`]'s 64-bit division for every tuple
+/// drew ~1.4 % of a `--no-synopses` JSON-lines ingest's `perf` samples (6 % of the router's).
+#[derive(Default)]
+struct LastWindow {
+    window: u64,
+    span: std::ops::Range<i64>,
+    window_ms: i64,
+}
+
+impl LastWindow {
+    /// [`Plan::window_of`] `time`, dividing only when it leaves the last window.
+    #[inline]
+    fn of(&mut self, plan: &Plan, time: i64) -> u64 {
+        if !self.span.contains(&time) || self.window_ms != plan.window_ms {
+            (self.window, self.span) = plan.window_span(time);
+            self.window_ms = plan.window_ms;
+        }
+        self.window
+    }
+}
+
+/// One round of reading this worker's units: each up to a little past the unit furthest behind
+/// in event time, at most `allowance` tuples in all (`--rate`), nothing past `hold_end` while a
+/// fence is agreed. Units that ended are dropped (a quiet live stdin stays).
+pub(super) fn read_units(
+    readers: &mut Vec<Reading>,
+    router: &mut Router,
+    input: &mut RecInput,
+    (allowance, hold_end): (u64, Option<i64>),
+    (window_ms, ended): (i64, &mut Vec<(SourcePosition, SourceMarks)>),
+) {
+    let routed_before = router.tuples;
+    // Read in event-time step: every unit up to a little past the unit that is furthest
+    // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
+    // and the values waiting for it (the update operator's reorder buffers) stay few,
+    // whatever the window length.
+    // A unit with nothing pending (it read its whole batch) is where its newest tuple is:
+    // ignoring it let every other unit run ahead, and the reorder buffers held all of them.
+    // A unit not read yet shows where it starts first: byte ranges of one file start at other
+    // times, and routing the first tuples of each at once opened windows all over the file
+    // (and put checkpoint boundaries and live requests' fences near its end).
+    for r in readers.iter_mut() {
+        if r.pending.is_none() && r.max_time == i64::MIN {
+            router.fetch(r, input);
+        }
+    }
+    let position =
+        |r: &Reading| r.pending.as_ref().map(Pending::time).or((r.max_time != i64::MIN).then_some(r.max_time));
+    let horizon = readers.iter().filter_map(position).min();
+    let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
+    // While a fence is being agreed, nothing past the window this worker announced.
+    let horizon = match hold_end {
+        Some(end) if horizon == i64::MIN || horizon > end => end,
+        _ => horizon,
+    };
+    // Under --rate, every unit gets its share of the allowance: a unit never read would
+    // hold the epoch (the oldest time any unit can still produce) back for good.
+    let share = allowance.div_ceil(readers.len().max(1) as u64).min(4096);
+    if share < 4096 && !readers.is_empty() {
+        // Too little for every unit this round: the next round starts with the next unit.
+        readers.rotate_left(1);
+    }
+    readers.retain_mut(|r| {
+        for _ in 0..share.min(allowance.saturating_sub(router.tuples - routed_before)) {
+            if r.pending.is_none() && !router.fetch(r, input) {
+                // The end, or (a live stdin) nothing yet: keep it and read on later.
+                let waiting = match &mut r.source {
+                    Source::Lines(reader) => reader.take_waiting(),
+                    _ => false,
+                };
+                if !waiting {
+                    // Checkpoints at later boundaries say it ended; at those it had reached
+                    // before, where it was.
+                    let mut at = r.position_now();
+                    at.done = true;
+                    ended.push((at, std::mem::take(&mut r.marks)));
+                }
+                return waiting;
+            }
+            match r.pending.take() {
+                Some(p)
+                    if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
+                {
+                    match p {
+                        Pending::Tuple(line, _) => router.route(r, line, Ok(()), input),
+                        Pending::Values(index, time, values) => router.route_values(r, index, time, &values, input),
+                    }
+                }
+                other => {
+                    r.pending = other;
+                    return true;
+                }
+            }
+        }
+        true
+    });
+    router.send_batch(input);
+}
