@@ -15,8 +15,39 @@ use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::dataflow::RecInput;
 use crate::sink::file::LineSink;
+use crate::source::kafka::{KafkaBroadcastSource, KafkaJob};
+use crate::stats::Stats;
 
 use super::config::Shared;
+
+/// The request script with the request topic's requests after it (where this process has the
+/// script and the job reads a request topic), and the topic's source, to follow while the job
+/// runs. The topic's bad records are counted as dead letters.
+///
+/// # Errors
+/// When the request topic cannot be read.
+pub(super) fn with_request_topic(
+    requests: Option<String>,
+    kafka_job: Option<&Arc<KafkaJob>>,
+    dead: Option<&LineSink>,
+    stats: &Stats,
+) -> Result<(Option<String>, Option<KafkaBroadcastSource>), String> {
+    let mut request_topic = None;
+    let requests = match (requests, kafka_job) {
+        (Some(mut text), Some(k)) => match k.request_text_and_source(dead)? {
+            Some((more, bad, source)) => {
+                stats.dead_letters.fetch_add(bad, Ordering::Relaxed);
+                text.push('\n');
+                text.push_str(&more);
+                request_topic = Some(source);
+                Some(text)
+            }
+            None => Some(text),
+        },
+        (requests, _) => requests,
+    };
+    Ok((requests, request_topic))
+}
 
 /// The plan every worker compiles from the same request script; worker 0 speaks for them
 /// (unknown-field notes, the script's own answers).

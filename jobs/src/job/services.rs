@@ -1,24 +1,117 @@
 //! The threads a process runs beside its workers: the `--http` server, the flusher of file
-//! sinks, and the progress lines.
+//! sinks, the progress lines, and the followers of live requests (stdin, the request topic).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::cli::Cli;
+use crate::control::http::Server;
 use crate::control::hub::Hub;
+use crate::duration::parse_duration_ms;
 use crate::metrics::{Metrics, Totals};
 use crate::sink::file::LineSink;
+use crate::source::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::stats::Stats;
 
+use super::config::Outputs;
+use super::requests::follow_stdin_requests;
+
+/// The threads beside the workers, and the metrics registry and request hub they share with
+/// them.
+pub(super) struct Services {
+    /// Set once the workers are done: the flusher and progress threads end.
+    finished: Arc<AtomicU64>,
+    progress: Option<JoinHandle<()>>,
+    flusher: Option<JoinHandle<()>>,
+    pub(super) metrics: Arc<Metrics>,
+    /// `--metrics-linger`: how long the HTTP server stays up after the job's end.
+    linger_ms: i64,
+    pub(super) hub: Arc<Hub>,
+    server: Option<Server>,
+    /// Set at the end: the request topic's follower stops.
+    stop_following: Arc<AtomicBool>,
+    follower: Option<JoinHandle<()>>,
+}
+
+impl Services {
+    /// Start the progress lines, the flusher of the file sinks in `outputs`, the HTTP server
+    /// and the followers of live requests: the request topic's `source` (read by the Kafka
+    /// job), and stdin when `follow_stdin`.
+    ///
+    /// # Errors
+    /// For a bad `--metrics-linger` or an HTTP server that cannot start.
+    pub(super) fn start(
+        cli: &Cli,
+        (window_ms, stats): (i64, &Arc<Stats>),
+        outputs: &Outputs,
+        (kafka_job, request_topic, follow_stdin): (Option<&Arc<KafkaJob>>, Option<KafkaBroadcastSource>, bool),
+    ) -> Result<Services, String> {
+        let finished = Arc::new(AtomicU64::new(0));
+        let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
+        // Sinks writing files (or stdout) are flushed as the job runs; those producing to Kafka
+        // deliver on their own (their flush waits for the brokers).
+        let Outputs { sink, file_sink, dead, dead_path } = outputs;
+        let files: Vec<Arc<LineSink>> = [file_sink.then(|| sink.clone()), dead.clone().filter(|_| dead_path.is_some())]
+            .into_iter()
+            .flatten()
+            .collect();
+        let flusher = (!files.is_empty()).then(|| start_flusher(files, finished.clone()));
+        let metrics = Arc::new(Metrics::new());
+        let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
+        let hub = Arc::new(Hub::new());
+        let server = start_metrics(cli, &metrics, stats, sink, hub.clone())?;
+        hub.open();
+        // Requests produced on the request topic after the start arrive while the job runs.
+        let stop_following = Arc::new(AtomicBool::new(false));
+        if follow_stdin {
+            follow_stdin_requests(hub.clone());
+        }
+        let follower = match (kafka_job, request_topic) {
+            (Some(k), Some(source)) => Some(k.follow_requests(source, hub.clone(), stop_following.clone())),
+            _ => None,
+        };
+        Ok(Services { finished, progress, flusher, metrics, linger_ms, hub, server, stop_following, follower })
+    }
+
+    /// Once the workers are done: no more requests taken, the request topic's follower
+    /// stopped, the flusher and progress threads told to end, and the HTTP server stopped after
+    /// `--metrics-linger`.
+    pub(super) fn stop_requests_and_server(&mut self) {
+        self.hub.close();
+        self.stop_following.store(true, Ordering::Relaxed);
+        if let Some(f) = self.follower.take() {
+            let _ = f.join();
+        }
+        self.finished.store(1, Ordering::Relaxed);
+        if let Some((_, stop, handle)) = self.server.take() {
+            std::thread::sleep(Duration::from_millis(self.linger_ms as u64));
+            stop.store(true, Ordering::Relaxed);
+            let _ = handle.join();
+        }
+    }
+
+    /// Wait for the progress and flusher threads to end (after
+    /// [`Services::stop_requests_and_server`]).
+    pub(super) fn join_threads(&mut self) {
+        if let Some(h) = self.progress.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Start the `--http` server (if asked for); it stops when the returned flag is set.
-pub(super) fn start_metrics(
+fn start_metrics(
     cli: &Cli,
     metrics: &Arc<Metrics>,
     stats: &Arc<Stats>,
     sink: &Arc<LineSink>,
     hub: Arc<Hub>,
-) -> Result<Option<crate::control::http::Server>, String> {
+) -> Result<Option<Server>, String> {
     let (stats, sink) = (stats.clone(), sink.clone());
     let totals = move || Totals {
         estimations: sink.count(),
@@ -36,7 +129,7 @@ pub(super) fn start_metrics(
 /// buffer filled).
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
-pub(super) fn start_flusher(sinks: Vec<Arc<LineSink>>, finished: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
+fn start_flusher(sinks: Vec<Arc<LineSink>>, finished: Arc<AtomicU64>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // Short naps, so the job's end does not wait for a whole period.
         let mut last = Instant::now();
@@ -50,7 +143,7 @@ pub(super) fn start_flusher(sinks: Vec<Arc<LineSink>>, finished: Arc<AtomicU64>)
     })
 }
 
-pub(super) fn start_progress(
+fn start_progress(
     secs: u64,
     stats: Arc<Stats>,
     finished: Arc<AtomicU64>,

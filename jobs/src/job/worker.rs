@@ -2,15 +2,23 @@
 //! units (and Kafka partitions) round by round, applying live requests at their fences and
 //! writing checkpoints, until the input ends and every live request is answered.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use saams::checkpoint::SourcePosition;
+use saams_operators::Plan;
 use saams_operators::ask::{fence_marker, to_every_worker};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
 
 use crate::checkpoint::marks::SourceMarks;
+use crate::checkpoint::resume::Resume;
 use crate::control::fence::Fences;
+use crate::dataflow::RecInput;
 use crate::source::kafka::KafkaInput;
 
 use super::checkpoints::{want_boundaries, write_checkpoints};
@@ -33,149 +41,243 @@ const DONE_EPOCH: u64 = 1 << 62;
 
 /// One worker: receive the request script, build the dataflows, read its units (and Kafka
 /// partitions) until the input ends and every live request is answered, then finish.
-pub(super) fn work(worker: &mut timely::worker::Worker, job: &Shared) {
-    let Settings { window_ms, lateness_ms, strict_requests, workers_per_process, .. } = job.settings;
-    let (stats, sink2, dead2, hub2) = (&job.stats, &job.sink, &job.dead, &job.hub);
-    let (kafka_job2, generator, units) = (&job.kafka_job, &job.generator, &job.units);
-    let (stop, pacer, requests) = (&job.stop, &job.pacer, &job.requests);
-    let me = worker.index();
-    let peers = worker.peers();
-
-    // 1. The request script, broadcast from worker 0 to every worker, in order.
-    let text = crate::dataflow::receive_script(worker, requests.as_ref());
-    let plan = build_plan(&text, (me, peers), job);
-    // The process' first worker takes its live requests (HTTP, and later the request topic).
-    let intake_hub = me.is_multiple_of(workers_per_process.max(1)).then(|| hub2.clone());
-    if let Some(hub) = &intake_hub {
-        // The script's synopses are live from the start (GET /synopses, and what HTTP checks
-        // queries against).
-        hub.set_synopses(registry_rows(&plan.borrow()));
-    }
-    let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
-    let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
-    if let Some((_, every, first_id)) = &job.recovery {
-        let log = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();
-        fences.checkpoint_every(*every, *first_id, log, resume.is_some());
-    }
-
-    // 2. The dataflow.
-    let (mut input, probe) = crate::dataflow::build(worker, &plan, sink2.clone(), hub2.clone());
-
-    // 2b. Epoch gossip for Kafka input: every worker's own epoch (while it has active
-    //     partitions) reaches every worker of every process, so a process whose partitions are
-    //     all idle follows the others instead of holding their windows open.
-    let heard = Rc::new(Cell::new(0u64));
-    let mut gossip = kafka_job2.is_some().then(|| crate::dataflow::gossip(worker, heard.clone()));
-    let mut told = 0u64;
-
-    // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
-    //    oldest event time (ms) any unit can still produce (its newest time minus the
-    //    lateness): the watermark that releases values to their synopses inside a window.
-    let mut readers = open_readers(&plan.borrow(), generator.as_ref(), units, (me, peers), dead2.as_deref(), stats);
-    let mut ended = Vec::new();
-    if let Some(resume) = &resume {
-        resume_readers(&mut readers, resume, units, &mut ended, (dead2.as_deref(), stats));
-    }
-    let mut boundaries_known = 0u64;
-    let mut router = Router::new(&plan, me, job);
-    if let Some(resume) = &resume {
-        // Fences (live requests, checkpoints) fall at or after the boundary resumed from: a
-        // checkpoint before it would name the resumed positions with an earlier boundary, and a
-        // restart from it would count the values between the two boundaries twice.
-        router.newest = router.newest.max((resume.boundary_ms.min(i64::MAX as u64) as i64).saturating_sub(1));
-    }
-    let checkpointed = job.checkpoints.is_some().then_some(resume.as_deref());
-    let mut kafka = kafka_job2.as_ref().and_then(|k| k.worker_input((me, peers), (dead2.clone(), sink2), checkpointed));
-    let mut kafka_unit = Reading {
-        unit: 0,
-        source: Source::Kafka,
-        tuple: saams::api::Tuple::default(),
-        max_time: i64::MIN,
-        pending: None,
-        marks: SourceMarks::default(),
-    };
-    if let Some(resume) = &resume {
-        // Values before the checkpoint's boundary were counted before it.
-        kafka_unit.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;
-    }
-    let mut epoch = 0u64;
-    let mut reading = true;
+pub(super) fn work(worker: &mut Worker, job: &Shared) {
+    let mut state = WorkerState::start(worker, job);
     loop {
-        // Live requests: agree fences, apply them, answer for what this worker took.
-        let newest = plan.borrow().window_of(router.newest);
-        for (request_epoch, fence) in fences.poll(&plan, newest) {
-            if reading {
-                // Before any value routed with the new plan: see `control::fence`.
-                for copy in to_every_worker(fence_marker(request_epoch, fence, epoch as i64), peers) {
-                    input.send(copy);
-                }
-            }
-            plan.borrow_mut().apply_through(request_epoch, fence);
-        }
-        if take_applied(&plan, me, sink2, hub2, &mut input, epoch) {
-            for r in &mut readers {
-                if let Source::Generated(g, routes) = &mut r.source {
-                    *routes = generated_routes(&plan.borrow(), g);
-                }
-            }
-            router.counts.grow(plan.borrow().groups.len());
-        }
-        want_boundaries(&plan.borrow(), (&mut readers, kafka.as_mut()), &mut boundaries_known);
-        if let Some(c) = &job.checkpoints {
-            let at = (&mut readers[..], &mut ended[..], kafka.as_mut(), router.tuples);
-            write_checkpoints(&plan, &probe, at, &mut fences, (c, me));
-        }
-        let active = (!readers.is_empty() || kafka.as_ref().is_some_and(KafkaInput::running)) && !stop.raised();
-        if !active && reading {
-            // This worker's input ended: stop holding the others' windows back, stop taking
-            // requests; keep the input for the asks and fences still to come.
-            reading = false;
-            fences.stop_forwarding();
-            epoch = DONE_EPOCH;
-            input.advance_to(epoch);
+        state.apply_requests();
+        state.checkpoint();
+        let active = state.active();
+        if !active && state.reading {
+            state.stop_reading();
         }
         if !active {
-            if fences.finished(&plan.borrow()) {
+            if state.fences.finished(&state.plan.borrow()) {
                 break;
             }
             worker.step_or_park(Some(Duration::from_millis(1)));
             continue;
         }
-        let hold_end = fences.hold().map(|h| (h as i64).saturating_add(window_ms));
-        let (allowance, routed_before) = (pacer.take(Instant::now()), router.tuples);
-        read_units(&mut readers, &mut router, &mut input, (allowance, hold_end), (window_ms, &mut ended));
-        let kafka_low = kafka.as_mut().map(|k| {
+        state.read_round(worker);
+    }
+    state.finish(worker);
+}
+
+/// What a worker holds while it runs: the plan and its fences, the dataflow's input and probe,
+/// its readers and router, its Kafka partitions, and how far its input has advanced.
+struct WorkerState<'a> {
+    job: &'a Shared,
+    me: usize,
+    peers: usize,
+    plan: Rc<RefCell<Plan>>,
+    fences: Fences,
+    input: RecInput,
+    probe: ProbeHandle<u64>,
+    /// The newest epoch heard from the other workers' Kafka partitions (the gossip).
+    heard: Rc<Cell<u64>>,
+    gossip: Option<InputHandle<u64, CapacityContainerBuilder<Vec<u64>>>>,
+    /// The newest own epoch gossiped.
+    told: u64,
+    readers: Vec<Reading>,
+    /// Units that ended, with where they stood at the boundaries they reached.
+    ended: Vec<(SourcePosition, SourceMarks)>,
+    /// The newest checkpoint boundary the readers were told to mark.
+    boundaries_known: u64,
+    router: Router,
+    kafka: Option<KafkaInput>,
+    /// The `Reading` the Kafka partitions' records are routed through.
+    kafka_unit: Reading,
+    /// The tuple input's epoch.
+    epoch: u64,
+    /// False once this worker's input has ended.
+    reading: bool,
+}
+
+impl<'a> WorkerState<'a> {
+    /// Receive the request script and build the plan, the fences, the dataflow and the readers.
+    fn start(worker: &mut Worker, job: &'a Shared) -> WorkerState<'a> {
+        let (me, peers) = (worker.index(), worker.peers());
+        let (plan, fences, resume) = plan_and_fences(worker, job);
+
+        // 2. The dataflow.
+        let (input, probe) = crate::dataflow::build(worker, &plan, job.sink.clone(), job.hub.clone());
+
+        // 2b. Epoch gossip for Kafka input: every worker's own epoch (while it has active
+        //     partitions) reaches every worker of every process, so a process whose partitions are
+        //     all idle follows the others instead of holding their windows open.
+        let heard = Rc::new(Cell::new(0u64));
+        let gossip = job.kafka_job.is_some().then(|| crate::dataflow::gossip(worker, heard.clone()));
+
+        // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
+        //    oldest event time (ms) any unit can still produce (its newest time minus the
+        //    lateness): the watermark that releases values to their synopses inside a window.
+        let (dead, stats) = (job.dead.as_deref(), &*job.stats);
+        let mut readers = open_readers(&plan.borrow(), job.generator.as_ref(), &job.units, (me, peers), dead, stats);
+        let mut ended = Vec::new();
+        if let Some(resume) = &resume {
+            resume_readers(&mut readers, resume, &job.units, &mut ended, (dead, stats));
+        }
+        let mut router = Router::new(&plan, me, job);
+        if let Some(resume) = &resume {
+            // Fences (live requests, checkpoints) fall at or after the boundary resumed from: a
+            // checkpoint before it would name the resumed positions with an earlier boundary, and a
+            // restart from it would count the values between the two boundaries twice.
+            router.newest = router.newest.max((resume.boundary_ms.min(i64::MAX as u64) as i64).saturating_sub(1));
+        }
+        let checkpointed = job.checkpoints.is_some().then_some(resume.as_deref());
+        let kafka = job
+            .kafka_job
+            .as_ref()
+            .and_then(|k| k.worker_input((me, peers), (job.dead.clone(), &job.sink), checkpointed));
+        let kafka_unit = kafka_reading(resume.as_deref());
+        WorkerState {
+            job,
+            me,
+            peers,
+            plan,
+            fences,
+            input,
+            probe,
+            heard,
+            gossip,
+            told: 0,
+            readers,
+            ended,
+            boundaries_known: 0,
+            router,
+            kafka,
+            kafka_unit,
+            epoch: 0,
+            reading: true,
+        }
+    }
+
+    /// Live requests: agree fences, apply them, answer for what this worker took.
+    fn apply_requests(&mut self) {
+        let newest = self.plan.borrow().window_of(self.router.newest);
+        for (request_epoch, fence) in self.fences.poll(&self.plan, newest) {
+            if self.reading {
+                // Before any value routed with the new plan: see `control::fence`.
+                for copy in to_every_worker(fence_marker(request_epoch, fence, self.epoch as i64), self.peers) {
+                    self.input.send(copy);
+                }
+            }
+            self.plan.borrow_mut().apply_through(request_epoch, fence);
+        }
+        if take_applied(&self.plan, self.me, &self.job.sink, &self.job.hub, &mut self.input, self.epoch) {
+            for r in &mut self.readers {
+                if let Source::Generated(g, routes) = &mut r.source {
+                    *routes = generated_routes(&self.plan.borrow(), g);
+                }
+            }
+            self.router.counts.grow(self.plan.borrow().groups.len());
+        }
+    }
+
+    /// Checkpoints: the readers mark the boundaries agreed since the last turn, and this
+    /// worker writes its part of those its dataflow has passed.
+    fn checkpoint(&mut self) {
+        want_boundaries(&self.plan.borrow(), (&mut self.readers, self.kafka.as_mut()), &mut self.boundaries_known);
+        if let Some(c) = &self.job.checkpoints {
+            let at = (&mut self.readers[..], &mut self.ended[..], self.kafka.as_mut(), self.router.tuples);
+            write_checkpoints(&self.plan, &self.probe, at, &mut self.fences, (c, self.me));
+        }
+    }
+
+    /// Whether this worker reads on: it has units or running Kafka partitions, and the job was
+    /// not told to stop.
+    fn active(&self) -> bool {
+        (!self.readers.is_empty() || self.kafka.as_ref().is_some_and(KafkaInput::running)) && !self.job.stop.raised()
+    }
+
+    /// This worker's input ended: stop holding the others' windows back, stop taking
+    /// requests; keep the input for the asks and fences still to come.
+    fn stop_reading(&mut self) {
+        self.reading = false;
+        self.fences.stop_forwarding();
+        self.epoch = DONE_EPOCH;
+        self.input.advance_to(self.epoch);
+    }
+
+    /// One round: read the units and the Kafka partitions (within `--rate`'s allowance, and
+    /// not past a fence being agreed), advance the epoch, step the dataflow, pace, and hold
+    /// back while the dataflow lags.
+    fn read_round(&mut self, worker: &mut Worker) {
+        let window_ms = self.job.settings.window_ms;
+        let pacer = &self.job.pacer;
+        let hold_end = self.fences.hold().map(|h| (h as i64).saturating_add(window_ms));
+        let (allowance, routed_before) = (pacer.take(Instant::now()), self.router.tuples);
+        let ended = &mut self.ended;
+        read_units(&mut self.readers, &mut self.router, &mut self.input, (allowance, hold_end), (window_ms, ended));
+        let kafka_low = self.read_kafka(allowance, routed_before, hold_end);
+        self.advance_epoch(kafka_low);
+        if self.router.tuples == routed_before && hold_end.is_none() {
+            // Nothing to read right now (a quiet live input): wait for it or for the others.
+            worker.step_or_park(Some(Duration::from_millis(1)));
+        } else {
+            worker.step();
+        }
+        pacer.settle(allowance, self.router.tuples - routed_before); // --rate: park until the next batch may be read
+        if let Some(wait) = pacer.wait(Instant::now()) {
+            worker.step_or_park(Some(wait));
+        }
+        // Keep a bounded number of windows in flight (each holds its synopses' state until it
+        // closes), and a bounded span of event time read but not processed (values queued in
+        // the exchanges): park (instead of spinning) while other workers catch up, still taking
+        // part in the fences (they may wait for this worker's position). A bound in windows
+        // alone let a one-hour window queue 64 hours of values (peak RSS 1.55× that of 60 s).
+        let behind = self.epoch.saturating_sub((64 * window_ms).min(MAX_LAG_MS) as u64);
+        if self.probe.less_than(&behind) {
+            worker.step_or_park(Some(Duration::from_millis(1)));
+            return;
+        }
+        self.commit_kafka();
+    }
+
+    /// Read the Kafka partitions with what the allowance leaves (nothing while a fence is
+    /// agreed), follow the other workers' epochs and gossip this worker's own: the oldest
+    /// window the partitions can still produce.
+    fn read_kafka(&mut self, allowance: u64, routed_before: u64, hold_end: Option<i64>) -> Option<u64> {
+        let (plan, router, input, kafka_unit) = (&self.plan, &mut self.router, &mut self.input, &mut self.kafka_unit);
+        let (stats, heard, told, gossip) = (&*self.job.stats, &self.heard, &mut self.told, &mut self.gossip);
+        self.kafka.as_mut().map(|k| {
             if hold_end.is_none() && allowance > router.tuples - routed_before {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
                     kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
                     let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
                     let mut t = t;
                     std::mem::swap(&mut kafka_unit.tuple, &mut t);
-                    router.route(&mut kafka_unit, seq, Ok(()), &mut input);
+                    router.route(kafka_unit, seq, Ok(()), input);
                     // The next record parsed on this thread reuses the previous tuple's
                     // allocations.
                     saams_datasets::jsonl::recycle(t);
                     window
                 });
-                router.send_batch(&mut input);
+                router.send_batch(input);
             }
             k.follow(heard.get());
             let (low, own) = k.low(|t| plan.borrow().window_of(t));
             if let Some(own) = own
-                && own > told
+                && own > *told
                 && let Some(g) = gossip.as_mut()
             {
-                told = own;
+                *told = own;
                 g.send(own);
                 g.flush(); // an input hands data on only when flushed or advanced
             }
             low
-        });
+        })
+    }
+
+    /// Advance the input's epoch to the oldest event time any of this worker's inputs can still
+    /// produce (`kafka_low`: its partitions'), in steps.
+    fn advance_epoch(&mut self, kafka_low: Option<u64>) {
+        let Settings { window_ms, lateness_ms, .. } = self.job.settings;
         // A unit that has routed nothing yet but holds its first tuple can produce nothing
         // older than that tuple's time minus the lateness either: a byte range of a file that
         // waits for the others to reach its time does not hold every window open (it held the
         // frontier at 0, and every value in the reorder buffers, until each range had started).
-        let low = readers
+        let low = self
+            .readers
             .iter()
             .map(|r| {
                 let newest =
@@ -188,47 +290,78 @@ pub(super) fn work(worker: &mut timely::worker::Worker, job: &Shared) {
         // between all workers and processes.
         let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
         if let Some(low) = low.map(|l| l - l % step)
-            && low > epoch
+            && low > self.epoch
         {
-            epoch = low;
-            input.advance_to(epoch);
-            stats.epoch.store(plan.borrow().window_of(epoch as i64) as i64, Ordering::Relaxed);
+            self.epoch = low;
+            self.input.advance_to(self.epoch);
+            self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
         }
-        if router.tuples == routed_before && hold_end.is_none() {
-            // Nothing to read right now (a quiet live input): wait for it or for the others.
-            worker.step_or_park(Some(Duration::from_millis(1)));
-        } else {
-            worker.step();
-        }
-        pacer.settle(allowance, router.tuples - routed_before); // --rate: park until the next batch may be read
-        if let Some(wait) = pacer.wait(Instant::now()) {
-            worker.step_or_park(Some(wait));
-        }
-        // Keep a bounded number of windows in flight (each holds its synopses' state until it
-        // closes), and a bounded span of event time read but not processed (values queued in
-        // the exchanges): park (instead of spinning) while other workers catch up, still taking
-        // part in the fences (they may wait for this worker's position). A bound in windows
-        // alone let a one-hour window queue 64 hours of values (peak RSS 1.55× that of 60 s).
-        let behind = epoch.saturating_sub((64 * window_ms).min(MAX_LAG_MS) as u64);
-        if probe.less_than(&behind) {
-            worker.step_or_park(Some(Duration::from_millis(1)));
-            continue;
-        }
-        if let Some(k) = kafka.as_mut() {
+    }
+
+    /// Commit the Kafka partitions' offsets of the windows the dataflow is done with.
+    fn commit_kafka(&mut self) {
+        if let Some(k) = self.kafka.as_mut() {
             // Timestamps are event-time ms and a window's answers travel at its last ms: the
             // windows before the frontier's window are done.
-            let done = probe.with_frontier(|f| f.first().copied());
-            k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { plan.borrow().window_of(f as i64) }));
+            let done = self.probe.with_frontier(|f| f.first().copied());
+            k.maybe_commit(done.map(|f| if f == u64::MAX { f } else { self.plan.borrow().window_of(f as i64) }));
         }
     }
-    router.flush_stats(0);
-    debug_assert!(router.batch.is_empty(), "every read round sends what it routed");
-    drop(input);
-    drop(gossip);
-    while !probe.done() {
-        worker.step_or_park(Some(Duration::from_millis(1)));
+
+    /// The input has ended and every live request is answered: publish the last counts, close
+    /// the inputs, and step until the dataflow is done.
+    fn finish(mut self, worker: &mut Worker) {
+        self.router.flush_stats(0);
+        debug_assert!(self.router.batch.is_empty(), "every read round sends what it routed");
+        drop(self.input);
+        drop(self.gossip);
+        while !self.probe.done() {
+            worker.step_or_park(Some(Duration::from_millis(1)));
+        }
+        if let Some(k) = self.kafka {
+            k.finish();
+        }
     }
-    if let Some(k) = kafka {
-        k.finish();
+}
+
+/// The start's first step: the request script, broadcast from worker 0 to every worker, in
+/// order; the plan built from it, the fences that apply live requests and schedule
+/// checkpoints, and the checkpoint the job resumes from.
+fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fences, Option<Arc<Resume>>) {
+    let Settings { window_ms, strict_requests, workers_per_process, .. } = job.settings;
+    let (me, peers) = (worker.index(), worker.peers());
+    let text = crate::dataflow::receive_script(worker, job.requests.as_ref());
+    let plan = build_plan(&text, (me, peers), job);
+    // The process' first worker takes its live requests (HTTP, and later the request topic).
+    let intake_hub = me.is_multiple_of(workers_per_process.max(1)).then(|| job.hub.clone());
+    if let Some(hub) = &intake_hub {
+        // The script's synopses are live from the start (GET /synopses, and what HTTP checks
+        // queries against).
+        hub.set_synopses(registry_rows(&plan.borrow()));
     }
+    let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
+    let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
+    if let Some((_, every, first_id)) = &job.recovery {
+        let log = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();
+        fences.checkpoint_every(*every, *first_id, log, resume.is_some());
+    }
+    (plan, fences, resume)
+}
+
+/// The `Reading` the records of a worker's Kafka partitions are routed through; a resumed job's
+/// skips the values before the checkpoint's boundary.
+fn kafka_reading(resume: Option<&Resume>) -> Reading {
+    let mut kafka_unit = Reading {
+        unit: 0,
+        source: Source::Kafka,
+        tuple: saams::api::Tuple::default(),
+        max_time: i64::MIN,
+        pending: None,
+        marks: SourceMarks::default(),
+    };
+    if let Some(resume) = resume {
+        // Values before the checkpoint's boundary were counted before it.
+        kafka_unit.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;
+    }
+    kafka_unit
 }
