@@ -9,7 +9,6 @@ use crate::checkpoint::CheckpointStore;
 use crate::checkpoint::resume::Resume;
 use crate::duration::parse_duration_ms;
 use crate::sink::file::LineSink;
-use crate::source::file::Input;
 
 /// What recovery reads of the job's command line: the `--checkpoint-*` flags, the inputs a
 /// restart could not read again, and where this process writes its answers.
@@ -142,23 +141,4 @@ pub fn refuse_what_cannot_be_resumed(options: &RecoveryOptions<'_>) -> Result<()
         );
     }
     Ok(())
-}
-
-/// What the job reads, as checkpoints name it: its input units, or the generator spec.
-///
-/// ```
-/// use saams_jobs::checkpoint::recovery::input_names;
-/// assert_eq!(input_names(&[], Some("stocks:3:10")), vec!["generate:stocks:3:10".to_string()]);
-/// ```
-pub fn input_names(units: &[Input], generate: Option<&str>) -> Vec<String> {
-    let mut names: Vec<String> = units
-        .iter()
-        .map(|u| match u {
-            Input::File(p, _) => format!("file:{}", p.display()),
-            Input::Range(p, _, start, end) => format!("range:{}@{start}..{end}", p.display()),
-            Input::Stdin(_) => "stdin".to_string(),
-        })
-        .collect();
-    names.extend(generate.map(|g| format!("generate:{g}")));
-    names
 }

@@ -83,7 +83,7 @@ pub struct JobShape {
     pub window_ms: u64,
     /// The request script (process 0 has it).
     pub script: String,
-    /// The inputs' names ([`crate::checkpoint::recovery::input_names`]).
+    /// The inputs' names (as the job names them: `saams_jobs::job::input_names`).
     pub inputs: Vec<String>,
     /// The output file (`None`: stdout).
     pub out_path: Option<String>,

@@ -13,7 +13,7 @@ use timely::communication::allocator::AllocatorBuilder;
 use timely::{Config, WorkerConfig};
 
 use crate::checkpoint::CheckpointStore;
-use crate::checkpoint::recovery::{Recovery, RecoveryOptions, input_names, refuse_what_cannot_be_resumed};
+use crate::checkpoint::recovery::{Recovery, RecoveryOptions, refuse_what_cannot_be_resumed};
 use crate::checkpoint::resume::Resume;
 use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::Cli;
@@ -161,6 +161,25 @@ fn request_script(cli: &Cli, requests_file: &str) -> Result<Option<String>, Stri
         None
     };
     Ok(requests)
+}
+
+/// What the job reads, as checkpoints name it: its input units, or the generator spec.
+///
+/// ```
+/// use saams_jobs::job::input_names;
+/// assert_eq!(input_names(&[], Some("stocks:3:10")), vec!["generate:stocks:3:10".to_string()]);
+/// ```
+pub fn input_names(units: &[Unit], generate: Option<&str>) -> Vec<String> {
+    let mut names: Vec<String> = units
+        .iter()
+        .map(|u| match u {
+            Unit::File(p, _) => format!("file:{}", p.display()),
+            Unit::Range(p, _, start, end) => format!("range:{}@{start}..{end}", p.display()),
+            Unit::Stdin(_) => "stdin".to_string(),
+        })
+        .collect();
+    names.extend(generate.map(|g| format!("generate:{g}")));
+    names
 }
 
 /// The inputs in one layout: the units, and their names in checkpoints.

@@ -35,7 +35,7 @@ mod routing;
 mod services;
 mod worker;
 
-pub use config::timely_config;
+pub use config::{input_names, timely_config};
 pub use reading::reads_unit;
 
 /// What the job did, for the summary line.
