@@ -335,14 +335,10 @@ fn source(args: &Args) -> Result<(Source, Option<u64>), String> {
     Ok((Box::new(scaled), total.map(|t| t.min(args.limit.unwrap_or(u64::MAX)))))
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    let pace = match (args.rate, args.speed) {
-        (Some(r), _) => Pace::Rate(r),
-        (None, Some(x)) => Pace::Speed(x),
-        (None, None) => Pace::Unlimited,
-    };
-    let mut pacer = Pacer::new(pace)?;
-    let mut sink: Box<dyn Sink> = match (&args.output, &args.brokers, &args.topic) {
+/// Where the tuples go: the Kafka topic (with `--brokers` and `--topic`), else `--output`'s
+/// file, else stdout.
+fn open_sink(args: &Args) -> Result<Box<dyn Sink>, String> {
+    let sink: Box<dyn Sink> = match (&args.output, &args.brokers, &args.topic) {
         (_, Some(brokers), Some(topic)) => Box::new(KafkaSink::open(args, brokers, topic)?),
         (Some(path), _, _) if path.as_os_str() != "-" => {
             let f = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -350,6 +346,17 @@ fn run(args: &Args) -> Result<(), String> {
         }
         _ => Box::new(LineSink { out: BufWriter::with_capacity(1 << 16, io::stdout().lock()) }),
     };
+    Ok(sink)
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let pace = match (args.rate, args.speed) {
+        (Some(r), _) => Pace::Rate(r),
+        (None, Some(x)) => Pace::Speed(x),
+        (None, None) => Pace::Unlimited,
+    };
+    let mut pacer = Pacer::new(pace)?;
+    let mut sink = open_sink(args)?;
     let (source, total) = source(args)?;
     let total = match (total, args.limit) {
         (Some(t), Some(l)) => Some(t.min(l)),
