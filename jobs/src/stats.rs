@@ -1,8 +1,8 @@
 //! The counters one `saams` process keeps for its progress lines and exit report.
 //!
 //! Why a module of its own: the sources (files, Kafka) and the job's loop all fill these counters;
-//! keeping them here lets a source count what it rejects without importing the job (`run`), which
-//! in turn imports the sources.
+//! keeping them here lets a source count what it rejects without importing the job module
+//! (`crate::job`), which in turn imports the sources.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicU64};

@@ -17,14 +17,20 @@ use crate::stats::Stats;
 
 use super::generated::{generated_routes, generated_streams_for_worker};
 
+/// Where a unit's tuples come from.
 pub(super) enum Source {
+    /// Lines of a file, a byte range of one, or stdin.
     Lines(UnitReader),
+    /// A generated stream, with the groups it feeds ([`generated_routes`]).
     Generated(Generated, Vec<(u32, usize)>),
-    /// Records of the data topic (read by [`KafkaInput`], never fetched through a `Reading`).
+    /// Records of the data topic (read by [`KafkaInput`](crate::source::kafka::KafkaInput),
+    /// never fetched through a `Reading`).
     Kafka,
 }
 
+/// One input unit as a worker reads it.
 pub(super) struct Reading {
+    /// The unit's index (a generated stream's), the high bits of its tuples' arrival sequence.
     pub(super) unit: u64,
     pub(super) source: Source,
     /// The tuple of the last line read (the pending one while `pending` is a tuple): every line
