@@ -16,8 +16,8 @@
 //! `TCP_NODELAY` and sends its index as a big-endian `u64`; the lower one accepts and reads it.
 //!
 //! Timely's send and receive threads are started here as well, scheduled as `--network-sched`
-//! says ([`SpawnPolicy`](crate::spawn_policy::SpawnPolicy)): with two processes on two cores,
-//! each message woke a network thread that preempted a worker, ~4,000 times a second per process.
+//! says ([`SpawnPolicy`]): with two processes on two cores, each message woke a network thread
+//! that preempted a worker, ~4,000 times a second per process.
 
 use std::any::Any;
 use std::io::{self, Read, Write};
