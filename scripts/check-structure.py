@@ -204,6 +204,7 @@ def matching_close(masked: str, open_at: int) -> int:
 ATTR_START = re.compile(r"#\s*(!?)\s*\[")
 BLOCK_ITEM = re.compile(r"\b(fn|mod|impl|trait|struct|enum|union|macro_rules)\b")
 MACRO_ITEM = re.compile(r"\s*[A-Za-z_]\w*\s*!")
+NEXT_ATTR = re.compile(r"\s*#\s*\[")
 
 
 def is_test_cfg(attr_body: str) -> bool:
@@ -258,7 +259,7 @@ def test_spans(masked: str) -> list[tuple[int, int]]:
             return [(0, len(masked))]
         item = end
         while True:  # further attributes belong to the same item
-            m = re.compile(r"\s*#\s*\[").match(masked, item)
+            m = NEXT_ATTR.match(masked, item)
             if not m:
                 break
             item = matching_close(masked, m.end() - 1) + 1
@@ -272,7 +273,6 @@ def inside(spans, offset: int) -> bool:
 
 INLINE_MOD = re.compile(r"\bmod\s+(?:r#)?([A-Za-z_]\w*)\s*\{")
 MOD_DECL = re.compile(r"\bmod\s+(?:r#)?([A-Za-z_]\w*)\s*;")
-PATH_ATTR = re.compile(r"#\s*\[\s*path\s*=\s*$")
 USE_ITEM = re.compile(r"(?<![\w$])use\b")
 CODE_PATH = re.compile(r"(?<![\w$])(\$crate|crate|self|super)((?:\s*::\s*(?:r#)?[A-Za-z_]\w*)+)")
 FN_ITEM = re.compile(r"(?<![\w$])fn\s+(?:r#)?([A-Za-z_]\w*)")
@@ -458,7 +458,7 @@ class Crate:
             for body in preceding_attributes(src.masked, src.text, m.start()):
                 pm = re.match(r'\s*path\s*=\s*"(.*)"\s*$', body, re.S)
                 if pm:
-                    base = file.parent.joinpath(*inner) if inner else file.parent
+                    base = child_dir.joinpath(*inner) if inner else file.parent
                     target = base / pm.group(1)
             if target is None:
                 base = child_dir.joinpath(*inner)
@@ -909,7 +909,8 @@ FIXTURE = {
     "src/multi/tests.rs": "use crate::a::Ay;\n" + "// filler\n" * 799,
     # alias: e names s::h through the name `folder` a `use` brought in; s::h names e.
     "alias/Cargo.toml": '[package]\nname = "alias"\n',
-    "alias/src/lib.rs": "mod e;\nmod s;\n",
+    "alias/src/lib.rs": 'mod e;\nmod s;\n#[path = "elsewhere/placed.rs"]\nmod placed;\n',
+    "alias/src/elsewhere/placed.rs": "pub struct Placed;\n",
     "alias/src/e.rs": "use crate::s as folder;\npub struct Ee;\npub fn f() { folder::h::h2(); }\n",
     "alias/src/s/mod.rs": "pub mod h;\n",
     "alias/src/s/h.rs": "pub fn h2() -> crate::e::Ee { crate::e::Ee }\n",
