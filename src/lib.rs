@@ -82,3 +82,13 @@ pub use synopsis::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synop
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of `docs/synopses.md` (the library's use) run as doc tests.
+#[doc = include_str!("../docs/synopses.md")]
+#[cfg(doctest)]
+pub struct SynopsesDocDoctests;
+
+/// The Rust examples of `docs/api.md` (the reference's requests, verbatim) run as doc tests.
+#[doc = include_str!("../docs/api.md")]
+#[cfg(doctest)]
+pub struct ApiDocDoctests;
