@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use saams::api::request::parse_requests;
+use saams::api::registry::LiveSynopsis;
 use saams_jobs::control::ControlArgs;
 use saams_jobs::control::http::{HttpLimits, serve, serve_with, start};
 use saams_jobs::control::hub::Hub;
@@ -48,7 +48,7 @@ impl Service {
                 while !stop.load(Ordering::Relaxed) {
                     for sub in hub.drain() {
                         drained.fetch_add(1, Ordering::Relaxed);
-                        for (i, req) in parse_requests(&sub.text).into_iter().enumerate() {
+                        for (i, req) in sub.requests.into_iter().enumerate() {
                             let req = req.expect("the server queues only valid requests");
                             if req.request_id == Some(json!("silent")) {
                                 continue;
@@ -205,12 +205,25 @@ fn the_live_registry_is_listed_and_lets_queries_through() {
     let empty = svc.call("GET", "/synopses", "");
     assert_eq!((empty.status, empty.json()), (200, json!([])));
     assert_eq!(svc.call("POST", "/requests", QUERY).status, 404);
-    let rows =
-        vec![json!({"streamID":"A","dataSetKey":"F","synopsisID":1,"field":"price","kind":"CountMin","tuples":5})];
-    svc.hub.set_synopses(rows.clone());
+    let row = LiveSynopsis {
+        id: 0,
+        request_id: json!(1),
+        synopsis_id: 1,
+        kind: saams::Kind::CountMin,
+        stream_id: "A".into(),
+        dataset_key: "F".into(),
+        field: "price".into(),
+        params: vec![json!(0.01), json!(0.9), json!(7)],
+        mode: "Owned".into(),
+        home: 0,
+        empty_bytes: 1024,
+        effective_from_ms: 60_000,
+    };
+    svc.hub.set_synopses(vec![row.clone()]);
     let listed = svc.call("GET", "/synopses", "");
     assert_eq!(listed.content_type, "application/json");
-    assert_eq!(listed.json(), Value::Array(rows));
+    assert_eq!(listed.json(), Value::Array(vec![row.to_json()]));
+    assert_eq!(listed.json()[0]["effectiveFrom"], "1970-01-01T00:01:00Z");
     let r = svc.call("POST", "/requests", QUERY);
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.lines()[0]["requestID"], 2);

@@ -1,8 +1,10 @@
 //! The JSON API's types: data tuples, requests, estimations (see `docs/api.md`).
 
 pub mod estimation;
+pub mod registry;
 pub mod request;
 pub mod time;
 pub mod tuple;
+pub mod wire_json;
 
 pub use tuple::{Tuple, TupleError};

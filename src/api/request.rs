@@ -6,12 +6,14 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
+use crate::api::wire_json;
 use crate::{Kind, PairQuery, Query, Value};
 
 /// Why a request cannot be carried out.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestError(pub String);
 
 impl fmt::Display for RequestError {
@@ -27,7 +29,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, RequestError> {
 }
 
 /// When a query is answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum QueryMode {
     /// Registered, answered every time the merged synopsis changes (at each window close).
     Continuous,
@@ -36,7 +38,7 @@ pub enum QueryMode {
 }
 
 /// What a request asks for.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Action {
     /// Start maintaining a synopsis (`NotQueryable` or `Construct` status).
     Construct {
@@ -45,6 +47,7 @@ pub enum Action {
         /// The value field the synopsis summarizes.
         field: String,
         /// The construct parameters, `param[3..]`.
+        #[serde(with = "wire_json::many")]
         params: Vec<Json>,
     },
     /// Stop maintaining a synopsis.
@@ -57,6 +60,7 @@ pub enum Action {
         /// The queried field.
         field: String,
         /// The query parameters (everything before the field).
+        #[serde(with = "wire_json::many")]
         args: Vec<Json>,
         /// Continuous or ad-hoc.
         mode: QueryMode,
@@ -74,11 +78,18 @@ pub enum Action {
 }
 
 /// One request, with the fields every request carries.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Parsed once where it enters the job ([`parse_requests`]: HTTP, stdin, the request topic, the
+/// request file) and carried as this value from then on: through the control hub, the sequencer
+/// and timely's exchange (serde; its free-form JSON values travel as JSON text on a binary wire,
+/// see [`crate::api::wire_json`]) and into checkpoints' request logs ([`log_text`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Request {
     /// The user's `requestID` (echoed in answers), if given.
+    #[serde(with = "wire_json::optional")]
     pub request_id: Option<Json>,
     /// The user's `uid` (echoed in answers), if given.
+    #[serde(with = "wire_json::optional")]
     pub uid: Option<Json>,
     /// The dataset (`dataSetKey`).
     pub dataset_key: String,
@@ -94,6 +105,41 @@ pub struct Request {
     /// They are ignored (as Kafka Streams' and Flink's JSON readers ignore unknown fields); the
     /// job counts them and names each once, and `--strict-requests` turns them into errors.
     pub unknown_fields: Vec<String>,
+}
+
+impl Request {
+    /// The field a request narrows its synopsis down to, if any: the field a construct builds
+    /// on or a query asks, a delete's field when it names one; SAVE and LOAD name none.
+    pub fn field_filter(&self) -> Option<&str> {
+        match &self.action {
+            Action::Construct { field, .. } | Action::Query { field, .. } => Some(field),
+            Action::Delete { field } => field.as_deref(),
+            Action::Save { .. } | Action::Load { .. } => None,
+        }
+    }
+
+    /// Whether this request names the synopsis of kind `synopsis_id` on `field` of `stream` in
+    /// `dataset`: the same dataset and stream, the same kind unless the request's `synopsisID`
+    /// is 0, and the same field when the request narrows to one ([`Request::field_filter`]).
+    /// The one rule the plan finds a request's synopses by, and the HTTP interface checks a
+    /// request against the live registry by.
+    ///
+    /// ```
+    /// use saams::api::request::Request;
+    /// let query = Request::from_json(&serde_json::json!({"streamID":"A","synopsisID":1,"dataSetKey":"F",
+    ///     "param":[2.5,"price","Queryable","Ad-hoc"]})).unwrap();
+    /// assert!(query.names_synopsis("F", "A", 1, "price"));
+    /// assert!(!query.names_synopsis("F", "A", 1, "volume"));
+    /// let save = Request::from_json(&serde_json::json!({"streamID":"A","synopsisID":1,"dataSetKey":"F",
+    ///     "param":["SAVE_REQUEST","a.bin"]})).unwrap();
+    /// assert!(save.names_synopsis("F", "A", 1, "volume"), "SAVE names no field");
+    /// ```
+    pub fn names_synopsis(&self, dataset: &str, stream: &str, synopsis_id: u64, field: &str) -> bool {
+        self.dataset_key == dataset
+            && self.stream_id == stream
+            && (self.synopsis_id == 0 || self.synopsis_id == synopsis_id)
+            && self.field_filter().is_none_or(|f| f == field)
+    }
 }
 
 /// The fields of the reference system's request class. `partition` is the reference's Kafka
@@ -280,12 +326,57 @@ pub fn parse_requests(text: &str) -> Vec<Result<Request, RequestError>> {
     let mut out = Vec::new();
     for v in values {
         match v {
-            Ok(Json::Array(items)) => out.extend(items.iter().map(Request::from_json)),
-            Ok(v) => out.push(Request::from_json(&v)),
+            Ok(v) => out.extend(requests_from_value(&v)),
             Err(e) => out.push(Err(e)),
         }
     }
     out
+}
+
+/// The requests of one JSON value already read (a record of the request topic, a value on
+/// stdin): an array of request objects or one object.
+///
+/// ```
+/// let v = serde_json::json!([{"synopsisID":2,"param":["HLL","price","NotQueryable",0.02]}, 3]);
+/// let rs = saams::api::request::requests_from_value(&v);
+/// assert!(rs[0].is_ok() && rs[1].is_err());
+/// ```
+pub fn requests_from_value(value: &Json) -> Parsed {
+    match value {
+        Json::Array(items) => items.iter().map(Request::from_json).collect(),
+        v => vec![Request::from_json(v)],
+    }
+}
+
+/// Requests as read: each a request or the reason it is none. The form requests travel in once
+/// read ([`parse_requests`]).
+pub type Parsed = Vec<Result<Request, RequestError>>;
+
+/// Requests as a checkpoint's request log keeps them: their typed form as JSON, so a resumed
+/// job applies exactly the requests (and the refusals) the running one applied, without the
+/// text they came in.
+///
+/// ```
+/// use saams::api::request::{log_text, parse_requests, read_log};
+/// let requests = parse_requests(r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","requestID":{"n":[1,2.5]},
+///     "param":["CountMin","price","NotQueryable",0.01,0.99,7]}
+///     {not json"#);
+/// assert_eq!(read_log(&log_text(&requests)), requests);
+/// // A log written by an older build held the requests' text as given: still read.
+/// let old = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable"]}"#;
+/// assert_eq!(read_log(old), parse_requests(old));
+/// ```
+pub fn log_text(requests: &[Result<Request, RequestError>]) -> String {
+    serde_json::to_string(requests).expect("requests serialize to JSON")
+}
+
+/// The requests of a request log entry written by [`log_text`] (or, by an older build, the
+/// requests' text as given).
+pub fn read_log(text: &str) -> Parsed {
+    match serde_json::from_str::<Parsed>(text) {
+        Ok(requests) => requests,
+        Err(_) => parse_requests(text),
+    }
 }
 
 /// What a query request asks of the synopses.

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use saams::api::request::parse_requests;
+use saams::api::request::{Parsed, log_text};
 use saams::checkpoint::LoggedRequest;
 use saams_operators::Plan;
 use serde::{Deserialize, Serialize};
@@ -37,9 +37,9 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use crate::control::hub::Hub;
-use crate::control::intake::Intake;
 
-/// A body of requests on its way: who took it, the ticket waiting there, the JSON text.
+/// A body of requests on its way: who took it, the ticket waiting there, the requests as the
+/// hub vetted them (typed: serialized by timely between processes, never parsed again).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Body {
     /// The worker that took it (its process' intake worker); `u32::MAX` for the request script.
@@ -47,7 +47,7 @@ pub struct Body {
     /// The ticket waiting for replies there (0: nobody).
     pub ticket: u64,
     /// The requests.
-    pub text: String,
+    pub requests: Parsed,
 }
 
 type Handle<D> = InputHandle<u64, CapacityContainerBuilder<Vec<D>>>;
@@ -73,12 +73,11 @@ pub struct Fences {
     agreed_before: u64,
     /// While epochs await their fence: the newest window this worker may route.
     hold: Option<u64>,
-    intake: Intake,
     /// Worker 0: how often to ask for a checkpoint, the next id, when it last asked, and
     /// whether the last one is still being written.
     checkpoints: Option<CheckpointClock>,
     /// Live requests received, by epoch, until their fence is agreed.
-    unlogged: BTreeMap<u64, Vec<String>>,
+    unlogged: BTreeMap<u64, Vec<Parsed>>,
     /// Live requests with their fences, in the order applied (a checkpoint's request log).
     log: Vec<LoggedRequest>,
 }
@@ -98,7 +97,7 @@ struct CheckpointClock {
 impl Fences {
     /// Build the three dataflows on this worker. `hub` is the process' hand-off, given to its
     /// intake worker only.
-    pub fn build(worker: &mut Worker, window_ms: u64, hub: Option<Arc<Hub>>, strict: bool) -> Fences {
+    pub fn build(worker: &mut Worker, window_ms: u64, hub: Option<Arc<Hub>>) -> Fences {
         let me = worker.index();
         let forwarded: Rc<RefCell<Vec<Body>>> = Rc::default();
         let mut forward = InputHandle::new();
@@ -173,7 +172,6 @@ impl Fences {
             positioned: 1,
             agreed_before: 1,
             hold: None,
-            intake: Intake::new(strict),
             checkpoints: None,
             unlogged: BTreeMap::new(),
             log: Vec::new(),
@@ -209,11 +207,6 @@ impl Fences {
     /// The live requests applied so far with their fences (a checkpoint's request log).
     pub fn request_log(&self) -> &[LoggedRequest] {
         &self.log
-    }
-
-    /// Unknown request fields seen (warnings).
-    pub fn warnings(&self) -> u64 {
-        self.intake.warnings()
     }
 
     /// The newest window this worker may route now (`None`: any).
@@ -265,15 +258,13 @@ impl Fences {
         }
         let mut forwarded = false;
         for s in bodies {
-            let parsed = parse_requests(&s.text);
-            if Plan::reads_only(&parsed) {
-                let (requests, _) = self.intake.vet(parsed);
+            if Plan::reads_only(&s.requests) {
                 let mut plan = plan.borrow_mut();
-                let applied = plan.ask_now(&requests, (self.me as u32, s.ticket));
+                let applied = plan.ask_now(&s.requests, (self.me as u32, s.ticket));
                 plan.push_applied(applied);
                 continue;
             }
-            forward.send(Body { origin: self.me as u32, ticket: s.ticket, text: s.text });
+            forward.send(Body { origin: self.me as u32, ticket: s.ticket, requests: s.requests });
             forwarded = true;
         }
         if !forwarded {
@@ -297,7 +288,7 @@ impl Fences {
         {
             // A checkpoint takes effect at a fence like a request: the window after the newest
             // any worker has routed.
-            bodies.push(Body { origin: CHECKPOINT_ORIGIN, ticket: c.next_id, text: String::new() });
+            bodies.push(Body { origin: CHECKPOINT_ORIGIN, ticket: c.next_id, requests: Vec::new() });
             c.next_id += 1;
             c.writing = true;
         }
@@ -332,13 +323,9 @@ impl Fences {
                     plan.receive_checkpoint(epoch, body.ticket);
                     continue;
                 }
-                self.unlogged.entry(epoch).or_default().push(body.text.clone());
-                let (requests, notes) = self.intake.vet(parse_requests(&body.text));
-                if self.me == 0 {
-                    notes.iter().for_each(|n| eprintln!("{n}"));
-                }
+                self.unlogged.entry(epoch).or_default().push(body.requests.clone());
                 let origin = (body.origin != u32::MAX).then_some((body.origin, body.ticket));
-                plan.receive(epoch, origin, requests);
+                plan.receive(epoch, origin, body.requests);
             }
             drop(plan);
             if let Some(input) = self.positions.as_mut() {
@@ -364,8 +351,8 @@ impl Fences {
             }
             heard.remove(&epoch);
             let fence = newest - newest % self.window_ms + self.window_ms;
-            for (_, texts) in self.unlogged.range(..=epoch) {
-                self.log.extend(texts.iter().map(|text| LoggedRequest { fence_ms: fence, text: text.clone() }));
+            for (_, bodies) in self.unlogged.range(..=epoch) {
+                self.log.extend(bodies.iter().map(|b| LoggedRequest { fence_ms: fence, text: log_text(b) }));
             }
             self.unlogged.retain(|&e, _| e > epoch);
             agreed.push((epoch, fence));
@@ -404,8 +391,8 @@ mod tests {
         timely::execute_directly(|worker| {
             let hub = Arc::new(Hub::new());
             hub.open();
-            let mut f = Fences::build(worker, 1000, Some(hub.clone()), false);
-            let _t = hub.submit("{}".into(), 1);
+            let mut f = Fences::build(worker, 1000, Some(hub.clone()));
+            let _t = hub.submit(saams::api::request::parse_requests("{}"), 1);
             let plan = RefCell::new(Plan::build(&[], 1, 1000, Arc::new(SnapshotDir::new(None))));
             // One worker: exchanges deliver at once; see `a body reaches the sequencer` in the
             // job tests for several.

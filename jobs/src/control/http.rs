@@ -7,7 +7,8 @@
 //! | `GET /metrics` | the Prometheus registry (OpenMetrics text) |
 //! | `GET /health` | `{"status":"ok", …}` ([`Hub::health`]) |
 //!
-//! A body is vetted before anything is queued, so a refused body changes nothing: malformed JSON
+//! A body is parsed once, here, and vetted before anything is queued (then it travels typed:
+//! [`Hub::submit`]), so a refused body changes nothing: malformed JSON
 //! or a request that is none is 400, a construct the library refuses (unknown kind, bad
 //! parameters) is 400, a query, delete or SAVE naming a synopsis that is neither live nor
 //! constructed earlier in the same body is 404, a body over the limit is 413, a job that takes no
@@ -31,7 +32,8 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use saams::api::request::{Action, Request, parse_requests};
+use saams::api::registry::LiveSynopsis;
+use saams::api::request::{Action, Parsed, Request, parse_requests};
 use saams::error::SynopsisError;
 use serde_json::{Value, json};
 
@@ -191,7 +193,7 @@ async fn method_not_allowed() -> Response {
 }
 
 async fn get_synopses(State(s): State<Service>) -> Response {
-    json_response(StatusCode::OK, &Value::Array(s.hub.synopses()))
+    json_response(StatusCode::OK, &Value::Array(s.hub.synopses().iter().map(LiveSynopsis::to_json).collect()))
 }
 
 async fn get_health(State(s): State<Service>) -> Response {
@@ -227,7 +229,8 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
     let Ok(text) = std::str::from_utf8(body) else {
         return error_response(StatusCode::BAD_REQUEST, "the request body is not UTF-8");
     };
-    let expected = match vet(text, &s.hub.synopses()) {
+    let requests = parse_requests(text);
+    let expected = match vet(&requests, &s.hub.synopses()) {
         Ok(n) => n,
         Err(Refusal { status, message }) => return error_response(status, &message),
     };
@@ -237,7 +240,7 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
             "this process takes no requests now (its job has not started taking them, or has finished)",
         );
     }
-    let ticket = s.hub.submit(text.to_string(), expected);
+    let ticket = s.hub.submit(requests, expected);
     let replies = ticket.wait(s.limits.reply_timeout);
     let mut out = String::new();
     for line in &replies.lines {
@@ -274,8 +277,7 @@ fn refuse(status: StatusCode, message: String) -> Refusal {
 
 /// Check a body of requests against the live registry `rows` before it is queued; the number of
 /// requests (= replies owed) when it may go.
-fn vet(text: &str, rows: &[Value]) -> Result<usize, Refusal> {
-    let parsed = parse_requests(text);
+fn vet(parsed: &Parsed, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
     if parsed.is_empty() {
         return Err(refuse(StatusCode::BAD_REQUEST, "the body holds no request".into()));
     }
@@ -290,7 +292,7 @@ fn vet(text: &str, rows: &[Value]) -> Result<usize, Refusal> {
     let requests: Vec<&Request> = parsed.iter().filter_map(|r| r.as_ref().ok()).collect();
     for (i, req) in requests.iter().enumerate() {
         let n = i + 1;
-        let field = match &req.action {
+        match &req.action {
             Action::Construct { params, .. } => {
                 if let Err(e) = saams::registry::construct(req.synopsis_id, params) {
                     let message = match e {
@@ -301,15 +303,13 @@ fn vet(text: &str, rows: &[Value]) -> Result<usize, Refusal> {
                 }
                 continue;
             }
-            Action::Query { field, .. } => Some(field.as_str()),
-            Action::Delete { field } => field.as_deref(),
-            Action::Save { .. } => None,
             Action::Load { .. } => continue,
-        };
-        let live = rows.iter().any(|row| row_names(row, req, field));
-        let earlier = requests[..i].iter().any(|c| constructs(c, req, field));
+            Action::Query { .. } | Action::Delete { .. } | Action::Save { .. } => {}
+        }
+        let live = rows.iter().any(|row| row.is_named_by(req));
+        let earlier = requests[..i].iter().any(|c| constructs(c, req));
         if !live && !earlier {
-            let on_field = field.map(|f| format!(" on field {f:?}")).unwrap_or_default();
+            let on_field = req.field_filter().map(|f| format!(" on field {f:?}")).unwrap_or_default();
             let message = format!(
                 "request {n}: unknown synopsis: no synopsisID {} on stream {:?} of dataset {:?}{on_field}",
                 req.synopsis_id, req.stream_id, req.dataset_key
@@ -320,24 +320,10 @@ fn vet(text: &str, rows: &[Value]) -> Result<usize, Refusal> {
     Ok(requests.len())
 }
 
-/// Whether a registry row is a synopsis `req` names, as the plan finds it: same dataset and
-/// stream, the same kind unless `synopsisID` is 0, and the field when the request names one
-/// (and the row says its field).
-fn row_names(row: &Value, req: &Request, field: Option<&str>) -> bool {
-    let text = |key: &str| row.get(key).and_then(Value::as_str).unwrap_or("");
-    text("dataSetKey") == req.dataset_key
-        && text("streamID") == req.stream_id
-        && (req.synopsis_id == 0 || row.get("synopsisID").and_then(Value::as_u64) == Some(req.synopsis_id))
-        && field.is_none_or(|f| row.get("field").and_then(Value::as_str).is_none_or(|rf| rf == f))
-}
-
 /// Whether `earlier` constructs a synopsis `req` names.
-fn constructs(earlier: &Request, req: &Request, field: Option<&str>) -> bool {
+fn constructs(earlier: &Request, req: &Request) -> bool {
     let Action::Construct { field: built, .. } = &earlier.action else { return false };
-    earlier.dataset_key == req.dataset_key
-        && earlier.stream_id == req.stream_id
-        && (req.synopsis_id == 0 || earlier.synopsis_id == req.synopsis_id)
-        && field.is_none_or(|f| f == built)
+    req.names_synopsis(&earlier.dataset_key, &earlier.stream_id, earlier.synopsis_id, built)
 }
 
 #[cfg(test)]
@@ -349,8 +335,25 @@ mod tests {
     const QUERY: &str =
         r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["A","price","Queryable","Ad-hoc"]}"#;
 
-    fn live_cm() -> Vec<Value> {
-        vec![json!({"streamID":"A","dataSetKey":"F","synopsisID":1,"field":"price","kind":"CountMin"})]
+    fn live_cm() -> Vec<LiveSynopsis> {
+        vec![LiveSynopsis {
+            id: 0,
+            request_id: json!(1),
+            synopsis_id: 1,
+            kind: saams::Kind::CountMin,
+            stream_id: "A".into(),
+            dataset_key: "F".into(),
+            field: "price".into(),
+            params: Vec::new(),
+            mode: "Owned".into(),
+            home: 0,
+            empty_bytes: 0,
+            effective_from_ms: 0,
+        }]
+    }
+
+    fn vet(text: &str, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
+        super::vet(&parse_requests(text), rows)
     }
 
     #[test]

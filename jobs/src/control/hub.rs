@@ -1,8 +1,12 @@
 //! The hand-off between the threads that take requests while the job runs (HTTP, stdin, the
 //! request topic) and the one worker per process that feeds them into the dataflow.
 //!
+//! Requests arrive here parsed ([`saams::api::request::parse_requests`] where they entered) and
+//! are vetted here once ([`Intake`]: fields outside the reference's request class), so every
+//! refusal of a live request has one source and one wording; from here on they travel typed.
+//!
 //! Everything sits behind one [`Mutex`]: the queue of request bodies, the tickets of the callers
-//! that wait for replies, the live registry and the open/closed state. Every operation holds the
+//! that wait for replies, the intake, the live registry and the open/closed state. Every operation holds the
 //! lock for a push, a swap or a map look-up, never while waiting, so neither side stalls the
 //! other. Replies travel over a [`std::sync::mpsc`] channel per ticket, which a plain thread reads
 //! with [`Ticket::wait`] and the HTTP server reads from tokio's blocking pool.
@@ -12,19 +16,25 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use saams::api::registry::LiveSynopsis;
+use saams::api::request::Parsed;
 use serde_json::{Value, json};
+
+use crate::control::intake::Intake;
 
 /// Requests that arrive while the job runs (HTTP, stdin, request topic) and the replies owed to them.
 ///
 /// ```
 /// use saams_jobs::control::hub::Hub;
+/// use saams::api::request::parse_requests;
 /// let hub = Hub::new();
 /// hub.open();
-/// let ticket = hub.submit(r#"{"synopsisID":1,"param":["CountMin","price","NotQueryable"]}"#.into(), 1);
-/// // The job's feeding worker takes the body and answers it.
+/// let body = parse_requests(r#"{"synopsisID":1,"param":["CountMin","price","NotQueryable"]}"#);
+/// let ticket = hub.submit(body.clone(), 1);
+/// // The job's feeding worker takes the body, typed as it was submitted, and answers it.
 /// let taken = hub.drain();
 /// assert_eq!(taken.len(), 1);
-/// assert_eq!(taken[0].ticket, ticket.id);
+/// assert_eq!((taken[0].ticket, &taken[0].requests), (ticket.id, &body));
 /// hub.reply(taken[0].ticket, r#"{"ack":1}"#.into());
 /// let replies = ticket.wait(std::time::Duration::from_secs(1));
 /// assert!(replies.complete);
@@ -35,12 +45,12 @@ pub struct Hub {
 }
 
 /// A body of requests as submitted, for the worker that feeds the dataflow.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Submission {
     /// Where the replies go ([`Hub::reply`]); 0 = nobody waits for replies.
     pub ticket: u64,
-    /// The requests, in any form `saams::api::request::parse_requests` reads.
-    pub text: String,
+    /// The requests, parsed and vetted (a refused one is its error, answered at its fence).
+    pub requests: Parsed,
 }
 
 /// What the submitter of a body holds: the replies owed to it arrive on `replies`.
@@ -75,7 +85,8 @@ struct State {
     next_ticket: u64,
     queue: Vec<Submission>,
     waiting: HashMap<u64, Waiting>,
-    synopses: Vec<Value>,
+    intake: Intake,
+    synopses: Vec<LiveSynopsis>,
 }
 
 impl Default for Hub {
@@ -85,14 +96,20 @@ impl Default for Hub {
 }
 
 impl Hub {
-    /// An empty hub, closed until the job [opens](Hub::open) it.
+    /// An empty hub, closed until the job [opens](Hub::open) it, vetting leniently.
     pub fn new() -> Hub {
+        Hub::with_intake(Intake::new(false))
+    }
+
+    /// An empty hub that vets requests with `intake` (`--strict-requests` refuses unknown fields).
+    pub fn with_intake(intake: Intake) -> Hub {
         Hub {
             state: Mutex::new(State {
                 open: false,
                 next_ticket: 1,
                 queue: Vec::new(),
                 waiting: HashMap::new(),
+                intake,
                 synopses: Vec::new(),
             }),
         }
@@ -123,22 +140,30 @@ impl Hub {
         self.lock().open
     }
 
-    /// Queue a body of requests (the same JSON as request files); `expected` replies are owed.
-    pub fn submit(&self, text: String, expected: usize) -> Ticket {
+    /// Queue a body of requests, vetted here; `expected` replies are owed.
+    pub fn submit(&self, requests: Parsed, expected: usize) -> Ticket {
         let (sender, replies) = mpsc::channel();
         let mut s = self.lock();
         let id = s.next_ticket;
         s.next_ticket += 1;
-        s.queue.push(Submission { ticket: id, text });
+        let requests = s.vet(requests);
+        s.queue.push(Submission { ticket: id, requests });
         if expected > 0 {
             s.waiting.insert(id, Waiting { sender, owed: expected });
         }
         Ticket { id, expected, replies }
     }
 
-    /// Queue requests nobody waits a reply for (stdin, request topic).
-    pub fn submit_detached(&self, text: String) {
-        self.lock().queue.push(Submission { ticket: 0, text });
+    /// Queue requests nobody waits a reply for (stdin, request topic), vetted here.
+    pub fn submit_detached(&self, requests: Parsed) {
+        let mut s = self.lock();
+        let requests = s.vet(requests);
+        s.queue.push(Submission { ticket: 0, requests });
+    }
+
+    /// Unknown request fields the hub's intake has seen (every occurrence counts).
+    pub fn warnings(&self) -> u64 {
+        self.lock().intake.warnings()
     }
 
     /// Taken by the one worker per process that feeds requests into the dataflow: every body
@@ -164,15 +189,14 @@ impl Hub {
         self.lock().waiting.remove(&ticket);
     }
 
-    /// The live registry as JSON objects, replaced by the job after each change. Each row
-    /// names its synopsis with the request fields `streamID`, `dataSetKey`, `synopsisID` and
-    /// `field` (the HTTP server matches requests against them).
-    pub fn set_synopses(&self, rows: Vec<Value>) {
+    /// The live registry, the plan's own view of it, replaced by the job after each change
+    /// (the HTTP server lists it and checks requests against it).
+    pub fn set_synopses(&self, rows: Vec<LiveSynopsis>) {
         self.lock().synopses = rows;
     }
 
     /// The rows last given to [`Hub::set_synopses`].
-    pub fn synopses(&self) -> Vec<Value> {
+    pub fn synopses(&self) -> Vec<LiveSynopsis> {
         self.lock().synopses.clone()
     }
 
@@ -182,7 +206,7 @@ impl Hub {
     ///
     /// ```
     /// let hub = saams_jobs::control::hub::Hub::new();
-    /// hub.submit_detached("[]".into());
+    /// hub.submit_detached(Vec::new());
     /// let h = hub.health();
     /// assert_eq!(h["status"], "ok");
     /// assert_eq!(h["accepting"], false);
@@ -197,6 +221,15 @@ impl Hub {
             "waiting": s.waiting.len(),
             "synopses": s.synopses.len(),
         })
+    }
+}
+
+impl State {
+    /// The intake's verdict on a body; its notes (an unknown field, the first time) on stderr.
+    fn vet(&mut self, requests: Parsed) -> Parsed {
+        let (requests, notes) = self.intake.vet(requests);
+        notes.iter().for_each(|n| eprintln!("{n}"));
+        requests
     }
 }
 
@@ -227,19 +260,27 @@ impl Ticket {
 mod tests {
     use super::*;
 
+    use saams::api::request::parse_requests;
+
+    fn body(stream: &str) -> Parsed {
+        parse_requests(&format!(
+            r#"{{"streamID":"{stream}","synopsisID":2,"param":["HLL","price","NotQueryable",0.02]}}"#
+        ))
+    }
+
     #[test]
     fn replies_reach_their_own_ticket_only_and_the_ticket_is_forgotten_when_paid() {
         let hub = Hub::new();
-        let a = hub.submit("a".into(), 2);
-        let b = hub.submit("b".into(), 1);
-        hub.submit_detached("c".into());
+        let a = hub.submit(body("a"), 2);
+        let b = hub.submit(body("b"), 1);
+        hub.submit_detached(body("c"));
         let taken = hub.drain();
         assert_eq!(
             taken,
             vec![
-                Submission { ticket: a.id, text: "a".into() },
-                Submission { ticket: b.id, text: "b".into() },
-                Submission { ticket: 0, text: "c".into() },
+                Submission { ticket: a.id, requests: body("a") },
+                Submission { ticket: b.id, requests: body("b") },
+                Submission { ticket: 0, requests: body("c") },
             ]
         );
         assert!(hub.drain().is_empty());
@@ -260,7 +301,7 @@ mod tests {
     #[test]
     fn a_wait_ends_at_the_timeout_with_the_lines_received() {
         let hub = Hub::new();
-        let t = hub.submit("x".into(), 3);
+        let t = hub.submit(body("x"), 3);
         hub.reply(t.id, "one".into());
         let r = t.wait(Duration::from_millis(20));
         assert_eq!(r, Replies { lines: vec!["one".into()], complete: false, abandoned: false });
@@ -273,7 +314,7 @@ mod tests {
         let hub = Hub::new();
         hub.open();
         assert!(hub.is_open());
-        let t = hub.submit("x".into(), 2);
+        let t = hub.submit(body("x"), 2);
         hub.reply(t.id, "one".into());
         let waiter = std::thread::spawn(move || t.wait(Duration::from_secs(30)));
         hub.close();
@@ -286,7 +327,7 @@ mod tests {
     #[test]
     fn a_reply_to_a_holder_that_stopped_listening_forgets_the_ticket() {
         let hub = Hub::new();
-        let t = hub.submit("x".into(), 2);
+        let t = hub.submit(body("x"), 2);
         let id = t.id;
         drop(t);
         hub.reply(id, "late".into());
@@ -294,11 +335,39 @@ mod tests {
     }
 
     #[test]
+    fn the_intake_vets_every_body_once_as_it_is_queued() {
+        let strict = Hub::with_intake(Intake::new(true));
+        let tenant = parse_requests(r#"{"synopsisID":2,"param":["HLL","price","NotQueryable",0.02],"tenant":"a"}"#);
+        strict.submit_detached(tenant.clone());
+        let refused = &strict.drain()[0].requests[0];
+        assert!(refused.as_ref().unwrap_err().0.contains("`tenant`"), "{refused:?}");
+        let lenient = Hub::new();
+        lenient.submit(tenant.clone(), 1);
+        lenient.submit_detached(tenant.clone());
+        assert_eq!(lenient.warnings(), 2);
+        assert!(lenient.drain().iter().all(|s| s.requests == tenant));
+    }
+
+    #[test]
     fn the_registry_rows_are_replaced_whole() {
+        let row = |id: u32| LiveSynopsis {
+            id,
+            request_id: json!(id),
+            synopsis_id: 1,
+            kind: saams::Kind::CountMin,
+            stream_id: "A".into(),
+            dataset_key: "F".into(),
+            field: "price".into(),
+            params: Vec::new(),
+            mode: "Owned".into(),
+            home: 0,
+            empty_bytes: 0,
+            effective_from_ms: 0,
+        };
         let hub = Hub::new();
-        hub.set_synopses(vec![json!({"synopsisID": 1}), json!({"synopsisID": 2})]);
-        hub.set_synopses(vec![json!({"synopsisID": 3})]);
-        assert_eq!(hub.synopses(), vec![json!({"synopsisID": 3})]);
+        hub.set_synopses(vec![row(1), row(2)]);
+        hub.set_synopses(vec![row(3)]);
+        assert_eq!(hub.synopses(), vec![row(3)]);
         assert_eq!(hub.health()["synopses"], 1);
     }
 }

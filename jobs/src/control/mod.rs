@@ -1,10 +1,15 @@
 //! The control plane: how requests enter the job.
 //!
-//! - [`intake`]: requests as read from files, stdin and the request topic, vetted against the
-//!   reference's request class (unknown fields warned about once and counted, or refused with
-//!   `--strict-requests`).
+//! A request is parsed once, where it enters (the request file, HTTP, stdin, the request topic),
+//! into [`saams::api::request::Request`], and travels typed from then on: HTTP → [`hub`] (vetted
+//! there by the [`intake`]) → [`fence`] (timely's exchange to the sequencer and the broadcast) →
+//! the plan (`saams_operators::Plan`) → the operators.
+//!
+//! - [`intake`]: requests vetted against the reference's request class (unknown fields warned
+//!   about once and counted, or refused with `--strict-requests`): the request file's by the job,
+//!   live ones by the hub.
 //! - [`hub`]: the thread-safe hand-off of requests that arrive while the job runs, and of the
-//!   replies owed to them.
+//!   replies owed to them; the live registry as the plan lists it.
 //! - [`fence`]: how live requests take effect at a window every worker agrees on.
 //! - [`http`]: the HTTP interface (`--http`): requests, the live registry, metrics, health.
 

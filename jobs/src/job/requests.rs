@@ -7,7 +7,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use saams::api::request::parse_requests;
+use saams::api::registry::LiveSynopsis;
+use saams::api::request::{parse_requests, read_log, requests_from_value};
 use saams_operators::Plan;
 use saams_operators::ask::{split_reply, to_every_worker};
 
@@ -71,7 +72,7 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
     if let Some(resume) = resume {
         let mut intake = Intake::new(settings.strict_requests);
         for r in resume.requests() {
-            let (requests, _) = intake.vet(parse_requests(&r.text));
+            let (requests, _) = intake.vet(read_log(&r.text));
             let applied = plan.extend(&requests, r.fence_ms, None);
             if me == 0 && r.fence_ms > resume.boundary_ms {
                 // Acknowledgements after the checkpoint's cut (see `take_applied`).
@@ -134,26 +135,24 @@ pub(super) fn take_applied(
 }
 
 /// The live registry as `GET /synopses` lists it.
-pub(super) fn registry_rows(plan: &Plan) -> Vec<serde_json::Value> {
+pub(super) fn registry_rows(plan: &Plan) -> Vec<LiveSynopsis> {
     plan.synopses
         .iter()
         .enumerate()
         .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)
-        .map(|(i, s)| {
-            serde_json::json!({
-                "id": i,
-                "requestID": s.request_id,
-                "synopsisID": s.synopsis_id,
-                "kind": s.kind.name(),
-                "streamID": s.stream,
-                "dataSetKey": s.dataset,
-                "field": s.field,
-                "params": s.params,
-                "mode": format!("{:?}", s.mode),
-                "home": s.home,
-                "emptyBytes": s.fresh.size_bytes(),
-                "effectiveFrom": saams::api::time::format_timestamp(plan.live.registered_from(i as u32).unwrap_or(0)),
-            })
+        .map(|(i, s)| LiveSynopsis {
+            id: i as u32,
+            request_id: s.request_id.clone(),
+            synopsis_id: s.synopsis_id,
+            kind: s.kind,
+            stream_id: s.stream.clone(),
+            dataset_key: s.dataset.clone(),
+            field: s.field.clone(),
+            params: s.params.clone(),
+            mode: format!("{:?}", s.mode),
+            home: s.home,
+            empty_bytes: s.fresh.size_bytes(),
+            effective_from_ms: plan.live.registered_from(i as u32).unwrap_or(0),
         })
         .collect()
 }
@@ -167,7 +166,7 @@ pub(super) fn follow_stdin_requests(hub: Arc<Hub>) {
         let stdin = std::io::stdin().lock();
         for value in serde_json::Deserializer::from_reader(stdin).into_iter::<serde_json::Value>() {
             match value {
-                Ok(v) => hub.submit_detached(v.to_string()),
+                Ok(v) => hub.submit_detached(requests_from_value(&v)),
                 Err(e) => {
                     eprintln!("saams: requests on stdin: {e}; no more requests are read from stdin");
                     return;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::cli::Cli;
 use crate::control::http::Server;
 use crate::control::hub::Hub;
+use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
 use crate::metrics::{Metrics, Totals};
 use crate::sink::file::LineSink;
@@ -60,7 +61,7 @@ impl Services {
         let flusher = (!files.is_empty()).then(|| start_flusher(files, finished.clone()));
         let metrics = Arc::new(Metrics::new());
         let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
-        let hub = Arc::new(Hub::new());
+        let hub = Arc::new(Hub::with_intake(Intake::new(cli.strict_requests)));
         let server = start_metrics(cli, &metrics, stats, sink, hub.clone())?;
         hub.open();
         // Requests produced on the request topic after the start arrive while the job runs.

@@ -328,7 +328,7 @@ impl<'a> WorkerState<'a> {
 /// order; the plan built from it, the fences that apply live requests and schedule
 /// checkpoints, and the checkpoint the job resumes from.
 fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fences, Option<Arc<Resume>>) {
-    let Settings { window_ms, strict_requests, workers_per_process, .. } = job.settings;
+    let Settings { window_ms, workers_per_process, .. } = job.settings;
     let (me, peers) = (worker.index(), worker.peers());
     let text = crate::dataflow::receive_script(worker, job.requests.as_ref());
     let plan = build_plan(&text, (me, peers), job);
@@ -339,7 +339,7 @@ fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fen
         // queries against).
         hub.set_synopses(registry_rows(&plan.borrow()));
     }
-    let mut fences = Fences::build(worker, window_ms as u64, intake_hub, strict_requests);
+    let mut fences = Fences::build(worker, window_ms as u64, intake_hub);
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
     if let Some((_, every, first_id)) = &job.recovery {
         let log = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();

@@ -221,7 +221,7 @@ impl KafkaJob {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let polled = source.poll_with(1024, Duration::from_millis(100), |r| {
                     match serde_json::from_slice::<serde_json::Value>(r.payload) {
-                        Ok(v) => hub.submit_detached(v.to_string()),
+                        Ok(v) => hub.submit_detached(saams::api::request::requests_from_value(&v)),
                         Err(e) => job.reject(&topic, &r, &format!("malformed request JSON: {e}"), None),
                     }
                 });
