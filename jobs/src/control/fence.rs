@@ -99,59 +99,9 @@ impl Fences {
     /// intake worker only.
     pub fn build(worker: &mut Worker, window_ms: u64, hub: Option<Arc<Hub>>) -> Fences {
         let me = worker.index();
-        let forwarded: Rc<RefCell<Vec<Body>>> = Rc::default();
-        let mut forward = InputHandle::new();
-        let forward_probe = {
-            let sink = forwarded.clone();
-            worker.dataflow::<u64, _, _>(|scope| {
-                let (probe, _) = scope
-                    .input_from(&mut forward)
-                    .exchange_to_sequencer()
-                    .inspect(move |b: &Body| sink.borrow_mut().push(b.clone()))
-                    .probe();
-                probe
-            })
-        };
-        let received: Rc<RefCell<BTreeMap<u64, Vec<Body>>>> = Rc::default();
-        let mut requests = InputHandle::new();
-        let request_probe = {
-            let sink = received.clone();
-            worker.dataflow::<u64, _, _>(|scope| {
-                let (probe, _) = scope
-                    .input_from(&mut requests)
-                    .broadcast()
-                    .inspect_core(move |event| {
-                        if let Ok((stamp, bodies)) = event
-                            && let Some(&t) = stamp.least()
-                        {
-                            sink.borrow_mut().entry(t).or_default().extend(bodies.iter().cloned());
-                        }
-                    })
-                    .probe();
-                probe
-            })
-        };
-        let heard: Rc<RefCell<BTreeMap<u64, u64>>> = Rc::default();
-        let mut positions = InputHandle::new();
-        let position_probe = {
-            let sink = heard.clone();
-            worker.dataflow::<u64, _, _>(|scope| {
-                let (probe, _) = scope
-                    .input_from(&mut positions)
-                    .broadcast()
-                    .inspect_core(move |event| {
-                        if let Ok((stamp, positions)) = event
-                            && let Some(&t) = stamp.least()
-                        {
-                            let mut heard = sink.borrow_mut();
-                            let newest = heard.entry(t).or_insert(0);
-                            *newest = positions.iter().fold(*newest, |a, &b| a.max(b));
-                        }
-                    })
-                    .probe();
-                probe
-            })
-        };
+        let (forward, forwarded, forward_probe) = forward_dataflow(worker);
+        let (mut requests, received, request_probe) = request_dataflow(worker);
+        let (mut positions, heard, position_probe) = position_dataflow(worker);
         // Epoch 0 is the request script's (applied before the dataflow starts): live ones from 1.
         requests.advance_to(1);
         positions.advance_to(1);
@@ -363,6 +313,72 @@ impl Fences {
         }
         agreed
     }
+}
+
+/// Shared with a dataflow's inspect closure: what reached this worker.
+type Shared<T> = Rc<RefCell<T>>;
+
+/// The forward dataflow: an intake worker's bodies, exchanged to worker 0.
+fn forward_dataflow(worker: &mut Worker) -> (Handle<Body>, Shared<Vec<Body>>, ProbeHandle<u64>) {
+    let forwarded: Shared<Vec<Body>> = Rc::default();
+    let mut forward = InputHandle::new();
+    let sink = forwarded.clone();
+    let probe = worker.dataflow::<u64, _, _>(|scope| {
+        let (probe, _) = scope
+            .input_from(&mut forward)
+            .exchange_to_sequencer()
+            .inspect(move |b: &Body| sink.borrow_mut().push(b.clone()))
+            .probe();
+        probe
+    });
+    (forward, forwarded, probe)
+}
+
+/// The requests dataflow: worker 0's sequenced bodies, broadcast, kept by request epoch.
+fn request_dataflow(worker: &mut Worker) -> (Handle<Body>, Shared<BTreeMap<u64, Vec<Body>>>, ProbeHandle<u64>) {
+    let received: Shared<BTreeMap<u64, Vec<Body>>> = Rc::default();
+    let mut requests = InputHandle::new();
+    let sink = received.clone();
+    let probe = worker.dataflow::<u64, _, _>(|scope| {
+        let (probe, _) = scope
+            .input_from(&mut requests)
+            .broadcast()
+            .inspect_core(move |event| {
+                if let Ok((stamp, bodies)) = event
+                    && let Some(&t) = stamp.least()
+                {
+                    sink.borrow_mut().entry(t).or_default().extend(bodies.iter().cloned());
+                }
+            })
+            .probe();
+        probe
+    });
+    (requests, received, probe)
+}
+
+/// The positions dataflow: every worker's newest routed window per request epoch, broadcast,
+/// kept as the newest of all.
+fn position_dataflow(worker: &mut Worker) -> (Handle<u64>, Shared<BTreeMap<u64, u64>>, ProbeHandle<u64>) {
+    let heard: Shared<BTreeMap<u64, u64>> = Rc::default();
+    let mut positions = InputHandle::new();
+    let sink = heard.clone();
+    let probe = worker.dataflow::<u64, _, _>(|scope| {
+        let (probe, _) = scope
+            .input_from(&mut positions)
+            .broadcast()
+            .inspect_core(move |event| {
+                if let Ok((stamp, positions)) = event
+                    && let Some(&t) = stamp.least()
+                {
+                    let mut heard = sink.borrow_mut();
+                    let newest = heard.entry(t).or_insert(0);
+                    *newest = positions.iter().fold(*newest, |a, &b| a.max(b));
+                }
+            })
+            .probe();
+        probe
+    });
+    (positions, heard, probe)
 }
 
 /// Extension: send every body to worker 0.
