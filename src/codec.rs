@@ -37,6 +37,30 @@ pub struct Header {
     pub params: Vec<f64>,
 }
 
+/// A synopsis as bytes in the envelope: each kind implements it in its `codec.rs`, beside the
+/// table of its payload's layout, and [`crate::Synopsis::encode`] and
+/// [`crate::Synopsis::encode_exact`] answer with it (so a kind's `impl Synopsis` holds no codec
+/// code, and its sketch needs nothing of its codec).
+///
+/// ```
+/// use saams::codec::{ToBytes, decode_envelope};
+/// use saams::{HyperLogLog, Kind, Synopsis};
+/// let hll = HyperLogLog::with_rsd_seed(0.05, 3).unwrap();
+/// assert_eq!(hll.to_bytes(), hll.encode());
+/// assert_eq!(decode_envelope(&hll.to_bytes()).unwrap().0.kind, Kind::HyperLogLog);
+/// ```
+pub trait ToBytes {
+    /// The envelope (magic, version, kind, parameters, seed) and the kind's payload.
+    fn to_bytes(&self) -> Vec<u8>;
+
+    /// Bytes that decode to a state that goes on exactly as this one would
+    /// ([`crate::Synopsis::encode_exact`]): [`ToBytes::to_bytes`] unless the kind leaves out of
+    /// it state it derives.
+    fn to_exact_bytes(&self) -> Vec<u8> {
+        self.to_bytes()
+    }
+}
+
 /// Wrap a payload in the envelope.
 ///
 /// ```

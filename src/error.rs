@@ -65,3 +65,16 @@ impl fmt::Display for SynopsisError {
 }
 
 impl std::error::Error for SynopsisError {}
+
+impl SynopsisError {
+    /// `Ok` when two synopses of `kind` agree in what a merge needs alike (`same`), else
+    /// [`SynopsisError::Incompatible`] with `differs()` (formatted only then, off the merge's
+    /// hot path): the check every fixed-shape kind makes before merging.
+    pub(crate) fn unless_compatible(
+        kind: Kind,
+        same: bool,
+        differs: impl FnOnce() -> String,
+    ) -> Result<(), SynopsisError> {
+        if same { Ok(()) } else { Err(SynopsisError::Incompatible { kind, reason: differs() }) }
+    }
+}

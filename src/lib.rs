@@ -76,7 +76,7 @@ pub use frequent_items::FrequentItems;
 // end of kinds
 
 pub use error::SynopsisError;
-pub use synopsis::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synopsis, Value, downcast};
+pub use synopsis::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synopsis, SynopsisObject, Value, downcast};
 
 /// The README's Rust examples run as doc tests, so the usage shown there stays true.
 #[doc = include_str!("../README.md")]

@@ -9,6 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::codec::ToBytes;
 use crate::error::SynopsisError;
 
 /// The kinds of synopsis, numbered as the JSON API's `synopsisID`.
@@ -251,7 +252,10 @@ impl Estimate {
 /// - `merge` refuses, with an error, a synopsis of another kind, parameters or seed;
 /// - `estimate` never panics: a query the kind cannot answer is an error;
 /// - `encode` then [`crate::registry::decode`] gives back an equal synopsis.
-pub trait Synopsis: Send + fmt::Debug {
+///
+/// A kind implements only what is its own: its bytes come from its [`ToBytes`] (in its
+/// `codec.rs`), and [`SynopsisObject`]'s copy and downcast come with it.
+pub trait Synopsis: Send + fmt::Debug + ToBytes + SynopsisObject {
     /// This synopsis' kind.
     fn kind(&self) -> Kind;
 
@@ -303,23 +307,54 @@ pub trait Synopsis: Send + fmt::Debug {
     /// Memory held by the synopsis' state, in bytes (approximate for pointer-rich kinds).
     fn size_bytes(&self) -> usize;
 
-    /// The synopsis as bytes: codec envelope (magic, version, kind, parameters, seed) + payload.
-    fn encode(&self) -> Vec<u8>;
+    /// The synopsis as bytes: codec envelope (magic, version, kind, parameters, seed) + payload,
+    /// as the kind's [`ToBytes`] writes them.
+    fn encode(&self) -> Vec<u8> {
+        self.to_bytes()
+    }
 
     /// The synopsis as bytes that decode to a state that goes on *exactly* as this one would,
     /// update for update (checkpoints need it: a resumed job must answer bit for bit as one that
     /// never stopped). For most kinds that is [`Synopsis::encode`]; a kind whose encoding leaves
     /// out state it derives (DFT's incrementally updated coefficients, recomputed exactly on
-    /// decode) adds it here. [`crate::registry::decode`] reads both.
+    /// decode) adds it in its [`ToBytes::to_exact_bytes`]. [`crate::registry::decode`] reads both.
     fn encode_exact(&self) -> Vec<u8> {
-        self.encode()
+        self.to_exact_bytes()
     }
+}
 
+/// What handling a synopsis as a `Box<dyn Synopsis>` needs beyond the kind's own code: a deep
+/// copy into a new box, and a view as [`Any`] to downcast to the concrete kind (in `merge` and
+/// `estimate_pair`, through [`downcast`]).
+///
+/// Every `Clone + 'static` synopsis has it from the blanket impl below, so no kind writes it;
+/// the methods are called on a `dyn Synopsis` as if they were [`Synopsis`]'s own.
+///
+/// ```
+/// use saams::{CountMin, Datum, Synopsis};
+/// let mut cm = CountMin::with_accuracy(0.01, 0.99, 7).unwrap();
+/// cm.update(Datum::Str("a"));
+/// let boxed: Box<dyn Synopsis> = Box::new(cm);
+/// let copy = boxed.clone_box();
+/// assert_eq!(copy.encode(), boxed.encode());
+/// assert!(copy.as_any().downcast_ref::<CountMin>().is_some());
+/// ```
+pub trait SynopsisObject {
     /// A deep copy.
     fn clone_box(&self) -> Box<dyn Synopsis>;
 
     /// For downcasting in `merge` and `estimate_pair`.
     fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Synopsis + Clone + 'static> SynopsisObject for T {
+    fn clone_box(&self) -> Box<dyn Synopsis> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 impl Clone for Box<dyn Synopsis> {

@@ -11,8 +11,8 @@
 //! Decoding checks what every row of a real sketch satisfies (each item adds ±1 to one
 //! counter per row): the absolute counters of a row sum to at most N, with the parity of N.
 
-use crate::codec::{Header, Reader, Writer};
-use crate::{Synopsis, SynopsisError};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::{Kind, Synopsis, SynopsisError};
 
 use super::Ams;
 use super::sketch::check_shape;
@@ -25,14 +25,15 @@ fn unzigzag(x: u64) -> i64 {
     ((x >> 1) as i64) ^ -((x & 1) as i64)
 }
 
-/// The payload bytes of `a`.
-pub(crate) fn encode_payload(a: &Ams) -> Vec<u8> {
-    let mut w = Writer::with_capacity(10 + a.counters().len() * 2);
-    w.varint(a.total());
-    for c in a.counters() {
-        w.varint(zigzag(*c));
+impl ToBytes for Ams {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(10 + self.counters().len() * 2);
+        w.varint(self.total());
+        for c in self.counters() {
+            w.varint(zigzag(*c));
+        }
+        encode_envelope(Kind::Ams, self.seed(), &[self.depth() as f64, self.buckets() as f64], &w.into_inner())
     }
-    w.into_inner()
 }
 
 fn err(reason: impl Into<String>) -> SynopsisError {

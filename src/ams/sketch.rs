@@ -1,9 +1,6 @@
 //! Construction, update, merge and estimation of the AMS (Fast-AMS) sketch, with the bounds
 //! derived from Chebyshev's inequality per row and a binomial tail for the median.
 
-use std::any::Any;
-
-use crate::codec::encode_envelope;
 use crate::hash::SplitMix64;
 use crate::linear_hash::hash_item;
 use crate::params::Params;
@@ -252,18 +249,17 @@ impl Ams {
         median(&mut rows)
     }
 
-    fn check_compatible(&self, other: &Ams) -> Result<(), SynopsisError> {
-        if self.depth == other.depth && self.buckets == other.buckets && self.seed == other.seed {
-            Ok(())
-        } else {
-            Err(SynopsisError::Incompatible {
-                kind: Kind::Ams,
-                reason: format!(
-                    "shape/seed differ: {}x{} seed {} vs {}x{} seed {}",
-                    self.depth, self.buckets, self.seed, other.depth, other.buckets, other.seed
-                ),
-            })
-        }
+    /// `other` as an AMS sketch of the same shape and seed, or why not.
+    fn compatible<'a>(&self, other: &'a dyn Synopsis) -> Result<&'a Ams, SynopsisError> {
+        let other = downcast::<Ams>(Kind::Ams, other)?;
+        let same = self.depth == other.depth && self.buckets == other.buckets && self.seed == other.seed;
+        SynopsisError::unless_compatible(Kind::Ams, same, || {
+            format!(
+                "shape/seed differ: {}x{} seed {} vs {}x{} seed {}",
+                self.depth, self.buckets, self.seed, other.depth, other.buckets, other.seed
+            )
+        })?;
+        Ok(other)
     }
 }
 
@@ -277,15 +273,8 @@ impl Synopsis for Ams {
         self.add_hash(hash_item(item, self.seed));
     }
 
-    fn update_batch(&mut self, items: &[Datum<'_>]) {
-        for item in items {
-            self.add_hash(hash_item(*item, self.seed));
-        }
-    }
-
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
-        let other = downcast::<Ams>(self.kind(), other)?;
-        self.check_compatible(other)?;
+        let other = self.compatible(other)?;
         self.total = self.total.wrapping_add(other.total);
         for (a, b) in self.counters.iter_mut().zip(&other.counters) {
             *a = a.wrapping_add(*b);
@@ -319,8 +308,7 @@ impl Synopsis for Ams {
         if *query != PairQuery::InnerProduct {
             return Err(SynopsisError::UnsupportedQuery { kind: Kind::Ams, query: format!("{query:?}") });
         }
-        let other = downcast::<Ams>(self.kind(), other)?;
-        self.check_compatible(other)?;
+        let other = self.compatible(other)?;
         let mut rows: Vec<f64> = self
             .counters
             .chunks_exact(self.buckets)
@@ -342,18 +330,5 @@ impl Synopsis for Ams {
         std::mem::size_of::<Self>()
             + self.counters.capacity() * std::mem::size_of::<i64>()
             + self.keys.capacity() * std::mem::size_of::<u64>()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let payload = super::codec::encode_payload(self);
-        encode_envelope(Kind::Ams, self.seed, &[self.depth as f64, self.buckets as f64], &payload)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -10,23 +10,24 @@
 //! | blocks | varint | number of 512-bit blocks, ≥ 1 |
 //! | bits | `blocks · 8` u64 LE | the blocks, each as 8 words, bit `i` of a block = bit `i % 64` of word `i / 64` |
 
-use crate::codec::{Header, Reader, Writer};
-use crate::{Synopsis, SynopsisError};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::{Kind, Synopsis, SynopsisError};
 
 use super::BloomFilter;
 use super::sketch::{Block, MAX_BLOCKS, MAX_HASHES};
 
-/// The payload bytes of `f`.
-pub(crate) fn encode_payload(f: &BloomFilter) -> Vec<u8> {
-    let mut w = Writer::with_capacity(6 + f.num_blocks() * 64);
-    w.u8(f.hashes() as u8);
-    w.varint(f.num_blocks() as u64);
-    for block in f.blocks() {
-        for word in block.0 {
-            w.u64(word);
+impl ToBytes for BloomFilter {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(6 + self.num_blocks() * 64);
+        w.u8(self.hashes() as u8);
+        w.varint(self.num_blocks() as u64);
+        for block in self.blocks() {
+            for word in block.0 {
+                w.u64(word);
+            }
         }
+        encode_envelope(Kind::BloomFilter, self.seed(), &[self.expected_items() as f64, self.fpp()], &w.into_inner())
     }
-    w.into_inner()
 }
 
 fn err(reason: impl Into<String>) -> SynopsisError {

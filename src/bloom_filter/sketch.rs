@@ -1,8 +1,5 @@
 //! Construction, sizing, update, merge and queries of the blocked Bloom filter.
 
-use std::any::Any;
-
-use crate::codec::encode_envelope;
 use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
@@ -304,23 +301,21 @@ impl BloomFilter {
         self.contains_hash(hash_item(item, self.seed))
     }
 
-    fn check_compatible(&self, other: &BloomFilter) -> Result<(), SynopsisError> {
+    /// `other` as a Bloom filter of the same parameters, seed and geometry, or why not.
+    fn compatible<'a>(&self, other: &'a dyn Synopsis) -> Result<&'a BloomFilter, SynopsisError> {
+        let other = downcast::<BloomFilter>(Kind::BloomFilter, other)?;
         let same = self.expected_items == other.expected_items
             && self.fpp.to_bits() == other.fpp.to_bits()
             && self.seed == other.seed
             && self.hashes == other.hashes
             && self.blocks.len() == other.blocks.len();
-        if same {
-            Ok(())
-        } else {
-            Err(SynopsisError::Incompatible {
-                kind: Kind::BloomFilter,
-                reason: format!(
-                    "parameters differ: (n {}, fpp {}, seed {}) vs (n {}, fpp {}, seed {})",
-                    self.expected_items, self.fpp, self.seed, other.expected_items, other.fpp, other.seed
-                ),
-            })
-        }
+        SynopsisError::unless_compatible(Kind::BloomFilter, same, || {
+            format!(
+                "parameters differ: (n {}, fpp {}, seed {}) vs (n {}, fpp {}, seed {})",
+                self.expected_items, self.fpp, self.seed, other.expected_items, other.fpp, other.seed
+            )
+        })?;
+        Ok(other)
     }
 }
 
@@ -334,15 +329,8 @@ impl Synopsis for BloomFilter {
         self.insert_hash(hash_item(item, self.seed));
     }
 
-    fn update_batch(&mut self, items: &[Datum<'_>]) {
-        for item in items {
-            self.insert_hash(hash_item(*item, self.seed));
-        }
-    }
-
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
-        let other = downcast::<BloomFilter>(self.kind(), other)?;
-        self.check_compatible(other)?;
+        let other = self.compatible(other)?;
         for (a, b) in self.blocks.iter_mut().zip(&other.blocks) {
             for (x, y) in a.0.iter_mut().zip(b.0) {
                 *x |= y;
@@ -364,19 +352,6 @@ impl Synopsis for BloomFilter {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.blocks.capacity() * std::mem::size_of::<Block>()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let payload = super::codec::encode_payload(self);
-        encode_envelope(Kind::BloomFilter, self.seed, &[self.expected_items as f64, self.fpp], &payload)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

@@ -12,18 +12,19 @@
 //! what partials cost on the wire. Decoding checks that every row sums to N (each item adds
 //! exactly one to one counter per row), so corrupted counters are refused.
 
-use crate::codec::{Header, Reader, Writer};
-use crate::{Synopsis, SynopsisError};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::{Kind, Synopsis, SynopsisError};
 
 use super::CountMin;
 use super::sketch::geometry;
 
-/// The payload bytes of `cm`.
-pub(crate) fn encode_payload(cm: &CountMin) -> Vec<u8> {
-    let mut w = Writer::with_capacity(10 + cm.width() * cm.depth() * 2);
-    w.varint(cm.total());
-    cm.for_each_count(|c| w.varint(c));
-    w.into_inner()
+impl ToBytes for CountMin {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(10 + self.width() * self.depth() * 2);
+        w.varint(self.total());
+        self.for_each_count(|c| w.varint(c));
+        encode_envelope(Kind::CountMin, self.seed(), &[self.epsilon(), self.confidence()], &w.into_inner())
+    }
 }
 
 fn err(reason: impl Into<String>) -> SynopsisError {

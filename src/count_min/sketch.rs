@@ -1,9 +1,7 @@
 //! Construction, update, merge and estimation of the Count-Min sketch.
 
-use std::any::Any;
 use std::borrow::Cow;
 
-use crate::codec::encode_envelope;
 use crate::hash::SplitMix64;
 use crate::linear_hash::hash_item;
 use crate::params::Params;
@@ -306,23 +304,21 @@ impl CountMin {
         self.min_count(hash_item(item, self.seed))
     }
 
-    fn check_compatible(&self, other: &CountMin) -> Result<(), SynopsisError> {
+    /// `other` as a Count-Min sketch of the same parameters and seed, or why not.
+    fn compatible<'a>(&self, other: &'a dyn Synopsis) -> Result<&'a CountMin, SynopsisError> {
+        let other = downcast::<CountMin>(Kind::CountMin, other)?;
         let same = self.width == other.width
             && self.depth == other.depth
             && self.seed == other.seed
             && self.epsilon.to_bits() == other.epsilon.to_bits()
             && self.confidence.to_bits() == other.confidence.to_bits();
-        if same {
-            Ok(())
-        } else {
-            Err(SynopsisError::Incompatible {
-                kind: Kind::CountMin,
-                reason: format!(
-                    "parameters differ: (epsilon {}, confidence {}, seed {}) vs (epsilon {}, confidence {}, seed {})",
-                    self.epsilon, self.confidence, self.seed, other.epsilon, other.confidence, other.seed
-                ),
-            })
-        }
+        SynopsisError::unless_compatible(Kind::CountMin, same, || {
+            format!(
+                "parameters differ: (epsilon {}, confidence {}, seed {}) vs (epsilon {}, confidence {}, seed {})",
+                self.epsilon, self.confidence, self.seed, other.epsilon, other.confidence, other.seed
+            )
+        })?;
+        Ok(other)
     }
 }
 
@@ -342,8 +338,7 @@ impl Synopsis for CountMin {
     }
 
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
-        let other = downcast::<CountMin>(self.kind(), other)?;
-        self.check_compatible(other)?;
+        let other = self.compatible(other)?;
         let narrow = self.total.saturating_add(other.total) <= Counters::NARROW_MAX;
         self.total = self.total.wrapping_add(other.total);
         match (&mut self.counts, &other.counts) {
@@ -384,18 +379,5 @@ impl Synopsis for CountMin {
         std::mem::size_of::<Self>()
             + self.counts.heap_bytes()
             + self.multipliers.capacity() * std::mem::size_of::<u64>()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let payload = super::codec::encode_payload(self);
-        encode_envelope(Kind::CountMin, self.seed, &[self.epsilon, self.confidence], &payload)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -13,12 +13,14 @@
 use datasketches::cpc::CpcSketch;
 
 use super::Cpc;
-use crate::codec::{Header, encode_envelope};
+use crate::codec::{Header, ToBytes, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-/// The synopsis as envelope + DataSketches payload.
-pub(crate) fn encode(s: &Cpc) -> Vec<u8> {
-    encode_envelope(Kind::Cpc, s.seed, &[f64::from(s.lg_k())], &s.sketch.serialize())
+impl ToBytes for Cpc {
+    /// The synopsis as envelope + DataSketches payload.
+    fn to_bytes(&self) -> Vec<u8> {
+        encode_envelope(Kind::Cpc, self.seed, &[f64::from(self.lg_k())], &self.sketch.serialize())
+    }
 }
 
 /// datasketches 0.6 accepts images whose coupon count C puts the sliding window's offset

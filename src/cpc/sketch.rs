@@ -1,7 +1,5 @@
 //! Construction, update, merge and estimates of the CPC wrapper.
 
-use std::any::Any;
-
 use datasketches::common::NumStdDev;
 use datasketches::cpc::{CpcSketch, CpcUnion};
 
@@ -177,17 +175,5 @@ impl Synopsis for Cpc {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.sketch.estimated_size()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

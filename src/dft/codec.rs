@@ -17,15 +17,27 @@
 use std::collections::VecDeque;
 
 use super::Dft;
-use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
 fn codec_err(reason: impl Into<String>) -> SynopsisError {
     SynopsisError::Codec(reason.into())
 }
 
-/// The synopsis as envelope + raw-state payload.
-pub(crate) fn encode(s: &Dft, exact: bool) -> Vec<u8> {
+impl ToBytes for Dft {
+    fn to_bytes(&self) -> Vec<u8> {
+        encode(self, false)
+    }
+
+    /// With the incrementally updated coefficients and sums, which [`ToBytes::to_bytes`] leaves
+    /// out (decoding recomputes them, exactly but not bit for bit as updates left them).
+    fn to_exact_bytes(&self) -> Vec<u8> {
+        encode(self, true)
+    }
+}
+
+/// The synopsis as envelope + raw-state payload (`exact`: with its derived state too).
+fn encode(s: &Dft, exact: bool) -> Vec<u8> {
     let mut w = Writer::with_capacity(32 + 8 * s.buf.len());
     w.u64(s.n);
     w.varint(s.buf.len() as u64);

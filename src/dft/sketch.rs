@@ -1,6 +1,5 @@
 //! State, update (sliding DFT), merge (concatenation) and estimates of the DFT synopsis.
 
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::f64::consts::PI;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -658,22 +657,6 @@ impl Synopsis for Dft {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.buf.capacity() * 8 + self.coeffs * 4 * 8
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self, false)
-    }
-
-    fn encode_exact(&self) -> Vec<u8> {
-        super::codec::encode(self, true)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

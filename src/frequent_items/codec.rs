@@ -20,21 +20,23 @@ use datasketches::frequencies::FrequentItemsSketch;
 
 use super::FrequentItems;
 use super::sketch::{Inner, Item, MAX_LG_MAX_MAP_SIZE};
-use crate::codec::{Header, encode_envelope};
+use crate::codec::{Header, ToBytes, encode_envelope};
 use crate::hash::canonical_bits;
 use crate::{Kind, Synopsis, SynopsisError};
 
 /// Bytes of the non-empty DataSketches preamble (4 longs).
 const PREAMBLE_BYTES: usize = 32;
 
-/// The synopsis as envelope + DataSketches payload in canonical item order.
-pub(crate) fn encode(s: &FrequentItems) -> Vec<u8> {
-    let raw = match &s.inner {
-        Inner::Nums(sketch) => nums_to_items(&sketch.serialize()),
-        Inner::Mixed(sketch) => sketch.serialize(),
-    };
-    let payload = canonical(&raw).unwrap_or(raw);
-    encode_envelope(Kind::FrequentItems, 0, &[f64::from(s.lg_max_map_size())], &payload)
+impl ToBytes for FrequentItems {
+    /// The synopsis as envelope + DataSketches payload in canonical item order.
+    fn to_bytes(&self) -> Vec<u8> {
+        let raw = match &self.inner {
+            Inner::Nums(sketch) => nums_to_items(&sketch.serialize()),
+            Inner::Mixed(sketch) => sketch.serialize(),
+        };
+        let payload = canonical(&raw).unwrap_or(raw);
+        encode_envelope(Kind::FrequentItems, 0, &[f64::from(self.lg_max_map_size())], &payload)
+    }
 }
 
 /// A `u64` sketch's image as the `Item` sketch with the same items writes it: each 8-byte item

@@ -1,7 +1,6 @@
 //! Construction, update, merge and estimates of the frequent-items wrapper, and the item type
 //! stored in the library's sketch.
 
-use std::any::Any;
 use std::hash::{Hash, Hasher};
 
 use datasketches::codec::{SketchBytes, SketchSlice};
@@ -403,17 +402,5 @@ impl Synopsis for FrequentItems {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + with_sketch!(&self.inner, s => s.estimated_size())
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

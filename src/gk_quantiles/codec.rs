@@ -16,19 +16,21 @@
 
 use super::GkQuantiles;
 use super::sketch::{BUFFER, Tuple, budget, key, unkey};
-use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-/// The synopsis as enveloped bytes.
-pub(crate) fn encode(gk: &GkQuantiles) -> Vec<u8> {
-    let mut w = Writer::with_capacity(16 + gk.tuples.len() * 24 + gk.buf.len() * 8);
-    w.u64(gk.n);
-    w.varint(gk.buf.len() as u64);
-    for k in &gk.buf {
-        w.f64(unkey(*k));
+impl ToBytes for GkQuantiles {
+    /// The synopsis as enveloped bytes.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(16 + self.tuples.len() * 24 + self.buf.len() * 8);
+        w.u64(self.n);
+        w.varint(self.buf.len() as u64);
+        for k in &self.buf {
+            w.f64(unkey(*k));
+        }
+        write_tuples(&mut w, &self.tuples);
+        encode_envelope(Kind::GkQuantiles, 0, &[self.epsilon], &w.into_inner())
     }
-    write_tuples(&mut w, &gk.tuples);
-    encode_envelope(Kind::GkQuantiles, 0, &[gk.epsilon], &w.into_inner())
 }
 
 /// Write a tuple list (count, then value/rmin/rmax each).

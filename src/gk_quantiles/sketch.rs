@@ -1,6 +1,5 @@
 //! GK quantiles: a buffered, mergeable Greenwald–Khanna summary.
 
-use std::any::Any;
 use std::borrow::Cow;
 
 use crate::params::Params;
@@ -368,17 +367,5 @@ impl Synopsis for GkQuantiles {
         std::mem::size_of::<Self>()
             + self.tuples.capacity() * std::mem::size_of::<Tuple>()
             + self.buf.capacity() * std::mem::size_of::<u64>()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -9,10 +9,16 @@
 //!
 //! Decoding refuses a payload of another length or a register above `65 − p`.
 
-use crate::codec::Header;
-use crate::{Synopsis, SynopsisError};
+use crate::codec::{Header, ToBytes, encode_envelope};
+use crate::{Kind, Synopsis, SynopsisError};
 
 use super::HyperLogLog;
+
+impl ToBytes for HyperLogLog {
+    fn to_bytes(&self) -> Vec<u8> {
+        encode_envelope(Kind::HyperLogLog, self.seed(), &[self.rsd()], self.registers())
+    }
+}
 
 fn err(reason: impl Into<String>) -> SynopsisError {
     SynopsisError::Codec(reason.into())

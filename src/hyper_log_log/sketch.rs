@@ -1,8 +1,5 @@
 //! Construction, update, merge and estimation of HyperLogLog.
 
-use std::any::Any;
-
-use crate::codec::encode_envelope;
 use crate::linear_hash::hash_item;
 use crate::params::Params;
 use crate::{Datum, Estimate, Kind, Query, Synopsis, SynopsisError, downcast};
@@ -195,18 +192,13 @@ impl HyperLogLog {
         m * m / (2.0 * std::f64::consts::LN_2 * z)
     }
 
-    fn check_compatible(&self, other: &HyperLogLog) -> Result<(), SynopsisError> {
-        if self.p == other.p && self.seed == other.seed {
-            Ok(())
-        } else {
-            Err(SynopsisError::Incompatible {
-                kind: Kind::HyperLogLog,
-                reason: format!(
-                    "precision/seed differ: p {} seed {} vs p {} seed {}",
-                    self.p, self.seed, other.p, other.seed
-                ),
-            })
-        }
+    /// `other` as a HyperLogLog of the same precision and seed, or why not.
+    fn compatible<'a>(&self, other: &'a dyn Synopsis) -> Result<&'a HyperLogLog, SynopsisError> {
+        let other = downcast::<HyperLogLog>(Kind::HyperLogLog, other)?;
+        SynopsisError::unless_compatible(Kind::HyperLogLog, self.p == other.p && self.seed == other.seed, || {
+            format!("precision/seed differ: p {} seed {} vs p {} seed {}", self.p, self.seed, other.p, other.seed)
+        })?;
+        Ok(other)
     }
 }
 
@@ -257,15 +249,8 @@ impl Synopsis for HyperLogLog {
         self.add_hash(hash_item(item, self.seed));
     }
 
-    fn update_batch(&mut self, items: &[Datum<'_>]) {
-        for item in items {
-            self.add_hash(hash_item(*item, self.seed));
-        }
-    }
-
     fn merge(&mut self, other: &dyn Synopsis) -> Result<(), SynopsisError> {
-        let other = downcast::<HyperLogLog>(self.kind(), other)?;
-        self.check_compatible(other)?;
+        let other = self.compatible(other)?;
         for (a, b) in self.registers.iter_mut().zip(&other.registers) {
             *a = (*a).max(*b);
         }
@@ -288,17 +273,5 @@ impl Synopsis for HyperLogLog {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.registers.capacity() + 4 * self.histogram.capacity()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        encode_envelope(Kind::HyperLogLog, self.seed, &[self.rsd], &self.registers)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

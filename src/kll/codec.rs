@@ -12,12 +12,14 @@
 use datasketches::kll::{KllFloat, KllSketch};
 
 use super::Kll;
-use crate::codec::{Header, encode_envelope};
+use crate::codec::{Header, ToBytes, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-/// The synopsis as envelope + DataSketches payload.
-pub(crate) fn encode(s: &Kll) -> Vec<u8> {
-    encode_envelope(Kind::Kll, 0, &[f64::from(s.k())], &s.sketch.serialize())
+impl ToBytes for Kll {
+    /// The synopsis as envelope + DataSketches payload.
+    fn to_bytes(&self) -> Vec<u8> {
+        encode_envelope(Kind::Kll, 0, &[f64::from(self.k())], &self.sketch.serialize())
+    }
 }
 
 /// Rebuild a [`Kll`] from a checked envelope; never panics.

@@ -1,7 +1,5 @@
 //! Construction, update, merge and estimates of the KLL wrapper.
 
-use std::any::Any;
-
 use datasketches::common::SearchCriteria;
 use datasketches::kll::{KllFloat, KllSketch};
 
@@ -384,17 +382,5 @@ impl Synopsis for Kll {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.shadow.heap_bytes()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

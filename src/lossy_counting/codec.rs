@@ -12,15 +12,17 @@
 
 use super::LossyCounting;
 use super::table::{read_slots, write_slots};
-use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-/// The synopsis as enveloped bytes.
-pub(crate) fn encode(lc: &LossyCounting) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.u64(lc.n);
-    write_slots(&mut w, &lc.table);
-    encode_envelope(Kind::LossyCounting, 0, &[lc.epsilon], &w.into_inner())
+impl ToBytes for LossyCounting {
+    /// The synopsis as enveloped bytes.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.n);
+        write_slots(&mut w, &self.table);
+        encode_envelope(Kind::LossyCounting, 0, &[self.epsilon], &w.into_inner())
+    }
 }
 
 /// Decode a payload whose envelope was already checked; never panics.

@@ -1,7 +1,5 @@
 //! Lossy Counting: construction, update, merge, estimates with deterministic bounds.
 
-use std::any::Any;
-
 use super::table::{Slot, Table, identity, value_identity};
 use crate::params::Params;
 use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
@@ -229,17 +227,5 @@ impl Synopsis for LossyCounting {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.table.heap_bytes()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

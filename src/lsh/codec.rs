@@ -10,22 +10,29 @@ use std::collections::VecDeque;
 
 use super::Lsh;
 use super::sketch::MAX_MATRIX;
-use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
 fn codec_err(reason: impl Into<String>) -> SynopsisError {
     SynopsisError::Codec(reason.into())
 }
 
-/// The synopsis as envelope + window payload.
-pub(crate) fn encode(s: &Lsh) -> Vec<u8> {
-    let mut w = Writer::with_capacity(16 + 8 * s.buf.len());
-    w.u64(s.n);
-    w.varint(s.buf.len() as u64);
-    for x in &s.buf {
-        w.f64(*x);
+impl ToBytes for Lsh {
+    /// The synopsis as envelope + window payload.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::with_capacity(16 + 8 * self.buf.len());
+        w.u64(self.n);
+        w.varint(self.buf.len() as u64);
+        for x in &self.buf {
+            w.f64(*x);
+        }
+        encode_envelope(
+            Kind::Lsh,
+            self.seed,
+            &[self.window as f64, self.dims as f64, self.bands as f64],
+            &w.into_inner(),
+        )
     }
-    encode_envelope(Kind::Lsh, s.seed, &[s.window as f64, s.dims as f64, s.bands as f64], &w.into_inner())
 }
 
 fn whole(x: f64, what: &str) -> Result<usize, SynopsisError> {

@@ -1,6 +1,5 @@
 //! Window, hyperplanes, signature, band keys, merge and estimates of the LSH synopsis.
 
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::f64::consts::PI;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -325,17 +324,5 @@ impl Synopsis for Lsh {
     fn size_bytes(&self) -> usize {
         // The hyperplanes are shared per (seed, window, dimensions) and not counted here.
         std::mem::size_of::<Self>() + self.buf.capacity() * 8
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

@@ -14,18 +14,20 @@
 
 use super::StickySampling;
 use super::table;
-use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-/// The synopsis as enveloped bytes.
-pub(crate) fn encode(ss: &StickySampling) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.u64(ss.n);
-    w.u8(ss.rate.trailing_zeros() as u8);
-    w.varint(ss.parts);
-    w.u64(ss.rng.state());
-    table::write(&mut w, &ss.table);
-    encode_envelope(Kind::StickySampling, ss.seed, &[ss.support, ss.epsilon, ss.delta], &w.into_inner())
+impl ToBytes for StickySampling {
+    /// The synopsis as enveloped bytes.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.n);
+        w.u8(self.rate.trailing_zeros() as u8);
+        w.varint(self.parts);
+        w.u64(self.rng.state());
+        table::write(&mut w, &self.table);
+        encode_envelope(Kind::StickySampling, self.seed, &[self.support, self.epsilon, self.delta], &w.into_inner())
+    }
 }
 
 /// Decode a payload whose envelope was already checked; never panics.

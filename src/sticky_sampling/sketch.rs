@@ -1,7 +1,5 @@
 //! Sticky Sampling: construction, update, merge, estimates with probabilistic bounds.
 
-use std::any::Any;
-
 use super::table::{Entry, Table};
 use crate::hash::SplitMix64;
 use crate::lossy_counting::table::{identity, value_identity};
@@ -419,18 +417,6 @@ impl Synopsis for StickySampling {
 
     fn size_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + self.table.heap_bytes()
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

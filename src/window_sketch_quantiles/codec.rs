@@ -18,26 +18,28 @@ use std::collections::VecDeque;
 
 use super::WindowSketchQuantiles;
 use super::sketch::Block;
-use crate::codec::{Header, Reader, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-/// The synopsis as enveloped bytes.
-pub(crate) fn encode(w: &WindowSketchQuantiles) -> Vec<u8> {
-    let mut out = Writer::new();
-    out.u64(w.n);
-    out.varint(w.cur.len() as u64);
-    for x in &w.cur {
-        out.f64(*x);
-    }
-    out.varint(w.blocks.len() as u64);
-    for b in &w.blocks {
-        out.varint(b.n);
-        out.varint(b.k);
-        for x in &b.vals {
+impl ToBytes for WindowSketchQuantiles {
+    /// The synopsis as enveloped bytes.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Writer::new();
+        out.u64(self.n);
+        out.varint(self.cur.len() as u64);
+        for x in &self.cur {
             out.f64(*x);
         }
+        out.varint(self.blocks.len() as u64);
+        for b in &self.blocks {
+            out.varint(b.n);
+            out.varint(b.k);
+            for x in &b.vals {
+                out.f64(*x);
+            }
+        }
+        encode_envelope(Kind::WindowSketchQuantiles, 0, &[self.epsilon, self.window as f64], &out.into_inner())
     }
-    encode_envelope(Kind::WindowSketchQuantiles, 0, &[w.epsilon, w.window as f64], &out.into_inner())
 }
 
 fn value(r: &mut Reader<'_>) -> Result<f64, SynopsisError> {

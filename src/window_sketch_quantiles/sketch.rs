@@ -1,6 +1,5 @@
 //! Window quantiles: fixed-size blocks with equally spaced samples, expiring whole blocks.
 
-use std::any::Any;
 use std::collections::VecDeque;
 
 use crate::params::Params;
@@ -421,17 +420,5 @@ impl Synopsis for WindowSketchQuantiles {
             + self.blocks.capacity() * std::mem::size_of::<Block>()
             + self.blocks.iter().map(|b| b.vals.capacity() * 8).sum::<usize>()
             + self.cur.capacity() * 8
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        super::codec::encode(self)
-    }
-
-    fn clone_box(&self) -> Box<dyn Synopsis> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
