@@ -24,6 +24,11 @@ pub const MAGIC: [u8; 4] = *b"SAMS";
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u16 = 1;
 
+/// The most items a decoded synopsis of this crate's frequency and quantile kinds may claim to
+/// have summarized (2⁶²): far beyond any real stream, and low enough that sums of counts, ranks and
+/// merged lengths cannot overflow.
+pub(crate) const MAX_ITEMS: u64 = 1 << 62;
+
 /// The envelope's header: which kind, built with which parameters and seed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {

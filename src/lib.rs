@@ -12,6 +12,7 @@
 pub mod api;
 pub mod checkpoint;
 pub mod codec;
+mod counting_table;
 pub mod error;
 pub mod hash;
 pub mod monitoring;

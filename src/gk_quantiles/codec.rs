@@ -16,7 +16,7 @@
 
 use super::GkQuantiles;
 use super::sketch::{BUFFER, Tuple, budget, key, unkey};
-use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
 impl ToBytes for GkQuantiles {
@@ -88,7 +88,7 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     let mut gk = GkQuantiles::with_epsilon(header.params[0]).map_err(|e| SynopsisError::Codec(e.to_string()))?;
     let mut r = Reader::new(payload);
     let n = r.u64()?;
-    if n > crate::lossy_counting::table::MAX_ITEMS {
+    if n > MAX_ITEMS {
         return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
     }
     let b = r.count(8)?;

@@ -11,8 +11,8 @@
 //! | `tag` | 1 | 0 = number, 1 = string followed by varint length + UTF-8 text |
 
 use super::LossyCounting;
-use super::table::{read_slots, write_slots};
-use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
+use crate::counting_table::{Table, read_slots, write_slots};
 use crate::{Kind, Synopsis, SynopsisError};
 
 impl ToBytes for LossyCounting {
@@ -32,10 +32,10 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     }
     let mut r = Reader::new(payload);
     let n = r.u64()?;
-    if n > crate::lossy_counting::table::MAX_ITEMS {
+    if n > MAX_ITEMS {
         return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
     }
-    let table = read_slots(&mut r, |_| super::table::Table::new())?;
+    let table = read_slots(&mut r, |_| Table::new())?;
     r.finish()?;
     Ok(Box::new(LossyCounting::from_parts(header.params[0], n, table)?))
 }

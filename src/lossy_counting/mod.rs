@@ -32,6 +32,5 @@
 
 pub(crate) mod codec;
 mod sketch;
-pub(crate) mod table;
 
 pub use sketch::LossyCounting;

@@ -1,6 +1,6 @@
 //! Lossy Counting: construction, update, merge, estimates with deterministic bounds.
 
-use super::table::{Slot, Table, identity, value_identity};
+use crate::counting_table::{Slot, Table, identity, value_identity};
 use crate::params::Params;
 use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
 

@@ -13,8 +13,8 @@
 //! | `tag` | 1 | 0 = number, 1 = string followed by varint length + UTF-8 text |
 
 use super::StickySampling;
-use super::table;
-use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
+use crate::counting_table::{Table, read_slots, write_slots};
 use crate::{Kind, Synopsis, SynopsisError};
 
 impl ToBytes for StickySampling {
@@ -25,7 +25,7 @@ impl ToBytes for StickySampling {
         w.u8(self.rate.trailing_zeros() as u8);
         w.varint(self.parts);
         w.u64(self.rng.state());
-        table::write(&mut w, &self.table);
+        write_slots(&mut w, &self.table);
         encode_envelope(Kind::StickySampling, self.seed, &[self.support, self.epsilon, self.delta], &w.into_inner())
     }
 }
@@ -37,13 +37,13 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     };
     let mut r = Reader::new(payload);
     let n = r.u64()?;
-    if n > crate::lossy_counting::table::MAX_ITEMS {
+    if n > MAX_ITEMS {
         return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
     }
     let rate_log2 = r.u8()?;
     let parts = r.varint()?;
     let rng = r.u64()?;
-    let table = table::read(&mut r)?;
+    let table = read_slots(&mut r, Table::with_capacity)?;
     r.finish()?;
     Ok(Box::new(StickySampling::from_parts((support, epsilon, delta), header.seed, (n, rate_log2, parts, rng), table)?))
 }

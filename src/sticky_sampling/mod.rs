@@ -36,6 +36,5 @@
 
 pub(crate) mod codec;
 mod sketch;
-mod table;
 
 pub use sketch::{DEFAULT_SEED, StickySampling};

@@ -1,13 +1,15 @@
 //! Sticky Sampling: construction, update, merge, estimates with probabilistic bounds.
 
-use super::table::{Entry, Table};
+use crate::counting_table::{self, Entry, identity, value_identity};
 use crate::hash::SplitMix64;
-use crate::lossy_counting::table::{identity, value_identity};
 use crate::params::Params;
 use crate::{Datum, Estimate, EstimateValue, Kind, Query, Synopsis, SynopsisError, downcast};
 
 /// The seed used when the reference parameters give none.
 pub const DEFAULT_SEED: u64 = 0x5EED_57C1_C4E5_A3D1;
+
+/// Sticky Sampling's item table: 16-byte records, an item and its count (no bucket delta).
+type Table = counting_table::Table<Entry>;
 
 /// Sticky Sampling (Manku–Motwani 2002): the frequent items of a stream, and their counts, from
 /// a sample whose rate halves as the stream grows, with a probabilistic bound.

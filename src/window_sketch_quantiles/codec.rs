@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 
 use super::WindowSketchQuantiles;
 use super::sketch::Block;
-use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
 impl ToBytes for WindowSketchQuantiles {
@@ -61,7 +61,7 @@ pub(crate) fn decode(header: &Header, payload: &[u8]) -> Result<Box<dyn Synopsis
     }
     let mut r = Reader::new(payload);
     let n = r.u64()?;
-    if n > crate::lossy_counting::table::MAX_ITEMS {
+    if n > MAX_ITEMS {
         return Err(SynopsisError::Codec(format!("{n} items is more than a synopsis can have summarized")));
     }
     let c = r.count(8)?;
