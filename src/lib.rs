@@ -15,6 +15,7 @@ pub mod codec;
 mod counting_table;
 pub mod error;
 pub mod hash;
+mod kind;
 pub mod monitoring;
 pub mod params;
 pub mod registry;
@@ -77,7 +78,8 @@ pub use frequent_items::FrequentItems;
 // end of kinds
 
 pub use error::SynopsisError;
-pub use synopsis::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synopsis, SynopsisObject, Value, downcast};
+pub use kind::Kind;
+pub use synopsis::{Datum, Estimate, EstimateValue, PairQuery, Query, Synopsis, SynopsisObject, Value, downcast};
 
 /// The README's Rust examples run as doc tests, so the usage shown there stays true.
 #[doc = include_str!("../README.md")]
