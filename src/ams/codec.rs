@@ -14,8 +14,7 @@
 use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-use super::Ams;
-use super::sketch::check_shape;
+use super::sketch::{Ams, check_shape};
 
 fn zigzag(x: i64) -> u64 {
     ((x << 1) ^ (x >> 63)) as u64

@@ -13,8 +13,7 @@
 use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-use super::BloomFilter;
-use super::sketch::{Block, MAX_BLOCKS, MAX_HASHES};
+use super::sketch::{Block, BloomFilter, MAX_BLOCKS, MAX_HASHES};
 
 impl ToBytes for BloomFilter {
     fn to_bytes(&self) -> Vec<u8> {

@@ -15,8 +15,7 @@
 use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-use super::CountMin;
-use super::sketch::geometry;
+use super::sketch::{CountMin, geometry};
 
 impl ToBytes for CountMin {
     fn to_bytes(&self) -> Vec<u8> {

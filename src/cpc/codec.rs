@@ -12,7 +12,7 @@
 
 use datasketches::cpc::CpcSketch;
 
-use super::Cpc;
+use super::sketch::Cpc;
 use crate::codec::{Header, ToBytes, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 

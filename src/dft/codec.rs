@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::Dft;
+use super::sketch::Dft;
 use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 

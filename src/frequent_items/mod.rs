@@ -50,6 +50,7 @@
 //! at the home in bin order (`saams_operators::merge_tree`).
 
 mod codec;
+mod image;
 mod sketch;
 
 pub(crate) use codec::decode;

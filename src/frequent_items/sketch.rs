@@ -163,7 +163,7 @@ impl Inner {
         match self {
             Inner::Mixed(s) => s.clone(),
             Inner::Nums(s) => {
-                let image = super::codec::nums_to_items(&s.serialize());
+                let image = super::image::nums_to_items(&s.serialize());
                 match FrequentItemsSketch::<Item>::deserialize(&image) {
                     Ok(m) => m,
                     // A u64 image re-tagged as numbers is an Item image by construction.

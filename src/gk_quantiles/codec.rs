@@ -14,8 +14,7 @@
 //! Decoding checks what the guarantee rests on: first and last tuple exact, `rmin ≤ rmax`, and
 //! the gap condition `rmax(i+1) − rmin(i) ≤ max(1, ⌊2ε(n − b)⌋)`.
 
-use super::GkQuantiles;
-use super::sketch::{BUFFER, Tuple, budget, key, unkey};
+use super::sketch::{BUFFER, GkQuantiles, Tuple, budget, key, unkey};
 use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 

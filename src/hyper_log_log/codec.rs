@@ -12,7 +12,7 @@
 use crate::codec::{Header, ToBytes, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
-use super::HyperLogLog;
+use super::sketch::HyperLogLog;
 
 impl ToBytes for HyperLogLog {
     fn to_bytes(&self) -> Vec<u8> {

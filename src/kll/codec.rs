@@ -11,7 +11,7 @@
 
 use datasketches::kll::{KllFloat, KllSketch};
 
-use super::Kll;
+use super::sketch::Kll;
 use crate::codec::{Header, ToBytes, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 

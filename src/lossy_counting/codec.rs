@@ -10,7 +10,7 @@
 //! | `delta` | varint | `Δ ≤ ⌊n/⌈1/ε⌉⌋`, with `f + Δ > ⌊n/⌈1/ε⌉⌋` |
 //! | `tag` | 1 | 0 = number, 1 = string followed by varint length + UTF-8 text |
 
-use super::LossyCounting;
+use super::sketch::LossyCounting;
 use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
 use crate::counting_table::{Table, read_slots, write_slots};
 use crate::{Kind, Synopsis, SynopsisError};

@@ -8,8 +8,7 @@
 
 use std::collections::VecDeque;
 
-use super::Lsh;
-use super::sketch::MAX_MATRIX;
+use super::sketch::{Lsh, MAX_MATRIX};
 use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 

@@ -12,7 +12,7 @@
 //! | `count` | varint | ≥ 1 |
 //! | `tag` | 1 | 0 = number, 1 = string followed by varint length + UTF-8 text |
 
-use super::StickySampling;
+use super::sketch::StickySampling;
 use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
 use crate::counting_table::{Table, read_slots, write_slots};
 use crate::{Kind, Synopsis, SynopsisError};

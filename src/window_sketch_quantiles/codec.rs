@@ -16,8 +16,7 @@
 
 use std::collections::VecDeque;
 
-use super::WindowSketchQuantiles;
-use super::sketch::Block;
+use super::sketch::{Block, WindowSketchQuantiles};
 use crate::codec::{Header, MAX_ITEMS, Reader, ToBytes, Writer, encode_envelope};
 use crate::{Kind, Synopsis, SynopsisError};
 
