@@ -19,6 +19,25 @@ pub(crate) trait Record: Copy + Default {
     fn delta(&self) -> u64;
 }
 
+/// [`Record`]'s `id`, `count` and `count_mut`, for a record with `id` and `count` fields (each
+/// kind's record has them; what else it keeps differs).
+macro_rules! id_and_count_fields {
+    () => {
+        #[inline]
+        fn id(&self) -> u64 {
+            self.id
+        }
+        #[inline]
+        fn count(&self) -> u64 {
+            self.count
+        }
+        #[inline]
+        fn count_mut(&mut self) -> &mut u64 {
+            &mut self.count
+        }
+    };
+}
+
 /// Lossy Counting's record: count and the bucket delta (the undercount bound when it entered).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Slot {
@@ -32,18 +51,7 @@ impl Record for Slot {
     fn from_parts(id: u64, count: u64, delta: u64) -> Self {
         Slot { id, count, delta }
     }
-    #[inline]
-    fn id(&self) -> u64 {
-        self.id
-    }
-    #[inline]
-    fn count(&self) -> u64 {
-        self.count
-    }
-    #[inline]
-    fn count_mut(&mut self) -> &mut u64 {
-        &mut self.count
-    }
+    id_and_count_fields!();
     #[inline]
     fn delta(&self) -> u64 {
         self.delta
@@ -63,18 +71,7 @@ impl Record for Entry {
     fn from_parts(id: u64, count: u64, _delta: u64) -> Self {
         Entry { id, count }
     }
-    #[inline]
-    fn id(&self) -> u64 {
-        self.id
-    }
-    #[inline]
-    fn count(&self) -> u64 {
-        self.count
-    }
-    #[inline]
-    fn count_mut(&mut self) -> &mut u64 {
-        &mut self.count
-    }
+    id_and_count_fields!();
     #[inline]
     fn delta(&self) -> u64 {
         0
