@@ -130,9 +130,9 @@ impl FrequentItemValue for Item {
 /// string allocates it the first time it enters the map.
 ///
 /// While only numbers were seen the items live in the library's own `u64` sketch (keyed by
-/// canonical bits), which hashes, probes and purges exactly as the [`Item`] sketch does on
+/// canonical bits), which hashes, probes and purges exactly as the `Item` sketch does on
 /// numbers (an `Item::Num` hashes as its `u64`), so its state, bytes included, is the same; the
-/// first string moves the items into an [`Item`] sketch. The `u64` form is the fast path: the
+/// first string moves the items into an `Item` sketch. The `u64` form is the fast path: the
 /// hasher folds to a constant 8-byte write, where the `Item` form's string case keeps it
 /// generic.
 #[derive(Clone, Debug)]
