@@ -77,4 +77,14 @@ impl SynopsisError {
     ) -> Result<(), SynopsisError> {
         if same { Ok(()) } else { Err(SynopsisError::Incompatible { kind, reason: differs() }) }
     }
+
+    /// `Ok` when `x` lies in (0, 1), else [`SynopsisError::BadParameter`] saying that `name`
+    /// must: the range of every accuracy target a constructor takes (ε, δ, confidence, rsd, fpp).
+    pub(crate) fn unless_fraction(kind: Kind, name: &str, x: f64) -> Result<(), SynopsisError> {
+        if x > 0.0 && x < 1.0 {
+            Ok(())
+        } else {
+            Err(SynopsisError::BadParameter { kind, reason: format!("{name} must be in (0, 1), got {x}") })
+        }
+    }
 }

@@ -89,9 +89,7 @@ pub(crate) fn geometry(n: u64, fpp: f64) -> Result<(usize, u32), SynopsisError> 
     if n == 0 {
         return Err(bad("expected n must be at least 1".into()));
     }
-    if !(fpp > 0.0 && fpp < 1.0) {
-        return Err(bad(format!("fpp must be in (0, 1), got {fpp}")));
-    }
+    SynopsisError::unless_fraction(Kind::BloomFilter, "fpp", fpp)?;
     let mut best: Option<(usize, u32)> = None;
     for k in 1..=MAX_HASHES {
         if blocked_false_positive_rate(n, MAX_BLOCKS, k) > fpp {

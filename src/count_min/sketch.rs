@@ -126,12 +126,8 @@ fn min_count<C: Counter>(counts: &[C], width: usize, multipliers: &[u64], h: u64
 /// `(width, depth)` for an accuracy target, or why the target is not possible.
 pub(crate) fn geometry(epsilon: f64, confidence: f64) -> Result<(usize, usize), SynopsisError> {
     let bad = |reason: String| SynopsisError::BadParameter { kind: Kind::CountMin, reason };
-    if !(epsilon > 0.0 && epsilon < 1.0) {
-        return Err(bad(format!("epsilon must be in (0, 1), got {epsilon}")));
-    }
-    if !(confidence > 0.0 && confidence < 1.0) {
-        return Err(bad(format!("confidence must be in (0, 1), got {confidence}")));
-    }
+    SynopsisError::unless_fraction(Kind::CountMin, "epsilon", epsilon)?;
+    SynopsisError::unless_fraction(Kind::CountMin, "confidence", confidence)?;
     let width = (std::f64::consts::E / epsilon).ceil();
     let depth = (1.0 / (1.0 - confidence)).ln().ceil().max(1.0);
     if width * depth > MAX_COUNTERS as f64 {

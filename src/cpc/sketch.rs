@@ -72,9 +72,7 @@ impl Cpc {
     /// # Errors
     /// [`SynopsisError::BadParameter`] when `rsd` is not in (0, 1) or needs lgK > 26.
     pub fn with_rsd(rsd: f64) -> Result<Self, SynopsisError> {
-        if !(rsd > 0.0 && rsd < 1.0) {
-            return Err(bad(format!("rsd must be in (0, 1), got {rsd}")));
-        }
+        SynopsisError::unless_fraction(Kind::Cpc, "rsd", rsd)?;
         let lg_k = (MIN_LG_K..=MAX_LG_K)
             .find(|lg| 0.693 / ((1u64 << lg) as f64).sqrt() <= rsd)
             .ok_or_else(|| bad(format!("rsd {rsd} needs lgK > 26")))?;

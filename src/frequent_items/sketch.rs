@@ -206,9 +206,7 @@ impl FrequentItems {
     /// [`SynopsisError::BadParameter`] when `epsilon` is not in (0, 1) or needs a map beyond
     /// 2^26.
     pub fn with_epsilon(epsilon: f64) -> Result<Self, SynopsisError> {
-        if !(epsilon > 0.0 && epsilon < 1.0) {
-            return Err(bad(format!("epsilon must be in (0, 1), got {epsilon}")));
-        }
+        SynopsisError::unless_fraction(Kind::FrequentItems, "epsilon", epsilon)?;
         let lg = (MIN_LG..=MAX_LG_MAX_MAP_SIZE)
             .find(|lg| 3.5 / (1u64 << lg) as f64 <= epsilon)
             .ok_or_else(|| bad(format!("epsilon {epsilon} needs lgMaxMapSize > {MAX_LG_MAX_MAP_SIZE}")))?;

@@ -173,12 +173,7 @@ impl GkQuantiles {
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1`.
     pub fn with_epsilon(epsilon: f64) -> Result<Self, SynopsisError> {
-        if !(epsilon > 0.0 && epsilon < 1.0) {
-            return Err(SynopsisError::BadParameter {
-                kind: Kind::GkQuantiles,
-                reason: format!("epsilon must be in (0, 1), got {epsilon}"),
-            });
-        }
+        SynopsisError::unless_fraction(Kind::GkQuantiles, "epsilon", epsilon)?;
         Ok(GkQuantiles { epsilon, n: 0, tuples: Vec::new(), buf: Vec::with_capacity(BUFFER) })
     }
 

@@ -42,12 +42,7 @@ pub struct HyperLogLog {
 
 /// The precision for a target relative standard error.
 pub(crate) fn precision_for(rsd: f64) -> Result<u8, SynopsisError> {
-    if !(rsd > 0.0 && rsd < 1.0) {
-        return Err(SynopsisError::BadParameter {
-            kind: Kind::HyperLogLog,
-            reason: format!("rsd must be in (0, 1), got {rsd}"),
-        });
-    }
+    SynopsisError::unless_fraction(Kind::HyperLogLog, "rsd", rsd)?;
     for p in MIN_PRECISION..=MAX_PRECISION {
         if RSD_FACTOR / f64::from(1u32 << p).sqrt() <= rsd {
             return Ok(p);

@@ -227,9 +227,7 @@ impl Kll {
     /// # Errors
     /// [`SynopsisError::BadParameter`] when `epsilon` is not in (0, 1) or needs k > 65535.
     pub fn with_rank_error(epsilon: f64) -> Result<Self, SynopsisError> {
-        if !(epsilon > 0.0 && epsilon < 1.0) {
-            return Err(bad(format!("rank error must be in (0, 1), got {epsilon}")));
-        }
+        SynopsisError::unless_fraction(Kind::Kll, "rank error", epsilon)?;
         let err_of = |k: u16| KllSketch::<KllFloat<f64>>::new(k).map(|s| s.normalized_rank_error()).unwrap_or(1.0);
         if err_of(u16::MAX) > epsilon {
             return Err(bad(format!("rank error {epsilon} needs k > 65535")));

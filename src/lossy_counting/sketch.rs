@@ -62,12 +62,7 @@ impl LossyCounting {
     /// # Errors
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1`.
     pub fn with_epsilon(epsilon: f64) -> Result<Self, SynopsisError> {
-        if !(epsilon > 0.0 && epsilon < 1.0) {
-            return Err(SynopsisError::BadParameter {
-                kind: Kind::LossyCounting,
-                reason: format!("epsilon must be in (0, 1), got {epsilon}"),
-            });
-        }
+        SynopsisError::unless_fraction(Kind::LossyCounting, "epsilon", epsilon)?;
         let width = (1.0 / epsilon).ceil() as u64;
         Ok(LossyCounting { epsilon, width, n: 0, err: 0, until_boundary: width, table: Table::new() })
     }

@@ -84,9 +84,7 @@ impl StickySampling {
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < support < 1` and `0 < delta < 1`.
     pub fn with_accuracy(support: f64, epsilon: f64, delta: f64, seed: u64) -> Result<Self, SynopsisError> {
         for (name, x) in [("support", support), ("epsilon", epsilon), ("delta", delta)] {
-            if !(x > 0.0 && x < 1.0) {
-                return Err(bad(format!("{name} must be in (0, 1), got {x}")));
-            }
+            SynopsisError::unless_fraction(Kind::StickySampling, name, x)?;
         }
         if epsilon >= support {
             return Err(bad(format!("epsilon ({epsilon}) must be smaller than support ({support})")));

@@ -164,9 +164,7 @@ impl WindowSketchQuantiles {
     /// [`SynopsisError::BadParameter`] unless `0 < epsilon < 1` and `1 ≤ window ≤ 2⁴⁸`.
     pub fn with_accuracy(epsilon: f64, window: u64) -> Result<Self, SynopsisError> {
         let bad = |reason: String| SynopsisError::BadParameter { kind: Kind::WindowSketchQuantiles, reason };
-        if !(epsilon > 0.0 && epsilon < 1.0) {
-            return Err(bad(format!("epsilon must be in (0, 1), got {epsilon}")));
-        }
+        SynopsisError::unless_fraction(Kind::WindowSketchQuantiles, "epsilon", epsilon)?;
         if !(1..=1 << 48).contains(&window) {
             return Err(bad(format!("window size must be in [1, 2^48], got {window}")));
         }
