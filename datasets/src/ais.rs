@@ -83,11 +83,11 @@ impl AisColumns {
     /// # Errors
     /// A message naming the column: too few columns, an empty vessel id, a bad time, a non-number.
     pub fn parse(&self, line: &str, dataset_key: &str) -> Result<Tuple, String> {
-        let mut t = crate::jsonl::take_spare();
+        let mut t = crate::tuple_pool::take_spare();
         match self.parse_into(line, dataset_key, &mut t) {
             Ok(()) => Ok(t),
             Err(e) => {
-                crate::jsonl::recycle(t);
+                crate::tuple_pool::recycle(t);
                 Err(e)
             }
         }

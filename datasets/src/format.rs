@@ -12,8 +12,8 @@ use std::str::FromStr;
 
 use saams::api::Tuple;
 
-use crate::ParseError;
 use crate::ais::AisColumns;
+use crate::error::ParseError;
 use crate::stock;
 
 /// The input formats saams reads.
@@ -291,11 +291,11 @@ impl LineContext {
     /// # Errors
     /// A [`ParseError`] at `file:line_no` naming the bad column or value.
     pub fn parse_line(&self, line_no: u64, line: &str) -> Result<Option<Tuple>, ParseError> {
-        let mut t = crate::jsonl::take_spare();
+        let mut t = crate::tuple_pool::take_spare();
         match self.parse_line_into(line_no, line, &mut t) {
             Ok(true) => Ok(Some(t)),
             other => {
-                crate::jsonl::recycle(t);
+                crate::tuple_pool::recycle(t);
                 other.map(|_| None)
             }
         }

@@ -5,8 +5,8 @@
 //!   only its share of a file's lines); [`read_path`] / [`TupleReader`]: whole files and directories;
 //!   [`read_share`]: one worker's byte-range share of them; [`read_path_merged`]: files merged by
 //!   event time.
-//! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form and the converter;
-//!   [`lines`]: lines of a stream read in blocks, UTF-8 validated once per block.
+//! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form, its fast parser and
+//!   the converter; [`lines`]: lines of a stream read in blocks, UTF-8 validated once per block.
 //! - [`scaled`]: N seeded replicas of a few real streams; [`oracle`]: exact answers for tests.
 //! - [`pace`]: replay pacing (tuples/s or a multiple of real time).
 //!
@@ -25,6 +25,7 @@ pub mod pace;
 mod reader;
 pub mod scaled;
 pub mod stock;
+mod tuple_pool;
 
 pub use error::ParseError;
 pub use fields::{parse_f64, trim};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use saams::api::Tuple;
 
-use crate::ParseError;
+use crate::error::ParseError;
 use crate::format::{Format, LineContext};
 use crate::lines::{Line, LineReader};
 

@@ -1,137 +1,12 @@
-//! The reference JSON tuple form, written fast, and the CSV → JSON-lines converter.
-//!
-//! The reference system (`TransformTxtFilesIntoJsons.java`) writes
-//! `{"streamID","objectID":null,"dataSetKey","date","time","price","volume"}` with `MM/dd/yyyy`
-//! dates; [`write_reference_json`] writes that key order and date form, times as `HH:mm:ss` (with
-//! `.fff` when the milliseconds are not zero), then every value field in the tuple's order.
-
-use std::fmt::Write as _;
-use std::io::{self, Write};
+//! The fast JSON tuple parser: one pass over a flat line's bytes, the general parser
+//! ([`Tuple::from_json`]) for everything else.
 
 use saams::Value;
 use saams::api::Tuple;
-use saams::api::time::civil_from_days;
 use saams::api::tuple::same_name;
 
-use crate::ParseError;
 use crate::fields::trim;
-use crate::reader::TupleReader;
-
-/// Append the reference JSON object of `t` (no line end) to `out`.
-///
-/// ```
-/// use saams::api::Tuple;
-/// let t = Tuple::from_json(r#"{"streamID":"EURTRY","dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":6.0654,"volume":1}"#).unwrap();
-/// let mut s = String::new();
-/// saams_datasets::jsonl::write_reference_json(&t, &mut s);
-/// assert_eq!(s, r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":6.0654,"volume":1}"#);
-/// assert_eq!(Tuple::from_json(&s).unwrap(), t);
-/// ```
-pub fn write_reference_json(t: &Tuple, out: &mut String) {
-    out.push_str("{\"streamID\":");
-    push_json_string(&t.stream_id, out);
-    out.push_str(",\"objectID\":null,\"dataSetKey\":");
-    push_json_string(&t.dataset_key, out);
-    if let Some(ms) = t.time_ms {
-        let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-        let (y, m, d) = civil_from_days(days);
-        let (h, mi, s, f) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
-        // Writing into a String cannot fail.
-        let _ = write!(out, ",\"date\":\"{m:02}/{d:02}/{y:04}\",\"time\":\"{h:02}:{mi:02}:{s:02}");
-        if f != 0 {
-            let _ = write!(out, ".{f:03}");
-        }
-        out.push('"');
-    }
-    for (k, v) in &t.fields {
-        out.push(',');
-        push_json_string(k, out);
-        out.push(':');
-        match v {
-            // Rust prints the shortest decimal that reads back to the same double.
-            Value::Num(x) if x.is_finite() => {
-                let _ = write!(out, "{x}");
-            }
-            Value::Num(_) => out.push_str("null"),
-            Value::Str(s) => push_json_string(s, out),
-        }
-    }
-    out.push('}');
-}
-
-/// A JSON string literal of `s` (quotes, backslashes and control characters escaped).
-fn push_json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// What a conversion did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ConvertSummary {
-    /// Tuples written.
-    pub tuples: u64,
-    /// Malformed rows skipped.
-    pub malformed: u64,
-    /// Bytes written.
-    pub bytes: u64,
-}
-
-/// Write every tuple of `reader` as a reference JSON line to `out`; each malformed row goes to
-/// `on_error` and is skipped.
-///
-/// ```
-/// use saams_datasets::{Format, TupleReader, jsonl::convert_to_json_lines};
-/// let csv = "Date,Time,Price,Volume\n2013-10-07,04:00:00.464,167.41,100\n2013-10-07,bad,1,1\n";
-/// let r = TupleReader::from_reader("equity_usa_SPY_tick_trade.csv", Box::new(csv.as_bytes()), None);
-/// let (mut out, mut errors) = (Vec::new(), Vec::new());
-/// let s = convert_to_json_lines(r, &mut out, |e| errors.push(e.to_string())).unwrap();
-/// assert_eq!((s.tuples, s.malformed), (1, 1));
-/// assert_eq!(String::from_utf8(out).unwrap(),
-///     "{\"streamID\":\"SPY\",\"objectID\":null,\"dataSetKey\":\"equity_usa\",\"date\":\"10/07/2013\",\"time\":\"04:00:00.464\",\"price\":167.41,\"volume\":100}\n");
-/// assert_eq!(errors, ["equity_usa_SPY_tick_trade.csv:3: Time: bad time \"bad\""]);
-/// ```
-///
-/// # Errors
-/// Only when writing to `out` fails.
-pub fn convert_to_json_lines(
-    reader: TupleReader,
-    out: &mut impl Write,
-    mut on_error: impl FnMut(&ParseError),
-) -> io::Result<ConvertSummary> {
-    let mut summary = ConvertSummary::default();
-    let mut line = String::with_capacity(256);
-    for item in reader {
-        match item {
-            Ok(t) => {
-                line.clear();
-                write_reference_json(&t, &mut line);
-                line.push('\n');
-                out.write_all(line.as_bytes())?;
-                summary.tuples += 1;
-                summary.bytes += line.len() as u64;
-            }
-            Err(e) => {
-                summary.malformed += 1;
-                on_error(&e);
-            }
-        }
-    }
-    out.flush()?;
-    Ok(summary)
-}
+use crate::tuple_pool::{recycle, take_spare};
 
 /// Parse a JSON tuple: the same tuples and errors as [`Tuple::from_json`], about 10× faster on
 /// flat objects (the reference form). Lines with escapes in strings, nested objects, arrays,
@@ -159,7 +34,7 @@ pub fn parse_json_tuple(line: &str) -> Result<Tuple, saams::api::TupleError> {
     match parse_json_tuple_into(line, &mut t) {
         Ok(()) => Ok(t),
         Err(e) => {
-            SPARE.set(Some(t));
+            recycle(t);
             Err(e)
         }
     }
@@ -190,45 +65,6 @@ pub fn parse_json_tuple_into(line: &str, t: &mut Tuple) -> Result<(), saams::api
     };
     Ok(())
 }
-
-/// The tuple [`recycle`] gave back on this thread, or an empty one: the line parsers overwrite
-/// its strings and fields in place.
-pub(crate) fn take_spare() -> Tuple {
-    SPARE.take().unwrap_or_else(|| Tuple {
-        stream_id: String::new(),
-        dataset_key: String::new(),
-        time_ms: None,
-        fields: Vec::new(),
-    })
-}
-
-thread_local! {
-    /// A tuple whose allocations the next reference-form line on this thread reuses.
-    static SPARE: std::cell::Cell<Option<Tuple>> = const { std::cell::Cell::new(None) };
-}
-
-/// Give a tuple that is no longer needed back to [`parse_json_tuple`] on this thread: the next
-/// line in the reference form reuses its strings and field vector instead of allocating five
-/// times (stream, dataset, the field vector, two field names).
-///
-/// Why: a JSON-lines file is parsed and routed tuple by tuple on one worker thread, and a tuple
-/// lives only until it is routed; its five allocations and frees were ~14 % of
-/// `--no-synopses` ingest. Holds one tuple per thread (a recycled tuple replaces the previous
-/// one); recycling on a thread that parses nothing costs that one tuple's memory.
-///
-/// ```
-/// use saams_datasets::jsonl::{parse_json_tuple, recycle};
-/// let a = parse_json_tuple(r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":6.0654,"volume":1}"#).unwrap();
-/// let first = a.stream_id.as_ptr();
-/// recycle(a);
-/// let b = parse_json_tuple(r#"{"streamID":"BTCUSD","objectID":null,"dataSetKey":"Crypto","date":"01/02/2019","time":"00:00:02","price":3.5}"#).unwrap();
-/// assert_eq!((b.stream_id.as_str(), b.dataset_key.as_str(), b.fields.len()), ("BTCUSD", "Crypto", 1));
-/// assert_eq!(b.stream_id.as_ptr(), first); // the same buffer, no allocation
-/// ```
-pub fn recycle(t: Tuple) {
-    SPARE.set(Some(t));
-}
-
 /// `i` past `literal` if `b[i..]` starts with it (a compare of known length, inlined rather than
 /// a call to `memcmp`).
 #[inline]
@@ -245,7 +81,7 @@ fn string_at(s: &str, i: usize) -> Option<(&str, usize)> {
     flat_string(s, i)
 }
 
-/// The first fast path: a line exactly as [`write_reference_json`] (and the reference system)
+/// The first fast path: a line exactly as `write_reference_json` (and the reference system)
 /// writes it, `{"streamID":"…","objectID":null,"dataSetKey":"…","date":"…","time":"…",` then
 /// value fields, no whitespace. The fixed part is matched as literals, so only the value fields'
 /// keys are looked at; any difference (key order, spaces, a reserved key among the values) gives
