@@ -8,7 +8,7 @@
 //! - [`stock`], [`ais`]: the row layouts; [`jsonl`]: the reference JSON form, its fast parser and
 //!   the converter; [`lines`]: lines of a stream read in blocks, UTF-8 validated once per block.
 //! - [`scaled`]: N seeded replicas of a few real streams; [`oracle`]: exact answers for tests.
-//! - [`pace`]: replay pacing (tuples/s or a multiple of real time).
+//! - [`pace`]: pacing to a tuple rate (a job's and `replay`'s `--rate`) or a multiple of real time.
 //!
 //! Malformed rows are reported as [`ParseError`]s with file and line, counted, and skipped.
 #![deny(missing_docs)]

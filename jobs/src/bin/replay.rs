@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use saams::api::Tuple;
 use saams_datasets::generator::GeneratorSpec;
 use saams_datasets::jsonl::write_reference_json;
-use saams_datasets::pace::{Pace, Pacer};
+use saams_datasets::pace::{Pace, TuplePacer};
 use saams_datasets::scaled::{ScaleSpec, Scaler, collect_bases};
 use saams_datasets::{Format, MergedReader, ParseError, TupleReader, read_path};
 use saams_jobs::sink::kafka::TupleProducer;
@@ -355,7 +355,7 @@ fn run(args: &Args) -> Result<(), String> {
         (None, Some(x)) => Pace::Speed(x),
         (None, None) => Pace::Unlimited,
     };
-    let mut pacer = Pacer::new(pace)?;
+    let mut pacer = TuplePacer::new(pace)?;
     let mut sink = open_sink(args)?;
     let (source, total) = source(args)?;
     let total = match (total, args.limit) {

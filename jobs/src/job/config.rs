@@ -23,7 +23,8 @@ use crate::metrics::Metrics;
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, RangeLayout, expand_inputs};
 use crate::source::kafka::KafkaJob;
-use crate::source::{pace::Pacer, stop::StopFlag};
+use crate::source::stop::StopFlag;
+use saams_datasets::pace::Pacer;
 use crate::stats::Stats;
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.

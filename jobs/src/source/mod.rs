@@ -4,6 +4,5 @@ pub mod file;
 pub mod generated;
 pub mod group_batch;
 pub mod kafka;
-pub mod pace;
 pub mod route_cache;
 pub mod stop;
