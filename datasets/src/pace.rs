@@ -117,7 +117,7 @@ impl TokenBucket {
     }
 
     /// How long to wait at `now` until a batch may be taken: `None` when it may now, else at
-    /// most [`MAX_PARK`].
+    /// most 50 ms (`MAX_PARK`, so a stop signal is seen promptly).
     pub fn wait(&mut self, now: Instant) -> Option<Duration> {
         self.refill(now);
         let missing = self.batch - self.tokens;
