@@ -24,8 +24,8 @@ use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, RangeLayout, expand_inputs};
 use crate::source::kafka::KafkaJob;
 use crate::source::stop::StopFlag;
-use saams_datasets::pace::Pacer;
 use crate::stats::Stats;
+use saams_datasets::pace::Pacer;
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.
 ///
