@@ -10,7 +10,7 @@
 # and PNG exists and is non-empty, and prints the directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p saams-jobs --bin saams --bin experiment
+cargo build --release -p saams-jobs -p saams-tools --bin saams --bin experiment
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 target/release/experiment "$@" | tee "$log"

@@ -2,13 +2,13 @@
 # Runs monitor-sim over the grid k ∈ {4, 16, 64} × ε ∈ {0.1, 0.01} × τ ∈ {0, W/2} on the shared
 # stock (W = 1h) and AIS (W = 10m) data, for both protocols, and prints one markdown table of words per
 # window: total and per query (count / items / frequent / quantiles) for each protocol, the
-# bound's value (constant 1, see saams::monitoring::sim::bound_per_window), naive and periodic,
+# bound's value (constant 1, see saams_monitoring::sim::bound_per_window), naive and periodic,
 # and the peak site memory in words for each protocol (counting part + quantile part) against the
 # peak window (all sites) and the peak site window.
 # Usage: scripts/monitor-table.sh [extra monitor-sim args]   (run from the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q -p saams-jobs --bin monitor-sim
+cargo build --release -q -p saams-tools --bin monitor-sim
 bin=target/release/monitor-sim
 data=../shared/datasets
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p"; }

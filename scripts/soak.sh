@@ -38,7 +38,7 @@ if [[ $generate =~ ^[a-z]+:[0-9]+:[0-9]+$ ]]; then
 fi
 [[ -f $requests ]] || { echo "soak.sh: $requests not found" >&2; exit 2; }
 
-cargo build --release -p saams-jobs --bin saams --bin soak-plot
+cargo build --release -p saams-jobs -p saams-tools --bin saams --bin soak-plot
 bin=target/release
 mkdir -p "$outdir"
 tsv=$outdir/soak.tsv

@@ -16,7 +16,6 @@ mod counting_table;
 pub mod error;
 pub mod hash;
 mod kind;
-pub mod monitoring;
 pub mod params;
 pub mod registry;
 pub mod synopsis;

@@ -38,7 +38,7 @@
 //! budget goes almost all to `γ`, which sets the number of blocks.
 //!
 //! # Memory
-//! `O((1/γ)·log n)` blocks (as [`super::SlidingCounter`]), each holding at most
+//! `O((1/γ)·log n)` blocks (as [`crate::SlidingCounter`]), each holding at most
 //! `min(distinct values, ⌊η·n⌋-compressed entries)` entries: an exact block costs its distinct
 //! values, a compressed one `O(1/η)` entries per halving of its slack. On streams with few
 //! distinct values per block (prices, ids of a steady population) that is far below the window.
@@ -55,7 +55,7 @@
 //! 11 bytes against 16). This is a constant factor, not a change of the asymptotics: the entries
 //! are still `min(distinct values, n_b)` per uncompressed block. On the monitored data it is 3–6
 //! times smaller (ship ids and prices in cents are dense in their span: about 0.4 words per window
-//! item with all values distinct, against 2 plain), and bounds in [`super::sim`] keep the plain
+//! item with all values distinct, against 2 plain), and bounds in [`crate::sim`] keep the plain
 //! cost. Compression with a larger `η` does not pay on these windows: a block compresses only once
 //! `2γL > 2/η`, i.e. `L > 1/(γη) ≥ 4/δ_q²` (`1.8·10⁴` items at ε = 0.1), and moving budget from `γ`
 //! to `η` multiplies the blocks (measured: `γ = 0.7δ_q, η = 0.2δ_q` and `0.84/0.1` both cost 5–20%
@@ -66,7 +66,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use super::{MonitorError, check_window};
+use crate::error::{MonitorError, check_window};
 
 /// The straddle share `γ` and the summary share `η` of `δ_q` (module docs).
 const GAMMA_SHARE: f64 = 0.95;
@@ -336,7 +336,7 @@ fn compress(entries: &mut Vec<(u64, u64)>, b: u64, mult: u64, log: &mut HashMap<
 /// the times [`QuantileWindow::next_change`] names, and read the estimate's changes.
 ///
 /// ```
-/// use saams::monitoring::QuantileWindow;
+/// use saams_monitoring::QuantileWindow;
 /// let mut q = QuantileWindow::new(100, 0, 0.05).unwrap();
 /// for t in 0..300 {
 ///     q.insert(t, t, (t % 10) as u64).unwrap();

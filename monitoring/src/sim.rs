@@ -6,8 +6,13 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 
-use super::{Channel, Config, MonitorError, Root, Site};
-use crate::hash::SplitMix64;
+use saams::hash::SplitMix64;
+
+use crate::config::Config;
+use crate::error::MonitorError;
+use crate::message::Channel;
+use crate::root::Root;
+use crate::site::{Site, SiteMemory};
 
 /// One item arriving at a site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +59,9 @@ impl Default for SimOptions {
 pub struct Cost {
     /// Messages.
     pub messages: u64,
-    /// Words ([`super::Message::words`]).
+    /// Words ([`crate::Message::words`]).
     pub words: u64,
-    /// Encoded bytes ([`super::Message::encode`]).
+    /// Encoded bytes ([`crate::Message::encode`]).
     pub bytes: u64,
 }
 
@@ -106,16 +111,16 @@ pub struct SimReport {
     pub periodic_words: u64,
     /// The largest site memory seen at a query time, in words.
     pub max_site_memory_words: usize,
-    /// The largest memory of a site's counting part ([`super::SiteMemory::counting`]) seen at a
+    /// The largest memory of a site's counting part ([`crate::SiteMemory::counting`]) seen at a
     /// query time, in words.
     pub max_site_counting_words: usize,
-    /// The largest memory of a site's quantile part ([`super::SiteMemory::quantiles`]) seen at a
+    /// The largest memory of a site's quantile part ([`crate::SiteMemory::quantiles`]) seen at a
     /// query time, in words.
     pub max_site_quantile_words: usize,
     /// The parts of the site memory when the counting part was largest.
-    pub max_counting_parts: super::SiteMemory,
+    pub max_counting_parts: SiteMemory,
     /// The parts of the site memory when the quantile part was largest.
-    pub max_quantile_parts: super::SiteMemory,
+    pub max_quantile_parts: SiteMemory,
     /// The largest exact window count of one site seen at a query time.
     pub max_site_window_count: u64,
     /// The largest window count seen at a query time.
@@ -151,7 +156,7 @@ impl SimReport {
 /// `(k/ε²)·log(n/k)`; multiplied by `W/(W − τ)` for out-of-order input.
 ///
 /// ```
-/// let b = saams::monitoring::sim::bound_per_window(4, 0.1, 1000.0, 0.0);
+/// let b = saams_monitoring::sim::bound_per_window(4, 0.1, 1000.0, 0.0);
 /// assert!(b > 4.0 / 0.1 / 0.1);
 /// ```
 pub fn bound_per_window(k: usize, epsilon: f64, n: f64, tardiness_fraction: f64) -> f64 {
@@ -162,7 +167,7 @@ pub fn bound_per_window(k: usize, epsilon: f64, n: f64, tardiness_fraction: f64)
     per / (1.0 - tardiness_fraction)
 }
 
-/// The memory bound the counting part of a site ([`super::SiteMemory::counting`]) stays below,
+/// The memory bound the counting part of a site ([`crate::SiteMemory::counting`]) stays below,
 /// in words, for a site whose window holds at most `n` items: `(c/ε)·log₂(2 + n)` with
 /// `c = 648` — up to 4 words per bucket, `1/(2δ)` buckets per factor `e` of the reference count
 /// (twice that where late items may still arrive) for the total counter (`δ_t ≥ ε/96`, so
@@ -170,16 +175,16 @@ pub fn bound_per_window(k: usize, epsilon: f64, n: f64, tardiness_fraction: f64)
 /// `4·64`), plus the records' and senders' bookkeeping (8).
 ///
 /// ```
-/// use saams::monitoring::{Config, Protocol};
+/// use saams_monitoring::{Config, Protocol};
 /// let cfg = Config::new(4, 1000, 0, 0.1, Protocol::Seed).unwrap();
-/// let b = saams::monitoring::sim::counting_memory_bound(&cfg, 1_000_000);
+/// let b = saams_monitoring::sim::counting_memory_bound(&cfg, 1_000_000);
 /// assert!(b > 6480.0 * 19.0 && b < 6480.0 * 21.0);
 /// ```
 pub fn counting_memory_bound(cfg: &Config, n: u64) -> f64 {
     648.0 / cfg.epsilon * (2.0 + n as f64).log2()
 }
 
-/// The number of blocks a site's [`super::QuantileWindow`] holds at most while its window holds
+/// The number of blocks a site's [`crate::QuantileWindow`] holds at most while its window holds
 /// at most `n` items: `(3/γ)·log₂(2 + n) + 1/γ + 16` with `γ = 0.95·δ_q` — after a compaction
 /// two adjacent blocks whose newer count is in `[L, 2L)` hold more than `γL − 1` items together
 /// (or could not merge because one may still receive late items and their span reached
@@ -187,9 +192,9 @@ pub fn counting_memory_bound(cfg: &Config, n: u64) -> f64 {
 /// items may sit in single-stamp blocks, and compaction waits for a quarter more blocks.
 ///
 /// ```
-/// use saams::monitoring::{Config, Protocol};
+/// use saams_monitoring::{Config, Protocol};
 /// let cfg = Config::new(4, 1000, 0, 0.1, Protocol::Seed).unwrap();
-/// let b = saams::monitoring::sim::quantile_blocks_bound(&cfg, 1_000_000);
+/// let b = saams_monitoring::sim::quantile_blocks_bound(&cfg, 1_000_000);
 /// assert!(b > 4000.0 && b < 5000.0);
 /// ```
 pub fn quantile_blocks_bound(cfg: &Config, n: u64) -> f64 {
@@ -197,19 +202,19 @@ pub fn quantile_blocks_bound(cfg: &Config, n: u64) -> f64 {
     3.0 / gamma * (2.0 + n as f64).log2() + 1.0 / gamma + 16.0
 }
 
-/// The memory bound the quantile part of a site ([`super::SiteMemory::quantiles`]) stays below,
+/// The memory bound the quantile part of a site ([`crate::SiteMemory::quantiles`]) stays below,
 /// in words, for a site whose window holds at most `n` items drawn from `d` distinct values:
 /// [`quantile_blocks_bound`] blocks of at most 5 words plus at most `min(d, n)` entries of 2 words each
 /// (the plain cost; a block is packed only where that is smaller, and late arrivals for a packed
 /// block wait in exact overlay stamps of `1 + 2·entries` words), plus the sender's groups (`≤ 3/g + 3` before a fresh summary, 8 words each, and 8 scalars).
 /// That is `O((d/ε)·log n)`: logarithmic in `n` for a bounded value domain, but for arbitrary
-/// values it is no better than the window (module docs of [`super`]).
+/// values it is no better than the window (module docs of [`crate`]).
 ///
 /// ```
-/// use saams::monitoring::{Config, Protocol};
+/// use saams_monitoring::{Config, Protocol};
 /// let cfg = Config::new(4, 1000, 0, 0.1, Protocol::Seed).unwrap();
-/// let small = saams::monitoring::sim::quantile_memory_bound(&cfg, 1_000_000, 10);
-/// let large = saams::monitoring::sim::quantile_memory_bound(&cfg, 10_000_000, 10);
+/// let small = saams_monitoring::sim::quantile_memory_bound(&cfg, 1_000_000, 10);
+/// let large = saams_monitoring::sim::quantile_memory_bound(&cfg, 10_000_000, 10);
 /// assert!(large / small < 1.2);
 /// ```
 pub fn quantile_memory_bound(cfg: &Config, n: u64, d: u64) -> f64 {
@@ -257,8 +262,8 @@ fn within(diff: f64, bound: f64) -> bool {
 /// Run `arrivals` (sorted by arrival time) through `cfg.sites` sites and a root.
 ///
 /// ```
-/// use saams::monitoring::sim::{adversary, simulate, SimOptions};
-/// use saams::monitoring::{Config, Protocol};
+/// use saams_monitoring::sim::{adversary, simulate, SimOptions};
+/// use saams_monitoring::{Config, Protocol};
 /// let cfg = Config::new(4, 200, 0, 0.1, Protocol::Seed).unwrap();
 /// let stream = adversary("burst", 4, 200, 0, 1, 5, 7).unwrap();
 /// let report = simulate(cfg, &stream, &SimOptions::default()).unwrap();
@@ -521,10 +526,10 @@ fn check(
 /// * `mixed` — `burst`, `expiry` and `distinct` together.
 ///
 /// ```
-/// let s = saams::monitoring::sim::adversary("expiry", 3, 100, 10, 2, 4, 1).unwrap();
+/// let s = saams_monitoring::sim::adversary("expiry", 3, 100, 10, 2, 4, 1).unwrap();
 /// assert!(s.windows(2).all(|w| w[0].arrival <= w[1].arrival));
 /// assert!(s.iter().all(|a| a.site < 3 && a.arrival - a.stamp <= 10));
-/// assert!(saams::monitoring::sim::adversary("nope", 3, 100, 0, 2, 4, 1).is_err());
+/// assert!(saams_monitoring::sim::adversary("nope", 3, 100, 0, 2, 4, 1).is_err());
 /// ```
 ///
 /// # Errors

@@ -13,7 +13,7 @@
 //!
 //! * [`SlidingCounter`] measures against its own stream (`L` = the items of the newer buckets
 //!   plus one): relative error `δ` at every cut, `O((1/δ)·log n)` buckets.
-//! * The per-item records of [`super::LocalStats`] measure against the whole site's stream (`L`
+//! * The per-item records of [`crate::LocalStats`] measure against the whole site's stream (`L`
 //!   from the site's total counter), so an item's error is `δ` times the SITE's count after the
 //!   cut, and rare items collapse into one bucket.
 //!
@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::{MonitorError, check_window};
+use crate::error::{MonitorError, check_window};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Bucket {
@@ -43,7 +43,7 @@ struct Bucket {
 /// `δ` times the count of the reference stream after any cut inside the window (module docs).
 ///
 /// ```
-/// use saams::monitoring::SlidingCounter;
+/// use saams_monitoring::SlidingCounter;
 /// let mut c = SlidingCounter::new(100, 0, 0.1).unwrap();
 /// for t in 0..1000 {
 ///     c.insert(t, t).unwrap();
@@ -342,7 +342,7 @@ impl SlidingCounter {
 /// A snapshot of a [`SlidingCounter`] answering suffix counts by binary search.
 ///
 /// ```
-/// use saams::monitoring::SlidingCounter;
+/// use saams_monitoring::SlidingCounter;
 /// let mut c = SlidingCounter::new(1000, 0, 0.01).unwrap();
 /// for t in 0..10 {
 ///     c.insert(t, t).unwrap();

@@ -13,7 +13,7 @@
 //! and `--tardiness` take a number of units, a duration (`250ms`, `90s`, `10m`, `1h`), or for
 //! the tardiness a fraction of the window (`0.5W`). The last line is
 //! `monitor summary queries=… violations=… words=… bound=… naive_words=… periodic_words=… bytes=…`
-//! (totals over the run; `bound` is [`saams::monitoring::sim::bound_per_window`], constant 1,
+//! (totals over the run; `bound` is [`saams_monitoring::sim::bound_per_window`], constant 1,
 //! times the number of windows).
 #![deny(missing_docs)]
 
@@ -24,8 +24,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use saams::api::time::{parse_date, parse_time_of_day, parse_timestamp};
 use saams::hash::hash_u64;
-use saams::monitoring::sim::{Arrival, SimOptions, adversary, simulate};
-use saams::monitoring::{Channel, Config, Protocol};
+use saams_monitoring::sim::{Arrival, SimOptions, adversary, simulate};
+use saams_monitoring::{Channel, Config, Protocol};
 
 /// Command-line options.
 #[derive(Parser, Debug)]
@@ -338,7 +338,7 @@ fn run(args: Args) -> Result<(), String> {
         r.max_site_quantile_words,
         r.max_site_window_count,
         r.max_window_count,
-        saams::monitoring::sim::counting_memory_bound(&cfg, r.max_site_window_count),
+        saams_monitoring::sim::counting_memory_bound(&cfg, r.max_site_window_count),
         r.max_counting_parts.local.total,
         r.max_counting_parts.local.items,
         r.max_counting_parts.local.schedule,

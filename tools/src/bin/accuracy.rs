@@ -4,7 +4,7 @@
 //! (against the promised confidence) and how large the measured error was.
 //!
 //! ```text
-//! cargo run --release -p saams-jobs --bin accuracy -- [--datasets DIR] [--tsv FILE]
+//! cargo run --release -p saams-tools --bin accuracy -- [--datasets DIR] [--tsv FILE]
 //! ```
 //!
 //! Everything goes through `saams::registry::construct` and the `Synopsis` trait, so the report

@@ -6,14 +6,14 @@
 //! has its own link to the root.
 //!
 //! **Bytes** are the length of [`Message::encode`]: one tag byte (message type and channel),
-//! then unsigned LEB128 varints written with [`crate::codec::Writer`]; stamps are zigzag
+//! then unsigned LEB128 varints written with [`saams::codec::Writer`]; stamps are zigzag
 //! varints, and sorted lists are delta-coded. [`Message::decode`] is its checked inverse. The
 //! types also derive serde, so the same values can travel as JSON if a consumer prefers.
 
+use saams::codec::{Reader, Writer};
 use serde::{Deserialize, Serialize};
 
-use super::MonitorError;
-use crate::codec::{Reader, Writer};
+use crate::error::MonitorError;
 
 /// Which tracked statistic a message updates: one site runs several trackers side by side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -58,7 +58,7 @@ impl Channel {
 /// One site → root message.
 ///
 /// ```
-/// use saams::monitoring::{Channel, Message};
+/// use saams_monitoring::{Channel, Message};
 /// let m = Message::ItemCount { channel: Channel::Items, item: 42, value: 7 };
 /// assert_eq!(m.words(), 2);
 /// let bytes = m.encode();

@@ -3,17 +3,21 @@
 //! items off and on; the root's answers with no active site; logarithmic cost growth; the
 //! message codec and the local counter's error bound.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
 
 use saams::hash::{SplitMix64, hash_u64};
-use saams::monitoring::sim::{
+use saams_monitoring::sim::{
     Arrival, SimOptions, SimReport, adversary, counting_memory_bound, quantile_blocks_bound, quantile_memory_bound,
     simulate,
 };
-use saams::monitoring::{Channel, Config, LocalStats, Message, Protocol, QuantileWindow, Root, Site, SlidingCounter};
+use saams_monitoring::{Channel, Config, LocalStats, Message, Protocol, QuantileWindow, Root, Site, SlidingCounter};
+
+/// The shared datasets folder, as the build script found it (`build/test_env.rs`); the tests
+/// that read it are ignored where it is absent.
+fn datasets_dir() -> PathBuf {
+    PathBuf::from(env!("SAAMS_DATASETS_DIR"))
+}
 
 const ADVERSARIES: [&str; 8] = ["uniform", "burst", "expiry", "distinct", "late", "onoff", "wave", "mixed"];
 const PROTOCOLS: [Protocol; 2] = [Protocol::Seed, Protocol::ForwardBackward];
@@ -71,7 +75,7 @@ fn to_arrivals(mut rows: Vec<(String, i64, u64)>, k: usize, tau: i64) -> Vec<Arr
 }
 
 fn ais_rows() -> Vec<(String, i64, u64)> {
-    let path = common::datasets_dir().join("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv");
+    let path = datasets_dir().join("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv");
     let text = std::fs::read_to_string(&path).expect("AIS sample");
     let mut rows = Vec::new();
     for line in text.lines().skip(1) {
@@ -94,7 +98,7 @@ fn stock_rows() -> Vec<(String, i64, u64)> {
         "stocks/tick/forex_oanda_NZDUSD_tick_quote.csv",
         "stocks/tick/equity_usa_IBM_tick_trade.csv",
     ] {
-        let text = std::fs::read_to_string(common::datasets_dir().join(file)).expect("stock sample");
+        let text = std::fs::read_to_string(datasets_dir().join(file)).expect("stock sample");
         let mut day0 = None;
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split(',').collect();

@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Channel, Config, Message, MonitorError, Protocol};
+use crate::config::{Config, Protocol};
+use crate::error::MonitorError;
+use crate::message::{Channel, Message};
 
 /// What the root holds for one site on one forward/backward channel.
 #[derive(Clone, Debug, Default)]
@@ -26,7 +28,7 @@ fn levels_after(ticks: &[i64], step: u64, s: i64) -> u64 {
 /// any time from them alone.
 ///
 /// ```
-/// use saams::monitoring::{Channel, Config, Message, Protocol, Root};
+/// use saams_monitoring::{Channel, Config, Message, Protocol, Root};
 /// let cfg = Config::new(2, 100, 0, 0.1, Protocol::Seed).unwrap();
 /// let mut root = Root::new(cfg);
 /// assert_eq!(root.count(0), 0);

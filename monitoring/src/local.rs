@@ -1,7 +1,7 @@
 //! A site's local window statistics for counting: the window count and per-item counts with
 //! error relative to the site's count (for counting, frequent items and forward/backward), with
 //! a schedule of when each estimate can next change without an arrival. Quantiles have their own
-//! structure, [`super::QuantileWindow`].
+//! structure, [`crate::QuantileWindow`].
 //!
 //! # Item records (error relative to the site)
 //! `S(s)` is the site's count of items stamped after the cut `s`; it only grows while `s` is
@@ -31,7 +31,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{MonitorError, SlidingCounter};
+use crate::counter::SlidingCounter;
+use crate::error::MonitorError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
@@ -72,7 +73,7 @@ impl LocalMemory {
 /// after the cut. Items whose estimates are zero are forgotten.
 ///
 /// ```
-/// use saams::monitoring::LocalStats;
+/// use saams_monitoring::LocalStats;
 /// let mut s = LocalStats::new(10, 0, 0.01, 0.01).unwrap();
 /// s.insert(0, 0, 7).unwrap();
 /// s.insert(1, 1, 7).unwrap();

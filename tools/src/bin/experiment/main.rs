@@ -1,0 +1,141 @@
+//! `experiment`: the paper's figures (§6) measured on this machine with the `saams` binary.
+//!
+//! ```text
+//! experiment                 # the full set (scripts/experiments.sh)
+//! experiment --quick         # a small version (CI's smoke test)
+//! ```
+//!
+//! It spawns `saams` (found next to its own executable) with different `-w`/`-n`/`--generate`/
+//! `--window` settings, parses the `summary` line each process prints, repeats every setting
+//! (`--repeats`, at least 3) and reports the median. Three experiments:
+//!
+//! * horizontal (figure 9): the paper's workload (100 streams × CountMin + HyperLogLog + DFT) at
+//!   1, 2, 4 workers in one process and 1, 2 workers in each of 2 processes on loopback;
+//! * vertical (figure 10): 10 → 500 streams at a fixed number of workers, the same number of
+//!   tuples in total;
+//! * federated (figure 11): CountMin + HyperLogLog on 100 streams, 2 processes on loopback. Bytes
+//!   that cross between the processes (timely's communication log) when the raw tuples go to each
+//!   stream's owner, against the bytes when every process summarizes what it reads (dataset-wide,
+//!   partition-based synopses) and ships partials per window; and the sizes of all tuples as
+//!   compact records (shipping the raw streams) against the encoded partials shipped, at 5 s, 60 s
+//!   (600 s in the full set) and 1 d event-time windows. A 1 d window covers the whole input: one
+//!   shipment per site and synopsis, which is what the paper's partials shipped every 5 s of
+//!   processing time amount to when the whole input replays in less than 5 s.
+//!
+//! * memory (`--only memory`, not in the default set; Linux): peak resident set size of one
+//!   worker on the paper's workload at 60 s, 10 min, 1 h and 1 d windows. Open windows hold the
+//!   synopses' state, not their tuples, so the peak should not grow with the window.
+//!
+//! * ingest (`--only ingest`, not in the default set; Linux for the CPU figures): the paper's
+//!   workload read from a JSON-lines file of the generator's tuples (written by `replay`) against
+//!   the generator itself, in alternating rounds: `-w 1`, `-w 1 --no-synopses`, `-w 2`,
+//!   `-n 2 -w 1`, and from a Kafka topic of the same tuples at `-w 2` with `--kafka-brokers`;
+//!   beside them, two independent `-w 1` jobs at once (the machine's own parallel ceiling for
+//!   this work, which no `-w 2` or `-n 2` run can pass), and the parser's pace: `replay --validate`
+//!   on the same file (the same line reader and parser, nothing routed). Each file setting's run
+//!   starts with its input just read once (in the page cache, which these machines empty within
+//!   minutes). Wall-clock tuples/s and tuples per CPU-second (the `saams` processes' user + system
+//!   time, or `replay`'s),
+//!   the load average beside each, the broker's CPU with `--kafka-pidfile`, and the answers of
+//!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`,
+//!   `ingest.png`).
+//!
+//! Output: `<out>/<git-commit>-<params>/` with `horizontal.tsv`, `vertical.tsv`, `federated.tsv`
+//! and one PNG per figure; the directory is printed at the end. Streams are the seeded
+//! generator's (random-walk prices, Zipf volumes), replayed as fast as possible.
+
+mod cpu;
+mod figures;
+mod ingest;
+mod memory;
+mod plots;
+mod requests;
+mod runner;
+mod settings;
+
+use std::process::Command;
+
+use clap::Parser;
+use plotters::prelude::FontStyle;
+
+use crate::runner::Runner;
+use crate::settings::Args;
+
+fn main() {
+    let a = Args::parse();
+    if let Err(e) = run(&a) {
+        eprintln!("experiment: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    if a.repeats < 3 {
+        return Err("--repeats must be at least 3 (medians of several runs)".into());
+    }
+    let saams = match &a.saams {
+        Some(p) => p.clone(),
+        None => {
+            let me = std::env::current_exe().map_err(|e| format!("own path: {e}"))?;
+            me.with_file_name(format!("saams{}", std::env::consts::EXE_SUFFIX))
+        }
+    };
+    if !saams.is_file() {
+        return Err(format!("{} not found: build it with `cargo build --release -p saams-jobs`", saams.display()));
+    }
+    if !a.requests.is_file() {
+        return Err(format!("--requests {} not found (run from the repository root)", a.requests.display()));
+    }
+    plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+        .map_err(|_| "the embedded DejaVu Sans font did not load".to_string())?;
+    let only: Vec<&str> = a.only.split(',').map(str::trim).collect();
+    for o in &only {
+        if !["horizontal", "vertical", "federated", "memory", "ingest"].contains(o) {
+            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated, memory, ingest)"));
+        }
+    }
+    let total = a.tuples.unwrap_or(if a.quick { 200_000 } else { 5_000_000 });
+    if total < 1_000 {
+        return Err("--tuples must be at least 1000".into());
+    }
+    let per_stream = total / 100;
+    let params = format!("{}-t{total}-r{}", if a.quick { "quick" } else { "full" }, a.repeats);
+    let dir = a.out.join(format!("{}-{params}", git_commit()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let r = Runner { saams, dir: dir.clone(), repeats: a.repeats };
+    if only.contains(&"horizontal") {
+        figures::horizontal(&r, a, per_stream)?;
+    }
+    if only.contains(&"vertical") {
+        figures::vertical(&r, a, total)?;
+    }
+    if only.contains(&"federated") {
+        // 1d covers the whole input: one shipment per site and synopsis, as the paper's 5 s of
+        // processing time does when the input replays as fast as possible in under 5 s.
+        let windows: &[(&str, f64)] = if a.quick {
+            &[("5s", 5.0), ("60s", 60.0), ("1d", 86_400.0)]
+        } else {
+            &[("5s", 5.0), ("60s", 60.0), ("600s", 600.0), ("1d", 86_400.0)]
+        };
+        figures::federated(&r, per_stream, windows)?;
+    }
+    if only.contains(&"memory") {
+        memory::memory(&r, a, per_stream)?;
+    }
+    if only.contains(&"ingest") {
+        ingest::ingest(&r, a, per_stream)?;
+    }
+    println!("experiment: results in {}", dir.display());
+    Ok(())
+}
+
+fn git_commit() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "nogit".into())
+}
