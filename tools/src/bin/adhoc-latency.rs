@@ -16,7 +16,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -81,67 +84,16 @@ fn main() -> Result<(), String> {
     if args.processes == 0 {
         return Err("-n must be at least 1".into());
     }
-    let start = |process: usize, cluster: &[String], stderr: Stdio| {
-        Command::new(&saams)
-            .args(["-w", &args.workers.to_string(), "--requests", &args.requests, "--generate", &args.generate])
-            .args(["--progress", "0", "--out", "/dev/null", "--network-sched", &args.network_sched])
-            .args(cluster)
-            .args(if process == 0 { &["--http", "127.0.0.1:0"][..] } else { &[] })
-            .stderr(stderr)
-            .spawn()
-            .map_err(|e| format!("{}: {e}", saams.display()))
-    };
     let hostfile = std::env::temp_dir().join(format!("adhoc-latency-{}.hosts", std::process::id()));
-    let cluster = |p: usize| match args.processes {
-        1 => Vec::new(),
-        n => ["-n", &n.to_string(), "-p", &p.to_string(), "-h", &hostfile.display().to_string()]
-            .map(String::from)
-            .to_vec(),
-    };
     if args.processes > 1 {
-        let port = || TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port());
-        let hosts = (0..args.processes)
-            .map(|_| port().map(|p| format!("127.0.0.1:{p}\n")))
-            .collect::<Result<String, _>>()
-            .map_err(|e| format!("a free port: {e}"))?;
-        std::fs::write(&hostfile, hosts).map_err(|e| format!("{}: {e}", hostfile.display()))?;
+        write_hostfile(&hostfile, args.processes)?;
     }
     // Every process' summary line (its own workers' tuples), and process 0's HTTP address.
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut processes = Vec::new();
-    let mut readers = Vec::new();
-    for p in (0..args.processes).rev() {
-        let mut child = start(p, &cluster(p), Stdio::piped())?;
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let tx = tx.clone();
-        readers.push(std::thread::spawn(move || {
-            let mut summary = String::new();
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("saams: http on http://") {
-                    let _ = tx.send(addr.to_string());
-                }
-                if line.starts_with("summary ") {
-                    summary = line;
-                }
-            }
-            summary
-        }));
-        processes.push(child);
-    }
+    let (mut processes, readers) = start_job(&args, &saams, &hostfile, &tx)?;
     let timed =
         rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "the job did not start its HTTP server".to_string());
-    let timed = timed.and_then(|addr| {
-        std::thread::sleep(Duration::from_millis(500)); // at full rate before the first query
-        (0..args.queries)
-            .map(|_| {
-                let t = Instant::now();
-                post(&addr, &args.query)?;
-                let elapsed = t.elapsed().as_secs_f64() * 1e3;
-                std::thread::sleep(Duration::from_millis(args.every_ms));
-                Ok(elapsed)
-            })
-            .collect::<Result<Vec<f64>, String>>()
-    });
+    let timed = timed.and_then(|addr| time_queries(&args, &addr));
     // Every process is told first: one stopped alone waits for the others to end the dataflow.
     for p in &processes {
         let _ = Command::new("kill").args(["-TERM", &p.id().to_string()]).status();
@@ -174,4 +126,77 @@ fn main() -> Result<(), String> {
         ms[ms.len() - 1]
     );
     Ok(())
+}
+
+/// A hostfile of `processes` free loopback ports.
+fn write_hostfile(hostfile: &Path, processes: usize) -> Result<(), String> {
+    let port = || TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port());
+    let hosts = (0..processes)
+        .map(|_| port().map(|p| format!("127.0.0.1:{p}\n")))
+        .collect::<Result<String, _>>()
+        .map_err(|e| format!("a free port: {e}"))?;
+    std::fs::write(hostfile, hosts).map_err(|e| format!("{}: {e}", hostfile.display()))
+}
+
+/// Starts the job's processes (the last first; process 0 serves HTTP): the children, and per
+/// process a thread reading its stderr that sends process 0's HTTP address on `tx` and returns
+/// the process' summary line.
+fn start_job(
+    args: &Args,
+    saams: &Path,
+    hostfile: &Path,
+    tx: &Sender<String>,
+) -> Result<(Vec<Child>, Vec<JoinHandle<String>>), String> {
+    let start = |process: usize, cluster: &[String], stderr: Stdio| {
+        Command::new(saams)
+            .args(["-w", &args.workers.to_string(), "--requests", &args.requests, "--generate", &args.generate])
+            .args(["--progress", "0", "--out", "/dev/null", "--network-sched", &args.network_sched])
+            .args(cluster)
+            .args(if process == 0 { &["--http", "127.0.0.1:0"][..] } else { &[] })
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("{}: {e}", saams.display()))
+    };
+    let cluster = |p: usize| match args.processes {
+        1 => Vec::new(),
+        n => ["-n", &n.to_string(), "-p", &p.to_string(), "-h", &hostfile.display().to_string()]
+            .map(String::from)
+            .to_vec(),
+    };
+    let mut processes = Vec::new();
+    let mut readers = Vec::new();
+    for p in (0..args.processes).rev() {
+        let mut child = start(p, &cluster(p), Stdio::piped())?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            let mut summary = String::new();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("saams: http on http://") {
+                    let _ = tx.send(addr.to_string());
+                }
+                if line.starts_with("summary ") {
+                    summary = line;
+                }
+            }
+            summary
+        }));
+        processes.push(child);
+    }
+    Ok((processes, readers))
+}
+
+/// Posts the query `args.queries` times to the job at `addr`, pausing between them: each round
+/// trip in milliseconds.
+fn time_queries(args: &Args, addr: &str) -> Result<Vec<f64>, String> {
+    std::thread::sleep(Duration::from_millis(500)); // at full rate before the first query
+    (0..args.queries)
+        .map(|_| {
+            let t = Instant::now();
+            post(addr, &args.query)?;
+            let elapsed = t.elapsed().as_secs_f64() * 1e3;
+            std::thread::sleep(Duration::from_millis(args.every_ms));
+            Ok(elapsed)
+        })
+        .collect()
 }

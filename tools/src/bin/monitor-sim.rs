@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use saams::api::time::{parse_date, parse_time_of_day, parse_timestamp};
 use saams::hash::hash_u64;
-use saams_monitoring::sim::{Arrival, SimOptions, adversary, simulate};
+use saams_monitoring::sim::{Arrival, SimOptions, SimReport, adversary, simulate};
 use saams_monitoring::{Channel, Config, Protocol};
 
 /// Command-line options.
@@ -279,6 +279,13 @@ fn run(args: Args) -> Result<(), String> {
     let opts =
         SimOptions { queries: args.queries.max(1000), phi: args.phi, periodic_delta: delta, ..SimOptions::default() };
     let r = simulate(cfg, &arrivals, &opts).map_err(|e| e.to_string())?;
+    report(&cfg, args.phi, &source, &r);
+    Ok(())
+}
+
+/// Prints the run's `monitor` lines: the run, each channel, per window, violations, memory and
+/// the summary.
+fn report(cfg: &Config, phi: f64, source: &str, r: &SimReport) {
     let total = r.total();
     let per = |x: f64| x / r.windows.max(1e-9);
     // The seed's approximate-counting / frequent-items term alone: (k/ε)·log₂(2 + N/k)·W/(W − τ).
@@ -288,13 +295,13 @@ fn run(args: Args) -> Result<(), String> {
     println!(
         "monitor run source={source} protocol={} k={} W={} tau={} eps={} fi_count_eps={} phi={} items={} windows={:.2} \
          n_per_window={:.0} max_window_count={} max_site_memory_words={}",
-        protocol.name(),
+        cfg.protocol.name(),
         cfg.sites,
         cfg.window,
         cfg.tardiness,
         cfg.epsilon,
         cfg.frequent_count_epsilon,
-        args.phi,
+        phi,
         r.items,
         r.windows,
         r.n_per_window,
@@ -338,7 +345,7 @@ fn run(args: Args) -> Result<(), String> {
         r.max_site_quantile_words,
         r.max_site_window_count,
         r.max_window_count,
-        saams_monitoring::sim::counting_memory_bound(&cfg, r.max_site_window_count),
+        saams_monitoring::sim::counting_memory_bound(cfg, r.max_site_window_count),
         r.max_counting_parts.local.total,
         r.max_counting_parts.local.items,
         r.max_counting_parts.local.schedule,
@@ -350,7 +357,6 @@ fn run(args: Args) -> Result<(), String> {
         "monitor summary queries={} violations={} words={} bound={:.0} naive_words={} periodic_words={} bytes={}",
         r.queries, r.violations, total.words, r.bound, r.naive_words, r.periodic_words, total.bytes
     );
-    Ok(())
 }
 
 fn main() -> ExitCode {

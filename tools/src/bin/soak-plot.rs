@@ -316,14 +316,11 @@ struct Panel {
     band: Option<(f64, f64)>,
 }
 
-/// Four panels over time: RSS (with the HWM and the ±tolerance band), open files, threads and
-/// the ingest rate; a dashed line marks the warm-up's end.
-fn plot(path: &Path, samples: &[Sample], v: &Verdict, t: Targets) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+/// The four panels' lines (and the RSS panel's band) from the samples.
+fn panels(samples: &[Sample], v: &Verdict, t: Targets) -> [Panel; 4] {
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
     let green = RGBColor(44, 160, 44);
-    let grey = RGBColor(150, 150, 150);
     let pts = |f: &dyn Fn(&Sample) -> f64| samples.iter().map(|s| (s.seconds, f(s))).collect::<Vec<_>>();
     let mut rate = Vec::new();
     let mut prev: Option<(f64, u64)> = None;
@@ -336,7 +333,7 @@ fn plot(path: &Path, samples: &[Sample], v: &Verdict, t: Targets) -> Result<(), 
         }
     }
     let band = (v.rss_ref_kb * (1.0 - t.tolerance) / 1024.0, v.rss_ref_kb * (1.0 + t.tolerance) / 1024.0);
-    let panels = [
+    [
         Panel {
             title: "resident memory (grey: ±tolerance around the warm-up-end median)",
             unit: "MiB",
@@ -355,7 +352,15 @@ fn plot(path: &Path, samples: &[Sample], v: &Verdict, t: Targets) -> Result<(), 
             band: None,
         },
         Panel { title: "ingest rate", unit: "M tuples/s", lines: vec![("tuples/s", green, rate)], band: None },
-    ];
+    ]
+}
+
+/// Four panels over time: RSS (with the HWM and the ±tolerance band), open files, threads and
+/// the ingest rate; a dashed line marks the warm-up's end.
+fn plot(path: &Path, samples: &[Sample], v: &Verdict, t: Targets) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let grey = RGBColor(150, 150, 150);
+    let panels = panels(samples, v, t);
     let x_max = samples.last().map_or(1.0, |s| s.seconds).max(1.0);
     let root = BitMapBackend::new(path, (1000, 1100)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
