@@ -9,6 +9,8 @@ use crate::requests::{federated_requests, per_stream_requests};
 use crate::runner::{Runner, write};
 use crate::settings::Args;
 
+/// Figure 9 (`horizontal.tsv`, `fig9-horizontal.png`): the paper's workload at 1, 2, 4 workers in
+/// one process and 1, 2 workers in each of 2 processes on loopback (fewer with `--quick`).
 pub fn horizontal(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String> {
     let settings: &[(usize, usize)] =
         if a.quick { &[(1, 1), (1, 2), (2, 1)] } else { &[(1, 1), (1, 2), (1, 4), (2, 1), (2, 2)] };
@@ -51,6 +53,8 @@ pub fn horizontal(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), St
     )
 }
 
+/// Figure 10 (`vertical.tsv`, `fig10-vertical.png`): 10 → 500 streams at 2 workers, the same
+/// number of tuples in total.
 pub fn vertical(r: &Runner, a: &Args, total: u64) -> Result<(), String> {
     let streams: &[usize] = if a.quick { &[10, 100] } else { &[10, 50, 100, 200, 500] };
     let workers = 2;
@@ -86,6 +90,8 @@ pub fn vertical(r: &Runner, a: &Args, total: u64) -> Result<(), String> {
     )
 }
 
+/// Figure 11 (`federated.tsv`, `fig11-federated.png`): bytes between 2 processes when raw tuples
+/// go to each stream's owner against partials shipped per window, at each event-time window.
 pub fn federated(r: &Runner, tuples_per_stream: u64, windows: &[(&str, f64)]) -> Result<(), String> {
     let (processes, workers) = (2, 1);
     let gen_spec = format!("stocks:100:{tuples_per_stream}");

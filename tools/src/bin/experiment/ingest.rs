@@ -139,6 +139,7 @@ fn load_tuples(replay: &Path, generate: &str, extra: &[&str]) -> Result<(), Stri
     Ok(())
 }
 
+/// Owned copies of some flags.
 fn strings(xs: &[&str]) -> Vec<String> {
     xs.iter().map(|s| s.to_string()).collect()
 }

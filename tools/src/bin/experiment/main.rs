@@ -129,6 +129,7 @@ fn run(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
+/// The short commit of the checkout the results are filed under (`nogit` outside one).
 fn git_commit() -> String {
     Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])

@@ -24,6 +24,7 @@ impl RunResult {
     }
 }
 
+/// The numbers of the last `summary` line of a `saams` process' stderr.
 pub fn parse_summary(stderr: &str) -> Result<Fields, String> {
     let line = stderr
         .lines()
@@ -39,6 +40,8 @@ pub fn parse_summary(stderr: &str) -> Result<Fields, String> {
     Ok(fields)
 }
 
+/// How settings are run: the `saams` binary, the run's directory (hostfiles, answers, results)
+/// and the runs per setting.
 pub struct Runner {
     pub saams: PathBuf,
     pub dir: PathBuf,
@@ -165,10 +168,12 @@ impl Runner {
     }
 }
 
+/// Where answers nobody reads go.
 pub fn null_device() -> String {
     if cfg!(windows) { "NUL".into() } else { "/dev/null".into() }
 }
 
+/// Starts a `saams` process with its stderr piped (its summary is read from there).
 pub fn spawn(mut c: Command) -> Result<std::process::Child, String> {
     c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("saams: {e}"))
 }
@@ -181,6 +186,7 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     listeners.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| format!("free port: {e}"))).collect()
 }
 
+/// Writes a result file, naming it in the error.
 pub fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
