@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use differential_dataflow::input::Input as _;
 use saams_operators::ask::{Origin, split_reply};
-use saams_operators::registry_join::Entry;
+use saams_operators::registry::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::Exchange as _;

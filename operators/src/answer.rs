@@ -52,8 +52,8 @@ pub fn query_line(
 
 /// The continuous queries' answers for synopsis `syn` after window `window` (start, ms) closed.
 pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, window: u64, out: &mut Vec<String>) {
-    let s = &plan.synopses[syn as usize];
-    let w = Some((window as i64, window as i64 + plan.window_ms));
+    let s = &plan.routing.synopses[syn as usize];
+    let w = Some((window as i64, window as i64 + plan.routing.window_ms));
     for q in s.continuous.iter().filter(|q| q.from <= window) {
         out.push(line(s, q, state, items, w));
     }
@@ -69,7 +69,7 @@ pub fn merge_loads(
     done: &mut usize,
     out: &mut Vec<String>,
 ) {
-    let s = &plan.synopses[syn as usize];
+    let s = &plan.routing.synopses[syn as usize];
     while let Some(load) = s.loads.get(*done).filter(|l| l.from <= window) {
         *done += 1;
         if let Err(e) = state.merge(load.state.get()) {
@@ -86,7 +86,7 @@ pub fn merge_loads(
 /// The answer line of an ask (an ad-hoc query or SAVE answered now) from `state`, which
 /// summarizes `items` values; tagged for whoever waits for it.
 pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64) -> String {
-    let Some(s) = plan.synopses.get(ask.syn as usize) else {
+    let Some(s) = plan.routing.synopses.get(ask.syn as usize) else {
         return ask_error(ask, "the synopsis is not known here yet");
     };
     let (query, answer) = match &ask.what {
@@ -135,7 +135,7 @@ fn save(plan: &Plan, file: &str, state: &dyn Synopsis) -> Answer {
 
 /// The ad-hoc answers and SAVEs of synopsis `syn` at the end of the input.
 pub fn at_end(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, out: &mut Vec<String>) {
-    let s = &plan.synopses[syn as usize];
+    let s = &plan.routing.synopses[syn as usize];
     for q in &s.adhoc {
         out.push(line(s, q, state, items, None));
     }

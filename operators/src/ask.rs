@@ -101,7 +101,7 @@ pub enum AskWhat {
 pub struct Ask {
     /// Unique per job: (origin worker << 40) | its count.
     pub id: u64,
-    /// The synopsis ([`crate::plan::Plan::synopses`] index).
+    /// The synopsis ([`crate::plan::Routing::synopses`] index).
     pub syn: u32,
     /// Its home worker: where its merged state is (and where the parts of a spread one meet).
     pub home: u32,

@@ -42,7 +42,7 @@ use crate::plan::Plan;
 /// A continuous set-valued query's answer at one window close, with the previous answered set.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SetAnswer {
-    /// The query ([`crate::plan::Plan::pair_queries`] index).
+    /// The query ([`crate::plan::Routing::pair_queries`] index).
     pub query: u32,
     /// The window (start, ms) whose close produced it.
     pub window: u64,
@@ -89,14 +89,20 @@ type Change = ((u32, String), u64, isize);
 type Waiting = (Capability<u64>, Vec<((u32, String), isize)>, HashMap<u32, SetAnswer>);
 
 fn change_line(plan: &Plan, w: u64, (query, member): (u32, String), diff: isize, set: Option<&SetAnswer>) -> String {
-    let q = &plan.pair_queries[query as usize];
-    let s = &plan.synopses[q.syn as usize];
+    let q = &plan.routing.pair_queries[query as usize];
+    let s = &plan.routing.synopses[q.syn as usize];
     let value = match set {
         Some(a) if diff > 0 => a.members.binary_search_by(|(m, _)| m.cmp(&member)).ok().map(|i| a.members[i].1),
         _ => None,
     };
     let answer = Answer::Change { added: diff > 0, member, value };
-    crate::answer::query_line(s, &q.reg, Some((w as i64, w as i64 + plan.window_ms)), set.map(|a| a.tuples), &answer)
+    crate::answer::query_line(
+        s,
+        &q.reg,
+        Some((w as i64, w as i64 + plan.routing.window_ms)),
+        set.map(|a| a.tuples),
+        &answer,
+    )
 }
 
 /// Extension trait: turn continuous set answers into changes.
@@ -126,8 +132,9 @@ impl<'scope> SetChanges<'scope> for Stream<'scope, u64, Vec<Answered>> {
             .consolidate()
             .inner;
         let (home1, home2) = (plan.clone(), plan.clone());
-        let to_home1 = Exchange::new(move |c: &Change| home1.borrow().pair_queries[c.0.0 as usize].home as u64);
-        let to_home2 = Exchange::new(move |s: &SetAnswer| home2.borrow().pair_queries[s.query as usize].home as u64);
+        let to_home1 = Exchange::new(move |c: &Change| home1.borrow().routing.pair_queries[c.0.0 as usize].home as u64);
+        let to_home2 =
+            Exchange::new(move |s: &SetAnswer| home2.borrow().routing.pair_queries[s.query as usize].home as u64);
         let rendered = changes.binary_frontier::<_, CapacityContainerBuilder<Vec<String>>, _, _, _, _>(
             sets,
             to_home1,

@@ -1,5 +1,5 @@
 //! `fold_partials`: at each spread synopsis' home worker, merge the window's partials (one, for
-//! kinds the tree merge reduces at every stage, [`crate::merge_tree::reduces_at_every_stage`];
+//! kinds the tree merge reduces at every stage, [`crate::capabilities::reduces_at_every_stage`];
 //! else in bin order; windows in time order) into the synopsis' merged state, answer its continuous queries
 //! at every window close, and its ad-hoc queries and SAVEs at the end of the input. Answer lines
 //! and snapshots of the upstream operators pass through; states for pair queries go on as snapshots.
@@ -21,8 +21,9 @@ use crate::answer;
 use crate::ask::AskPart;
 use crate::checkpoint::{BoundaryCopies, copy_homed};
 use crate::merge_tree::{Pending, combine, stash_partials};
+use crate::out::Out;
 use crate::plan::{Mode, Plan};
-use crate::record::{Out, Snapshot, SynBox};
+use crate::record::{Snapshot, SynBox};
 
 /// Extension trait: fold partials into merged synopses and answer them.
 pub trait FoldPartials<'scope> {
@@ -38,7 +39,7 @@ type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
 /// of the windows not folded yet (those with a close time at or after `unfolded_from`).
 fn answer_ask(plan: &Plan, merged: &Merged, parts: Vec<AskPart>, unfolded_from: u64) -> String {
     let ask = parts[0].ask.clone();
-    let Some(spec) = plan.synopses.get(ask.syn as usize) else {
+    let Some(spec) = plan.routing.synopses.get(ask.syn as usize) else {
         return answer::ask_error(&ask, "the synopsis is not known here yet");
     };
     let (mut state, mut items) = match merged.get(&ask.syn) {
@@ -61,7 +62,7 @@ fn answer_ask(plan: &Plan, merged: &Merged, parts: Vec<AskPart>, unfolded_from: 
 /// Start the spread synopses homed here from a checkpoint's states.
 fn restore(plan: &Plan, me: usize, merged: &mut Merged, loaded: &mut HashMap<u32, usize>) {
     let mut checkpoints = plan.checkpoints.borrow_mut();
-    for (s, spec) in plan.synopses.iter().enumerate() {
+    for (s, spec) in plan.routing.synopses.iter().enumerate() {
         let s = s as u32;
         if spec.home == me
             && spec.mode != Mode::Owned
@@ -120,8 +121,9 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         // A checkpoint boundary whose earlier windows are all folded: copy before
                         // folding a window at or after it.
                         let next = pending.first_key_value().map(|(&w, _)| w);
-                        if let Some(b) = copies.due(plan, watermark, next) {
-                            copies.hand_in(plan, b, copy_homed(plan, me, merged.iter(), &loaded), Vec::new());
+                        if let Some(b) = copies.due(&plan.checkpoints, watermark, next) {
+                            let homed = copy_homed(|s| plan.routing.is_home(s, me), merged.iter(), &loaded);
+                            copies.hand_in(&plan.checkpoints, b, homed, Vec::new());
                             continue;
                         }
                         let Some(w) = next else { break };
@@ -134,7 +136,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let mut lines = Vec::new();
                         let mut snapshots = Vec::new();
                         for (s, partials) in by_syn {
-                            let spec = &plan.synopses[s as usize];
+                            let spec = &plan.routing.synopses[s as usize];
                             let p = combine(plan, partials);
                             let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
                             *items += p.items;
@@ -195,7 +197,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         && let Some(cap) = end_cap.take()
                     {
                         let mut lines = Vec::new();
-                        for (s, spec) in plan.synopses.iter().enumerate() {
+                        for (s, spec) in plan.routing.synopses.iter().enumerate() {
                             let s = s as u32;
                             if spec.home != me || spec.mode == Mode::Owned || spec.group == u32::MAX {
                                 continue;

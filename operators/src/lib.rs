@@ -61,33 +61,26 @@
 
 pub mod answer;
 pub mod ask;
+pub mod capabilities;
 pub mod changes;
 pub mod checkpoint;
 pub mod fold;
 pub mod merge_tree;
+pub mod out;
 pub mod pairs;
 pub mod plan;
 pub mod record;
+pub mod registry;
 pub mod registry_join;
 pub mod update;
 
 pub use changes::SetChanges;
 pub use fold::FoldPartials;
 pub use merge_tree::MergeTree;
+pub use out::Out;
 pub use pairs::AnswerPairs;
+pub use plan::routing::merge_stages;
 pub use plan::{Plan, SnapshotStore};
-pub use record::{Out, Partial, Rec, Snapshot, SynBox, Val};
+pub use record::{Partial, Rec, Snapshot, SynBox, Val};
 pub use registry_join::JoinRegistry;
 pub use update::UpdateSynopses;
-
-/// Number of tree-merge stages for `peers` workers: ceil(log2 peers).
-///
-/// ```
-/// assert_eq!(saams_operators::merge_stages(1), 0);
-/// assert_eq!(saams_operators::merge_stages(2), 1);
-/// assert_eq!(saams_operators::merge_stages(3), 2);
-/// assert_eq!(saams_operators::merge_stages(8), 3);
-/// ```
-pub fn merge_stages(peers: usize) -> u32 {
-    if peers <= 1 { 0 } else { usize::BITS - (peers - 1).leading_zeros() }
-}

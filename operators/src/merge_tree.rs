@@ -1,9 +1,9 @@
 //! `merge_stage`: one stage of the tree merge of spread synopses' partials.
 //!
-//! Stage k sends a partial where [`Plan::merge_target`] says: toward the synopsis' home (the
-//! root, rotated per synopsis), within each process first (to the worker with the root's local
-//! index), then across processes, so a merge over n processes sends n − 1 partials between them
-//! whatever the root.
+//! Stage k sends a partial where [`crate::plan::Routing::merge_target`] says: toward the
+//! synopsis' home (the root, rotated per synopsis), within each process first (to the worker with
+//! the root's local index), then across processes, so a merge over n processes sends n − 1
+//! partials between them whatever the root.
 //!
 //! At every stage, a worker reduces the partials it holds of one synopsis and window to one if
 //! the kind's merge does not depend on the merge tree ([`reduces_at_every_stage`]); the result
@@ -35,15 +35,16 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-use saams::Kind;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
-use crate::plan::{Plan, merge_is_exact};
-use crate::record::{Out, Partial};
+use crate::capabilities::reduces_at_every_stage;
+use crate::out::Out;
+use crate::plan::Plan;
+use crate::record::Partial;
 
 /// Partials waiting for their window to close, per window: its capability and per synopsis.
 pub(crate) type Pending = BTreeMap<u64, (Capability<u64>, HashMap<u32, Vec<Partial>>)>;
@@ -70,20 +71,6 @@ pub(crate) fn stash_partials(
     }
 }
 
-/// True for kinds whose partials are merged wherever they meet in the tree, at every stage
-/// (see the module docs for why each kind is or is not): the result of the merge does not depend
-/// on the tree, or (KLL) depends on it no more than on the library's own random compactions.
-///
-/// ```
-/// use saams::Kind;
-/// use saams_operators::merge_tree::reduces_at_every_stage;
-/// assert!(reduces_at_every_stage(Kind::CountMin) && reduces_at_every_stage(Kind::Cpc));
-/// assert!(!reduces_at_every_stage(Kind::LossyCounting) && !reduces_at_every_stage(Kind::GkQuantiles));
-/// ```
-pub fn reduces_at_every_stage(kind: Kind) -> bool {
-    merge_is_exact(kind) || matches!(kind, Kind::Cpc | Kind::Kll)
-}
-
 /// Fold a window's partials of one synopsis into one (kinds that reduce at every stage) or one
 /// list in bin order (others). Partials are moved, never cloned.
 pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
@@ -93,7 +80,7 @@ pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
         first.parts.extend(p.parts);
     }
     first.parts.sort_by_key(|(bin, _)| *bin);
-    if reduces_at_every_stage(plan.synopses[first.syn as usize].kind) && first.parts.len() > 1 {
+    if reduces_at_every_stage(plan.routing.synopses[first.syn as usize].kind) && first.parts.len() > 1 {
         let mut parts = std::mem::take(&mut first.parts).into_iter();
         if let Some((bin, mut acc)) = parts.next() {
             let mut failed = Vec::new();
@@ -126,7 +113,7 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
             Out::Ask(a) => u64::from(a.ask.home),
             Out::Partial(p) => {
                 let plan = route.borrow();
-                plan.merge_target(plan.synopses[p.syn as usize].home, me, stage) as u64
+                plan.routing.merge_target(plan.routing.synopses[p.syn as usize].home, me, stage) as u64
             }
         });
         self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
@@ -188,7 +175,7 @@ mod tests {
         order
             .iter()
             .map(|&bin| {
-                let mut part = plan.synopses[syn as usize].fresh.clone();
+                let mut part = plan.routing.synopses[syn as usize].fresh.clone();
                 for i in 0..300 * (bin + 1) {
                     part.update(Datum::Num(((i * 7 + bin * 100) % 900) as f64));
                 }
@@ -199,7 +186,7 @@ mod tests {
 
     /// Merge the parts into a fresh state in their order, as the home does.
     fn fold(plan: &Plan, p: &Partial) -> Box<dyn Synopsis> {
-        let mut state = plan.synopses[p.syn as usize].initial.clone();
+        let mut state = plan.routing.synopses[p.syn as usize].initial.clone();
         for (_, part) in &p.parts {
             state.merge(part.get()).expect("merge");
         }

@@ -23,8 +23,9 @@ use timely::dataflow::operators::generic::Operator;
 
 use crate::changes::{Answered, SetAnswer, member_text};
 use crate::checkpoint::{BoundaryCopies, HeldState};
+use crate::out::Out;
 use crate::plan::{PairQueryReg, Plan, is_set_valued};
-use crate::record::{Out, Snapshot};
+use crate::record::Snapshot;
 
 /// Latest state and item count per synopsis.
 type Latest = HashMap<u32, (Box<dyn Synopsis>, u64)>;
@@ -33,14 +34,14 @@ type Latest = HashMap<u32, (Box<dyn Synopsis>, u64)>;
 /// the last answered sets of the continuous set-valued queries homed here.
 fn restore(plan: &Plan, me: usize, latest: &mut Latest, previous: &mut HashMap<u32, Vec<String>>) {
     let mut checkpoints = plan.checkpoints.borrow_mut();
-    for (s, spec) in plan.synopses.iter().enumerate() {
+    for (s, spec) in plan.routing.synopses.iter().enumerate() {
         if spec.snapshot_to.contains(&me)
             && let Some((state, items)) = checkpoints.restored_latest.get(&(s as u32))
         {
             latest.insert(s as u32, (state.clone(), *items));
         }
     }
-    for (q, reg) in plan.pair_queries.iter().enumerate() {
+    for (q, reg) in plan.routing.pair_queries.iter().enumerate() {
         if reg.home == me
             && let Some(members) = checkpoints.restored_sets.remove(&(q as u32))
         {
@@ -70,7 +71,7 @@ fn copy_latest(latest: &Latest, previous: &HashMap<u32, Vec<String>>) -> (Vec<He
 fn state_of<'a>(plan: &'a Plan, latest: &'a Latest, s: u32) -> (&'a dyn Synopsis, u64) {
     match latest.get(&s) {
         Some((state, items)) => (state.as_ref(), *items),
-        None => (plan.synopses[s as usize].initial.as_ref(), 0),
+        None => (plan.routing.synopses[s as usize].initial.as_ref(), 0),
     }
 }
 
@@ -91,7 +92,7 @@ fn pairs_above(
                 && let Some(x) = e.as_f64()
                 && x >= t
             {
-                let (na, nb) = (&plan.synopses[a as usize].stream, &plan.synopses[b as usize].stream);
+                let (na, nb) = (&plan.routing.synopses[a as usize].stream, &plan.routing.synopses[b as usize].stream);
                 let (na, nb) = if na <= nb { (na, nb) } else { (nb, na) };
                 pairs.push((na.clone(), nb.clone(), x));
             }
@@ -123,7 +124,7 @@ fn members(plan: &Plan, q: &PairQueryReg, latest: &Latest) -> Result<Vec<(String
 
 /// Answer one query from the latest states, whole (ad-hoc answers, continuous ones that are not sets).
 pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Option<(i64, i64)>) -> String {
-    let s = &plan.synopses[q.syn as usize];
+    let s = &plan.routing.synopses[q.syn as usize];
     let (mine, items) = state_of(plan, latest, q.syn);
     let answer = match &q.reg.spec {
         QuerySpec::PairsAbove { query, threshold } => Answer::Pairs(pairs_above(plan, q, latest, query, *threshold)),
@@ -141,7 +142,7 @@ pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Opt
 
 /// The error line of a set-valued query that could not be answered at a window.
 fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<(i64, i64)>, items: u64) -> String {
-    let s = &plan.synopses[q.syn as usize];
+    let s = &plan.routing.synopses[q.syn as usize];
     let mut e = Estimation::error(q.reg.request_id.clone(), q.reg.uid.clone(), s.synopsis_id, msg);
     e.stream_id = s.stream.clone();
     e.dataset_key = s.dataset.clone();
@@ -211,9 +212,9 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         // A checkpoint boundary whose earlier windows are all answered: copy before
                         // taking the snapshots of a window at or after it.
                         let next = pending.first_key_value().map(|(&w, _)| w);
-                        if let Some(b) = copies.due(plan, watermark, next) {
+                        if let Some(b) = copies.due(&plan.checkpoints, watermark, next) {
                             let (states, sets) = copy_latest(&latest, &previous);
-                            copies.hand_in(plan, b, states, sets);
+                            copies.hand_in(&plan.checkpoints, b, states, sets);
                             continue;
                         }
                         let Some(w) = next else { break };
@@ -226,9 +227,9 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         for s in snaps {
                             latest.insert(s.syn, (s.state.into_inner(), s.items));
                         }
-                        let window = Some((w as i64, w as i64 + plan.window_ms));
+                        let window = Some((w as i64, w as i64 + plan.routing.window_ms));
                         let mut answers = Vec::new();
-                        for (i, q) in plan.pair_queries.iter().enumerate() {
+                        for (i, q) in plan.routing.pair_queries.iter().enumerate() {
                             if q.home != me
                                 || !q.continuous
                                 || q.reg.from > w
@@ -261,6 +262,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         && let Some(cap) = end_cap.take()
                     {
                         let lines: Vec<Answered> = plan
+                            .routing
                             .pair_queries
                             .iter()
                             .filter(|q| q.home == me && !q.continuous)

@@ -34,10 +34,10 @@ impl Val {
 
 /// One tuple's value for one update group: the compact form that crosses the exchange (no stream
 /// names, no field names: the group says which; the target worker follows from group, sequence
-/// and window, [`crate::plan::Plan::target`]).
+/// and window, [`crate::plan::Routing::target`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Rec {
-    /// The update group ([`crate::plan::Plan::groups`]).
+    /// The update group ([`crate::plan::Routing::groups`]).
     pub group: u32,
     /// Event time (ms since the epoch); its window is [`crate::plan::Plan::window_of`] it.
     pub time: i64,
@@ -209,7 +209,7 @@ pub fn unpack_zero_runs(packed: &[u8]) -> Result<Vec<u8>, String> {
 /// Partials of one synopsis for one window on their way to the synopsis' home worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Partial {
-    /// The synopsis ([`crate::plan::Plan::synopses`]).
+    /// The synopsis ([`crate::plan::Routing::synopses`]).
     pub syn: u32,
     /// The window they summarize.
     pub window: u64,
@@ -234,19 +234,6 @@ pub struct Snapshot {
     pub dest: u32,
     /// The state.
     pub state: SynBox,
-}
-
-/// What the update, merge and fold operators emit: answer lines, partials, snapshots.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum Out {
-    /// One estimation, as a JSON line (no newline).
-    Line(String),
-    /// Partials to merge.
-    Partial(Partial),
-    /// A merged state for pair queries.
-    Snapshot(Snapshot),
-    /// A worker's open partials for an ad-hoc query or SAVE answered now ([`crate::ask`]).
-    Ask(crate::ask::AskPart),
 }
 
 #[cfg(test)]

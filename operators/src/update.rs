@@ -52,8 +52,9 @@ use timely::dataflow::operators::generic::Operator;
 use crate::answer;
 use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, destination_of, fence_of, is_marker};
 use crate::checkpoint::copy_homed;
+use crate::out::Out;
 use crate::plan::{Mode, Plan};
-use crate::record::{Out, Partial, Rec, Snapshot, SynBox};
+use crate::record::{Partial, Rec, Snapshot, SynBox};
 use saams::api::estimation::with_as_of;
 
 /// Feed values of one window (in event-time order, then arrival sequence) to one synopsis:
@@ -291,15 +292,15 @@ fn release(
     }
     let Some(recs) = buffer.take_older(bound, at_least) else { return };
     let n = recs.len();
-    let group = &plan.groups[key.0 as usize];
+    let group = &plan.routing.groups[key.0 as usize];
     let w = plan.window_of(recs[0].time);
     debug_assert!(recs.iter().all(|r| plan.window_of(r.time) == w), "one window per release");
-    let batch: Vec<Datum<'_>> = if group.synopses.iter().any(|&s| !plan.synopses[s as usize].kind.is_order_sensitive())
-    {
-        recs.iter().map(|r| r.val.datum()).collect()
-    } else {
-        Vec::new()
-    };
+    let batch: Vec<Datum<'_>> =
+        if group.synopses.iter().any(|&s| !plan.routing.synopses[s as usize].kind.is_order_sensitive()) {
+            recs.iter().map(|r| r.val.datum()).collect()
+        } else {
+            Vec::new()
+        };
     let gathered = Gathered::counted(windows, w, key, group.synopses.len(), n);
     if group.mode == Mode::Owned {
         feed_merged(plan, key.0, w, (recs, &batch), merged);
@@ -307,7 +308,7 @@ fn release(
     }
     for (i, &s) in group.synopses.iter().enumerate() {
         if plan.live.is_live(s, w) {
-            let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
+            let part = gathered.parts[i].get_or_insert_with(|| plan.routing.synopses[s as usize].fresh.clone());
             feed(part.as_mut(), recs, &batch);
         }
     }
@@ -316,9 +317,10 @@ fn release(
 /// Feed values of window `w` (every window before it closed) to the merged states of owned
 /// group `g`'s synopses registered at `w`.
 fn feed_merged(plan: &Plan, g: u32, w: u64, (recs, batch): (&[Rec], &[Datum<'_>]), merged: &mut Merged) {
-    for &s in &plan.groups[g as usize].synopses {
+    for &s in &plan.routing.groups[g as usize].synopses {
         if plan.live.is_live(s, w) {
-            let (state, items) = merged.entry(s).or_insert_with(|| (plan.synopses[s as usize].initial.clone(), 0));
+            let (state, items) =
+                merged.entry(s).or_insert_with(|| (plan.routing.synopses[s as usize].initial.clone(), 0));
             feed(state.as_mut(), recs, batch);
             *items += recs.len() as u64;
         }
@@ -329,7 +331,7 @@ impl State {
     /// Start the owned synopses this worker owns from a checkpoint's states.
     fn restore(&mut self, plan: &Plan, me: usize) {
         let mut checkpoints = plan.checkpoints.borrow_mut();
-        for (s, spec) in plan.synopses.iter().enumerate() {
+        for (s, spec) in plan.routing.synopses.iter().enumerate() {
             let s = s as u32;
             if spec.home == me
                 && spec.mode == Mode::Owned
@@ -345,7 +347,7 @@ impl State {
     /// reorder buffers (those of windows it is registered at) fed to a copy, and how many they
     /// were; `None` if there are none or the synopsis depends on update order.
     fn with_waiting(&self, plan: &Plan, syn: u32, state: &dyn Synopsis) -> Option<(Box<dyn Synopsis>, u64)> {
-        let spec = plan.synopses.get(syn as usize)?;
+        let spec = plan.routing.synopses.get(syn as usize)?;
         if spec.kind.is_order_sensitive() {
             return None;
         }
@@ -373,7 +375,7 @@ impl State {
             if ask.home as usize != me {
                 return;
             }
-            let line = match plan.synopses.get(ask.syn as usize) {
+            let line = match plan.routing.synopses.get(ask.syn as usize) {
                 Some(spec) => {
                     let (state, items) = match self.merged.get(&ask.syn) {
                         Some((state, items)) => (state.as_ref(), *items),
@@ -392,8 +394,8 @@ impl State {
             return;
         }
         let mut parts = Vec::new();
-        if let Some(spec) = plan.synopses.get(ask.syn as usize)
-            && let Some(group) = plan.groups.get(spec.group as usize)
+        if let Some(spec) = plan.routing.synopses.get(ask.syn as usize)
+            && let Some(group) = plan.routing.groups.get(spec.group as usize)
             && let Some(i) = group.synopses.iter().position(|&s| s == ask.syn)
         {
             for (&w, by_key) in &self.windows {
@@ -413,7 +415,7 @@ impl State {
     /// windows are open: a value arrives no later than its event time, a window closes after its
     /// end). Whether the synopses are registered at the window is checked at its close.
     fn gather(&mut self, plan: &Plan, key: (u32, u64), recs: &[Rec]) {
-        let group = &plan.groups[key.0 as usize];
+        let group = &plan.routing.groups[key.0 as usize];
         let mut rest = recs;
         while let Some(first) = rest.first() {
             let w = plan.window_of(first.time);
@@ -423,7 +425,7 @@ impl State {
             let batch: Vec<Datum<'_>> = now.iter().map(|r| r.val.datum()).collect();
             let gathered = Gathered::counted(&mut self.windows, w, key, group.synopses.len(), n);
             for (i, &s) in group.synopses.iter().enumerate() {
-                let part = gathered.parts[i].get_or_insert_with(|| plan.synopses[s as usize].fresh.clone());
+                let part = gathered.parts[i].get_or_insert_with(|| plan.routing.synopses[s as usize].fresh.clone());
                 part.update_batch(&batch);
             }
         }
@@ -475,7 +477,7 @@ impl State {
                 continue;
             }
             let batch: Vec<Datum<'_>> = staged.iter().map(|r| r.val.datum()).collect();
-            let group = &plan.groups[key.0 as usize];
+            let group = &plan.routing.groups[key.0 as usize];
             Gathered::counted(&mut self.windows, current, key, group.synopses.len(), staged.len());
             feed_merged(plan, key.0, current, (staged, &batch), &mut self.merged);
             drop(batch);
@@ -510,15 +512,15 @@ impl State {
         partials: &mut Vec<Partial>,
         snapshots: &mut Vec<Snapshot>,
     ) {
-        self.closed_before = self.closed_before.max(w.saturating_add(plan.window_ms as u64));
+        self.closed_before = self.closed_before.max(w.saturating_add(plan.routing.window_ms as u64));
         let Some(gathered) = self.windows.remove(&w) else { return };
         for ((g, bin), mut got) in gathered {
-            let group = &plan.groups[g as usize];
+            let group = &plan.routing.groups[g as usize];
             for (i, &s) in group.synopses.iter().enumerate() {
                 if !plan.live.is_live(s, w) {
                     continue;
                 }
-                let spec = &plan.synopses[s as usize];
+                let spec = &plan.routing.synopses[s as usize];
                 if group.mode == Mode::Owned {
                     let Some((state, items)) = self.merged.get_mut(&s) else { continue };
                     let done = self.loaded.entry(s).or_insert(0);
@@ -555,7 +557,7 @@ const SHIP_RECORDS: usize = 4096;
 /// every record of an owned group goes to its owner: the target is computed once per run and
 /// the run moves into that worker's container in one extend (timely's hash exchange computes a
 /// target and pushes per record, ~90 instructions each, which made `-w 2` do ~20 % more work
-/// than `-w 1`). Other modes get their target per record, as [`Plan::target`] says.
+/// than `-w 1`). Other modes get their target per record, as [`crate::plan::Routing::target`] says.
 struct RunDistributor {
     plan: Rc<RefCell<Plan>>,
     me: usize,
@@ -567,11 +569,11 @@ struct RunDistributor {
 
 impl RunDistributor {
     fn target(plan: &Plan, me: usize, r: &Rec, peers: usize) -> usize {
-        let window = match plan.groups[r.group as usize].mode {
+        let window = match plan.routing.groups[r.group as usize].mode {
             Mode::Windowed(_) => plan.window_of(r.time),
             _ => 0,
         };
-        plan.target(r.group, r.seq, window, me) as usize % peers
+        plan.routing.target(r.group, r.seq, window, me) as usize % peers
     }
 
     fn ship<T: Clone, P: Push<Message<T, Vec<Rec>>>>(&mut self, target: usize, stamp: &Stamp<T>, pusher: &mut P) {
@@ -615,7 +617,7 @@ impl Distributor<Vec<Rec>> for RunDistributor {
         while i < container.len() {
             let first = &container[i];
             let target = RunDistributor::target(&plan, self.me, first, peers);
-            let len = if plan.groups[first.group as usize].mode == Mode::Owned {
+            let len = if plan.routing.groups[first.group as usize].mode == Mode::Owned {
                 1 + container[i + 1..].iter().take_while(|r| r.group == first.group).count()
             } else {
                 1
@@ -710,9 +712,12 @@ fn take_batch(
             i += 1;
             continue;
         }
-        let (g, bin) = (batch[i].group, plan.bin(batch[i].group, batch[i].seq));
-        let binned = matches!(plan.groups[g as usize].mode, Mode::Binned(_));
-        let more = batch[i + 1..].iter().take_while(|r| r.group == g && (!binned || plan.bin(g, r.seq) == bin)).count();
+        let (g, bin) = (batch[i].group, plan.routing.bin(batch[i].group, batch[i].seq));
+        let binned = matches!(plan.routing.groups[g as usize].mode, Mode::Binned(_));
+        let more = batch[i + 1..]
+            .iter()
+            .take_while(|r| r.group == g && (!binned || plan.routing.bin(g, r.seq) == bin))
+            .count();
         runs.push(((g, bin), more + 1));
         i += more + 1;
     }
@@ -726,7 +731,7 @@ fn take_batch(
             }
             continue;
         }
-        let group = &plan.groups[key.0 as usize];
+        let group = &plan.routing.groups[key.0 as usize];
         if matches!(group.mode, Mode::Exact { .. }) {
             // Exact-merge kinds only: the window's partial is the state,
             // updated on arrival in any order.
@@ -835,7 +840,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     for stop in due.iter().copied().map(Some).chain(std::iter::once(None)) {
                         let limit = stop.unwrap_or(watermark);
                         while let Some(w) = state.oldest_window(plan) {
-                            let end = w.saturating_add(plan.window_ms as u64);
+                            let end = w.saturating_add(plan.routing.window_ms as u64);
                             if end > limit {
                                 break;
                             }
@@ -850,7 +855,8 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             }
                         }
                         if let Some(b) = stop {
-                            let copies = copy_homed(plan, me, state.merged.iter(), &state.loaded);
+                            let copies =
+                                copy_homed(|s| plan.routing.is_home(s, me), state.merged.iter(), &state.loaded);
                             plan.checkpoints.borrow_mut().hand_in(b, copies, Vec::new());
                             copied_through = b;
                         }
@@ -876,7 +882,7 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         && let Some(cap) = end_cap.take()
                     {
                         let mut lines = Vec::new();
-                        for (s, spec) in plan.synopses.iter().enumerate() {
+                        for (s, spec) in plan.routing.synopses.iter().enumerate() {
                             let s = s as u32;
                             if spec.home != me || spec.mode != Mode::Owned || spec.group == u32::MAX {
                                 continue;

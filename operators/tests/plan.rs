@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use saams::api::request::parse_requests;
 use saams_operators::plan::{Mode, Plan};
-use saams_operators::{merge_stages, plan::merge_is_exact};
+use saams_operators::{capabilities::merge_is_exact, merge_stages};
 
 mod common;
 use common::NoSnapshots;
@@ -28,11 +28,11 @@ const SCRIPT: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":
 fn script_is_applied_in_order() {
     let p = plan(SCRIPT, 4);
     // The duplicate construct is ignored; the deleted Bloom filter feeds no group.
-    assert_eq!(p.synopses.len(), 5);
-    assert_eq!(p.synopses[4].group, u32::MAX);
-    assert_eq!(p.synopses[0].continuous.len(), 1);
+    assert_eq!(p.routing.synopses.len(), 5);
+    assert_eq!(p.routing.synopses[4].group, u32::MAX);
+    assert_eq!(p.routing.synopses[0].continuous.len(), 1);
     // Errors: a query on the deleted synopsis, a SAVE the store refuses.
-    let errors: Vec<String> = p.script_answers.iter().map(|e| e.to_json_line()).collect();
+    let errors: Vec<String> = p.script_answers().iter().map(|e| e.to_json_line()).collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert!(errors[0].contains("unknown synopsis"));
     assert!(errors[1].contains("no snapshot x.bin"));
@@ -41,27 +41,27 @@ fn script_is_applied_in_order() {
 #[test]
 fn routing_modes_follow_the_kind_and_parallelism() {
     let p = plan(SCRIPT, 4);
-    assert_eq!(p.synopses[0].mode, Mode::Owned);
-    assert_eq!(p.synopses[1].mode, Mode::Exact { spread: 0 }, "dataset-wide linear kind: partition-based");
-    assert_eq!(p.synopses[2].mode, Mode::Binned(3));
-    assert_eq!(p.synopses[3].mode, Mode::Windowed(2));
+    assert_eq!(p.routing.synopses[0].mode, Mode::Owned);
+    assert_eq!(p.routing.synopses[1].mode, Mode::Exact { spread: 0 }, "dataset-wide linear kind: partition-based");
+    assert_eq!(p.routing.synopses[2].mode, Mode::Binned(3));
+    assert_eq!(p.routing.synopses[3].mode, Mode::Windowed(2));
     // One worker: the dataset-wide HLL is owned, the bins and windows stay (they do not depend on W).
     let one = plan(SCRIPT, 1);
-    assert_eq!(one.synopses[1].mode, Mode::Owned);
-    assert_eq!(one.synopses[2].mode, Mode::Binned(3));
+    assert_eq!(one.routing.synopses[1].mode, Mode::Owned);
+    assert_eq!(one.routing.synopses[2].mode, Mode::Binned(3));
     assert!(merge_is_exact(saams::Kind::CountMin) && !merge_is_exact(saams::Kind::Kll));
 }
 
 #[test]
 fn targets_are_workers_and_owned_groups_have_one_owner() {
     let p = plan(SCRIPT, 3);
-    for g in 0..p.groups.len() as u32 {
+    for g in 0..p.routing.groups.len() as u32 {
         for seq in 0..50u64 {
             for w in [0u64, 60_000, 120_000] {
-                let t = p.target(g, seq, w, 1);
+                let t = p.routing.target(g, seq, w, 1);
                 assert!(t < 3);
-                match p.groups[g as usize].mode {
-                    Mode::Owned => assert_eq!(t as usize, p.groups[g as usize].owner),
+                match p.routing.groups[g as usize].mode {
+                    Mode::Owned => assert_eq!(t as usize, p.routing.groups[g as usize].owner),
                     Mode::Exact { spread: 0 } => assert_eq!(t, 1, "partition-based stays on the reader"),
                     _ => {}
                 }
@@ -69,10 +69,10 @@ fn targets_are_workers_and_owned_groups_have_one_owner() {
         }
     }
     // Window-based: all tuples of one window of the stream go to one worker.
-    let dft = p.synopses[3].group;
-    let w0: Vec<u32> = (0..20).map(|s| p.target(dft, s, 60_000, 0)).collect();
+    let dft = p.routing.synopses[3].group;
+    let w0: Vec<u32> = (0..20).map(|s| p.routing.target(dft, s, 60_000, 0)).collect();
     assert!(w0.iter().all(|&t| t == w0[0]));
-    assert_ne!(p.target(dft, 0, 0, 0), p.target(dft, 0, 60_000, 0));
+    assert_ne!(p.routing.target(dft, 0, 0, 0), p.routing.target(dft, 0, 60_000, 0));
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn tree_merge_stays_in_processes_first_and_crosses_them_n_minus_1_times_for_ever
     for (processes, per_process) in [(1, 1), (1, 4), (2, 1), (2, 2), (2, 4), (4, 2), (3, 3), (2, 3), (3, 2)] {
         let peers = processes * per_process;
         let mut p = plan("", peers);
-        p.workers_per_process = per_process;
+        p.routing.workers_per_process = per_process;
         let stages = p.merge_stages();
         assert_eq!(stages, merge_stages(per_process) + merge_stages(processes));
         for root in 0..peers {
@@ -115,7 +115,7 @@ fn tree_merge_stays_in_processes_first_and_crosses_them_n_minus_1_times_for_ever
             for stage in 1..=stages {
                 let mut next: Vec<Vec<usize>> = vec![Vec::new(); peers];
                 for (me, part) in held.iter().enumerate().filter(|(_, part)| !part.is_empty()) {
-                    let to = p.merge_target(root, me, stage);
+                    let to = p.routing.merge_target(root, me, stage);
                     assert!(to < peers, "{processes}x{per_process} root {root}: stage {stage} sends to {to}");
                     if to / per_process != me / per_process {
                         crossings += 1;
@@ -160,19 +160,19 @@ fn stream_owners_are_balanced_over_the_workers_and_the_same_on_every_build() {
         .join("\n");
     for peers in [2usize, 3, 4] {
         let p = plan(&script, peers);
-        assert_eq!(p.groups.len(), 100);
+        assert_eq!(p.routing.groups.len(), 100);
         let mut owned = vec![0usize; peers];
-        for g in &p.groups {
+        for g in &p.routing.groups {
             owned[g.owner] += 1;
             for &s in &g.synopses {
-                assert_eq!(p.synopses[s as usize].home, g.owner, "an owned synopsis lives with its group");
+                assert_eq!(p.routing.synopses[s as usize].home, g.owner, "an owned synopsis lives with its group");
             }
         }
         let (least, most) = (owned.iter().min().copied(), owned.iter().max().copied());
         assert!(most.zip(least).is_some_and(|(m, l)| m - l <= 1), "{peers} workers own {owned:?}");
         let again = plan(&script, peers);
         assert!(
-            p.groups.iter().zip(&again.groups).all(|(a, b)| a.owner == b.owner),
+            p.routing.groups.iter().zip(&again.routing.groups).all(|(a, b)| a.owner == b.owner),
             "every worker builds the same owners"
         );
         let mut live = plan(&script, peers);
@@ -180,7 +180,7 @@ fn stream_owners_are_balanced_over_the_workers_and_the_same_on_every_build() {
             r#"{"streamID":"late","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}"#,
         );
         live.extend(&added, 120_000, None);
-        let late = live.groups.last().expect("the added stream's group");
+        let late = live.routing.groups.last().expect("the added stream's group");
         assert_eq!(late.stream, "late");
         assert_eq!(owned[late.owner], *owned.iter().min().expect("workers"), "{peers} workers own {owned:?}");
     }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use differential_dataflow::input::Input as _;
 use saams::api::request::parse_requests;
-use saams_operators::registry_join::Entry;
+use saams_operators::registry::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses, Val};
 use timely::dataflow::operators::{Input, Inspect};
 

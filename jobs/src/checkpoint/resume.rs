@@ -103,6 +103,7 @@ impl Resume {
         let mut checkpoints = plan.checkpoints.borrow_mut();
         for s in &self.states {
             let spec = plan
+                .routing
                 .synopses
                 .get(s.syn as usize)
                 .ok_or_else(|| format!("checkpoint {}: synopsis {} is not in the registry", self.id, s.syn))?;

@@ -137,7 +137,7 @@ impl CheckpointJob {
             .states
             .into_iter()
             .map(|h| {
-                let role = match (h.latest, plan.synopses.get(h.syn as usize).map(|s| s.mode)) {
+                let role = match (h.latest, plan.routing.synopses.get(h.syn as usize).map(|s| s.mode)) {
                     (true, _) => StateRole::Latest,
                     (false, Some(Mode::Owned)) => StateRole::Owned,
                     (false, _) => StateRole::Spread,

@@ -17,7 +17,7 @@ pub(super) fn generated_routes(plan: &Plan, g: &Generated) -> Vec<(u32, usize)> 
         .iter()
         .chain(wide)
         .filter_map(|&grp| {
-            let field = &plan.groups[grp as usize].field;
+            let field = &plan.routing.groups[grp as usize].field;
             match field.as_str() {
                 "streamID" => Some((grp, STREAM_ID_FIELD)),
                 "dataSetKey" => Some((grp, DATASET_KEY_FIELD)),
@@ -48,7 +48,7 @@ pub(super) fn generated_streams_for_worker(plan: &Plan, spec: &GeneratorSpec, me
     let owner_and_work: Vec<(Option<usize>, f64)> = (0..spec.streams)
         .map(|i| {
             let (per_stream, wide) = plan.routes(spec.dataset_key(i), &spec.stream_id(i));
-            let groups: Vec<_> = per_stream.iter().chain(wide).map(|&g| &plan.groups[g as usize]).collect();
+            let groups: Vec<_> = per_stream.iter().chain(wide).map(|&g| &plan.routing.groups[g as usize]).collect();
             let owned = groups.iter().all(|g| g.mode == Mode::Owned);
             let owner = match groups.first() {
                 Some(g) if owned && groups.iter().all(|o| o.owner == g.owner) => Some(g.owner % peers),
@@ -122,7 +122,7 @@ mod tests {
                     load[me] += streams.len() as f64;
                     for &i in streams {
                         let (groups, _) = plan.routes(spec.dataset_key(i), &spec.stream_id(i));
-                        let owner = plan.groups[groups[0] as usize].owner;
+                        let owner = plan.routing.groups[groups[0] as usize].owner;
                         load[owner] += work;
                         local += usize::from(owner == me);
                     }

@@ -62,11 +62,11 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
     }
     let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
     plan.update = !settings.no_synopses;
-    plan.workers_per_process = settings.workers_per_process;
+    plan.routing.workers_per_process = settings.workers_per_process;
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
     if me == 0 && resume.is_none() {
         // (A resumed job wrote them before its first checkpoint.)
-        let lines: Vec<String> = plan.script_answers.iter().map(|e| e.to_json_line()).collect();
+        let lines: Vec<String> = plan.script_answers().iter().map(|e| e.to_json_line()).collect();
         job.sink.write_all(lines.iter());
     }
     if let Some(resume) = resume {
@@ -121,14 +121,14 @@ pub(super) fn take_applied(
             }
         }
         for ask in a.asks {
-            let peers = plan.borrow().peers;
+            let peers = plan.borrow().routing.peers;
             for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {
                 input.send(copy);
             }
         }
     }
     input.flush();
-    if changed && me.is_multiple_of(plan.borrow().workers_per_process.max(1)) {
+    if changed && me.is_multiple_of(plan.borrow().routing.workers_per_process.max(1)) {
         hub.set_synopses(registry_rows(&plan.borrow()));
     }
     changed
@@ -136,7 +136,7 @@ pub(super) fn take_applied(
 
 /// The live registry as `GET /synopses` lists it.
 pub(super) fn registry_rows(plan: &Plan) -> Vec<LiveSynopsis> {
-    plan.synopses
+    plan.routing.synopses
         .iter()
         .enumerate()
         .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)

@@ -68,7 +68,7 @@ impl Router {
             reported: 0,
             route_cache: RouteCache::default(),
             last_window: LastWindow::default(),
-            counts: LocalCounts::new(&job.metrics, me, plan.borrow().groups.len()),
+            counts: LocalCounts::new(&job.metrics, me, plan.borrow().routing.groups.len()),
             newest: 0,
             syn_labels: plan
                 .borrow()
@@ -157,7 +157,7 @@ impl Router {
         let seq = (unit.unit << 40) | line;
         self.recs.clear();
         for &g in self.route_cache.groups(&plan, &t.dataset_key, &t.stream_id) {
-            let group = &plan.groups[g as usize];
+            let group = &plan.routing.groups[g as usize];
             let datum = match group.field.as_str() {
                 "streamID" => Some(Datum::Str(&t.stream_id)),
                 "dataSetKey" => Some(Datum::Str(&t.dataset_key)),
@@ -247,7 +247,7 @@ impl Router {
         let plan = self.plan.borrow();
         let labels = &self.syn_labels;
         self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
-            true => plan.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
+            true => plan.routing.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
             false => Vec::new(),
         });
     }
@@ -320,9 +320,9 @@ impl LastWindow {
     /// [`Plan::window_of`] `time`, dividing only when it leaves the last window.
     #[inline]
     fn of(&mut self, plan: &Plan, time: i64) -> u64 {
-        if !self.span.contains(&time) || self.window_ms != plan.window_ms {
+        if !self.span.contains(&time) || self.window_ms != plan.routing.window_ms {
             (self.window, self.span) = plan.window_span(time);
-            self.window_ms = plan.window_ms;
+            self.window_ms = plan.routing.window_ms;
         }
         self.window
     }

@@ -169,7 +169,7 @@ impl<'a> WorkerState<'a> {
                     *routes = generated_routes(&self.plan.borrow(), g);
                 }
             }
-            self.router.counts.grow(self.plan.borrow().groups.len());
+            self.router.counts.grow(self.plan.borrow().routing.groups.len());
         }
     }
 

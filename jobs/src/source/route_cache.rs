@@ -18,7 +18,8 @@ use saams_operators::Plan;
 const MAX_DATASETS: usize = 1 << 12;
 
 /// The groups of `(dataset, stream)` pairs (per-stream groups, then dataset-wide ones, as
-/// [`Plan::routes`] gives them), valid for one [`Plan::version`]: live requests that change the
+/// [`Plan::routes`] gives them), valid for one
+/// [`Routing::version`](saams_operators::plan::Routing::version): live requests that change the
 /// plan bump it and the cache starts over.
 ///
 /// Kept per dataset, not per pair: a dataset's entry holds its dataset-wide groups and, for the
@@ -80,7 +81,7 @@ struct DatasetEntry {
 
 impl DatasetEntry {
     fn new(plan: &Plan, dataset: &str) -> DatasetEntry {
-        let Some(routes) = plan.routes.get(dataset) else {
+        let Some(routes) = plan.routing.routes.get(dataset) else {
             return DatasetEntry { wide: Box::new([]), streams: HashMap::default(), long_streams: false };
         };
         let mut streams = HashMap::default();
@@ -101,11 +102,11 @@ impl RouteCache {
     /// The groups a tuple of `stream` in `dataset` feeds under `plan`.
     #[inline]
     pub fn groups(&mut self, plan: &Plan, dataset: &str, stream: &str) -> &[u32] {
-        if self.version != plan.version || self.entries.len() >= MAX_DATASETS {
+        if self.version != plan.routing.version || self.entries.len() >= MAX_DATASETS {
             self.index.clear();
             self.entries.clear();
             self.last = None;
-            self.version = plan.version;
+            self.version = plan.routing.version;
         }
         let Some(key) = pack(dataset) else {
             return self.look_up_in_plan(plan, dataset, stream);
@@ -198,8 +199,8 @@ mod tests {
                 nonempty += usize::from(!expected.is_empty());
             }
             // A live request changes the plan: the routes are taken from it again.
-            plan.version += 1;
-            plan.routes.entry("Crypto".into()).or_default().wide.push(0);
+            plan.routing.version += 1;
+            plan.routing.routes.entry("Crypto".into()).or_default().wide.push(0);
         }
         assert!(nonempty > 60, "the lookups must mostly find groups ({nonempty})");
         assert!(!cache.groups(&plan, "Crypto", "BTCUSD").is_empty());
