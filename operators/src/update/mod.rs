@@ -1,0 +1,145 @@
+//! `update_synopses`: the operator that routes tuple values to their synopses (the exchange
+//! pact carries the target the reading worker computed) and updates them as the input frontier
+//! (the event-time watermark) passes the values.
+//!
+//! State is bounded by the synopses, not by the tuples of a window:
+//!
+//! - exact-merge synopses (Count-Min, HyperLogLog, Bloom filter, AMS): their state does not
+//!   depend on the order of the updates, so it is updated as values arrive, in any order. Spread
+//!   over several workers, the window's partial is the state. Owned (in a group of such kinds
+//!   only), the merged state is: a value of the current window (every window before it closed)
+//!   goes straight to it, one of a later window (up to the lateness early) waits in the group's
+//!   reorder buffer for its window's turn, so no window costs a merge;
+//! - every other synopsis: values wait in a reorder buffer per update group (and bin) until the
+//!   frontier passes their event time. The reading loop advances its input to the oldest event
+//!   time any input can still produce (newest time minus the lateness, in steps of at most a
+//!   minute), so a buffer holds about (lateness + step) × rate values, plus a batch
+//!   (`RELEASE_BATCH`, less when there are many buffers: `RELEASE_BUDGET` in all), whatever the
+//!   window length. Values the frontier has passed can no longer
+//!   be preceded by another (every value arrives at a timestamp at most its event time), so they
+//!   go to their synopses in event-time order (then arrival sequence): order-sensitive kinds
+//!   ([`saams::Kind::is_order_sensitive`]) item by item, the others as a batch — the same
+//!   sequence of updates for any number of workers, processes or split of the input. (GK, KLL,
+//!   Lossy Counting, Sticky Sampling, FrequentItems and CPC answer the same for any order, but
+//!   their state depends on it, and answers must not change with `-w`/`-n`: each kind's docs,
+//!   "Update order".)
+//!
+//! A window's answers are written when the frontier passes its end.
+//!
+//! Owned synopses (one owner) are merged state right here: the owner updates them and answers
+//! their continuous queries at every window close, and their ad-hoc queries and SAVEs at the end;
+//! the states of synopses in pair queries go on as snapshots.
+//! Spread synopses get one partial per window (and bin), built from a fresh synopsis as the
+//! window's values pass the frontier, sent on to the tree merge at the window's close.
+//!
+//! Timestamps are event-time milliseconds: a window's output (answers, partials, snapshots) is
+//! emitted at [`Plan::close_time`] of the window, its last millisecond.
+
+mod distributor;
+mod reorder;
+mod state;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Stream;
+use timely::dataflow::channels::pact::DistributorPact;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::generic::Operator;
+
+use crate::out::Out;
+use crate::plan::Plan;
+use crate::record::Rec;
+use distributor::RunDistributor;
+use state::{State, take_batch};
+
+/// Extension trait: maintain the plan's synopses from a stream of routed values.
+pub trait UpdateSynopses<'scope> {
+    /// Update every synopsis of `plan` from the values; emits answer lines of owned synopses and
+    /// per-window partials of spread ones (timestamps: the window's [`Plan::close_time`]; the
+    /// end-of-input answers at `u64::MAX`).
+    ///
+    /// Values must arrive at a timestamp no later than their event time (ms): the frontier is
+    /// the watermark that releases them to their synopses.
+    fn update_synopses(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>>;
+}
+
+impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
+    fn update_synopses(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>> {
+        let me = self.scope().index();
+        let route = shared.clone();
+        // Runs on the reading worker: partition-based values stay where they were read.
+        let pact = DistributorPact(move |_peers: usize| RunDistributor::new(route, me));
+        self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
+            pact,
+            "UpdateSynopses",
+            move |mut cap, _info| {
+                cap.downgrade(&u64::MAX);
+                let mut end_cap = Some(cap);
+                let mut state = State::default();
+                state.restore(&shared.borrow(), me);
+                // Checkpoint boundaries before this one (exclusive) have their copies taken.
+                let mut copied_through = 0u64;
+                // Held at the frontier while anything is buffered or open: every window still to
+                // close ends after it, so the window's output can be emitted at its close time.
+                let mut held: Option<Capability<u64>> = None;
+                // Runs of one incoming batch: ((group, bin), length).
+                let mut runs: Vec<((u32, u64), usize)> = Vec::new();
+                let mut asked: Vec<Out> = Vec::new();
+                move |(input, frontier), output| {
+                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let update = shared.borrow().update;
+                    input.for_each_stamp(|stamp, data| {
+                        if !update {
+                            data.for_each(|batch| batch.clear());
+                            return;
+                        }
+                        let Some(&time) = stamp.least() else {
+                            data.for_each(|batch| batch.clear());
+                            return;
+                        };
+                        if held.as_ref().is_none_or(|c| time < *c.time()) {
+                            held = stamp.retain_least(0);
+                        }
+                        for batch in data {
+                            let at = (me, watermark, copied_through);
+                            take_batch(&shared, &mut state, batch, &mut runs, at, &mut asked);
+                        }
+                    });
+                    if !asked.is_empty()
+                        && let Some(cap) = &held
+                    {
+                        // Answered now: nothing waits for a window.
+                        output.session(cap).give_iterator(asked.drain(..));
+                    }
+                    let plan = shared.borrow();
+                    let plan = &*plan;
+                    state.feed_staged(plan);
+                    state.close_passed(plan, me, watermark, &mut copied_through, |w, lines, partials, snapshots| {
+                        if let Some(cap) = &held {
+                            let at = cap.delayed(&plan.close_time(w));
+                            let mut session = output.session(&at);
+                            session.give_iterator(lines.drain(..).map(Out::Line));
+                            session.give_iterator(partials.drain(..).map(Out::Partial));
+                            session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
+                        }
+                    });
+                    state.release_passed(plan, watermark);
+                    if state.drained() {
+                        held = None;
+                    } else if let Some(cap) = held.as_mut()
+                        && watermark > *cap.time()
+                    {
+                        cap.downgrade(&watermark);
+                    }
+                    if frontier.is_empty()
+                        && let Some(cap) = end_cap.take()
+                    {
+                        output.session(&cap).give_iterator(state.answers_at_end(plan, me).into_iter().map(Out::Line));
+                    }
+                }
+            },
+        )
+    }
+}

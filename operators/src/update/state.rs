@@ -1,0 +1,506 @@
+//! The update operator's per-window state: reorder buffers per update group, what each open
+//! window has gathered (partials of spread synopses), the merged state of owned synopses, and
+//! how a batch of incoming records, a window close and an ask change them.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+
+use saams::api::estimation::with_as_of;
+use saams::{Datum, Synopsis};
+
+use super::reorder::Reorder;
+use crate::answer;
+use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
+use crate::checkpoint::copy_homed;
+use crate::out::Out;
+use crate::plan::{Mode, Plan};
+use crate::record::{Partial, Rec, Snapshot, SynBox};
+
+/// Feed values of one window (in event-time order, then arrival sequence) to one synopsis:
+/// order-sensitive kinds item by item with the event time (DFT's parameters are in time units),
+/// the others as one batch (kinds speed up batches; only exact-merge kinds override
+/// `update_batch`, so a window fed in several batches gives the same state as in one).
+fn feed(syn: &mut dyn Synopsis, recs: &[Rec], batch: &[Datum<'_>]) {
+    if syn.kind().is_order_sensitive() {
+        for r in recs {
+            syn.update_at(r.val.datum(), r.time);
+        }
+    } else {
+        syn.update_batch(batch);
+    }
+}
+
+/// Values of one buffer the watermark has passed that are fed together inside a window (all of
+/// them are fed when the window closes): the buffers hold at most this many values more than
+/// the lateness and the reading step let in.
+const RELEASE_BATCH: usize = 2048;
+
+/// Values the watermark has passed that all buffers together hold back for batching: with many
+/// buffers (a group per stream), each batches fewer (at least 1), so the total stays about this
+/// many whatever the number of streams (2048 each for 200 per-stream buffers held ~20 MB at
+/// one-hour windows, where nothing else releases them for an hour). 2^15: peak RSS at 1 h windows
+/// 1.09× that at 60 s on the paper workload; 2^14 gave 1.06× at ~1 % more CPU.
+const RELEASE_BUDGET: usize = 1 << 15;
+
+/// What one window has gathered for one update group (and bin) so far.
+struct Gathered {
+    /// Values fed.
+    items: u64,
+    /// Per synopsis of the group (in the group's order): its partial (spread modes).
+    parts: Vec<Option<Box<dyn Synopsis>>>,
+}
+
+/// Open windows (start, ms): what each (group, bin) has gathered.
+type Windows = BTreeMap<u64, BTreeMap<(u32, u64), Gathered>>;
+
+impl Gathered {
+    /// What `key` gathered in window `w` (created empty for a group of `synopses`), with `n`
+    /// more values counted.
+    fn counted(windows: &mut Windows, w: u64, key: (u32, u64), synopses: usize, n: usize) -> &mut Gathered {
+        let gathered =
+            windows.entry(w).or_default().entry(key).or_insert_with(|| Gathered { items: 0, parts: Vec::new() });
+        // A group gains synopses when a construct takes effect while the job runs.
+        if gathered.parts.len() < synopses {
+            gathered.parts.resize_with(synopses, || None);
+        }
+        gathered.items += n as u64;
+        gathered
+    }
+}
+
+/// Merged state of owned synopses, with the values it summarizes.
+type Merged = HashMap<u32, (Box<dyn Synopsis>, u64), foldhash::fast::RandomState>;
+
+/// The operator's state between activations.
+#[derive(Default)]
+pub(super) struct State {
+    /// Reorder buffers per (group, bin), looked up per run of incoming values (a run is often
+    /// one value: a file's streams interleave), so with a fast hash (SipHash was ~5 %).
+    buffers: HashMap<(u32, u64), Reorder, foldhash::fast::RandomState>,
+    /// Values of the current window of owned exact-merge groups, taken on arrival and fed at the
+    /// end of the activation ([`State::take_on_arrival`]).
+    staged: HashMap<(u32, u64), Vec<Rec>, foldhash::fast::RandomState>,
+    windows: Windows,
+    merged: Merged,
+    /// Per owned synopsis: how many of its live LOADs are merged into its state.
+    loaded: HashMap<u32, usize>,
+    /// Windows before this one (start, ms) are closed.
+    closed_before: u64,
+}
+
+/// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
+/// least `at_least` of them. They all lie in one window: every older window was closed (and its
+/// values fed) before. The order among buffers does not matter (each synopsis is fed by one buffer).
+fn release(
+    plan: &Plan,
+    key: (u32, u64),
+    buffer: &mut Reorder,
+    (bound, at_least): (i64, usize),
+    windows: &mut Windows,
+    merged: &mut Merged,
+) {
+    if buffer.waiting() < at_least || buffer.oldest().is_none_or(|t| t >= bound) {
+        return;
+    }
+    let Some(recs) = buffer.take_older(bound, at_least) else { return };
+    let n = recs.len();
+    let group = &plan.routing.groups[key.0 as usize];
+    let w = plan.window_of(recs[0].time);
+    debug_assert!(recs.iter().all(|r| plan.window_of(r.time) == w), "one window per release");
+    let batch: Vec<Datum<'_>> =
+        if group.synopses.iter().any(|&s| !plan.routing.synopses[s as usize].kind.is_order_sensitive()) {
+            recs.iter().map(|r| r.val.datum()).collect()
+        } else {
+            Vec::new()
+        };
+    let gathered = Gathered::counted(windows, w, key, group.synopses.len(), n);
+    if group.mode == Mode::Owned {
+        feed_merged(plan, key.0, w, (recs, &batch), merged);
+        return;
+    }
+    for (i, &s) in group.synopses.iter().enumerate() {
+        if plan.live.is_live(s, w) {
+            let part = gathered.parts[i].get_or_insert_with(|| plan.routing.synopses[s as usize].fresh.clone());
+            feed(part.as_mut(), recs, &batch);
+        }
+    }
+}
+
+/// Feed values of window `w` (every window before it closed) to the merged states of owned
+/// group `g`'s synopses registered at `w`.
+fn feed_merged(plan: &Plan, g: u32, w: u64, (recs, batch): (&[Rec], &[Datum<'_>]), merged: &mut Merged) {
+    for &s in &plan.routing.groups[g as usize].synopses {
+        if plan.live.is_live(s, w) {
+            let (state, items) =
+                merged.entry(s).or_insert_with(|| (plan.routing.synopses[s as usize].initial.clone(), 0));
+            feed(state.as_mut(), recs, batch);
+            *items += recs.len() as u64;
+        }
+    }
+}
+
+impl State {
+    /// Start the owned synopses this worker owns from a checkpoint's states.
+    pub(super) fn restore(&mut self, plan: &Plan, me: usize) {
+        let mut checkpoints = plan.checkpoints.borrow_mut();
+        for (s, spec) in plan.routing.synopses.iter().enumerate() {
+            let s = s as u32;
+            if spec.home == me
+                && spec.mode == Mode::Owned
+                && let Some((state, items, loads)) = checkpoints.restored.remove(&s)
+            {
+                self.merged.insert(s, (state, items));
+                self.loaded.insert(s, loads);
+            }
+        }
+    }
+
+    /// An order-insensitive owned synopsis' state with the values still waiting in its group's
+    /// reorder buffers (those of windows it is registered at) fed to a copy, and how many they
+    /// were; `None` if there are none or the synopsis depends on update order.
+    fn with_waiting(&self, plan: &Plan, syn: u32, state: &dyn Synopsis) -> Option<(Box<dyn Synopsis>, u64)> {
+        let spec = plan.routing.synopses.get(syn as usize)?;
+        if spec.kind.is_order_sensitive() {
+            return None;
+        }
+        let waiting: Vec<Datum<'_>> = self
+            .buffers
+            .iter()
+            .filter(|((g, _), _)| *g == spec.group)
+            .flat_map(|(_, b)| b.values())
+            .filter(|r| plan.live.is_live(syn, plan.window_of(r.time)))
+            .map(|r| r.val.datum())
+            .collect();
+        if waiting.is_empty() {
+            return None;
+        }
+        let mut now = state.clone_box();
+        now.update_batch(&waiting);
+        Some((now, waiting.len() as u64))
+    }
+
+    /// Take part in an ask: an owned synopsis is answered here by its owner, from its merged
+    /// state; for a spread one every worker sends its open windows' partials to the home
+    /// ([`crate::ask`]).
+    fn ask(&self, plan: &Plan, me: usize, ask: Ask, watermark: u64, out: &mut Vec<Out>) {
+        if !ask.spread {
+            if ask.home as usize != me {
+                return;
+            }
+            let line = match plan.routing.synopses.get(ask.syn as usize) {
+                Some(spec) => {
+                    let (state, items) = match self.merged.get(&ask.syn) {
+                        Some((state, items)) => (state.as_ref(), *items),
+                        None => (spec.initial.as_ref(), 0),
+                    };
+                    match self.with_waiting(plan, ask.syn, state) {
+                        // Values the watermark has not passed yet count too: the answer does
+                        // not depend on their order.
+                        Some((now, waiting)) => answer::ask_line(plan, &ask, now.as_ref(), items + waiting),
+                        None => answer::ask_line(plan, &ask, state, items),
+                    }
+                }
+                None => answer::ask_error(&ask, "the synopsis is not known here yet"),
+            };
+            out.push(Out::Line(with_as_of(line, watermark.min(i64::MAX as u64) as i64)));
+            return;
+        }
+        let mut parts = Vec::new();
+        if let Some(spec) = plan.routing.synopses.get(ask.syn as usize)
+            && let Some(group) = plan.routing.groups.get(spec.group as usize)
+            && let Some(i) = group.synopses.iter().position(|&s| s == ask.syn)
+        {
+            for (&w, by_key) in &self.windows {
+                for (&(g, bin), got) in by_key {
+                    if g == spec.group
+                        && let Some(Some(part)) = got.parts.get(i)
+                    {
+                        parts.push((w, bin, got.items, SynBox::new(part.clone())));
+                    }
+                }
+            }
+        }
+        out.push(Out::Ask(AskPart { ask, closed_before: self.closed_before, parts }));
+    }
+
+    /// Update the window partials of a spread exact-merge group with values on arrival (their
+    /// windows are open: a value arrives no later than its event time, a window closes after its
+    /// end). Whether the synopses are registered at the window is checked at its close.
+    fn gather(&mut self, plan: &Plan, key: (u32, u64), recs: &[Rec]) {
+        let group = &plan.routing.groups[key.0 as usize];
+        let mut rest = recs;
+        while let Some(first) = rest.first() {
+            let w = plan.window_of(first.time);
+            let n = rest.iter().take_while(|r| plan.window_of(r.time) == w).count();
+            let (now, later) = rest.split_at(n);
+            rest = later;
+            let batch: Vec<Datum<'_>> = now.iter().map(|r| r.val.datum()).collect();
+            let gathered = Gathered::counted(&mut self.windows, w, key, group.synopses.len(), n);
+            for (i, &s) in group.synopses.iter().enumerate() {
+                let part = gathered.parts[i].get_or_insert_with(|| plan.routing.synopses[s as usize].fresh.clone());
+                part.update_batch(&batch);
+            }
+        }
+    }
+
+    /// Take values of an owned group of exact-merge kinds on arrival: those of the current
+    /// window (every window before it closed, the frontier past its start, the next checkpoint
+    /// boundary after it: a copy at a boundary must not hold later values) go to the group's
+    /// staged values, fed to the merged states at the end of the activation
+    /// ([`State::feed_staged`]); those of later windows (up to the lateness early) wait in the
+    /// group's reorder buffer for their window's turn. Their state is the same whatever the
+    /// order of the updates, so the answers are those of feeding each window in event-time order.
+    fn take_on_arrival(
+        &mut self,
+        key: (u32, u64),
+        recs: impl Iterator<Item = Rec>,
+        window_of: impl Fn(i64) -> u64,
+        (watermark, next_boundary): (u64, Option<u64>),
+    ) {
+        let current = self.closed_before;
+        // Which synopses are registered at the current window is known once the frontier is
+        // past its start (the registry's changes up to it are applied: `registry_join`).
+        let direct = watermark > current && next_boundary.is_none_or(|b| b > current);
+        if !direct {
+            self.buffers.entry(key).or_insert_with(Reorder::new).push(recs);
+            return;
+        }
+        let staged = self.staged.entry(key).or_default();
+        let mut later = Vec::new();
+        for r in recs {
+            if window_of(r.time) == current {
+                staged.push(r);
+            } else {
+                later.push(r);
+            }
+        }
+        if !later.is_empty() {
+            self.buffers.entry(key).or_insert_with(Reorder::new).push(later.into_iter());
+        }
+    }
+
+    /// Feed the staged values of the current window ([`State::take_on_arrival`]) to their
+    /// merged states, a batch per group: once per activation, not per run of values (a file's
+    /// streams interleave, so runs are often one value), and before anything reads the states.
+    pub(super) fn feed_staged(&mut self, plan: &Plan) {
+        let current = self.closed_before;
+        for (&key, staged) in &mut self.staged {
+            if staged.is_empty() {
+                continue;
+            }
+            let batch: Vec<Datum<'_>> = staged.iter().map(|r| r.val.datum()).collect();
+            let group = &plan.routing.groups[key.0 as usize];
+            Gathered::counted(&mut self.windows, current, key, group.synopses.len(), staged.len());
+            feed_merged(plan, key.0, current, (staged, &batch), &mut self.merged);
+            drop(batch);
+            staged.clear();
+        }
+    }
+
+    /// Feed the buffered values older than `bound`, of the buffers that have at least
+    /// `at_least` of them.
+    fn release_all(&mut self, plan: &Plan, bound: i64, at_least: usize) {
+        for (&key, buffer) in &mut self.buffers {
+            release(plan, key, buffer, (bound, at_least), &mut self.windows, &mut self.merged);
+        }
+    }
+
+    /// The oldest window with anything open or buffered.
+    fn oldest_window(&self, plan: &Plan) -> Option<u64> {
+        let buffered = self.buffers.values().filter_map(Reorder::oldest).min().map(|t| plan.window_of(t));
+        let open = self.windows.first_key_value().map(|(&w, _)| w);
+        match (buffered, open) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Close window `w` (every value of it fed): answers of owned synopses, partials of spread ones.
+    fn close(
+        &mut self,
+        plan: &Plan,
+        w: u64,
+        lines: &mut Vec<String>,
+        partials: &mut Vec<Partial>,
+        snapshots: &mut Vec<Snapshot>,
+    ) {
+        self.closed_before = self.closed_before.max(w.saturating_add(plan.routing.window_ms as u64));
+        let Some(gathered) = self.windows.remove(&w) else { return };
+        for ((g, bin), mut got) in gathered {
+            let group = &plan.routing.groups[g as usize];
+            for (i, &s) in group.synopses.iter().enumerate() {
+                if !plan.live.is_live(s, w) {
+                    continue;
+                }
+                let spec = &plan.routing.synopses[s as usize];
+                if group.mode == Mode::Owned {
+                    let Some((state, items)) = self.merged.get_mut(&s) else { continue };
+                    let done = self.loaded.entry(s).or_insert(0);
+                    answer::merge_loads(plan, s, w, state.as_mut(), done, lines);
+                    answer::continuous(plan, s, state.as_ref(), *items, w, lines);
+                    for &dest in &spec.snapshot_to {
+                        snapshots.push(Snapshot {
+                            syn: s,
+                            window: w,
+                            items: *items,
+                            dest: dest as u32,
+                            state: SynBox::new(state.clone()),
+                        });
+                    }
+                } else if let Some(part) = got.parts[i].take() {
+                    partials.push(Partial {
+                        syn: s,
+                        window: w,
+                        items: got.items,
+                        parts: vec![(bin, SynBox::new(part))],
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Take one incoming batch: fence markers first (the requests take effect before any value
+/// routed with them is looked at: the marker came first on its channel, and before the fence
+/// closes), then asks (answered now) and values (to their partials or reorder buffers). The
+/// batch is emptied in place (timely recycles its allocation).
+pub(super) fn take_batch(
+    shared: &RefCell<Plan>,
+    state: &mut State,
+    batch: &mut Vec<Rec>,
+    runs: &mut Vec<((u32, u64), usize)>,
+    (me, watermark, copied_through): (usize, u64, u64),
+    asked: &mut Vec<Out>,
+) {
+    if batch.iter().any(|r| r.group == FENCE_GROUP) {
+        // Requests take effect before any value routed with them is looked at
+        // (the marker came first on its channel) and before the fence closes.
+        let mut plan = shared.borrow_mut();
+        for (epoch, fence) in batch.iter().filter_map(fence_of) {
+            plan.apply_through(epoch, fence);
+        }
+        batch.retain(|r| r.group != FENCE_GROUP);
+    }
+    let plan = shared.borrow();
+    let plan = &*plan;
+    // Values fed on arrival stay out of the copy at this boundary (the fence marker of its
+    // epoch came before any value at or after it).
+    let next_boundary = plan.checkpoints.borrow().next_due(copied_through, u64::MAX);
+    // Records arrive in runs of one stream: find the runs on the slice,
+    // then move each into its buffer in one go (one lookup per run).
+    runs.clear();
+    let mut i = 0;
+    while i < batch.len() {
+        if batch[i].group == ASK_GROUP {
+            runs.push(((ASK_GROUP, 0), 1));
+            i += 1;
+            continue;
+        }
+        let (g, bin) = (batch[i].group, plan.routing.bin(batch[i].group, batch[i].seq));
+        let binned = matches!(plan.routing.groups[g as usize].mode, Mode::Binned(_));
+        let more = batch[i + 1..]
+            .iter()
+            .take_while(|r| r.group == g && (!binned || plan.routing.bin(g, r.seq) == bin))
+            .count();
+        runs.push(((g, bin), more + 1));
+        i += more + 1;
+    }
+    let mut recs = batch.drain(..);
+    for &(key, len) in runs.iter() {
+        if key.0 == ASK_GROUP {
+            // The answer covers every value that came before the ask.
+            state.feed_staged(plan);
+            if let Some(ask) = recs.next().as_ref().and_then(Ask::from_rec) {
+                state.ask(plan, me, ask, watermark, asked);
+            }
+            continue;
+        }
+        let group = &plan.routing.groups[key.0 as usize];
+        if matches!(group.mode, Mode::Exact { .. }) {
+            // Exact-merge kinds only: the window's partial is the state,
+            // updated on arrival in any order.
+            state.gather(plan, key, &recs.as_slice()[..len]);
+            recs.by_ref().take(len).for_each(drop);
+        } else if group.mode == Mode::Owned && !group.ordered {
+            // Exact-merge kinds only, one owner: the merged state is updated on arrival.
+            state.take_on_arrival(key, recs.by_ref().take(len), |t| plan.window_of(t), (watermark, next_boundary));
+        } else {
+            let buffer = state.buffers.entry(key).or_insert_with(Reorder::new);
+            buffer.push(recs.by_ref().take(len));
+        }
+    }
+}
+
+impl State {
+    /// Close every window the watermark has passed, oldest first: feed its values, then answer
+    /// it, handing each window's lines, partials and snapshots to `emit`. At a checkpoint
+    /// boundary the watermark has passed, copy the owned states once every window before it is
+    /// closed, before any later value is fed.
+    pub(super) fn close_passed(
+        &mut self,
+        plan: &Plan,
+        me: usize,
+        watermark: u64,
+        copied_through: &mut u64,
+        mut emit: impl FnMut(u64, &mut Vec<String>, &mut Vec<Partial>, &mut Vec<Snapshot>),
+    ) {
+        let (mut lines, mut partials, mut snapshots) = (Vec::new(), Vec::new(), Vec::new());
+        let due = plan.checkpoints.borrow().due(*copied_through, watermark);
+        for stop in due.iter().copied().map(Some).chain(std::iter::once(None)) {
+            let limit = stop.unwrap_or(watermark);
+            while let Some(w) = self.oldest_window(plan) {
+                let end = w.saturating_add(plan.routing.window_ms as u64);
+                if end > limit {
+                    break;
+                }
+                self.release_all(plan, i64::try_from(end).unwrap_or(i64::MAX), 1);
+                self.close(plan, w, &mut lines, &mut partials, &mut snapshots);
+                emit(w, &mut lines, &mut partials, &mut snapshots);
+            }
+            if let Some(b) = stop {
+                let copies = copy_homed(|s| plan.routing.is_home(s, me), self.merged.iter(), &self.loaded);
+                plan.checkpoints.borrow_mut().hand_in(b, copies, Vec::new());
+                *copied_through = b;
+            }
+        }
+        if watermark < u64::MAX {
+            let bound = i64::try_from(watermark).unwrap_or(i64::MAX);
+            self.closed_before = self.closed_before.max(plan.window_of(bound));
+        }
+    }
+
+    /// Values of the open window the watermark has passed go to their synopses, a batch at a
+    /// time: feeding each stream's synopses a few values per activation, round the streams,
+    /// misses the cache on every update (a Count-Min is ~50 KiB).
+    pub(super) fn release_passed(&mut self, plan: &Plan, watermark: u64) {
+        let bound = i64::try_from(watermark).unwrap_or(i64::MAX);
+        let batch = RELEASE_BATCH.min(RELEASE_BUDGET / self.buffers.len().max(1)).max(1);
+        self.release_all(plan, bound, batch);
+    }
+
+    /// True when nothing is buffered or open; the buffers then give back large allocations.
+    pub(super) fn drained(&mut self) -> bool {
+        if !self.windows.is_empty() || !self.buffers.values().all(Reorder::is_empty) {
+            return false;
+        }
+        self.buffers.retain(|_, b| b.capacity() <= 4096);
+        self.staged.retain(|_, v| v.capacity() <= 4096);
+        true
+    }
+
+    /// The end-of-input answers of the owned synopses homed on worker `me`.
+    pub(super) fn answers_at_end(&self, plan: &Plan, me: usize) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (s, spec) in plan.routing.synopses.iter().enumerate() {
+            let s = s as u32;
+            if spec.home != me || spec.mode != Mode::Owned || spec.group == u32::MAX {
+                continue;
+            }
+            match self.merged.get(&s) {
+                Some((st, items)) => answer::at_end(plan, s, st.as_ref(), *items, &mut lines),
+                None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
+            }
+        }
+        lines
+    }
+}
