@@ -23,7 +23,7 @@ use crate::checkpoint::{BoundaryCopies, copy_homed};
 use crate::merge_tree::{Pending, combine, stash_partials};
 use crate::out::Out;
 use crate::plan::{Mode, Plan};
-use crate::record::{Snapshot, SynBox};
+use crate::record::{Partial, Snapshot, SynBox};
 
 /// Extension trait: fold partials into merged synopses and answer them.
 pub trait FoldPartials<'scope> {
@@ -72,6 +72,79 @@ fn restore(plan: &Plan, me: usize, merged: &mut Merged, loaded: &mut HashMap<u32
             loaded.insert(s, loads);
         }
     }
+}
+
+/// Fold window `w`'s partials (by synopsis) into the merged states: the window's answer lines
+/// (LOADs merged in, continuous answers, or the merge's failure) and snapshots for pair queries.
+fn fold_window(
+    plan: &Plan,
+    w: u64,
+    by_syn: HashMap<u32, Vec<Partial>>,
+    merged: &mut Merged,
+    loaded: &mut HashMap<u32, usize>,
+) -> (Vec<String>, Vec<Snapshot>) {
+    let mut by_syn: Vec<_> = by_syn.into_iter().collect();
+    by_syn.sort_unstable_by_key(|(s, _)| *s);
+    let mut lines = Vec::new();
+    let mut snapshots = Vec::new();
+    for (s, partials) in by_syn {
+        let spec = &plan.routing.synopses[s as usize];
+        let p = combine(plan, partials);
+        let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+        *items += p.items;
+        answer::merge_loads(plan, s, w, state.as_mut(), loaded.entry(s).or_insert(0), &mut lines);
+        let mut failure = None;
+        for (_, part) in &p.parts {
+            if let Err(e) = state.merge(part.get()) {
+                failure = Some(e.to_string());
+            }
+        }
+        match failure {
+            None => {
+                answer::continuous(plan, s, state.as_ref(), *items, w, &mut lines);
+                for &dest in &spec.snapshot_to {
+                    let state = SynBox::new(state.clone());
+                    snapshots.push(Snapshot { syn: s, window: w, items: *items, dest: dest as u32, state });
+                }
+            }
+            Some(e) => {
+                let msg = format!("merging partials failed: {e}");
+                let mut est = Estimation::error(spec.request_id.clone(), None, spec.synopsis_id, msg);
+                est.stream_id = spec.stream.clone();
+                est.dataset_key = spec.dataset.clone();
+                est.field = spec.field.clone();
+                lines.push(est.to_json_line());
+            }
+        }
+    }
+    (lines, snapshots)
+}
+
+/// Asks with every worker's part (of `peers`), once every window some worker had closed is
+/// folded here (before `unfolded_from`): to be answered now.
+fn ready_asks(asks: &HashMap<u64, (Capability<u64>, Vec<AskPart>)>, peers: usize, unfolded_from: u64) -> Vec<u64> {
+    asks.iter()
+        .filter(|(_, (_, parts))| {
+            parts.len() >= peers && parts.iter().map(|p| p.closed_before).max().is_none_or(|c| unfolded_from >= c)
+        })
+        .map(|(&id, _)| id)
+        .collect()
+}
+
+/// The end-of-input answers of the spread synopses homed on worker `me`.
+fn answers_at_end(plan: &Plan, me: usize, merged: &Merged) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (s, spec) in plan.routing.synopses.iter().enumerate() {
+        let s = s as u32;
+        if spec.home != me || spec.mode == Mode::Owned || spec.group == u32::MAX {
+            continue;
+        }
+        match merged.get(&s) {
+            Some((state, items)) => answer::at_end(plan, s, state.as_ref(), *items, &mut lines),
+            None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
+        }
+    }
+    lines
 }
 
 impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
@@ -131,47 +204,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                             break;
                         }
                         let Some((_, (cap, by_syn))) = pending.pop_first() else { break };
-                        let mut by_syn: Vec<_> = by_syn.into_iter().collect();
-                        by_syn.sort_unstable_by_key(|(s, _)| *s);
-                        let mut lines = Vec::new();
-                        let mut snapshots = Vec::new();
-                        for (s, partials) in by_syn {
-                            let spec = &plan.routing.synopses[s as usize];
-                            let p = combine(plan, partials);
-                            let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-                            *items += p.items;
-                            answer::merge_loads(plan, s, w, state.as_mut(), loaded.entry(s).or_insert(0), &mut lines);
-                            let mut failure = None;
-                            for (_, part) in &p.parts {
-                                if let Err(e) = state.merge(part.get()) {
-                                    failure = Some(e.to_string());
-                                }
-                            }
-                            match failure {
-                                None => {
-                                    answer::continuous(plan, s, state.as_ref(), *items, w, &mut lines);
-                                    for &dest in &spec.snapshot_to {
-                                        let state = SynBox::new(state.clone());
-                                        snapshots.push(Snapshot {
-                                            syn: s,
-                                            window: w,
-                                            items: *items,
-                                            dest: dest as u32,
-                                            state,
-                                        });
-                                    }
-                                }
-                                Some(e) => {
-                                    let msg = format!("merging partials failed: {e}");
-                                    let mut est =
-                                        Estimation::error(spec.request_id.clone(), None, spec.synopsis_id, msg);
-                                    est.stream_id = spec.stream.clone();
-                                    est.dataset_key = spec.dataset.clone();
-                                    est.field = spec.field.clone();
-                                    lines.push(est.to_json_line());
-                                }
-                            }
-                        }
+                        let (lines, snapshots) = fold_window(plan, w, by_syn, &mut merged, &mut loaded);
                         let mut session = output.session(&cap);
                         session.give_iterator(lines.into_iter().map(Out::Line));
                         session.give_iterator(snapshots.into_iter().map(Out::Snapshot));
@@ -179,15 +212,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                     // Asks with every worker's part, once every window some worker had closed is
                     // folded here: answered now.
                     let unfolded_from = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
-                    let ready: Vec<u64> = asks
-                        .iter()
-                        .filter(|(_, (_, parts))| {
-                            parts.len() >= peers
-                                && parts.iter().map(|p| p.closed_before).max().is_none_or(|c| unfolded_from >= c)
-                        })
-                        .map(|(&id, _)| id)
-                        .collect();
-                    for id in ready {
+                    for id in ready_asks(&asks, peers, unfolded_from) {
                         if let Some((cap, parts)) = asks.remove(&id) {
                             let line = answer_ask(plan, &merged, parts, unfolded_from);
                             output.session(&cap).give(Out::Line(line));
@@ -196,17 +221,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
                     {
-                        let mut lines = Vec::new();
-                        for (s, spec) in plan.routing.synopses.iter().enumerate() {
-                            let s = s as u32;
-                            if spec.home != me || spec.mode == Mode::Owned || spec.group == u32::MAX {
-                                continue;
-                            }
-                            match merged.get(&s) {
-                                Some((state, items)) => answer::at_end(plan, s, state.as_ref(), *items, &mut lines),
-                                None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
-                            }
-                        }
+                        let lines = answers_at_end(plan, me, &merged);
                         output.session(&cap).give_iterator(lines.into_iter().map(Out::Line));
                     }
                 }

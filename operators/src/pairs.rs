@@ -153,6 +153,53 @@ fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<(i64, i
     e.to_json_line()
 }
 
+/// Take window `w`'s snapshots into the latest states and answer the continuous queries homed
+/// on worker `me` that one of them takes part in: lines, and set answers (with the set before).
+fn answer_window(
+    plan: &Plan,
+    me: usize,
+    w: u64,
+    mut snaps: Vec<Snapshot>,
+    latest: &mut Latest,
+    previous: &mut HashMap<u32, Vec<String>>,
+) -> Vec<Answered> {
+    snaps.sort_unstable_by_key(|s| s.syn);
+    let changed: Vec<u32> = snaps.iter().map(|s| s.syn).collect();
+    for s in snaps {
+        latest.insert(s.syn, (s.state.into_inner(), s.items));
+    }
+    let window = Some((w as i64, w as i64 + plan.routing.window_ms));
+    let mut answers = Vec::new();
+    for (i, q) in plan.routing.pair_queries.iter().enumerate() {
+        if q.home != me || !q.continuous || q.reg.from > w || !q.participants.iter().any(|p| changed.contains(p)) {
+            continue;
+        }
+        if !is_set_valued(&q.reg.spec) {
+            answers.push(Answered::Line(answer(plan, q, latest, window)));
+            continue;
+        }
+        let tuples = state_of(plan, latest, q.syn).1;
+        let members = members(plan, q, latest).unwrap_or_else(|msg| {
+            answers.push(Answered::Line(error_line(plan, q, msg, window, tuples)));
+            Vec::new()
+        });
+        let keys = members.iter().map(|(m, _)| m.clone()).collect();
+        let previous = previous.insert(i as u32, keys).unwrap_or_default();
+        answers.push(Answered::Set(SetAnswer { query: i as u32, window: w, tuples, members, previous }));
+    }
+    answers
+}
+
+/// The end-of-input answers of the ad-hoc pair queries homed on worker `me`.
+fn answers_at_end(plan: &Plan, me: usize, latest: &Latest) -> Vec<Answered> {
+    plan.routing
+        .pair_queries
+        .iter()
+        .filter(|q| q.home == me && !q.continuous)
+        .map(|q| Answered::Line(answer(plan, q, latest, None)))
+        .collect()
+}
+
 /// Extension trait: answer pair queries and continuous set-valued queries.
 pub trait AnswerPairs<'scope> {
     /// Collect snapshots at the queries' homes and answer them: every answer line passes on as
@@ -221,53 +268,14 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         if frontier.less_equal(&plan.close_time(w)) {
                             break;
                         }
-                        let Some((_, (cap, mut snaps))) = pending.pop_first() else { break };
-                        snaps.sort_unstable_by_key(|s| s.syn);
-                        let changed: Vec<u32> = snaps.iter().map(|s| s.syn).collect();
-                        for s in snaps {
-                            latest.insert(s.syn, (s.state.into_inner(), s.items));
-                        }
-                        let window = Some((w as i64, w as i64 + plan.routing.window_ms));
-                        let mut answers = Vec::new();
-                        for (i, q) in plan.routing.pair_queries.iter().enumerate() {
-                            if q.home != me
-                                || !q.continuous
-                                || q.reg.from > w
-                                || !q.participants.iter().any(|p| changed.contains(p))
-                            {
-                                continue;
-                            }
-                            if !is_set_valued(&q.reg.spec) {
-                                answers.push(Answered::Line(answer(plan, q, &latest, window)));
-                                continue;
-                            }
-                            let tuples = state_of(plan, &latest, q.syn).1;
-                            let members = members(plan, q, &latest).unwrap_or_else(|msg| {
-                                answers.push(Answered::Line(error_line(plan, q, msg, window, tuples)));
-                                Vec::new()
-                            });
-                            let keys = members.iter().map(|(m, _)| m.clone()).collect();
-                            let previous = previous.insert(i as u32, keys).unwrap_or_default();
-                            answers.push(Answered::Set(SetAnswer {
-                                query: i as u32,
-                                window: w,
-                                tuples,
-                                members,
-                                previous,
-                            }));
-                        }
+                        let Some((_, (cap, snaps))) = pending.pop_first() else { break };
+                        let answers = answer_window(plan, me, w, snaps, &mut latest, &mut previous);
                         output.session(&cap).give_iterator(answers.into_iter());
                     }
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
                     {
-                        let lines: Vec<Answered> = plan
-                            .routing
-                            .pair_queries
-                            .iter()
-                            .filter(|q| q.home == me && !q.continuous)
-                            .map(|q| Answered::Line(answer(plan, q, &latest, None)))
-                            .collect();
+                        let lines = answers_at_end(plan, me, &latest);
                         output.session(&cap).give_iterator(lines.into_iter());
                     }
                 }
