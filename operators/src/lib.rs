@@ -14,6 +14,10 @@
 //! [`plan::Plan`] is what every worker compiles from the broadcast request script; which of its
 //! synopses are registered at which window comes from the registry collection.
 //!
+//! Modules depend one way: plain data ([`record`], [`ask`], [`out`], [`registry`],
+//! [`checkpoint`], [`capabilities`]) below [`plan`], the plan below the operators and the answer
+//! formatting ([`answer`]) they share; no module uses one above it.
+//!
 //! A whole pipeline on one worker: a Count-Min on stream `A`, three values in the first minute.
 //!
 //! ```
