@@ -136,7 +136,8 @@ pub(super) fn take_applied(
 
 /// The live registry as `GET /synopses` lists it.
 pub(super) fn registry_rows(plan: &Plan) -> Vec<LiveSynopsis> {
-    plan.routing.synopses
+    plan.routing
+        .synopses
         .iter()
         .enumerate()
         .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)

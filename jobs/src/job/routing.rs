@@ -72,6 +72,7 @@ impl Router {
             newest: 0,
             syn_labels: plan
                 .borrow()
+                .routing
                 .synopses
                 .iter()
                 .enumerate()
