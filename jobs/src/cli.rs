@@ -140,7 +140,7 @@ pub struct Cli {
     pub progress: u64,
     /// Kafka sources and sinks.
     #[command(flatten)]
-    pub kafka: crate::source::kafka::KafkaArgs,
+    pub kafka: crate::kafka::KafkaArgs,
     /// Live metrics.
     #[command(flatten)]
     pub metrics: crate::metrics::MetricsArgs,

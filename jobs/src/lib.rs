@@ -8,7 +8,7 @@ pub mod control;
 pub mod dataflow;
 pub mod duration;
 pub mod job;
-pub mod kafka_client;
+pub mod kafka;
 pub mod metrics;
 pub mod sink;
 pub mod source;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use saams_jobs::source::kafka::{KafkaOptions, TopicSpec, ensure_topics};
+use saams_jobs::kafka::{KafkaOptions, TopicSpec, ensure_topics};
 
 #[allow(dead_code)] // this test produces its data itself (kafka_common::replay_into is not used)
 mod kafka_common;

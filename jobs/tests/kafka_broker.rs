@@ -7,10 +7,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 #[allow(dead_code)]
 mod kafka_common;
 use kafka_common::declared_broker;
-use saams_jobs::sink::kafka::{KafkaDeadLetterSink, KafkaEstimationSink, replay_lines};
-use saams_jobs::source::kafka::{
-    KafkaBroadcastSource, KafkaOptions, KafkaTupleSource, StartFrom, TopicSpec, check_brokers, ensure_topics,
-    parse_setting,
+use saams_jobs::kafka::{
+    KafkaBroadcastSource, KafkaDeadLetterSink, KafkaEstimationSink, KafkaOptions, KafkaTupleSource, StartFrom,
+    TopicSpec, check_brokers, ensure_topics, parse_setting, replay_lines,
 };
 
 const RECORDS: usize = 200_000;

@@ -13,8 +13,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
-use saams_jobs::sink::kafka::replay_lines;
-use saams_jobs::source::kafka::{KafkaOptions, StartFrom, TopicSpec, ensure_topics};
+use saams_jobs::kafka::{KafkaOptions, StartFrom, TopicSpec, ensure_topics, replay_lines};
 
 mod kafka_common;
 use kafka_common::{check, declared_broker, read_topic, replay_into, repo, unique};

@@ -8,12 +8,10 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use saams_jobs::sink::kafka::{
-    KafkaDeadLetterSink, KafkaEstimationSink, ORIGIN_HEADER, REASON_HEADER, RecordOrigin, replay_lines,
-};
-use saams_jobs::source::kafka::{
-    AdapterError, KafkaBroadcastSource, KafkaOptions, KafkaRecord, KafkaTupleSource, StartFrom, TopicSpec,
-    ensure_topics, parse_setting,
+use saams_jobs::kafka::{
+    AdapterError, KafkaBroadcastSource, KafkaDeadLetterSink, KafkaEstimationSink, KafkaOptions, KafkaRecord,
+    KafkaTupleSource, ORIGIN_HEADER, REASON_HEADER, RecordOrigin, StartFrom, TopicSpec, ensure_topics, parse_setting,
+    replay_lines,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -360,7 +358,7 @@ fn unreachable_broker_fails_within_seconds() {
     std::thread::scope(|s| {
         let source = s.spawn(|| KafkaTupleSource::new(&opts, "data", 0, 1, 0, LONG).err());
         let sink = s.spawn(|| KafkaDeadLetterSink::new(&opts, "dead").err());
-        let check = s.spawn(|| saams_jobs::source::kafka::check_brokers(&opts).err());
+        let check = s.spawn(|| saams_jobs::kafka::check_brokers(&opts).err());
         let err = source.join().unwrap().unwrap();
         assert!(matches!(err, AdapterError::Unreachable { .. }), "{err}");
         assert!(err.to_string().contains("127.0.0.1:1"), "{err}");

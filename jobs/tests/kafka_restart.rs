@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use saams_jobs::source::kafka::{AdapterError, KafkaBroadcastSource, KafkaOptions, StartFrom};
+use saams_jobs::kafka::{AdapterError, KafkaBroadcastSource, KafkaOptions, StartFrom};
 
 mod kafka_common;
 use kafka_common::{check, declared_broker, read_topic, replay_into, repo, unique};

@@ -28,8 +28,7 @@ use saams_datasets::jsonl::write_reference_json;
 use saams_datasets::pace::{Pace, TuplePacer};
 use saams_datasets::scaled::{ScaleSpec, Scaler, collect_bases};
 use saams_datasets::{Format, MergedReader, ParseError, TupleReader, read_path};
-use saams_jobs::sink::kafka::TupleProducer;
-use saams_jobs::source::kafka::{KafkaOptions, TopicSpec, check_brokers, ensure_topics, parse_setting};
+use saams_jobs::kafka::{KafkaOptions, TopicSpec, TupleProducer, check_brokers, ensure_topics, parse_setting};
 
 /// Replay stock/AIS data as reference JSON lines.
 #[derive(Parser, Debug)]

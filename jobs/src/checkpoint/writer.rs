@@ -6,7 +6,7 @@
 //! (every answer line before `b` has reached the process' sink). The last of a process' workers
 //! then commits the sink (its held lines before `b` are written and fsynced: the output's length
 //! goes into the manifest; answers to Kafka are produced and delivered, and the topic's end
-//! offsets go into the manifest, see [`crate::sink::kafka`]), makes the dead letters durable (the
+//! offsets go into the manifest, see [`crate::kafka::produce`]), makes the dead letters durable (the
 //! file flushed and synced, its length in the manifest; a topic's records delivered) and writes
 //! the manifest, last: the checkpoint is complete once every process' manifest is there.
 
@@ -31,7 +31,7 @@ use crate::sink::file::LineSink;
 type PartsSoFar = (u64, Vec<PartEntry>, u64);
 
 /// Reads the answer topic's end offsets once a commit's answers are delivered (a job writing its
-/// answers to Kafka: [`crate::sink::kafka`]'s deduplication on restart starts there).
+/// answers to Kafka: [`crate::kafka::produce`]'s deduplication on restart starts there).
 pub type OutputOffsets = Box<dyn Fn() -> Result<TopicOffsets, String> + Send + Sync>;
 
 /// A process' checkpoint writer, shared by its workers.

@@ -1,5 +1,4 @@
-//! Sinks: where estimations and dead letters go.
+//! Sinks: where estimations and dead letters go when they go to files (or stdout); the Kafka
+//! sinks are in [`crate::kafka::produce`].
 
-pub mod acks;
 pub mod file;
-pub mod kafka;

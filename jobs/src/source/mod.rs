@@ -3,6 +3,5 @@
 pub mod file;
 pub mod generated;
 pub mod group_batch;
-pub mod kafka;
 pub mod route_cache;
 pub mod stop;

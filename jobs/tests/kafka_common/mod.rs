@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use saams_jobs::source::kafka::{KafkaBroadcastSource, KafkaOptions, StartFrom};
+use saams_jobs::kafka::{KafkaBroadcastSource, KafkaOptions, StartFrom};
 
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
 

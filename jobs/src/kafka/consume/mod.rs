@@ -1,6 +1,7 @@
 //! Kafka sources: the data topic spread over all workers, the requests topic read by every worker,
-//! per-partition event-time watermarks with idleness, and offset commits that follow window flushes;
-//! and the `saams` job's Kafka side (its flags, start-up, per-worker input and exit report).
+//! per-partition event-time watermarks with idleness, and offset commits that follow window flushes.
+//! The `saams` job's Kafka side (its flags, start-up, per-worker input and exit report) is in
+//! [`crate::kafka::job`]; these sources build no sink.
 //!
 //! Everything here is usable from inside a timely worker's step: consumers are rdkafka
 //! `BaseConsumer`s whose records are taken in batches with a zero (or small) timeout, partitions
@@ -18,39 +19,27 @@
 //! before the boundary, like a file input. Partitions the checkpoint does not name start as
 //! without it. The group's committed offsets are still committed, for monitoring; a restart
 //! from a checkpoint does not read them. Answers written to Kafka are deduplicated on restart
-//! ([`crate::sink::kafka`]).
+//! ([`crate::kafka::produce`]).
 //!
 //! One concern per file:
 //! - `consumer`: the rdkafka consumer (hand-assigned partitions, batch queue, commit replies);
 //! - `records`: the records and survived errors the sources hand out;
 //! - `watermarks`, `offsets`, `positions`: the pure bookkeeping of event time, committable offsets
 //!   and the partitions' positions at checkpoint boundaries;
-//! - `tuple_source`, `broadcast_source`: the data topic's and the requests topic's sources;
-//! - `args`, `job`, `input`, `marks`: the `saams` job's flags, its process-wide Kafka side, one
-//!   worker's input, and that input's per-poll batching of the bookkeeping.
+//! - `tuple_source`, `broadcast_source`: the data topic's and the requests topic's sources.
 //!
 //! What sources and sinks share (options, errors, broker checks, topic creation) is in
-//! [`crate::kafka_client`], re-exported here so `saams_jobs::source::kafka::X` keeps naming it.
+//! [`crate::kafka`].
 
-pub(crate) mod args;
 pub(crate) mod broadcast_source;
 mod consumer;
-pub(crate) mod input;
-pub(crate) mod job;
-mod marks;
 pub(crate) mod offsets;
 pub(crate) mod positions;
 pub(crate) mod records;
 pub(crate) mod tuple_source;
 pub(crate) mod watermarks;
 
-pub use crate::kafka_client::{
-    AdapterError, KafkaOptions, METADATA_TIMEOUT, StartFrom, TopicSpec, check_brokers, ensure_topics, parse_setting,
-};
-pub use args::KafkaArgs;
 pub use broadcast_source::KafkaBroadcastSource;
-pub use input::KafkaInput;
-pub use job::KafkaJob;
 pub use offsets::OffsetTracker;
 pub use positions::PartitionPositions;
 pub use records::{ConsumerErrors, KafkaRecord, RecordRef};

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use super::consumer::PartitionReader;
 use super::records::{ConsumerErrors, KafkaRecord, RecordRef};
-use crate::kafka_client::{AdapterError, KafkaOptions, StartFrom};
+use crate::kafka::error::AdapterError;
+use crate::kafka::options::{KafkaOptions, StartFrom};
 
 /// The requests topic as every worker reads it: all partitions, each worker its own consumer, no
 /// commits (requests are few; every worker must see all of them to keep the same registry).

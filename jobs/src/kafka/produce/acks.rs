@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 /// of it.
 ///
 /// ```
-/// use saams_jobs::sink::acks::Completed;
+/// use saams_jobs::kafka::Completed;
 /// let mut c = Completed::default();
 /// c.complete(1); // records 0, 1 and 2 were sent; 1's report came first (another partition)
 /// assert!(!c.all_before(1));

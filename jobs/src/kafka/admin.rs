@@ -38,7 +38,7 @@ impl TopicSpec {
     /// A non-compacted topic with replication factor 1 (single-broker development setups).
     ///
     /// ```
-    /// use saams_jobs::kafka_client::TopicSpec;
+    /// use saams_jobs::kafka::TopicSpec;
     /// let mut out = TopicSpec::new("estimations", 4);
     /// out.compacted = true;
     /// assert_eq!((out.partitions, out.replication, out.compacted), (4, 1, true));

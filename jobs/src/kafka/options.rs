@@ -16,7 +16,7 @@ use super::error::AdapterError;
 /// Where a consumer starts reading a partition (`--from earliest|latest|committed`).
 ///
 /// ```
-/// use saams_jobs::kafka_client::StartFrom;
+/// use saams_jobs::kafka::StartFrom;
 /// assert_eq!("earliest".parse::<StartFrom>().unwrap(), StartFrom::Earliest);
 /// assert_eq!("Committed".parse::<StartFrom>().unwrap(), StartFrom::Committed);
 /// assert!("yesterday".parse::<StartFrom>().is_err());
@@ -74,7 +74,7 @@ impl fmt::Display for StartFrom {
 /// after the adapter's own defaults so a user can override any of them (security, timeouts, …).
 ///
 /// ```
-/// use saams_jobs::kafka_client::{KafkaOptions, StartFrom, parse_setting};
+/// use saams_jobs::kafka::{KafkaOptions, StartFrom, parse_setting};
 /// let mut opts = KafkaOptions::new("127.0.0.1:9092", "saams");
 /// opts.from = StartFrom::Earliest;
 /// opts.extra.push(parse_setting("session.timeout.ms=2000").unwrap());
@@ -117,7 +117,7 @@ impl KafkaOptions {
     /// `defaults`, then the `-X` settings, which therefore override any default.
     ///
     /// ```
-    /// use saams_jobs::kafka_client::KafkaOptions;
+    /// use saams_jobs::kafka::KafkaOptions;
     /// let mut opts = KafkaOptions::new("127.0.0.1:9092", "saams");
     /// opts.extra.push(("linger.ms".into(), "50".into()));
     /// let config = opts.client_config_with(&[("linger.ms", "5"), ("acks", "all")]);
@@ -140,7 +140,7 @@ impl KafkaOptions {
     /// librdkafka accepts every `-X` key and value.
     ///
     /// ```
-    /// use saams_jobs::kafka_client::KafkaOptions;
+    /// use saams_jobs::kafka::KafkaOptions;
     /// let mut opts = KafkaOptions::new("127.0.0.1:9092", "saams");
     /// opts.extra.push(("no.such.property".into(), "1".into()));
     /// let err = opts.validate().unwrap_err().to_string();
@@ -166,7 +166,7 @@ impl KafkaOptions {
 /// Parses one `-X key=value` librdkafka setting (kcat syntax). The value may contain `=`.
 ///
 /// ```
-/// use saams_jobs::kafka_client::parse_setting;
+/// use saams_jobs::kafka::parse_setting;
 /// assert_eq!(parse_setting("sasl.password=a=b").unwrap(), ("sasl.password".to_string(), "a=b".to_string()));
 /// assert!(parse_setting("linger.ms").is_err());
 /// assert!(parse_setting("=5").is_err());
@@ -175,7 +175,7 @@ impl KafkaOptions {
 /// It fits clap directly, as does [`StartFrom`]:
 /// ```
 /// use clap::Parser;
-/// use saams_jobs::kafka_client::{StartFrom, parse_setting};
+/// use saams_jobs::kafka::{StartFrom, parse_setting};
 /// #[derive(Parser)]
 /// struct Cli {
 ///     #[arg(long, default_value = "committed")]

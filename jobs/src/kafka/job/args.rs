@@ -3,14 +3,14 @@
 //! Why its own file: the command line (`cli`) flattens these flags in; keeping them apart from the
 //! job that acts on them lets `cli` depend on the flags alone.
 
-use crate::kafka_client::{StartFrom, parse_setting};
+use crate::kafka::options::{StartFrom, parse_setting};
 
 /// The Kafka flags of `saams` (flattened into its command line, so its own flags stay untouched).
 /// Kafka and files mix freely: e.g. requests from `--requests FILE`, tuples from `--data-topic`.
 ///
 /// ```
 /// use clap::Parser;
-/// use saams_jobs::source::kafka::{KafkaArgs, StartFrom};
+/// use saams_jobs::kafka::{KafkaArgs, StartFrom};
 /// #[derive(Parser)]
 /// struct Cli {
 ///     #[command(flatten)]

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use super::offsets::OffsetTracker;
-use super::watermarks::PartitionWatermarks;
+use crate::kafka::consume::offsets::OffsetTracker;
+use crate::kafka::consume::watermarks::PartitionWatermarks;
 
 /// The records handled during one poll, as runs of consecutive records of one partition that went
 /// to the same window (or to none: dead letters, late records, blank lines).

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 /// of a window are read again after a crash unless the window's estimations reached the sink.
 ///
 /// ```
-/// use saams_jobs::source::kafka::OffsetTracker;
+/// use saams_jobs::kafka::OffsetTracker;
 /// let mut t = OffsetTracker::default();
 /// t.mark_processed(0, 10, 1); // offset 10 of partition 0 went into window 1
 /// t.mark_processed(0, 11, 2);

@@ -2,28 +2,29 @@
 //! topic creation, producers, signal handler), the request topic read at start, the stop rule, the
 //! dead letters of Kafka records, and the exit report.
 //!
-//! Why its own file: it is shared by all workers of the process; the per-worker input is in `input`.
+//! Why its own file: it is shared by all workers of the process; the per-worker input, and how
+//! the process opens it ([`KafkaJob::worker_input`]), are in `input`, which uses this file (not the
+//! other way round).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use saams_datasets::LineContext;
-
 use super::args::KafkaArgs;
-use super::broadcast_source::KafkaBroadcastSource;
-use super::input::KafkaInput;
-use super::positions::PartitionPositions;
-use super::records::RecordRef;
-use super::tuple_source::KafkaTupleSource;
 use crate::checkpoint::resume::Resume;
 use crate::checkpoint::writer::OutputOffsets;
 use crate::duration::parse_duration_ms;
-use crate::kafka_client::{
-    AdapterError, KafkaOptions, METADATA_TIMEOUT, TopicSpec, check_brokers, ensure_topics, lock,
-};
+use crate::kafka::admin::{TopicSpec, ensure_topics};
+use crate::kafka::consume::broadcast_source::KafkaBroadcastSource;
+use crate::kafka::consume::records::RecordRef;
+use crate::kafka::error::{AdapterError, METADATA_TIMEOUT};
+use crate::kafka::lock::lock;
+use crate::kafka::metadata::check_brokers;
+use crate::kafka::options::KafkaOptions;
+use crate::kafka::produce::dead_letters::{KafkaDeadLetterSink, RecordOrigin};
+use crate::kafka::produce::estimations::KafkaEstimationSink;
+use crate::kafka::produce::lines::{DeadLetterLines, EstimationLines};
 use crate::sink::file::LineSink;
-use crate::sink::kafka::{DeadLetterLines, EstimationLines, KafkaDeadLetterSink, KafkaEstimationSink, RecordOrigin};
 use saams::checkpoint::{PartitionOffset, TopicOffsets};
 
 /// How long flushes of the estimation and dead-letter producers wait for acknowledgements.
@@ -42,15 +43,15 @@ pub(super) struct Awaited {
 /// estimation and dead-letter topics, the stop flag (SIGINT/SIGTERM, `--exit-when-idle`), and the
 /// counters of the exit report.
 pub struct KafkaJob {
-    opts: KafkaOptions,
-    data_topic: Option<String>,
+    pub(super) opts: KafkaOptions,
+    pub(super) data_topic: Option<String>,
     request_topic: Option<String>,
-    lateness_ms: i64,
-    idle_timeout: Duration,
+    pub(super) lateness_ms: i64,
+    pub(super) idle_timeout: Duration,
     exit_when_idle: Option<Duration>,
     /// The estimation producer (`--output-topic`); an input flushes it before committing.
     pub(super) out: Option<Arc<Mutex<KafkaEstimationSink>>>,
-    dead: Option<Arc<Mutex<KafkaDeadLetterSink>>>,
+    pub(super) dead: Option<Arc<Mutex<KafkaDeadLetterSink>>>,
     stop: Arc<AtomicBool>,
     start: Instant,
     first_record_ns: AtomicU64,
@@ -319,66 +320,6 @@ impl KafkaJob {
             }
             None => true,
         }
-    }
-
-    /// This worker's share of the data topic (`None` without `--data-topic`). A failure is
-    /// reported at exit by [`finish`](Self::finish) and stops the job.
-    ///
-    /// `file_dead` takes the rejected records when the job has no dead-letter topic; `answers`
-    /// is the process' answer sink: when it writes a file (no `--output-topic`), the input
-    /// flushes it, and `file_dead`, before committing offsets.
-    ///
-    /// `checkpoints`: the job writes checkpoints (`Some`), resuming from `Some(resume)`: every
-    /// partition then starts at a known offset — the checkpoint's position of
-    /// `kafka:<topic>:<partition>`, with its watermark from the newest event time read before
-    /// it, else where `--from` says — and the input keeps the partitions' positions at
-    /// checkpoint boundaries ([`KafkaInput::want`], [`KafkaInput::positions`]).
-    pub fn worker_input(
-        self: &Arc<Self>,
-        (me, peers): (usize, usize),
-        (file_dead, answers): (Option<Arc<LineSink>>, &Arc<LineSink>),
-        checkpoints: Option<Option<&Resume>>,
-    ) -> Option<KafkaInput> {
-        let topic = self.data_topic.as_ref()?;
-        let opened = match checkpoints {
-            None => KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout)
-                .map(|source| (source, None)),
-            Some(resume) => {
-                let at = |p: i32| {
-                    let at = resume?.position(&format!("kafka:{topic}:{p}"))?;
-                    Some((i64::try_from(at.offset).unwrap_or(i64::MAX), at.max_time))
-                };
-                KafkaTupleSource::new_at(&self.opts, topic, (me, peers), (self.lateness_ms, self.idle_timeout), &at)
-                    .map(|source| {
-                        let mut positions = PartitionPositions::new(topic, source.partitions(), source.starts());
-                        for &p in source.partitions() {
-                            if let Some((_, Some(newest))) = at(p) {
-                                positions.start_from(p, newest);
-                            }
-                        }
-                        (source, Some(positions))
-                    })
-            }
-        };
-        let (source, positions) = match opened {
-            Ok(opened) => opened,
-            Err(e) => {
-                self.set_fatal(format!("worker {me}: {e}"));
-                return None;
-            }
-        };
-        let ctx = match LineContext::new(saams_datasets::Format::JsonLines, topic, None) {
-            Ok(ctx) => ctx,
-            Err(e) => {
-                self.set_fatal(format!("kafka: {e}"));
-                return None;
-            }
-        };
-        // with a dead-letter topic, rejected records go there, not to the file
-        let file_dead = if self.dead.is_some() { None } else { file_dead };
-        // answers to a topic are waited for through the producer, not flushed (which would block)
-        let file_answers = self.out.is_none().then(|| answers.clone());
-        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, (file_dead, file_answers), positions))
     }
 
     /// The exit report lines (consumed records and their rate, producer deliveries, errors met).

@@ -18,7 +18,9 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::records::{ConsumerErrors, RecordRef};
-use crate::kafka_client::{AdapterError, KafkaOptions, METADATA_TIMEOUT, StartFrom, kafka_err, topic_partitions};
+use crate::kafka::error::{AdapterError, METADATA_TIMEOUT, kafka_err};
+use crate::kafka::metadata::topic_partitions;
+use crate::kafka::options::{KafkaOptions, StartFrom};
 
 /// Counts asynchronous commit failures (reported through the consumer's poll) so they are not lost.
 #[derive(Default)]

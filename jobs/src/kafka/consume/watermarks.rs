@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use saams_jobs::source::kafka::PartitionWatermarks;
+/// use saams_jobs::kafka::PartitionWatermarks;
 /// let t0 = Instant::now();
 /// let mut w = PartitionWatermarks::new(&[0, 1], 100, Duration::from_secs(10), t0);
 /// w.observe(0, 5_000, t0);
@@ -84,7 +84,7 @@ impl PartitionWatermarks {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// use saams_jobs::kafka::PartitionWatermarks;
     /// let t0 = Instant::now();
     /// let mut w = PartitionWatermarks::new(&[0, 1], 100, Duration::from_secs(10), t0);
     /// w.start_from(0, 5_000);
@@ -140,7 +140,7 @@ impl PartitionWatermarks {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// use saams_jobs::kafka::PartitionWatermarks;
     /// let t0 = Instant::now();
     /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(4), t0);
     /// w.looked_at(t0);
@@ -171,7 +171,7 @@ impl PartitionWatermarks {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// use saams_jobs::source::kafka::PartitionWatermarks;
+    /// use saams_jobs::kafka::PartitionWatermarks;
     /// let t0 = Instant::now();
     /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(1), t0);
     /// w.observe(0, 1_000, t0);

@@ -14,13 +14,14 @@ use super::consumer::PartitionReader;
 use super::offsets::OffsetTracker;
 use super::records::{ConsumerErrors, KafkaRecord, RecordRef};
 use super::watermarks::PartitionWatermarks;
-use crate::kafka_client::{AdapterError, KafkaOptions, METADATA_TIMEOUT, kafka_err};
+use crate::kafka::error::{AdapterError, METADATA_TIMEOUT, kafka_err};
+use crate::kafka::options::KafkaOptions;
 
 /// The partitions worker `worker_index` of `peers` reads: `p % peers == worker_index`. Worker
 /// indices are global (all workers of all processes), so the topic is spread over the cluster.
 ///
 /// ```
-/// use saams_jobs::source::kafka::assigned_partitions;
+/// use saams_jobs::kafka::assigned_partitions;
 /// let all = [0, 1, 2, 3, 4];
 /// assert_eq!(assigned_partitions(&all, 0, 2).unwrap(), vec![0, 2, 4]);
 /// assert_eq!(assigned_partitions(&all, 1, 2).unwrap(), vec![1, 3]);
@@ -60,9 +61,9 @@ pub fn assigned_partitions(partitions: &[i32], worker_index: usize, peers: usize
 pub struct KafkaTupleSource {
     reader: PartitionReader,
     /// The watermarks of its partitions (the job's input records a poll's runs in them at once).
-    pub(super) clock: PartitionWatermarks,
+    pub(crate) clock: PartitionWatermarks,
     /// What may be committed.
-    pub(super) offsets: OffsetTracker,
+    pub(crate) offsets: OffsetTracker,
 }
 
 impl KafkaTupleSource {

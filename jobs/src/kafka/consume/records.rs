@@ -53,7 +53,7 @@ impl KafkaRecord {
     /// The event time to use: the tuple's own time when it has one, else the record timestamp.
     ///
     /// ```
-    /// use saams_jobs::source::kafka::KafkaRecord;
+    /// use saams_jobs::kafka::KafkaRecord;
     /// let r = KafkaRecord { partition: 0, offset: 0, timestamp_ms: Some(7), key: None, payload: vec![] };
     /// assert_eq!(r.event_time(Some(3)), Some(3));
     /// assert_eq!(r.event_time(None), Some(7));

@@ -3,6 +3,8 @@
 //! share, and commits the offsets of flushed windows.
 //!
 //! Why its own file: it is the per-record path of the Kafka job, driven from each worker's loop.
+//! How the process opens it ([`KafkaJob::worker_input`]) is here too, so that this file uses the
+//! process' side and not the other way round.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,11 +13,12 @@ use std::time::{Duration, Instant};
 use saams::api::Tuple;
 use saams_datasets::LineContext;
 
-use super::job::{Awaited, KafkaJob};
 use super::marks::Marks;
-use super::positions::PartitionPositions;
-use super::records::RecordRef;
-use super::tuple_source::KafkaTupleSource;
+use super::process::{Awaited, KafkaJob};
+use crate::checkpoint::resume::Resume;
+use crate::kafka::consume::positions::PartitionPositions;
+use crate::kafka::consume::records::RecordRef;
+use crate::kafka::consume::tuple_source::KafkaTupleSource;
 use crate::sink::file::LineSink;
 use crate::stats::Stats;
 
@@ -55,7 +58,7 @@ impl KafkaInput {
     /// The input of one worker of `job` from its share `source` of `topic`; records are parsed as
     /// JSON tuples with `ctx`; rejected ones go to the job's dead-letter topic, else to `file_dead`.
     /// `file_answers` is the answers' sink when they go to a file or stdout (not to a topic).
-    pub(super) fn new(
+    fn new(
         job: Arc<KafkaJob>,
         ctx: LineContext,
         topic: String,
@@ -189,8 +192,8 @@ impl KafkaInput {
     /// were handed to the estimation producer before this call (the frontier passed them), and
     /// the dead letters of the records they consumed before it (a record is dead-lettered when it
     /// is polled), so the producers' current marks
-    /// ([`KafkaEstimationSink::mark`](crate::sink::kafka::KafkaEstimationSink::mark),
-    /// [`KafkaDeadLetterSink::mark`](crate::sink::kafka::KafkaDeadLetterSink::mark)) cover them.
+    /// ([`KafkaEstimationSink::mark`](crate::kafka::KafkaEstimationSink::mark),
+    /// [`KafkaDeadLetterSink::mark`](crate::kafka::KafkaDeadLetterSink::mark)) cover them.
     /// Nothing blocks while the brokers are away (a flush here held every worker writing an
     /// answer for the whole outage); commits just wait for the records to get through.
     pub fn maybe_commit(&mut self, frontier: Option<u64>) {
@@ -266,6 +269,68 @@ impl KafkaInput {
                 errors.last_commit_error
             ));
         }
+    }
+}
+
+impl KafkaJob {
+    /// This worker's share of the data topic (`None` without `--data-topic`). A failure is
+    /// reported at exit by [`finish`](Self::finish) and stops the job.
+    ///
+    /// `file_dead` takes the rejected records when the job has no dead-letter topic; `answers`
+    /// is the process' answer sink: when it writes a file (no `--output-topic`), the input
+    /// flushes it, and `file_dead`, before committing offsets.
+    ///
+    /// `checkpoints`: the job writes checkpoints (`Some`), resuming from `Some(resume)`: every
+    /// partition then starts at a known offset — the checkpoint's position of
+    /// `kafka:<topic>:<partition>`, with its watermark from the newest event time read before
+    /// it, else where `--from` says — and the input keeps the partitions' positions at
+    /// checkpoint boundaries ([`KafkaInput::want`], [`KafkaInput::positions`]).
+    pub fn worker_input(
+        self: &Arc<Self>,
+        (me, peers): (usize, usize),
+        (file_dead, answers): (Option<Arc<LineSink>>, &Arc<LineSink>),
+        checkpoints: Option<Option<&Resume>>,
+    ) -> Option<KafkaInput> {
+        let topic = self.data_topic.as_ref()?;
+        let opened = match checkpoints {
+            None => KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout)
+                .map(|source| (source, None)),
+            Some(resume) => {
+                let at = |p: i32| {
+                    let at = resume?.position(&format!("kafka:{topic}:{p}"))?;
+                    Some((i64::try_from(at.offset).unwrap_or(i64::MAX), at.max_time))
+                };
+                KafkaTupleSource::new_at(&self.opts, topic, (me, peers), (self.lateness_ms, self.idle_timeout), &at)
+                    .map(|source| {
+                        let mut positions = PartitionPositions::new(topic, source.partitions(), source.starts());
+                        for &p in source.partitions() {
+                            if let Some((_, Some(newest))) = at(p) {
+                                positions.start_from(p, newest);
+                            }
+                        }
+                        (source, Some(positions))
+                    })
+            }
+        };
+        let (source, positions) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.set_fatal(format!("worker {me}: {e}"));
+                return None;
+            }
+        };
+        let ctx = match LineContext::new(saams_datasets::Format::JsonLines, topic, None) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                self.set_fatal(format!("kafka: {e}"));
+                return None;
+            }
+        };
+        // with a dead-letter topic, rejected records go there, not to the file
+        let file_dead = if self.dead.is_some() { None } else { file_dead };
+        // answers to a topic are waited for through the producer, not flushed (which would block)
+        let file_answers = self.out.is_none().then(|| answers.clone());
+        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, (file_dead, file_answers), positions))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::checkpoint::marks::SourceMarks;
 /// partition's position whichever worker reads it.
 ///
 /// ```
-/// use saams_jobs::source::kafka::PartitionPositions;
+/// use saams_jobs::kafka::PartitionPositions;
 /// let mut p = PartitionPositions::new("ticks", &[0, 2], &[100, 7]);
 /// p.want(60_000);
 /// p.record(0, 100, Some(59_000));

@@ -1,0 +1,122 @@
+//! The dataset replay path: tuple lines produced into the data topic, keyed by stream id
+//! ([`TupleProducer`] one at a time, [`replay_lines`] a whole file at a paced rate).
+
+use std::time::{Duration, Instant};
+
+use super::producer::{CountingProducer, DeliveryReport, Ids};
+use crate::kafka::error::AdapterError;
+use crate::kafka::options::KafkaOptions;
+
+/// What [`replay_lines`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayReport {
+    /// Lines produced.
+    pub sent: u64,
+    /// Lines the brokers acknowledged.
+    pub delivered: u64,
+    /// Lines that could not be delivered (then `replay_lines` returned an error instead).
+    pub failed: u64,
+    /// Wall time from the first send to the last acknowledgement.
+    pub elapsed: Duration,
+}
+
+impl ReplayReport {
+    /// Achieved rate in acknowledged lines per second.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use saams_jobs::kafka::ReplayReport;
+    /// let r = ReplayReport { sent: 10, delivered: 10, failed: 0, elapsed: Duration::from_secs(2) };
+    /// assert_eq!(r.rate(), 5.0);
+    /// ```
+    pub fn rate(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 { self.delivered as f64 / secs } else { 0.0 }
+    }
+}
+
+/// Producer settings for bulk tuple replay: larger batches, a deep local queue.
+const REPLAY_DEFAULTS: [(&str, &str); 3] =
+    [("linger.ms", "20"), ("batch.num.messages", "10000"), ("queue.buffering.max.messages", "500000")];
+
+/// Produces tuple lines one at a time (the `replay` binary's Kafka output), keyed by stream id so
+/// every stream stays in order within one partition. Call [`flush`](Self::flush) at the end.
+pub struct TupleProducer {
+    inner: CountingProducer,
+}
+
+impl TupleProducer {
+    /// Connects (failing within seconds when no broker answers) and checks the topic exists.
+    ///
+    /// # Errors
+    /// As [`KafkaEstimationSink::new`].
+    pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
+        Ok(TupleProducer { inner: CountingProducer::open(opts, topic, &REPLAY_DEFAULTS)? })
+    }
+
+    /// Enqueues one line keyed by `stream_id` (waiting while librdkafka's queue is full).
+    ///
+    /// # Errors
+    /// [`AdapterError::Kafka`] when librdkafka refuses the record.
+    pub fn send(&mut self, stream_id: &str, line: &str) -> Result<(), AdapterError> {
+        self.inner.send(Some(stream_id.as_bytes()), line.as_bytes(), None)
+    }
+
+    /// Waits up to `timeout` for every acknowledgement, then reports.
+    ///
+    /// # Errors
+    /// [`AdapterError::Delivery`] when records failed, [`AdapterError::Kafka`] on a timeout.
+    pub fn flush(&mut self, timeout: Duration) -> Result<DeliveryReport, AdapterError> {
+        self.inner.flush(timeout)
+    }
+}
+
+/// Produces JSON lines into `topic` at `rate` lines per second (`None`: as fast as the brokers take
+/// them), each keyed by its `streamID` (lines without one, or not JSON, go unkeyed: the job that
+/// reads them decides what is malformed). Waits for every acknowledgement before returning.
+/// Blank lines are skipped.
+///
+/// # Errors
+/// [`AdapterError::Setting`] for a rate that is not a positive finite number, the producer's start
+/// errors (unreachable broker, missing topic), and [`AdapterError::Delivery`] when any line failed.
+pub fn replay_lines<I, S>(
+    opts: &KafkaOptions,
+    topic: &str,
+    lines: I,
+    rate: Option<f64>,
+) -> Result<ReplayReport, AdapterError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    if let Some(r) = rate
+        && !(r.is_finite() && r > 0.0)
+    {
+        return Err(AdapterError::Setting(format!("replay rate must be a positive number of tuples/s, got {r}")));
+    }
+    let mut producer = CountingProducer::open(opts, topic, &REPLAY_DEFAULTS)?;
+    let start = Instant::now();
+    for line in lines {
+        let line = line.as_ref().trim_end_matches(['\r', '\n']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(r) = rate {
+            let due = start + Duration::from_secs_f64(producer.sent as f64 / r);
+            let now = Instant::now();
+            if due > now + Duration::from_millis(1) {
+                std::thread::sleep(due - now);
+            }
+        }
+        let ids: Option<Ids<'_>> = serde_json::from_str(line).ok();
+        let key = ids.and_then(|i| i.stream_id);
+        producer.send(key.as_deref().map(str::as_bytes), line.as_bytes(), None)?;
+    }
+    let flushed = producer.flush(Duration::from_secs(120))?;
+    Ok(ReplayReport {
+        sent: flushed.sent,
+        delivered: flushed.delivered,
+        failed: flushed.failed,
+        elapsed: start.elapsed(),
+    })
+}
