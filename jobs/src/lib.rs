@@ -1,6 +1,7 @@
 //! The saams binaries' shared code: CLI, sources, sinks, and the `saams` job itself.
 #![deny(missing_docs)]
 
+mod atomic_file;
 pub mod checkpoint;
 pub mod cli;
 pub mod cluster;

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use saams_operators::SnapshotStore;
 
+use crate::atomic_file::{StagedFile, sync_dir, temp_number};
+
 /// A line sink shared by the workers of a process; counts the lines.
 ///
 /// With checkpoints ([`LineSink::hold_until_commit`]) the file is cut at every checkpoint: the
@@ -286,15 +288,6 @@ pub struct SnapshotDir {
 /// ```
 pub const TEMP_PREFIX: &str = ".saams-tmp-";
 
-/// Distinguishes the temporary files of concurrent SAVEs in one process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A written and fsynced temporary file, not yet renamed over its target.
-struct PendingSave {
-    temp: PathBuf,
-    target: PathBuf,
-}
-
 /// How to treat a missing directory on the way to a file.
 #[derive(Clone, Copy, PartialEq)]
 enum Missing {
@@ -385,38 +378,21 @@ impl SnapshotDir {
     }
 
     /// The first half of SAVE: the bytes in an fsynced temporary file next to the target.
-    fn write_temp(&self, file: &str, bytes: &[u8]) -> Result<PendingSave, String> {
+    fn write_temp(&self, file: &str, bytes: &[u8]) -> Result<StagedFile, String> {
         let target = self.resolve(file, Missing::Create)?.ok_or("unreachable: SAVE creates directories")?;
         if target.is_dir() {
             return Err(format!("cannot write snapshot {file:?}: it is a directory"));
         }
         let parent = target.parent().ok_or_else(|| format!("{file:?} has no directory"))?;
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let temp = parent.join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()));
-        let written = (|| {
-            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
-            f.write_all(bytes)?;
-            f.sync_all()
-        })();
-        match written {
-            Ok(()) => Ok(PendingSave { temp, target }),
-            Err(e) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(format!("cannot write snapshot {file:?}: {e}"))
-            }
-        }
+        let temp = parent.join(format!("{TEMP_PREFIX}{}-{}", std::process::id(), temp_number()));
+        StagedFile::write(temp, target, bytes).map_err(|e| format!("cannot write snapshot {file:?}: {e}"))
     }
 
     /// The second half of SAVE: rename over the target, then make the rename durable.
-    fn commit(pending: PendingSave, file: &str) -> Result<(), String> {
-        if let Err(e) = std::fs::rename(&pending.temp, &pending.target) {
-            let _ = std::fs::remove_file(&pending.temp);
-            return Err(format!("cannot write snapshot {file:?}: {e}"));
-        }
-        let parent = pending.target.parent().unwrap_or(Path::new("."));
-        File::open(parent)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| format!("snapshot {file:?} written but its directory not synced: {e}"))
+    fn commit(pending: StagedFile, file: &str) -> Result<(), String> {
+        let parent = pending.target().parent().unwrap_or(Path::new(".")).to_path_buf();
+        pending.rename().map_err(|e| format!("cannot write snapshot {file:?}: {e}"))?;
+        sync_dir(&parent).map_err(|e| format!("snapshot {file:?} written but its directory not synced: {e}"))
     }
 }
 
@@ -644,8 +620,8 @@ mod tests {
         // The first half of a SAVE: the new bytes are in a synced temporary file; then the
         // process dies before the rename (nothing cleans up).
         let pending = s.write_temp("cm.bin", b"new snapshot").unwrap();
-        assert_eq!(std::fs::read(&pending.temp).unwrap(), b"new snapshot");
-        let leftover = pending.temp.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(std::fs::read(pending.temp()).unwrap(), b"new snapshot");
+        let leftover = pending.temp().file_name().unwrap().to_string_lossy().into_owned();
         std::mem::forget(pending);
         assert_eq!(s.load("cm.bin").unwrap(), b"old snapshot");
         assert_eq!(d.listing(), [leftover.clone(), "cm.bin".to_string()]);
