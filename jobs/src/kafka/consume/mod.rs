@@ -1,7 +1,7 @@
 //! Kafka sources: the data topic spread over all workers, the requests topic read by every worker,
-//! per-partition event-time watermarks with idleness, and offset commits that follow window flushes.
-//! The `saams` job's Kafka side (its flags, start-up, per-worker input and exit report) is in
-//! [`crate::kafka::job`]; these sources build no sink.
+//! per-partition event-time watermarks with idleness, and offset commits that follow window
+//! flushes. The `saams` job's Kafka side (its flags, start-up, per-worker input and exit report)
+//! is in [`crate::kafka::job`]; these sources build no sink.
 //!
 //! Everything here is usable from inside a timely worker's step: consumers are rdkafka
 //! `BaseConsumer`s whose records are taken in batches with a zero (or small) timeout, partitions

@@ -26,7 +26,8 @@ pub struct RecordOrigin<'a> {
 }
 
 /// Writes rejected input (malformed or late tuples, bad requests) with the reason; see the module
-/// documentation for the record format. Flush before dropping, as for [`KafkaEstimationSink`].
+/// documentation for the record format. Flush before dropping, as for
+/// [`KafkaEstimationSink`](crate::kafka::KafkaEstimationSink).
 pub struct KafkaDeadLetterSink {
     inner: CountingProducer,
 }
@@ -35,7 +36,7 @@ impl KafkaDeadLetterSink {
     /// Connects (failing within seconds when no broker answers) and checks the topic exists.
     ///
     /// # Errors
-    /// As [`KafkaEstimationSink::new`].
+    /// As [`KafkaEstimationSink::new`](crate::kafka::KafkaEstimationSink::new).
     pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
         let inner = CountingProducer::open_with(opts, topic, &[("linger.ms", "20")], CountingContext::acknowledging())?;
         Ok(KafkaDeadLetterSink { inner })
@@ -61,10 +62,10 @@ impl KafkaDeadLetterSink {
         self.inner.send(key, raw, Some(headers))
     }
 
-    /// As [`KafkaEstimationSink::flush`].
+    /// As [`KafkaEstimationSink::flush`](crate::kafka::KafkaEstimationSink::flush).
     ///
     /// # Errors
-    /// As [`KafkaEstimationSink::flush`].
+    /// As [`KafkaEstimationSink::flush`](crate::kafka::KafkaEstimationSink::flush).
     pub fn flush(&mut self, timeout: Duration) -> Result<DeliveryReport, AdapterError> {
         self.inner.flush(timeout)
     }
@@ -85,7 +86,8 @@ impl KafkaDeadLetterSink {
     /// restart does not read them again).
     ///
     /// # Errors
-    /// As [`KafkaEstimationSink::delivered_before`].
+    /// As
+    /// [`KafkaEstimationSink::delivered_before`](crate::kafka::KafkaEstimationSink::delivered_before).
     pub fn delivered_before(&mut self, mark: u64) -> Result<bool, AdapterError> {
         self.inner.delivered_before(mark)
     }

@@ -1,10 +1,11 @@
 //! Kafka sinks: estimations (keyed by `streamID,dataSetKey` so a compacted topic keeps the latest
 //! answer per stream), dead letters (the raw bytes plus the reason), and the dataset replay path.
 //!
-//! Producers are rdkafka [`ThreadedProducer`]s: `send` only enqueues (safe inside a timely step), a
-//! background thread serves delivery reports, and a delivery callback counts every success and
-//! failure. [`KafkaEstimationSink::flush`] (at checkpoints and at exit) waits for the queue to drain
-//! and returns an error when any record failed, so delivery errors are reported, never ignored.
+//! Producers are rdkafka [`ThreadedProducer`](rdkafka::producer::ThreadedProducer)s: `send` only
+//! enqueues (safe inside a timely step), a background thread serves delivery reports, and a
+//! delivery callback counts every success and failure. [`KafkaEstimationSink::flush`] (at
+//! checkpoints and at exit) waits for the queue to drain and returns an error when any record
+//! failed, so delivery errors are reported, never ignored.
 //! While the job runs, input offsets are committed once the answers before a mark are
 //! acknowledged ([`KafkaEstimationSink::delivered_before`]), which never waits.
 //!

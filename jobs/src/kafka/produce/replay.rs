@@ -49,7 +49,7 @@ impl TupleProducer {
     /// Connects (failing within seconds when no broker answers) and checks the topic exists.
     ///
     /// # Errors
-    /// As [`KafkaEstimationSink::new`].
+    /// As [`KafkaEstimationSink::new`](crate::kafka::KafkaEstimationSink::new).
     pub fn new(opts: &KafkaOptions, topic: &str) -> Result<Self, AdapterError> {
         Ok(TupleProducer { inner: CountingProducer::open(opts, topic, &REPLAY_DEFAULTS)? })
     }
