@@ -9,7 +9,7 @@ use saams_operators::Plan;
 use crate::checkpoint::marks::SourceMarks;
 use crate::checkpoint::writer::CheckpointJob;
 use crate::control::fence::Fences;
-use crate::source::kafka::KafkaInput;
+use crate::kafka::KafkaInput;
 
 use super::reading::Reading;
 

@@ -19,10 +19,10 @@ use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::Cli;
 use crate::control::hub::Hub;
 use crate::duration::parse_duration_ms;
+use crate::kafka::KafkaJob;
 use crate::metrics::Metrics;
 use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, RangeLayout, expand_inputs};
-use crate::source::kafka::KafkaJob;
 use crate::source::stop::StopFlag;
 use crate::stats::Stats;
 use saams_datasets::pace::Pacer;
@@ -250,7 +250,7 @@ impl Outputs {
         }
         let sink = Arc::new(match (kafka_sink, recovery) {
             (Some(w), None) => LineSink::from_writer(w),
-            // Answers are produced when the checkpoint after them is written (crate::sink::kafka).
+            // Answers are produced when the checkpoint after them is written (crate::kafka::produce).
             (Some(w), Some(_)) => LineSink::from_writer(w).hold_until_commit(),
             (None, None) => LineSink::open(&cli.out)?,
             (None, Some(r)) => r.open_output(&recovery_options(cli))?,

@@ -23,7 +23,7 @@ pub(super) enum Source {
     Lines(UnitReader),
     /// A generated stream, with the groups it feeds ([`generated_routes`]).
     Generated(Generated, Vec<(u32, usize)>),
-    /// Records of the data topic (read by [`KafkaInput`](crate::source::kafka::KafkaInput),
+    /// Records of the data topic (read by [`KafkaInput`](crate::kafka::KafkaInput),
     /// never fetched through a `Reading`).
     Kafka,
 }

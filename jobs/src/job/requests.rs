@@ -15,8 +15,8 @@ use saams_operators::ask::{split_reply, to_every_worker};
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::dataflow::RecInput;
+use crate::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::sink::file::LineSink;
-use crate::source::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::stats::Stats;
 
 use super::config::Shared;

@@ -11,9 +11,9 @@ use crate::control::http::Server;
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
+use crate::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::metrics::{Metrics, Totals};
 use crate::sink::file::LineSink;
-use crate::source::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::stats::Stats;
 
 use super::config::Outputs;

@@ -19,7 +19,7 @@ use crate::checkpoint::marks::SourceMarks;
 use crate::checkpoint::resume::Resume;
 use crate::control::fence::Fences;
 use crate::dataflow::RecInput;
-use crate::source::kafka::KafkaInput;
+use crate::kafka::KafkaInput;
 
 use super::checkpoints::{want_boundaries, write_checkpoints};
 use super::config::{Settings, Shared};

@@ -112,8 +112,8 @@ pub fn ingest(r: &Runner, a: &Args, tuples_per_stream: u64) -> Result<(), String
         && let Some(topic) = &topic
     {
         // The broker may keep records in memory: drop this run's copy (≈ 130 bytes a tuple).
-        let opts = saams_jobs::kafka_client::KafkaOptions::new(brokers, "saams-experiment");
-        if let Err(e) = saams_jobs::kafka_client::delete_topics(&opts, &[topic]) {
+        let opts = saams_jobs::kafka::KafkaOptions::new(brokers, "saams-experiment");
+        if let Err(e) = saams_jobs::kafka::delete_topics(&opts, &[topic]) {
             eprintln!("experiment: ingest: topic {topic} not deleted: {e}");
         }
     }
