@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use saams::api::registry::LiveSynopsis;
+use saams::api::request::parse_requests;
 use saams_jobs::control::ControlArgs;
 use saams_jobs::control::http::{HttpLimits, serve, serve_with, start};
 use saams_jobs::control::hub::Hub;
@@ -205,25 +205,15 @@ fn the_live_registry_is_listed_and_lets_queries_through() {
     let empty = svc.call("GET", "/synopses", "");
     assert_eq!((empty.status, empty.json()), (200, json!([])));
     assert_eq!(svc.call("POST", "/requests", QUERY).status, 404);
-    let row = LiveSynopsis {
-        id: 0,
-        request_id: json!(1),
-        synopsis_id: 1,
-        kind: saams::Kind::CountMin,
-        stream_id: "A".into(),
-        dataset_key: "F".into(),
-        field: "price".into(),
-        params: vec![json!(0.01), json!(0.9), json!(7)],
-        mode: "Owned".into(),
-        home: 0,
-        empty_bytes: 1024,
-        effective_from_ms: 60_000,
-    };
-    svc.hub.set_synopses(vec![row.clone()]);
+    let store = Arc::new(saams_jobs::sink::file::SnapshotDir::new(None));
+    let rows = saams_operators::Plan::build(&parse_requests(CONSTRUCT), 1, 60_000, store).live_synopses();
+    svc.hub.set_synopses(rows.clone());
     let listed = svc.call("GET", "/synopses", "");
     assert_eq!(listed.content_type, "application/json");
-    assert_eq!(listed.json(), Value::Array(vec![row.to_json()]));
-    assert_eq!(listed.json()[0]["effectiveFrom"], "1970-01-01T00:01:00Z");
+    assert_eq!(listed.json(), Value::Array(rows.iter().map(|r| r.to_json()).collect()));
+    assert_eq!(listed.json()[0]["kind"], "CountMin");
+    assert_eq!(listed.json()[0]["params"], json!([0.01, 0.9, 7]));
+    assert_eq!(listed.json()[0]["effectiveFrom"], "1970-01-01T00:00:00Z");
     let r = svc.call("POST", "/requests", QUERY);
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.lines()[0]["requestID"], 2);

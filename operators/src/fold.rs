@@ -1,5 +1,5 @@
 //! `fold_partials`: at each spread synopsis' home worker, merge the window's partials (one, for
-//! kinds the tree merge reduces at every stage, [`crate::capabilities::reduces_at_every_stage`];
+//! kinds the tree merge reduces at every stage, [`saams::Kind::reduces_at_every_merge_stage`];
 //! else in bin order; windows in time order) into the synopsis' merged state, answer its continuous queries
 //! at every window close, and its ad-hoc queries and SAVEs at the end of the input. Answer lines
 //! and snapshots of the upstream operators pass through; states for pair queries go on as snapshots.

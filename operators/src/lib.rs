@@ -15,8 +15,10 @@
 //! synopses are registered at which window comes from the registry collection.
 //!
 //! Modules depend one way: plain data ([`record`], [`ask`], [`out`], [`registry`],
-//! [`checkpoint`], [`capabilities`]) below [`plan`], the plan below the operators and the answer
-//! formatting ([`answer`]) they share; no module uses one above it.
+//! [`checkpoint`]) below [`plan`], the plan below the operators and the answer formatting
+//! ([`answer`]) they share; no module uses one above it. What a synopsis kind can do (merge
+//! exactly, take numbers only, reduce at every merge stage) is asked of the kind
+//! ([`saams::Kind`]), never decided here by matching its variants.
 //!
 //! A whole pipeline on one worker: a Count-Min on stream `A`, three values in the first minute.
 //!
@@ -65,7 +67,6 @@
 
 pub mod answer;
 pub mod ask;
-pub mod capabilities;
 pub mod changes;
 pub mod checkpoint;
 pub mod fold;

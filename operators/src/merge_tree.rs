@@ -6,7 +6,7 @@
 //! partials between them whatever the root.
 //!
 //! At every stage, a worker reduces the partials it holds of one synopsis and window to one if
-//! the kind's merge does not depend on the merge tree ([`reduces_at_every_stage`]); the result
+//! the kind's merge does not depend on the merge tree ([`saams::Kind::reduces_at_every_merge_stage`]); the result
 //! travels on as one partial. The other kinds' partials travel as a list and are merged at home
 //! in bin order, each into the merged state, so their answers do not depend on the number of
 //! workers either:
@@ -41,7 +41,6 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
-use crate::capabilities::reduces_at_every_stage;
 use crate::out::Out;
 use crate::plan::Plan;
 use crate::record::Partial;
@@ -80,7 +79,7 @@ pub(crate) fn combine(plan: &Plan, mut partials: Vec<Partial>) -> Partial {
         first.parts.extend(p.parts);
     }
     first.parts.sort_by_key(|(bin, _)| *bin);
-    if reduces_at_every_stage(plan.routing.synopses[first.syn as usize].kind) && first.parts.len() > 1 {
+    if plan.routing.synopses[first.syn as usize].kind.reduces_at_every_merge_stage() && first.parts.len() > 1 {
         let mut parts = std::mem::take(&mut first.parts).into_iter();
         if let Some((bin, mut acc)) = parts.next() {
             let mut failed = Vec::new();

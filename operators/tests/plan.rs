@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use saams::api::request::parse_requests;
+use saams_operators::merge_stages;
 use saams_operators::plan::{Mode, Plan};
-use saams_operators::{capabilities::merge_is_exact, merge_stages};
 
 mod common;
 use common::NoSnapshots;
@@ -49,7 +49,7 @@ fn routing_modes_follow_the_kind_and_parallelism() {
     let one = plan(SCRIPT, 1);
     assert_eq!(one.routing.synopses[1].mode, Mode::Owned);
     assert_eq!(one.routing.synopses[2].mode, Mode::Binned(3));
-    assert!(merge_is_exact(saams::Kind::CountMin) && !merge_is_exact(saams::Kind::Kll));
+    assert!(saams::Kind::CountMin.merges_exactly() && !saams::Kind::Kll.merges_exactly());
 }
 
 #[test]

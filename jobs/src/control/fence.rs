@@ -318,6 +318,9 @@ impl Fences {
 /// Shared with a dataflow's inspect closure: what reached this worker.
 type Shared<T> = Rc<RefCell<T>>;
 
+/// The bodies of each request epoch, as the broadcast delivered them.
+type ByEpoch = Shared<BTreeMap<u64, Vec<Body>>>;
+
 /// The forward dataflow: an intake worker's bodies, exchanged to worker 0.
 fn forward_dataflow(worker: &mut Worker) -> (Handle<Body>, Shared<Vec<Body>>, ProbeHandle<u64>) {
     let forwarded: Shared<Vec<Body>> = Rc::default();
@@ -335,8 +338,8 @@ fn forward_dataflow(worker: &mut Worker) -> (Handle<Body>, Shared<Vec<Body>>, Pr
 }
 
 /// The requests dataflow: worker 0's sequenced bodies, broadcast, kept by request epoch.
-fn request_dataflow(worker: &mut Worker) -> (Handle<Body>, Shared<BTreeMap<u64, Vec<Body>>>, ProbeHandle<u64>) {
-    let received: Shared<BTreeMap<u64, Vec<Body>>> = Rc::default();
+fn request_dataflow(worker: &mut Worker) -> (Handle<Body>, ByEpoch, ProbeHandle<u64>) {
+    let received: ByEpoch = Rc::default();
     let mut requests = InputHandle::new();
     let sink = received.clone();
     let probe = worker.dataflow::<u64, _, _>(|scope| {

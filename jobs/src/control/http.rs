@@ -335,21 +335,10 @@ mod tests {
     const QUERY: &str =
         r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["A","price","Queryable","Ad-hoc"]}"#;
 
+    /// The live registry of a plan that constructed `CM`.
     fn live_cm() -> Vec<LiveSynopsis> {
-        vec![LiveSynopsis {
-            id: 0,
-            request_id: json!(1),
-            synopsis_id: 1,
-            kind: saams::Kind::CountMin,
-            stream_id: "A".into(),
-            dataset_key: "F".into(),
-            field: "price".into(),
-            params: Vec::new(),
-            mode: "Owned".into(),
-            home: 0,
-            empty_bytes: 0,
-            effective_from_ms: 0,
-        }]
+        let store = std::sync::Arc::new(crate::sink::file::SnapshotDir::new(None));
+        saams_operators::Plan::build(&parse_requests(CM), 1, 60_000, store).live_synopses()
     }
 
     fn vet(text: &str, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {

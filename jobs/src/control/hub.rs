@@ -350,24 +350,14 @@ mod tests {
 
     #[test]
     fn the_registry_rows_are_replaced_whole() {
-        let row = |id: u32| LiveSynopsis {
-            id,
-            request_id: json!(id),
-            synopsis_id: 1,
-            kind: saams::Kind::CountMin,
-            stream_id: "A".into(),
-            dataset_key: "F".into(),
-            field: "price".into(),
-            params: Vec::new(),
-            mode: "Owned".into(),
-            home: 0,
-            empty_bytes: 0,
-            effective_from_ms: 0,
-        };
+        let store = std::sync::Arc::new(crate::sink::file::SnapshotDir::new(None));
+        let plan =
+            saams_operators::Plan::build(&body("A").into_iter().chain(body("B")).collect::<Vec<_>>(), 1, 1000, store);
+        let rows = plan.live_synopses();
         let hub = Hub::new();
-        hub.set_synopses(vec![row(1), row(2)]);
-        hub.set_synopses(vec![row(3)]);
-        assert_eq!(hub.synopses(), vec![row(3)]);
+        hub.set_synopses(rows.clone());
+        hub.set_synopses(rows[1..].to_vec());
+        assert_eq!(hub.synopses(), rows[1..].to_vec());
         assert_eq!(hub.health()["synopses"], 1);
     }
 }

@@ -7,7 +7,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use saams::api::registry::LiveSynopsis;
 use saams::api::request::{parse_requests, read_log, requests_from_value};
 use saams_operators::Plan;
 use saams_operators::ask::{split_reply, to_every_worker};
@@ -129,33 +128,9 @@ pub(super) fn take_applied(
     }
     input.flush();
     if changed && me.is_multiple_of(plan.borrow().routing.workers_per_process.max(1)) {
-        hub.set_synopses(registry_rows(&plan.borrow()));
+        hub.set_synopses(plan.borrow().live_synopses());
     }
     changed
-}
-
-/// The live registry as `GET /synopses` lists it.
-pub(super) fn registry_rows(plan: &Plan) -> Vec<LiveSynopsis> {
-    plan.routing
-        .synopses
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)
-        .map(|(i, s)| LiveSynopsis {
-            id: i as u32,
-            request_id: s.request_id.clone(),
-            synopsis_id: s.synopsis_id,
-            kind: s.kind,
-            stream_id: s.stream.clone(),
-            dataset_key: s.dataset.clone(),
-            field: s.field.clone(),
-            params: s.params.clone(),
-            mode: format!("{:?}", s.mode),
-            home: s.home,
-            empty_bytes: s.fresh.size_bytes(),
-            effective_from_ms: plan.live.registered_from(i as u32).unwrap_or(0),
-        })
-        .collect()
 }
 
 /// `--requests -`: every JSON value on stdin (a request object or an array of them, on one

@@ -25,7 +25,7 @@ use super::checkpoints::{want_boundaries, write_checkpoints};
 use super::config::{Settings, Shared};
 use super::generated::generated_routes;
 use super::reading::{Pending, Reading, Source, open_readers, resume_readers};
-use super::requests::{build_plan, registry_rows, take_applied};
+use super::requests::{build_plan, take_applied};
 use super::routing::{Router, read_units};
 
 /// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
@@ -337,7 +337,7 @@ fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fen
     if let Some(hub) = &intake_hub {
         // The script's synopses are live from the start (GET /synopses, and what HTTP checks
         // queries against).
-        hub.set_synopses(registry_rows(&plan.borrow()));
+        hub.set_synopses(plan.borrow().live_synopses());
     }
     let mut fences = Fences::build(worker, window_ms as u64, intake_hub);
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());

@@ -11,7 +11,6 @@ use serde_json::Value as Json;
 use super::data::{LiveLoad, Mode, QueryReg, SaveReg, SnapshotStore, SynSpec};
 use super::routing::{Routing, spread_hash};
 use crate::ask::AskWhat;
-use crate::capabilities::merge_is_exact;
 use crate::record::SynBox;
 
 /// What applying requests gives besides the tables' changes, and the fence it happens at.
@@ -35,7 +34,7 @@ pub struct RequestEffects {
 fn mode_of(kind: saams::Kind, p: u32, peers: usize, dataset_wide: bool) -> Mode {
     if kind.is_order_sensitive() {
         if p > 1 { Mode::Windowed(p) } else { Mode::Owned }
-    } else if merge_is_exact(kind) {
+    } else if kind.merges_exactly() {
         let spread = p.min(peers as u32);
         if dataset_wide && peers > 1 {
             Mode::Exact { spread: 0 }
@@ -66,7 +65,7 @@ impl Routing {
     ) -> Result<(), String> {
         match &req.action {
             Action::Construct { field, params, .. } => self.construct(req, id, field, params, effects),
-            Action::Delete { field } => self.delete(req, &id, field.as_deref(), effects),
+            Action::Delete { .. } => self.delete(req, &id, effects),
             Action::Query { field, args, mode } => self.query(req, id, field, args, *mode, effects),
             Action::Save { file } => self.save(req, id, file, store, effects),
             Action::Load { file } => self.load(req, id, file, store, effects),
@@ -74,15 +73,13 @@ impl Routing {
     }
 
     /// The live synopses a request names (on `field`, if given).
-    fn find(&self, req: &Request, field: Option<&str>) -> Vec<usize> {
+    /// The live synopses `req` names ([`Request::names_synopsis`], the rule the HTTP interface
+    /// checks requests by too).
+    fn find(&self, req: &Request) -> Vec<usize> {
         (0..self.synopses.len())
             .filter(|&i| {
                 let s = &self.synopses[i];
-                !s.deleted
-                    && s.dataset == req.dataset_key
-                    && s.stream == req.stream_id
-                    && (req.synopsis_id == 0 || s.synopsis_id == req.synopsis_id)
-                    && field.is_none_or(|f| f == s.field)
+                !s.deleted && req.names_synopsis(&s.dataset, &s.stream, s.synopsis_id, &s.field)
             })
             .collect()
     }
@@ -95,7 +92,7 @@ impl Routing {
         params: &[Json],
         effects: &mut RequestEffects,
     ) -> Result<(), String> {
-        if !self.find(req, Some(field)).is_empty() {
+        if !self.find(req).is_empty() {
             return Ok(()); // duplicate constructs do not duplicate a synopsis
         }
         let fresh = registry::construct(req.synopsis_id, params).map_err(|e| e.to_string())?;
@@ -126,14 +123,8 @@ impl Routing {
         Ok(())
     }
 
-    fn delete(
-        &mut self,
-        req: &Request,
-        id: &Json,
-        field: Option<&str>,
-        effects: &mut RequestEffects,
-    ) -> Result<(), String> {
-        let found = self.find(req, field);
+    fn delete(&mut self, req: &Request, id: &Json, effects: &mut RequestEffects) -> Result<(), String> {
+        let found = self.find(req);
         if found.is_empty() {
             return Err(format!("nothing to delete: no {}", describe(req)));
         }
@@ -168,7 +159,7 @@ impl Routing {
         mode: QueryMode,
         effects: &mut RequestEffects,
     ) -> Result<(), String> {
-        let found = self.find(req, Some(field));
+        let found = self.find(req);
         let Some(&i) = found.first() else {
             return Err(format!("unknown synopsis: no {} on field {field:?}", describe(req)));
         };
@@ -202,7 +193,7 @@ impl Routing {
         effects: &mut RequestEffects,
     ) -> Result<(), String> {
         store.check(file)?;
-        let found = self.find(req, None);
+        let found = self.find(req);
         let Some(&i) = found.first() else {
             return Err(format!("SAVE: no {}", describe(req)));
         };
@@ -225,7 +216,7 @@ impl Routing {
         let bytes = store.load(file)?;
         let loaded = registry::decode(&bytes).map_err(|e| format!("LOAD {file}: {e}"))?;
         let found: Vec<usize> =
-            self.find(req, None).into_iter().filter(|&i| self.synopses[i].kind == loaded.kind()).collect();
+            self.find(req).into_iter().filter(|&i| self.synopses[i].kind == loaded.kind()).collect();
         let Some(&i) = found.first() else {
             return Err(format!(
                 "LOAD {file}: construct a {} on stream {:?} of dataset {:?} first (the snapshot is merged into it)",

@@ -7,7 +7,6 @@ use saams::api::request::QuerySpec;
 
 use super::data::{Group, Mode, PairQueryReg, QueryReg, is_set_valued};
 use super::routing::{Routing, spread_hash};
-use crate::capabilities::{merge_is_exact, needs_numbers};
 
 impl Routing {
     /// Put every synopsis not compiled yet into its update group (a new group, with its route,
@@ -51,8 +50,8 @@ impl Routing {
             let (kind, mode) = (self.synopses[i].kind, self.synopses[i].mode);
             let group = &mut self.groups[g as usize];
             group.synopses.push(i as u32);
-            group.ordered |= !merge_is_exact(kind);
-            group.numeric |= needs_numbers(kind);
+            group.ordered |= !kind.updates_on_arrival();
+            group.numeric |= kind.takes_numbers_only();
             if mode == Mode::Owned {
                 // The owner holds the merged synopsis and answers it.
                 let owner = group.owner;

@@ -31,6 +31,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use saams::api::estimation::{Answer, Estimation};
+use saams::api::registry::LiveSynopsis;
 use saams::api::request::{Action, QueryMode, Request, RequestError};
 
 use crate::ask::{Origin, reply_line};
@@ -300,7 +301,7 @@ impl Plan {
     }
 
     /// The registry changes of the request script, as updates of the registry collection
-    /// ([`crate::registry_join::Entry`]): all at time 0, the script taking effect before the first
+    /// ([`crate::registry::Entry`]): all at time 0, the script taking effect before the first
     /// window; a synopsis constructed and deleted in the script adds up to nothing.
     ///
     /// ```
@@ -322,6 +323,52 @@ impl Plan {
     /// ```
     pub fn registry_updates(&self) -> Vec<(Entry, u64, isize)> {
         self.sequencer.effects.registry.iter().map(|&(syn, diff)| (self.routing.entry(syn), 0, diff)).collect()
+    }
+
+    /// The live registry, as `GET /synopses` lists it and the HTTP interface checks requests
+    /// against it: every synopsis constructed and not deleted, from the window it counts from.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use saams_operators::{Plan, SnapshotStore};
+    /// struct NoFiles;
+    /// impl SnapshotStore for NoFiles {
+    ///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    ///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    ///     fn check(&self, f: &str) -> Result<(), String> { Err(f.into()) }
+    /// }
+    /// let script = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}
+    ///        {"streamID":"B","synopsisID":2,"dataSetKey":"F","param":["HLL","price","NotQueryable",0.05]}
+    ///        {"streamID":"B","synopsisID":2,"dataSetKey":"F","param":["DELETE_REQUEST","price"]}"#,
+    /// );
+    /// let plan = Plan::build(&script, 2, 60_000, Arc::new(NoFiles));
+    /// let live = plan.live_synopses();
+    /// assert_eq!(live.len(), 1);
+    /// assert_eq!((live[0].kind, live[0].stream_id.as_str(), live[0].field.as_str()), (saams::Kind::CountMin, "A", "price"));
+    /// let query = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","Ad-hoc"]}"#);
+    /// assert!(live[0].is_named_by(query[0].as_ref().unwrap()));
+    /// ```
+    pub fn live_synopses(&self) -> Vec<LiveSynopsis> {
+        let synopses = self.routing.synopses.iter().enumerate();
+        synopses
+            .filter(|(_, s)| !s.is_deleted() && s.group != u32::MAX)
+            .map(|(i, s)| LiveSynopsis {
+                id: i as u32,
+                request_id: s.request_id.clone(),
+                synopsis_id: s.synopsis_id,
+                kind: s.kind,
+                stream_id: s.stream.clone(),
+                dataset_key: s.dataset.clone(),
+                field: s.field.clone(),
+                params: s.params.clone(),
+                mode: format!("{:?}", s.mode),
+                home: s.home,
+                empty_bytes: s.fresh.size_bytes(),
+                effective_from_ms: self.live.registered_from(i as u32).unwrap_or(0),
+            })
+            .collect()
     }
 
     /// The groups a tuple of `stream` in `dataset` feeds ([`Routing::routes`]).
