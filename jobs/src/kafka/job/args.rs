@@ -36,7 +36,8 @@ pub struct KafkaArgs {
     #[arg(long = "data-topic")]
     pub data_topic: Option<String>,
     /// Topic of requests (one JSON request or array per record), read to its end at start
-    /// (after --requests, when both are given).
+    /// (after --requests, when both are given), then followed while the job runs: records
+    /// produced later take effect at the next fence, like requests over HTTP.
     #[arg(long = "request-topic")]
     pub request_topic: Option<String>,
     /// Topic receiving the estimations (JSON, keyed `streamID,dataSetKey`) instead of --out.
