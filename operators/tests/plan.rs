@@ -105,7 +105,7 @@ fn tree_merge_stays_in_processes_first_and_crosses_them_n_minus_1_times_for_ever
     for (processes, per_process) in [(1, 1), (1, 4), (2, 1), (2, 2), (2, 4), (4, 2), (3, 3), (2, 3), (3, 2)] {
         let peers = processes * per_process;
         let mut p = plan("", peers);
-        p.routing.workers_per_process = per_process;
+        p.routing_mut().workers_per_process = per_process;
         let stages = p.merge_stages();
         assert_eq!(stages, merge_stages(per_process) + merge_stages(processes));
         for root in 0..peers {

@@ -61,7 +61,7 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
     }
     let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
     plan.update = !settings.no_synopses;
-    plan.routing.workers_per_process = settings.workers_per_process;
+    plan.routing_mut().workers_per_process = settings.workers_per_process;
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
     if me == 0 && resume.is_none() {
         // (A resumed job wrote them before its first checkpoint.)

@@ -199,8 +199,8 @@ mod tests {
                 nonempty += usize::from(!expected.is_empty());
             }
             // A live request changes the plan: the routes are taken from it again.
-            plan.routing.version += 1;
-            plan.routing.routes.entry("Crypto".into()).or_default().wide.push(0);
+            plan.routing_mut().version += 1;
+            plan.routing_mut().routes.entry("Crypto".into()).or_default().wide.push(0);
         }
         assert!(nonempty > 60, "the lookups must mostly find groups ({nonempty})");
         assert!(!cache.groups(&plan, "Crypto", "BTCUSD").is_empty());

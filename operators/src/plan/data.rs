@@ -112,7 +112,7 @@ pub struct SaveReg {
 }
 
 /// One maintained synopsis.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct SynSpec {
     /// The construct request's id.
     pub request_id: Json,

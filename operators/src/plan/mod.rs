@@ -10,7 +10,8 @@
 //!
 //! - [`Routing`], the compiled routing tables ([`routing`]): read for every tuple, changed only
 //!   when requests are applied ([`apply`], one function per action, then [`compile`]), each
-//!   change a new [`Routing::version`];
+//!   change a new [`Routing::version`]. Held behind an [`Rc`], copied on write: a holder of one
+//!   version ([`Plan::routing_version`]) keeps it unchanged, at the cost of one pointer;
 //! - [`Sequencer`], the live-request sequencer ([`sequencer`]): request epochs staged until
 //!   their fence, the ids of requests and asks, and what applying them gave;
 //! - [`Checkpointing`], the checkpoint state ([`crate::checkpoint`]): boundaries agreed, copies
@@ -28,6 +29,7 @@ pub mod routing;
 pub mod sequencer;
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use saams::api::estimation::{Answer, Estimation};
@@ -65,8 +67,9 @@ impl SnapshotStore for NoFiles {
 
 /// The compiled registry of one worker: routing tables, request sequencer, checkpoint state.
 pub struct Plan {
-    /// The compiled routing tables.
-    pub routing: Routing,
+    /// The compiled routing tables of the current version (shared: [`Plan::routing_version`];
+    /// changed through [`Plan::routing_mut`]).
+    pub routing: Rc<Routing>,
     /// Live requests in epoch order, and what applying them gave.
     pub sequencer: Sequencer,
     /// Checkpoint boundaries agreed, the copies the operators take there, and the states a
@@ -101,7 +104,7 @@ impl Plan {
         store: Arc<dyn SnapshotStore>,
     ) -> Plan {
         let mut plan = Plan {
-            routing: Routing::new(peers, window_ms),
+            routing: Rc::new(Routing::new(peers, window_ms)),
             sequencer: Sequencer::after_script(requests.len()),
             checkpoints: Default::default(),
             live: LiveRegistry::default(),
@@ -115,14 +118,44 @@ impl Plan {
                 Err(e) => effects.answers.push(Estimation::error(generated, None, 0, e.0.clone())),
                 Ok(req) => {
                     let id = req.request_id.clone().unwrap_or(generated);
-                    if let Err(msg) = plan.routing.apply(req, id.clone(), &*plan.store, effects) {
+                    if let Err(msg) = Rc::make_mut(&mut plan.routing).apply(req, id.clone(), &*plan.store, effects) {
                         effects.answers.push(request_error(req, id, msg));
                     }
                 }
             }
         }
-        plan.routing.compile(&mut plan.sequencer.effects.answers);
+        Rc::make_mut(&mut plan.routing).compile(&mut plan.sequencer.effects.answers);
         plan
+    }
+
+    /// The routing tables of the current version, to hold while the plan moves on: live
+    /// requests applied later make a new version for the plan and leave this one as it is.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use saams_operators::{Plan, SnapshotStore};
+    /// struct NoFiles;
+    /// impl SnapshotStore for NoFiles {
+    ///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+    ///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+    ///     fn check(&self, f: &str) -> Result<(), String> { Ok(()) }
+    /// }
+    /// let mut plan = Plan::build(&[], 2, 60_000, Arc::new(NoFiles));
+    /// let before = plan.routing_version();
+    /// let live = saams::api::request::parse_requests(
+    ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1]}"#);
+    /// plan.extend(&live, 120_000, None);
+    /// assert_eq!((before.version, before.synopses.len(), before.routes("F", "A").0.len()), (0, 0, 0));
+    /// assert_eq!((plan.routing.version, plan.routing.synopses.len(), plan.routes("F", "A").0.len()), (1, 1, 1));
+    /// ```
+    pub fn routing_version(&self) -> Rc<Routing> {
+        Rc::clone(&self.routing)
+    }
+
+    /// The routing tables to change (a job's settings at start-up): copied first if some holder
+    /// keeps the current version ([`Plan::routing_version`]).
+    pub fn routing_mut(&mut self) -> &mut Routing {
+        Rc::make_mut(&mut self.routing)
     }
 
     /// Answers produced while applying the script (errors, LOAD acknowledgements): written once,
@@ -168,7 +201,7 @@ impl Plan {
         let effects = &self.sequencer.effects;
         let (registry_from, answers_from) = (effects.registry.len(), effects.answers.len());
         let acknowledged: Vec<Estimation> = requests.iter().filter_map(|r| self.apply_live(r, fence)).collect();
-        self.routing.compile(&mut self.sequencer.effects.answers);
+        Rc::make_mut(&mut self.routing).compile(&mut self.sequencer.effects.answers);
         let mut lines: Vec<String> = acknowledged.iter().map(Estimation::to_json_line).collect();
         lines.extend(self.sequencer.effects.answers.drain(answers_from..).map(|e| e.to_json_line()));
         let asks = self.sequencer.take_fence_asks(&self.routing, origin);
@@ -182,7 +215,7 @@ impl Plan {
         for &((_, syn), at, diff) in &registry {
             self.live.apply(syn, at, diff);
         }
-        self.routing.version += 1;
+        Rc::make_mut(&mut self.routing).version += 1;
         self.sequencer.effects.fence = None;
         Applied { origin, fence, lines: lines.into_iter().map(|l| reply_line(origin, l)).collect(), asks, registry }
     }
@@ -196,7 +229,7 @@ impl Plan {
             Ok(req) => req,
         };
         let id = req.request_id.clone().unwrap_or(generated);
-        match self.routing.apply(req, id.clone(), &*self.store, &mut self.sequencer.effects) {
+        match Rc::make_mut(&mut self.routing).apply(req, id.clone(), &*self.store, &mut self.sequencer.effects) {
             Err(msg) => Some(request_error(req, id, msg)),
             Ok(()) => {
                 let (action, field) = match &req.action {
@@ -245,7 +278,9 @@ impl Plan {
         for r in requests {
             let Ok(req) = r else { continue };
             let id = req.request_id.clone().unwrap_or_else(|| self.sequencer.next_ask_now_id());
-            if let Err(msg) = self.routing.apply(req, id.clone(), &*self.store, &mut self.sequencer.effects) {
+            if let Err(msg) =
+                Rc::make_mut(&mut self.routing).apply(req, id.clone(), &*self.store, &mut self.sequencer.effects)
+            {
                 lines.push(reply_line(Some(origin), request_error(req, id, msg).to_json_line()));
             }
         }

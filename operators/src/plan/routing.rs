@@ -38,6 +38,7 @@ pub(crate) fn spread_hash(parts: &[&str]) -> u64 {
 }
 
 /// The compiled routing tables.
+#[derive(Clone)]
 pub struct Routing {
     /// Every synopsis ever constructed (deleted ones have no group).
     pub synopses: Vec<SynSpec>,
