@@ -9,8 +9,9 @@
 //! dates, and one stray older tick in the middle of the file.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value as Json;
 
@@ -150,4 +151,32 @@ fn unknown_request_fields_are_warned_once_and_counted_or_refused_when_strict() {
     );
     assert!(!strict_out.contains(r#""estimate":"#), "nothing was constructed: {strict_out}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unknown_fields_of_live_requests_are_counted_like_the_request_files() {
+    // Requests on stdin are live: vetted once by the job's request hub as they arrive, and their
+    // unknown fields count in the summary as a request file's do.
+    let mut child = Command::new(BIN)
+        .args(["--requests", "-", "--generate", "stocks:2:20000", "--rate", "200000", "--progress", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run saams");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(
+            br#"{"streamID":"","synopsisID":2,"dataSetKey":"Forex","param":["HLL","price","NotQueryable",0.02],"tenant":"a","region":"b"}
+"#,
+        )
+        .expect("write a request");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("request field `tenant`").count(), 1, "named once: {stderr}");
+    assert_eq!(summary_field(&out, "request_warnings"), 2, "{stderr}");
+    let acks = String::from_utf8_lossy(&out.stdout);
+    assert!(acks.contains(r#""accepted":"construct""#), "the live construct was carried out: {acks}");
 }

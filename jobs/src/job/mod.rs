@@ -126,8 +126,6 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let end = Instant::now();
     services.join_threads();
     outputs.finish(checkpoints.as_deref(), start.kafka_job.as_deref())?;
-    // Unknown fields of live requests: counted by the hub's intake, where they were vetted.
-    stats.request_warnings.fetch_add(services.hub.warnings(), Ordering::Relaxed);
     let seconds = stats.first.get().map(|t| end.duration_since(*t).as_secs_f64()).unwrap_or(0.0);
     Ok(Summary {
         tuples: stats.tuples.load(Ordering::Relaxed),
@@ -135,7 +133,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         estimations: outputs.sink.count(),
         dead_letters: stats.dead_letters.load(Ordering::Relaxed),
         late: stats.late.load(Ordering::Relaxed),
-        request_warnings: stats.request_warnings.load(Ordering::Relaxed),
+        // The request file's unknown fields, and live requests' (counted by the hub's intake).
+        request_warnings: stats.request_warnings.load(Ordering::Relaxed) + services.hub.warnings(),
         comm: services.metrics.comm(),
     })
 }

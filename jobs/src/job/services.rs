@@ -113,12 +113,13 @@ fn start_metrics(
     sink: &Arc<LineSink>,
     hub: Arc<Hub>,
 ) -> Result<Option<Server>, String> {
-    let (stats, sink) = (stats.clone(), sink.clone());
+    let (stats, sink, intake) = (stats.clone(), sink.clone(), hub.clone());
     let totals = move || Totals {
         estimations: sink.count(),
         dead_letters: stats.dead_letters.load(Ordering::Relaxed),
         late: stats.late.load(Ordering::Relaxed),
-        request_warnings: stats.request_warnings.load(Ordering::Relaxed),
+        // The request file's unknown fields, and live requests' (counted by the hub's intake).
+        request_warnings: stats.request_warnings.load(Ordering::Relaxed) + intake.warnings(),
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
     crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals))
