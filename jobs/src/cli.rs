@@ -76,8 +76,9 @@ pub struct Cli {
     /// Request JSON file (an array, one object per line, or one array per line): the job's initial
     /// requests, in effect from the first window (its ad-hoc queries answered at the end of the
     /// input). `-`: requests read from stdin while the job runs, each taking effect at the next
-    /// fence, like requests over HTTP or the request topic.
-    #[arg(long, required_unless_present = "request_topic")]
+    /// fence, like requests over HTTP or the request topic. Without it the job starts with no
+    /// synopsis and takes its requests from HTTP, stdin (`-`) or the request topic.
+    #[arg(long)]
     pub requests: Option<String>,
     /// Refuse requests carrying fields outside the reference's request class (default: ignore
     /// such fields, name each once on stderr and count them as request_warnings).

@@ -1,7 +1,8 @@
-//! Requests while the job runs: a construct posted over HTTP in the middle of the input takes
-//! effect at the fence its acknowledgement names, and from then on its answers count exactly the
-//! tuples from that window on (checked against the tuples the test wrote), for 1, 2 and 3 workers;
-//! an ad-hoc query answers now, within its bounds for the tuples it says it covers.
+//! Requests while the job runs: a construct posted over HTTP in the middle of the input, to a job
+//! started with no `--requests` (an empty registry), takes effect at the fence its acknowledgement
+//! names, and from then on its answers count exactly the tuples from that window on (checked
+//! against the tuples the test wrote), for 1, 2 and 3 workers; an ad-hoc query answers now, within
+//! its bounds for the tuples it says it covers.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -88,27 +89,13 @@ fn times_from(spec: &saams_datasets::GeneratorSpec, fence: i64) -> Vec<i64> {
 fn run(workers: usize) {
     let dir = std::env::temp_dir().join(format!("saams-live-{}-{workers}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let (requests, out) = (dir.join("none.json"), dir.join("out.jsonl"));
-    std::fs::write(&requests, "").expect("requests");
-    let (requests, out) = (requests.display().to_string(), out.display().to_string());
+    let out = dir.join("out.jsonl").display().to_string();
     let generator = "stocks:1:8000000";
     let spec = saams_datasets::GeneratorSpec::parse(generator).expect("spec");
     let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
     let w = workers.to_string();
-    let (mut child, addr) = start(&[
-        "-w",
-        &w,
-        "--generate",
-        generator,
-        "--rate",
-        "4000000",
-        "--window",
-        "1h",
-        "--requests",
-        &requests,
-        "--out",
-        &out,
-    ]);
+    let (mut child, addr) =
+        start(&["-w", &w, "--generate", generator, "--rate", "4000000", "--window", "1h", "--out", &out]);
     std::thread::sleep(Duration::from_millis(100));
     let acks = post(
         &addr,
