@@ -15,3 +15,4 @@ pub mod sink;
 pub mod source;
 pub mod spawn_policy;
 pub mod stats;
+pub mod writer_lock;

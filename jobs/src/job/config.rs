@@ -25,6 +25,7 @@ use crate::sink::file::{LineSink, SnapshotDir};
 use crate::source::file::{Input as Unit, RangeLayout, expand_inputs};
 use crate::source::stop::StopFlag;
 use crate::stats::Stats;
+use crate::writer_lock::{WriterLock, lock_what_the_job_writes};
 use saams_datasets::pace::Pacer;
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.
@@ -94,6 +95,8 @@ pub(super) struct Startup {
     /// The inputs' names in checkpoints.
     pub(super) inputs: Vec<String>,
     pub(super) recovery: Option<Recovery>,
+    /// The locks on what this process writes ([`crate::writer_lock`]): held while the job runs.
+    pub(super) locks: Vec<WriterLock>,
 }
 
 impl Startup {
@@ -117,6 +120,8 @@ impl Startup {
         if cli.checkpoints.is_some() {
             refuse_what_cannot_be_resumed(&recovery_options(cli))?;
         }
+        // Before anything is read, cut or written there: a second job refuses here.
+        let locks = lock_what_the_job_writes(cli)?;
         let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
         let requests = request_script(cli, &requests_file)?;
         let generator = if cli.data.is_empty() && cli.kafka.data_topic.is_none() {
@@ -141,6 +146,7 @@ impl Startup {
             units,
             inputs,
             recovery,
+            locks,
         })
     }
 }

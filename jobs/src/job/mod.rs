@@ -81,6 +81,8 @@ impl Summary {
 /// For bad flags, unreadable inputs, or a failure of timely's communication.
 pub fn run(cli: Cli) -> Result<Summary, String> {
     let mut start = Startup::from_cli(&cli)?;
+    // Held until the end of the run (released by the OS when the process ends).
+    let locks = std::mem::take(&mut start.locks);
     let outputs = Outputs::open(&cli, &start)?;
     let stats = Arc::new(Stats::default());
     let (requests, request_topic) =
@@ -126,6 +128,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let end = Instant::now();
     services.join_threads();
     outputs.finish(checkpoints.as_deref(), start.kafka_job.as_deref())?;
+    // Everything written and flushed: another job may take over.
+    drop(locks);
     let seconds = stats.first.get().map(|t| end.duration_since(*t).as_secs_f64()).unwrap_or(0.0);
     Ok(Summary {
         tuples: stats.tuples.load(Ordering::Relaxed),
