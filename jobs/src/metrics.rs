@@ -61,6 +61,8 @@ pub struct Metrics {
     pub raw_bytes: Counter,
     /// Event-time lag between the newest window read and the oldest window still open (ms).
     pub window_lag_ms: Gauge,
+    /// HTTP requests refused at the edge, by `reason` (`unauthorized`, `busy`).
+    pub http_refused: crate::control::auth::Refusals,
 }
 
 impl Default for Metrics {
@@ -86,6 +88,7 @@ impl Metrics {
             partials: Counter::default(),
             raw_bytes: Counter::default(),
             window_lag_ms: Gauge::default(),
+            http_refused: Family::default(),
             partials_before: saams_operators::record::wire_counts(),
         };
         registry.register("tuples_in", "Valid tuples read, per worker", m.tuples_in.clone());
@@ -111,6 +114,11 @@ impl Metrics {
         registry.register("partials", "Partials received from other processes in the tree merge", m.partials.clone());
         registry.register("raw_bytes", "Bytes of the routed tuples as compact records", m.raw_bytes.clone());
         registry.register("window_lag_ms", "Newest window read minus oldest open window (ms)", m.window_lag_ms.clone());
+        registry.register(
+            "http_refused",
+            "HTTP requests refused before the job saw them: reason=unauthorized (401), busy (503)",
+            m.http_refused.clone(),
+        );
         Metrics { registry, ..m }
     }
 

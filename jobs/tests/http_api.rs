@@ -158,7 +158,11 @@ fn one_request_an_array_and_json_lines_get_one_reply_line_each() {
 
 #[test]
 fn refused_bodies_get_a_json_error_and_change_nothing() {
-    let svc = Service::start(Some(HttpLimits { body_bytes: 2048, reply_timeout: Duration::from_secs(10) }));
+    let svc = Service::start(Some(HttpLimits {
+        body_bytes: 2048,
+        reply_timeout: Duration::from_secs(10),
+        ..HttpLimits::default()
+    }));
     let malformed = svc.call("POST", "/requests", &format!("[{CONSTRUCT}, {{\"streamID\": "));
     assert_eq!(malformed.status, 400, "{malformed:?}");
     assert_eq!(malformed.content_type, "application/json");
@@ -243,7 +247,11 @@ fn metrics_health_and_unknown_paths() {
 
 #[test]
 fn missing_replies_end_in_504_with_the_lines_received_and_a_closed_job_in_503() {
-    let svc = Service::start(Some(HttpLimits { body_bytes: 1 << 20, reply_timeout: Duration::from_millis(300) }));
+    let svc = Service::start(Some(HttpLimits {
+        body_bytes: 1 << 20,
+        reply_timeout: Duration::from_millis(300),
+        ..HttpLimits::default()
+    }));
     let silent = QUERY.replace("\"requestID\":2", "\"requestID\":\"silent\"");
     let r = svc.call("POST", "/requests", &format!("[{CONSTRUCT},{silent}]"));
     assert_eq!(r.status, 504, "{r:?}");
@@ -276,16 +284,18 @@ fn setting_stop_shuts_the_server_down() {
 fn start_serves_only_when_asked_and_with_the_flags_limits() {
     let text: Arc<dyn Fn() -> String + Send + Sync> = Arc::new(String::new);
     let hub = Arc::new(Hub::new());
-    let none = start(&ControlArgs::default(), hub.clone(), text.clone()).expect("no server, no error");
+    let none =
+        start(&ControlArgs::default(), hub.clone(), text.clone(), Default::default()).expect("no server, no error");
     assert!(none.is_none());
     let args = ControlArgs { http: Some("127.0.0.1:0".into()), http_body_limit: 16, ..ControlArgs::default() };
-    let (addr, stop, handle) = start(&args, hub, text).expect("start").expect("a server");
+    let (addr, stop, handle) = start(&args, hub, text, Default::default()).expect("start").expect("a server");
     let r = call(addr, "POST", "/requests", CONSTRUCT);
     assert_eq!(r.status, 413, "{r:?}");
     stop.store(true, Ordering::Relaxed);
     handle.join().expect("the server thread ends cleanly");
     let taken = ControlArgs { http: Some(addr.to_string()), ..ControlArgs::default() };
     let _listener = std::net::TcpListener::bind(addr).expect("the port is free again");
-    let err = start(&taken, Arc::new(Hub::new()), Arc::new(String::new)).expect_err("a bound port is an error");
+    let err = start(&taken, Arc::new(Hub::new()), Arc::new(String::new), Default::default())
+        .expect_err("a bound port is an error");
     assert!(err.starts_with(&format!("--http {addr}: ")), "{err}");
 }

@@ -14,6 +14,11 @@
 //! constructed earlier in the same body is 404, a body over the limit is 413, a job that takes no
 //! requests (not started yet, or finished) is 503. Errors are `{"error": "…"}`.
 //!
+//! At most [`HttpLimits::pending`] bodies are taken at once (vetted or waiting for their replies);
+//! one more is refused at once with 503 and `Retry-After`, counted in
+//! `saams_http_refused_total{reason="busy"}`, so a flood queues nothing unbounded and the job goes
+//! on. Who may do what is [`super::auth`]'s (a bearer token); HTTPS is [`super::tls`]'s.
+//!
 //! The server runs on its own thread with a one-thread tokio runtime, never on a timely worker:
 //! the job's side is the [`Hub`], which plain threads use. Waiting for the replies (a blocking
 //! [`Ticket::wait`](super::hub::Ticket::wait)) happens on tokio's blocking pool, so one slow body
@@ -38,7 +43,10 @@ use saams::error::SynopsisError;
 use serde_json::{Value, json};
 
 use super::ControlArgs;
+use super::auth::{self, Access, Refusals, exposure_warning};
 use super::hub::Hub;
+use super::tls::TlsListener;
+use tokio::sync::Semaphore;
 
 /// What `GET /metrics` serves: called at every scrape.
 pub type MetricsText = Arc<dyn Fn() -> String + Send + Sync>;
@@ -53,21 +61,39 @@ pub struct HttpLimits {
     pub body_bytes: usize,
     /// How long a body waits for the job's replies before the answer is 504.
     pub reply_timeout: Duration,
+    /// Bodies taken at once (vetted or waiting for replies); more get 503 with `Retry-After`.
+    pub pending: usize,
 }
 
 impl Default for HttpLimits {
-    /// 1 MiB bodies, 10 s for the replies.
+    /// 1 MiB bodies, 10 s for the replies, 64 bodies at once.
     fn default() -> Self {
-        HttpLimits { body_bytes: 1 << 20, reply_timeout: Duration::from_secs(10) }
+        HttpLimits { body_bytes: 1 << 20, reply_timeout: Duration::from_secs(10), pending: DEFAULT_PENDING }
     }
+}
+
+/// How the server is guarded: its limits, who may do what, TLS, and where refusals are counted.
+#[derive(Clone, Debug, Default)]
+pub struct HttpOptions {
+    /// Body size, reply timeout, bodies at once.
+    pub limits: HttpLimits,
+    /// The bearer token, if any ([`Access::open`] by default).
+    pub access: Access,
+    /// HTTPS when set ([`super::tls::server_config`]).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Requests refused at the edge (401, 503 busy), by reason.
+    pub refused: Refusals,
 }
 
 /// How long a stopped server lets open connections finish before its thread ends anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// Bodies vetted or waiting for replies at once (each holds a thread of the blocking pool for up to
-/// its reply timeout); more wait for a free thread.
-const MAX_WAITING_BODIES: usize = 64;
+/// [`HttpLimits::pending`] by default. Each body taken holds a thread of the blocking pool for up
+/// to its reply timeout, so the pool has as many.
+pub const DEFAULT_PENDING: usize = 64;
+
+/// What a client refused as busy is told to wait before it tries again (seconds).
+const RETRY_AFTER_SECS: &str = "1";
 
 /// How often the server looks at its stop flag.
 const STOP_POLL: Duration = Duration::from_millis(20);
@@ -77,12 +103,22 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 ///
 /// # Errors
 /// Bad limits, or an address that cannot be bound.
-pub fn start(args: &ControlArgs, hub: Arc<Hub>, metrics_text: MetricsText) -> Result<Option<Server>, String> {
+pub fn start(
+    args: &ControlArgs,
+    hub: Arc<Hub>,
+    metrics_text: MetricsText,
+    refused: Refusals,
+) -> Result<Option<Server>, String> {
     let Some(addr) = &args.http else { return Ok(None) };
-    let limits = args.limits()?;
+    let options = args.options(refused)?;
+    let scheme = if options.tls.is_some() { "https" } else { "http" };
+    let access = options.access.clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let (bound, handle) = serve_with(addr, limits, hub, metrics_text, stop.clone())?;
-    eprintln!("saams: http on http://{bound}");
+    let (bound, handle) = serve_guarded(addr, options, hub, metrics_text, stop.clone())?;
+    if let Some(warning) = exposure_warning(bound, &access) {
+        eprintln!("{warning}");
+    }
+    eprintln!("saams: http on {scheme}://{bound}");
     Ok(Some((bound, stop, handle)))
 }
 
@@ -111,6 +147,24 @@ pub fn serve_with(
     metrics_text: MetricsText,
     stop: Arc<AtomicBool>,
 ) -> Result<(SocketAddr, JoinHandle<()>), String> {
+    serve_guarded(addr, HttpOptions { limits, ..HttpOptions::default() }, hub, metrics_text, stop)
+}
+
+/// [`serve`] with explicit limits, access, TLS and refusal counters.
+///
+/// # Errors
+/// As [`serve`], and a zero [`HttpLimits::pending`].
+pub fn serve_guarded(
+    addr: &str,
+    options: HttpOptions,
+    hub: Arc<Hub>,
+    metrics_text: MetricsText,
+    stop: Arc<AtomicBool>,
+) -> Result<(SocketAddr, JoinHandle<()>), String> {
+    let limits = options.limits;
+    if limits.pending == 0 {
+        return Err("--http-queue must be at least 1".into());
+    }
     let what = |e: std::io::Error| format!("--http {addr}: {e}");
     let listener = std::net::TcpListener::bind(addr).map_err(what)?;
     let bound = listener.local_addr().map_err(what)?;
@@ -119,20 +173,32 @@ pub fn serve_with(
         .enable_io()
         .enable_time()
         .thread_name("saams-http-blocking")
-        .max_blocking_threads(MAX_WAITING_BODIES)
+        .max_blocking_threads(limits.pending)
         .build()
         .map_err(|e| format!("--http: tokio runtime: {e}"))?;
     let listener = {
         let _inside = runtime.enter();
         tokio::net::TcpListener::from_std(listener).map_err(what)?
     };
-    let app = router(Service { hub, metrics_text, limits });
+    let pending = Arc::new(Semaphore::new(limits.pending));
+    let guard = (options.access, options.refused.clone());
+    let app = router(Service { hub, metrics_text, limits, pending, refused: options.refused }, guard);
+    let tls = options.tls;
     let handle = std::thread::Builder::new()
         .name("saams-http".into())
         .spawn(move || {
             runtime.block_on(async move {
-                let server = axum::serve(listener, app).with_graceful_shutdown(stopped(stop.clone()));
-                let task = tokio::spawn(async move { server.await });
+                let task = match tls {
+                    None => tokio::spawn(
+                        axum::serve(listener, app).with_graceful_shutdown(stopped(stop.clone())).into_future(),
+                    ),
+                    Some(config) => match TlsListener::new(listener, config) {
+                        Ok(tls) => tokio::spawn(
+                            axum::serve(tls, app).with_graceful_shutdown(stopped(stop.clone())).into_future(),
+                        ),
+                        Err(e) => return eprintln!("saams: https: {e}"),
+                    },
+                };
                 stopped(stop).await;
                 // In-flight requests may finish (a POST waits at most its reply timeout).
                 let _ = tokio::time::timeout(limits.reply_timeout + SHUTDOWN_GRACE, task).await;
@@ -155,9 +221,12 @@ struct Service {
     hub: Arc<Hub>,
     metrics_text: MetricsText,
     limits: HttpLimits,
+    /// One permit per body taken ([`HttpLimits::pending`]).
+    pending: Arc<Semaphore>,
+    refused: Refusals,
 }
 
-fn router(service: Service) -> Router {
+fn router(service: Service, guard: (Access, Refusals)) -> Router {
     let body_bytes = service.limits.body_bytes;
     Router::new()
         .route("/requests", post(post_requests))
@@ -167,6 +236,7 @@ fn router(service: Service) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_bytes))
+        .layer(axum::middleware::from_fn_with_state(guard, auth::guard))
         .with_state(service)
 }
 
@@ -209,6 +279,14 @@ async fn get_metrics(State(s): State<Service>) -> Response {
 }
 
 async fn post_requests(State(s): State<Service>, body: Result<Bytes, BytesRejection>) -> Response {
+    // Taken before the body is vetted, held until its replies are in (or given up on).
+    let Ok(permit) = s.pending.clone().try_acquire_owned() else {
+        auth::count(&s.refused, "busy");
+        let message = format!("busy: {} bodies are being answered; try again later", s.limits.pending);
+        let mut response = error_response(StatusCode::SERVICE_UNAVAILABLE, &message);
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECS));
+        return response;
+    };
     let body = match body {
         Ok(b) => b,
         Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -218,7 +296,12 @@ async fn post_requests(State(s): State<Service>, body: Result<Bytes, BytesReject
         Err(r) => return error_response(r.status(), &r.body_text()),
     };
     // Vetting constructs synopses and waiting blocks: both on the blocking pool.
-    match tokio::task::spawn_blocking(move || answer_requests(&s, &body)).await {
+    let answer = move || {
+        let response = answer_requests(&s, &body);
+        drop(permit);
+        response
+    };
+    match tokio::task::spawn_blocking(answer).await {
         Ok(response) => response,
         Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &format!("the request handler failed: {e}")),
     }

@@ -122,7 +122,8 @@ fn start_metrics(
         request_warnings: stats.request_warnings.load(Ordering::Relaxed) + intake.warnings(),
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
-    crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals))
+    let refused = metrics.http_refused.clone();
+    crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals), refused)
 }
 
 /// How often a file or stdout sink is flushed while the job runs: a service's answers (and the
