@@ -18,7 +18,7 @@
 //! | what | lock file |
 //! |---|---|
 //! | `--checkpoints DIR`, process `-p I` | `DIR/writer-pI.lock` |
-//! | `--out FILE`, `--dead-letter FILE` (not `-`, not a Kafka topic) | `FILE.lock` beside it |
+//! | `--out FILE`, `--dead-letter FILE` (a regular file: not `-`, a device such as `/dev/null`, or a Kafka topic) | `FILE.lock` beside it |
 //!
 //! A process of a multi-process job locks its own part of the checkpoint directory, so the
 //! processes of one job do not exclude each other, while a second job's process `I` meets the
@@ -159,11 +159,24 @@ pub fn lock_what_the_job_writes(cli: &Cli) -> Result<Vec<WriterLock>, String> {
     let out = (cli.kafka.output_topic.is_none() && cli.out != "-").then(|| PathBuf::from(&cli.out));
     let dead = cli.dead_letter.clone().filter(|p| cli.kafka.dead_letter_topic.is_none() && p.as_os_str() != "-");
     for (file, name) in [(out, "output file"), (dead, "dead-letter file")] {
-        let Some(file) = file else { continue };
+        let Some(file) = file.filter(|f| is_a_file_of_its_own(f)) else { continue };
         let what = format!("the {name} {}", file.display());
         locks.push(WriterLock::acquire(&beside(&file), &what)?);
     }
     Ok(locks)
+}
+
+/// Whether `path` is (or will be created as) a regular file a job owns: not a device, a pipe or
+/// a name for one (`/dev/null`, `/dev/stdout`, `/proc/self/fd/1`), which many jobs may share and
+/// beside which no lock file belongs.
+fn is_a_file_of_its_own(path: &Path) -> bool {
+    if path.starts_with("/dev") || path.starts_with("/proc") {
+        return false;
+    }
+    match std::fs::metadata(path) {
+        Ok(m) => m.is_file(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }
 
 /// `FILE.lock`, beside `file`.
@@ -220,6 +233,9 @@ mod tests {
         assert!(!out.exists(), "the lock does not create the output");
         let kafka = lock_what_the_job_writes(&cli(&["--out", &o, "--output-topic", "t"])).expect("topic");
         assert!(kafka.is_empty());
+        // Devices are shared: every process of a measurement writes to /dev/null.
+        let null = lock_what_the_job_writes(&cli(&["--out", "/dev/null", "--dead-letter", "/dev/null"]));
+        assert!(null.expect("/dev/null").is_empty());
         drop(locks);
         let _ = std::fs::remove_file(beside(&out));
     }
