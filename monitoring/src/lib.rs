@@ -3,6 +3,9 @@
 //! Yi (PODC 2011) for counts and frequent items. No timely, no I/O: the state machines here are
 //! driven by [`sim`] in tests and by `monitor-sim`, and later by edge processes over Kafka.
 //!
+//! The sites can also fall back to forwarding their items whenever that costs fewer words than
+//! the protocol ([`fallback`]: per site, with hysteresis, the guarantees kept across a switch).
+//!
 //! # Model
 //! Time is an `i64` (any unit). The window at time `t` holds the items that have **arrived by
 //! `t`** and are stamped in `(t − W, t]`. With tardiness `τ < W`, an item stamped `s` arrives at
@@ -129,6 +132,7 @@
 mod config;
 mod counter;
 mod error;
+pub mod fallback;
 mod local;
 mod message;
 mod quantile;

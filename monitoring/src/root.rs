@@ -127,6 +127,29 @@ impl Root {
         Ok(())
     }
 
+    /// Forget everything `site` sent: its instance ended (a fallback site's drained instance, or
+    /// one replaced by a fresh one), so the values it left behind must not count.
+    pub(crate) fn reset_site(&mut self, site: usize) {
+        if site >= self.cfg.sites {
+            return;
+        }
+        for ch in Channel::ALL {
+            self.counts.get_mut(&ch).expect("every channel has a map")[site] = 0;
+            let held: Vec<u64> = self.items[&ch][site].keys().copied().collect();
+            for item in held {
+                self.set_item(ch, site, item, 0);
+            }
+            self.fb.get_mut(&ch).expect("every channel has a map")[site] = FbSite::default();
+        }
+        self.summaries[site].clear();
+    }
+
+    /// Every quantile group the root holds, over all sites: `(boundary value, weight in half
+    /// items)`, unsorted.
+    pub(crate) fn quantile_weights(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.summaries.iter().flat_map(|s| s.iter().map(|(&v, &w)| (v, w)))
+    }
+
     /// The site's forward/backward state for `phase`, reset when a new phase begins.
     fn fb_mut(&mut self, channel: Channel, site: usize, phase: i64) -> &mut FbSite {
         let s = &mut self.fb.get_mut(&channel).expect("every channel has a map")[site];

@@ -100,6 +100,20 @@ impl SiteMemory {
         self.local.sum() + self.senders + self.quantile_sender + self.quantile_window
     }
 
+    /// Two sites' memories added part by part (a fallback site may hold two instances).
+    pub fn plus(self, other: SiteMemory) -> SiteMemory {
+        SiteMemory {
+            local: LocalMemory {
+                total: self.local.total + other.local.total,
+                items: self.local.items + other.local.items,
+                schedule: self.local.schedule + other.local.schedule,
+            },
+            senders: self.senders + other.senders,
+            quantile_sender: self.quantile_sender + other.quantile_sender,
+            quantile_window: self.quantile_window + other.quantile_window,
+        }
+    }
+
     /// What counting, approximate counting, frequent items and forward/backward use: the total
     /// counter, the item records, their schedule and the senders.
     pub fn counting(&self) -> usize {

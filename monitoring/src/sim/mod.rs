@@ -3,16 +3,19 @@
 //! It also counts what the protocol sent against sending every item (naive) and against
 //! shipping a full synopsis every Δ (periodic). `monitor-sim` and the tests both drive it.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
-
-use saams::hash::SplitMix64;
+use std::collections::BTreeSet;
 
 use crate::config::Config;
 use crate::error::MonitorError;
+use crate::fallback::{Coordinator, FallbackPolicy, FallbackSite, SiteMessage, SiteSwitches};
 use crate::message::Channel;
-use crate::root::Root;
-use crate::site::{Site, SiteMemory};
+use crate::site::SiteMemory;
+
+mod adversary;
+mod check;
+
+pub use adversary::adversary;
+use check::{Oracle, check};
 
 /// One item arriving at a site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +43,9 @@ pub struct SimOptions {
     pub quantile_phis: Vec<f64>,
     /// The period Δ of the periodic baseline (default `max(1, ε·W)`).
     pub periodic_delta: Option<i64>,
+    /// Sites forward their items when that is cheaper ([`crate::fallback`]); `None`: the
+    /// protocol only.
+    pub fallback: Option<FallbackPolicy>,
 }
 
 impl Default for SimOptions {
@@ -50,6 +56,7 @@ impl Default for SimOptions {
             phi: 0.1,
             quantile_phis: vec![0.05, 0.25, 0.5, 0.75, 0.95],
             periodic_delta: None,
+            fallback: None,
         }
     }
 }
@@ -88,8 +95,16 @@ pub struct SimReport {
     pub violations_by_query: [u64; 4],
     /// The first few failures, for diagnosis.
     pub examples: Vec<Violation>,
-    /// Cost per channel, in [`Channel::ALL`] order.
+    /// Cost per channel, in [`Channel::ALL`] order (protocol messages only).
     pub cost: Vec<(Channel, Cost)>,
+    /// Forwarded items ([`SiteMessage::Item`], [`SiteMessage::StampedItem`]).
+    pub forward: Cost,
+    /// Switches between forwarding and the protocol.
+    pub switches: Cost,
+    /// Switches and items by mode, over all sites.
+    pub site_switches: SiteSwitches,
+    /// The most forwarded items the root held at a query time (its exact window).
+    pub max_root_exact_items: u64,
     /// Items in the stream.
     pub items: u64,
     /// Simulated time: first arrival to last arrival plus W.
@@ -128,10 +143,10 @@ pub struct SimReport {
 }
 
 impl SimReport {
-    /// Total cost over every channel.
+    /// Total cost over every channel, forwarded items and switches.
     pub fn total(&self) -> Cost {
         let mut t = Cost::default();
-        for (_, c) in &self.cost {
+        for c in self.cost.iter().map(|(_, c)| c).chain([&self.forward, &self.switches]) {
             t.messages += c.messages;
             t.words += c.words;
             t.bytes += c.bytes;
@@ -222,43 +237,6 @@ pub fn quantile_memory_bound(cfg: &Config, n: u64, d: u64) -> f64 {
     blocks * (5.0 + 2.0 * d.min(n) as f64) + 8.0 * (3.0 / cfg.quantile_group() + 3.0) + 8.0
 }
 
-struct Oracle {
-    window: i64,
-    counts: BTreeMap<u64, u64>,
-    total: u64,
-    site_totals: Vec<u64>,
-    heap: BinaryHeap<Reverse<(i64, u64, usize)>>,
-}
-
-impl Oracle {
-    fn insert(&mut self, stamp: i64, item: u64, site: usize) {
-        *self.counts.entry(item).or_insert(0) += 1;
-        self.total += 1;
-        self.site_totals[site] += 1;
-        self.heap.push(Reverse((stamp, item, site)));
-    }
-
-    fn expire(&mut self, now: i64) {
-        while let Some(&Reverse((s, j, site))) = self.heap.peek() {
-            if s + self.window > now {
-                break;
-            }
-            self.heap.pop();
-            self.total -= 1;
-            self.site_totals[site] -= 1;
-            let c = self.counts.get_mut(&j).expect("expiring item is counted");
-            *c -= 1;
-            if *c == 0 {
-                self.counts.remove(&j);
-            }
-        }
-    }
-}
-
-fn within(diff: f64, bound: f64) -> bool {
-    diff <= bound * (1.0 + 1e-12) + 1e-9
-}
-
 /// Run `arrivals` (sorted by arrival time) through `cfg.sites` sites and a root.
 ///
 /// ```
@@ -306,15 +284,11 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
     times.extend(opts.extra_query_times.iter().copied());
     let times: Vec<i64> = times.into_iter().collect();
 
-    let mut sites: Vec<Site> = (0..cfg.sites).map(|_| Site::new(cfg)).collect::<Result<_, _>>()?;
-    let mut root = Root::new(cfg);
-    let mut oracle = Oracle {
-        window: cfg.window,
-        counts: BTreeMap::new(),
-        total: 0,
-        site_totals: vec![0; cfg.sites],
-        heap: BinaryHeap::new(),
-    };
+    let policy = opts.fallback.unwrap_or_else(|| FallbackPolicy::protocol_only(&cfg));
+    let mut sites: Vec<FallbackSite> =
+        (0..cfg.sites).map(|s| FallbackSite::new(cfg, policy, s)).collect::<Result<_, _>>()?;
+    let mut root = Coordinator::new(cfg, policy);
+    let mut oracle = Oracle::new(cfg.window, cfg.sites);
     let mut due: BTreeSet<(i64, usize)> = BTreeSet::new();
     let mut due_of: Vec<Option<i64>> = vec![None; cfg.sites];
     let mut cost = vec![Cost::default(); Channel::ALL.len()];
@@ -358,12 +332,16 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
         }
         for &s in &touched {
             seen[s] = false;
-            for m in sites[s].advance(t)? {
-                let c = &mut cost[m.channel() as usize];
+            for e in sites[s].advance(t)? {
+                let c = match &e.message {
+                    SiteMessage::Protocol(m) => &mut cost[m.channel() as usize],
+                    SiteMessage::Item { .. } | SiteMessage::StampedItem { .. } => &mut report.forward,
+                    SiteMessage::StartProtocol | SiteMessage::StartForwarding => &mut report.switches,
+                };
                 c.messages += 1;
-                c.words += m.words();
-                c.bytes += m.encode().len() as u64;
-                root.receive(s, t, &m)?;
+                c.words += e.message.words();
+                c.bytes += e.message.encode().len() as u64;
+                root.receive(&e)?;
             }
             let next = sites[s].next_due();
             if next != due_of[s] {
@@ -380,15 +358,16 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
         touched.clear();
         oracle.expire(t);
         if tp == t {
-            for site in &sites {
-                if site.local().total(t) > 0 {
-                    report.periodic_words += 1 + 4 * (site.local().distinct() as u64).min(per_summary);
+            for (total, counts) in oracle.site_totals.iter().zip(&oracle.site_counts) {
+                if *total > 0 {
+                    report.periodic_words += 1 + 4 * (counts.len() as u64).min(per_summary);
                 }
             }
             next_periodic += delta;
         }
         if tq == t {
-            check(&cfg, opts, &root, &oracle, t, &mut report)?;
+            check(&cfg, opts, &mut root, &oracle, t, &mut report)?;
+            report.max_root_exact_items = report.max_root_exact_items.max(root.exact_items());
             for site in &sites {
                 let m = site.memory();
                 report.max_site_memory_words = report.max_site_memory_words.max(m.sum());
@@ -408,6 +387,14 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
         }
     }
     report.cost = Channel::ALL.iter().map(|&ch| (ch, cost[ch as usize])).collect();
+    for site in &sites {
+        let s = site.switches();
+        let t = &mut report.site_switches;
+        t.to_protocol += s.to_protocol;
+        t.to_forwarding += s.to_forwarding;
+        t.forwarded_items += s.forwarded_items;
+        t.protocol_items += s.protocol_items;
+    }
     report.duration = end - start;
     // Normalise by the time some window is non-empty (items arrived and not yet expired): idle
     // stretches (nights, gaps between files) carry no items and cost nothing.
@@ -434,236 +421,4 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
     report.bound = bound_per_window(cfg.sites, cfg.epsilon, report.n_per_window, frac) * report.windows;
     report.naive_words = report.items * if cfg.tardiness > 0 { 2 } else { 1 };
     Ok(report)
-}
-
-fn fail(report: &mut SimReport, idx: usize, time: i64, query: &'static str, detail: String) {
-    report.violations += 1;
-    report.violations_by_query[idx] += 1;
-    if report.examples.len() < 10 {
-        report.examples.push(Violation { time, query, detail });
-    }
-}
-
-fn check(
-    cfg: &Config,
-    opts: &SimOptions,
-    root: &Root,
-    oracle: &Oracle,
-    t: i64,
-    report: &mut SimReport,
-) -> Result<(), MonitorError> {
-    report.queries += 1;
-    let eps = cfg.epsilon;
-    let c = oracle.total as f64;
-    let est = root.count(t) as f64;
-    if !within((est - c).abs(), eps * c) {
-        fail(report, 0, t, "count", format!("estimate {est} for true count {c}"));
-    }
-    let items = root.item_estimates(Channel::Items, t);
-    let mut worst: Option<(u64, f64, f64)> = None;
-    for (&j, &cj) in &oracle.counts {
-        let e = items.get(&j).copied().unwrap_or(0) as f64;
-        if !within((e - cj as f64).abs(), eps * c) {
-            worst = Some((j, e, cj as f64));
-        }
-    }
-    for (&j, &e) in &items {
-        if !oracle.counts.contains_key(&j) && !within(e as f64, eps * c) {
-            worst = Some((j, e as f64, 0.0));
-        }
-    }
-    if let Some((j, e, cj)) = worst {
-        fail(report, 1, t, "items", format!("item {j}: estimate {e}, true {cj}, total {c}"));
-    }
-    let frequent: HashSet<u64> = root.frequent(opts.phi, t)?.into_iter().collect();
-    let mut bad = None;
-    for (&j, &cj) in &oracle.counts {
-        if cj as f64 >= opts.phi * c && !frequent.contains(&j) {
-            bad = Some(format!("item {j} with count {cj} ≥ φc = {} is missing", opts.phi * c));
-        }
-    }
-    for &j in &frequent {
-        let cj = oracle.counts.get(&j).copied().unwrap_or(0) as f64;
-        if cj < (opts.phi - eps) * c * (1.0 - 1e-12) - 1e-9 {
-            bad = Some(format!("item {j} with count {cj} < (φ−ε)c = {} was returned", (opts.phi - eps) * c));
-        }
-    }
-    if let Some(d) = bad {
-        fail(report, 2, t, "frequent", d);
-    }
-    for &phi in &opts.quantile_phis {
-        let answer = root.quantile(phi, t)?;
-        let ok = match answer {
-            None => oracle.total == 0,
-            Some(v) => {
-                let below: u64 = oracle.counts.range(..v).map(|(_, &n)| n).sum();
-                let at = oracle.counts.get(&v).copied().unwrap_or(0);
-                within(below as f64 - (phi + eps) * c, 0.0) && within((phi - eps) * c - (below + at) as f64, 0.0)
-            }
-        };
-        if !ok {
-            fail(report, 3, t, "quantiles", format!("phi {phi}: answer {answer:?}, total {c}"));
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// The adversarial streams `monitor-sim --adversary` and the tests use, over `windows` windows
-/// of `window` time units, about `rate` items per time unit over `k` sites, seeded. Each item
-/// gets a delay in `[0, τ]` (for `late`: τ for most items), so out-of-order input is exercised.
-///
-/// * `uniform` — steady rate, a skewed item mix.
-/// * `burst` — a low base rate with bursts of 50× the rate at single stamps on one site, heavy
-///   on a few items.
-/// * `expiry` — everything arrives in short pulses once per 1.5 windows, so the whole window
-///   expires at once at the edge.
-/// * `distinct` — almost every item distinct, plus one heavy item on and off.
-/// * `late` — like `uniform` but items arrive exactly τ late, interleaved with on-time ones.
-/// * `onoff` — a few items alternate between heavy and absent every half window (turning off
-///   and on), over a background.
-/// * `wave` — the rate swings between 1× and 4× every window.
-/// * `mixed` — `burst`, `expiry` and `distinct` together.
-///
-/// ```
-/// let s = saams_monitoring::sim::adversary("expiry", 3, 100, 10, 2, 4, 1).unwrap();
-/// assert!(s.windows(2).all(|w| w[0].arrival <= w[1].arrival));
-/// assert!(s.iter().all(|a| a.site < 3 && a.arrival - a.stamp <= 10));
-/// assert!(saams_monitoring::sim::adversary("nope", 3, 100, 0, 2, 4, 1).is_err());
-/// ```
-///
-/// # Errors
-/// For an unknown name or parameters out of range.
-pub fn adversary(
-    name: &str,
-    k: usize,
-    window: i64,
-    tardiness: i64,
-    rate: u64,
-    windows: i64,
-    seed: u64,
-) -> Result<Vec<Arrival>, MonitorError> {
-    if k == 0 || window <= 0 || !(0..window).contains(&tardiness) || rate == 0 || windows <= 0 {
-        return Err(MonitorError::BadParameter(format!(
-            "adversary needs k ≥ 1, W > 0, 0 ≤ τ < W, rate ≥ 1, windows ≥ 1 (got k={k}, W={window}, τ={tardiness}, \
-             rate={rate}, windows={windows})"
-        )));
-    }
-    let mut rng = SplitMix64::new(seed);
-    let horizon = window * windows;
-    let mut out: Vec<(i64, i64, usize, u64)> = Vec::new();
-    let skewed = |rng: &mut SplitMix64| -> u64 {
-        // P(item = i) ∝ 1/(i+1)² roughly: a few heavy items and a long tail.
-        let u = rng.next_f64();
-        ((1.0 / (1.0 - u * 0.999)).powf(1.5) as u64).min(5000)
-    };
-    let mut push = |rng: &mut SplitMix64, stamp: i64, site: usize, item: u64, late: bool| {
-        let delay = if tardiness == 0 {
-            0
-        } else if late {
-            if rng.next_u64().is_multiple_of(4) { 0 } else { tardiness }
-        } else {
-            (rng.next_u64() % (tardiness as u64 + 1)) as i64
-        };
-        out.push((stamp, stamp + delay, site, item));
-    };
-    let site_of = |rng: &mut SplitMix64| (rng.next_u64() % k as u64) as usize;
-    let uniform = |rng: &mut SplitMix64, push: &mut dyn FnMut(&mut SplitMix64, i64, usize, u64, bool), late: bool| {
-        for t in 0..horizon {
-            for _ in 0..rate {
-                let s = site_of(rng);
-                let j = skewed(rng);
-                push(rng, t, s, j, late);
-            }
-        }
-    };
-    let burst = |rng: &mut SplitMix64, push: &mut dyn FnMut(&mut SplitMix64, i64, usize, u64, bool)| {
-        for t in 0..horizon {
-            if rng.next_u64().is_multiple_of(10) {
-                let s = site_of(rng);
-                let j = skewed(rng);
-                push(rng, t, s, j, false);
-            }
-            if t % (window / 3).max(1) == window / 7 {
-                let s = site_of(rng);
-                for i in 0..50 * rate * (window as u64 / 10).max(1) {
-                    let j = if i % 3 == 0 { skewed(rng) } else { i % 4 };
-                    push(rng, t, s, j, false);
-                }
-            }
-        }
-    };
-    let expiry = |rng: &mut SplitMix64, push: &mut dyn FnMut(&mut SplitMix64, i64, usize, u64, bool)| {
-        let period = window + window / 2;
-        for t in 0..horizon {
-            if t % period < (window / 20).max(1) {
-                for _ in 0..20 * rate {
-                    let s = site_of(rng);
-                    let j = skewed(rng);
-                    push(rng, t, s, j, false);
-                }
-            }
-        }
-    };
-    let distinct = |rng: &mut SplitMix64, push: &mut dyn FnMut(&mut SplitMix64, i64, usize, u64, bool)| {
-        let mut next = 1_000_000u64;
-        for t in 0..horizon {
-            for _ in 0..rate {
-                let s = site_of(rng);
-                next += 1;
-                push(rng, t, s, next, false);
-            }
-            if (t / window) % 2 == 0 {
-                let s = site_of(rng);
-                push(rng, t, s, 7, false);
-            }
-        }
-    };
-    match name {
-        "uniform" => uniform(&mut rng, &mut push, false),
-        "late" => uniform(&mut rng, &mut push, true),
-        "burst" => burst(&mut rng, &mut push),
-        "expiry" => expiry(&mut rng, &mut push),
-        "distinct" => distinct(&mut rng, &mut push),
-        "mixed" => {
-            burst(&mut rng, &mut push);
-            expiry(&mut rng, &mut push);
-            distinct(&mut rng, &mut push);
-        }
-        "onoff" => {
-            for t in 0..horizon {
-                let phase = (2 * t / window) % 2;
-                for _ in 0..rate {
-                    let s = site_of(&mut rng);
-                    let j = 100 + rng.next_u64() % 500;
-                    push(&mut rng, t, s, j, false);
-                }
-                for j in 0..3u64 {
-                    if (phase as u64 + j).is_multiple_of(2) {
-                        for _ in 0..rate {
-                            let s = site_of(&mut rng);
-                            push(&mut rng, t, s, j, false);
-                        }
-                    }
-                }
-            }
-        }
-        "wave" => {
-            for t in 0..horizon {
-                let n = if (t / window) % 2 == 0 { rate } else { 4 * rate };
-                for _ in 0..n {
-                    let s = site_of(&mut rng);
-                    let j = skewed(&mut rng);
-                    push(&mut rng, t, s, j, false);
-                }
-            }
-        }
-        other => {
-            return Err(MonitorError::BadParameter(format!(
-                "unknown adversary {other:?} (uniform | burst | expiry | distinct | late | onoff | wave | mixed)"
-            )));
-        }
-    }
-    out.sort_by_key(|&(stamp, arrival, _, _)| (arrival, stamp));
-    Ok(out.into_iter().map(|(stamp, arrival, site, item)| Arrival { site, stamp, arrival, item }).collect())
 }
