@@ -24,6 +24,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use saams::api::time::{parse_date, parse_time_of_day, parse_timestamp};
 use saams::hash::hash_u64;
+use saams_monitoring::fallback::FallbackPolicy;
 use saams_monitoring::sim::{Arrival, SimOptions, SimReport, adversary, simulate};
 use saams_monitoring::{Channel, Config, Protocol};
 
@@ -78,6 +79,21 @@ struct Args {
     /// Period Δ of the periodic baseline (default ε·W).
     #[arg(long)]
     delta: Option<String>,
+    /// Sites forward their items whenever that costs fewer words than the protocol (on), or
+    /// always run the protocol (off).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    fallback: String,
+    /// The fallback's margin m_on: a site starts the protocol when it cost 1 + m_on times less
+    /// than forwarding over a full period.
+    #[arg(long, default_value_t = 2.0)]
+    fallback_margin: f64,
+    /// The fallback's margin m_off: a site leaves the protocol when it cost 1 + m_off times more
+    /// than forwarding over a full period.
+    #[arg(long, default_value_t = 0.25)]
+    fallback_margin_off: f64,
+    /// The fallback's period (default W).
+    #[arg(long)]
+    fallback_period: Option<String>,
 }
 
 fn parse_duration(s: &str, window: Option<i64>) -> Result<i64, String> {
@@ -276,8 +292,25 @@ fn run(args: Args) -> Result<(), String> {
         }
     };
     let delta = args.delta.as_deref().map(|d| parse_duration(d, None)).transpose()?;
-    let opts =
-        SimOptions { queries: args.queries.max(1000), phi: args.phi, periodic_delta: delta, ..SimOptions::default() };
+    let fallback = if args.fallback == "on" {
+        let mut policy = FallbackPolicy::adaptive(&cfg);
+        policy.margin = args.fallback_margin;
+        policy.margin_off = args.fallback_margin_off;
+        if let Some(p) = args.fallback_period.as_deref() {
+            policy.period = parse_duration(p, None)?;
+        }
+        policy.validate(&cfg).map_err(|e| e.to_string())?;
+        Some(policy)
+    } else {
+        None
+    };
+    let opts = SimOptions {
+        queries: args.queries.max(1000),
+        phi: args.phi,
+        periodic_delta: delta,
+        fallback,
+        ..SimOptions::default()
+    };
     let r = simulate(cfg, &arrivals, &opts).map_err(|e| e.to_string())?;
     report(&cfg, args.phi, &source, &r);
     Ok(())
@@ -319,14 +352,36 @@ fn report(cfg: &Config, phi: f64, source: &str, r: &SimReport) {
             per(c.words as f64)
         );
     }
+    for (name, c) in [("forward", r.forward), ("switches", r.switches)] {
+        println!(
+            "monitor channel={name} messages={} words={} bytes={} words_per_window={:.1}",
+            c.messages,
+            c.words,
+            c.bytes,
+            per(c.words as f64)
+        );
+    }
+    let s = r.site_switches;
     println!(
-        "monitor per_window words={:.1} count={:.1} items={:.1} frequent={:.1} quantiles={:.1} bound={:.1} \
-         bound_items={:.1} naive={:.1} periodic={:.1} violations_by_query={:?}",
+        "monitor fallback to_protocol={} to_forwarding={} forwarded_items={} protocol_items={} \
+         protocol_share={:.3} max_root_exact_items={}",
+        s.to_protocol,
+        s.to_forwarding,
+        s.forwarded_items,
+        s.protocol_items,
+        s.protocol_items as f64 / (s.forwarded_items + s.protocol_items).max(1) as f64,
+        r.max_root_exact_items
+    );
+    println!(
+        "monitor per_window words={:.1} count={:.1} items={:.1} frequent={:.1} quantiles={:.1} forward={:.1} \
+         switches={:.1} bound={:.1} bound_items={:.1} naive={:.1} periodic={:.1} violations_by_query={:?}",
         per(total.words as f64),
         per(r.channel(Channel::Count).words as f64),
         per(r.channel(Channel::Items).words as f64),
         per(r.frequent_words() as f64),
         per(r.channel(Channel::Quantiles).words as f64),
+        per(r.forward.words as f64),
+        per(r.switches.words as f64),
         per(r.bound),
         bound_items,
         per(r.naive_words as f64),
