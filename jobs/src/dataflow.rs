@@ -53,7 +53,7 @@ pub fn receive_script(worker: &mut Worker, text: Option<&String>) -> String {
 }
 
 /// Build the tuple dataflow for `plan`: its input and the probe of its end. Answer lines go to
-/// `sink`; those someone waits for also go back to the worker that took the request, which
+/// `sink` (and the continuous ones to the `hub`'s recent answers); those someone waits for also go back to the worker that took the request, which
 /// hands them to its process' `hub`. The script's registry takes effect at time 0 (worker 0
 /// feeds it); live requests change the plan at their fences ([`crate::control::fence`]).
 pub fn build(
@@ -65,6 +65,7 @@ pub fn build(
     let mut input: RecInput = InputHandle::new();
     let probe = ProbeHandle::new();
     let at = plan.clone();
+    let recent = hub.clone();
     let mut registry = worker.dataflow::<u64, _, _>(|scope| {
         // The registry: a differential collection of (dataset, stream) → synopsis entries
         // that the routed values join at their window (raw tuples never enter differential).
@@ -84,6 +85,8 @@ pub fn build(
                     let time = stamp.least().copied().unwrap_or(0);
                     let open = at.borrow().checkpoints.borrow().boundaries.keys().next().copied();
                     sink.write_at(time, open, lines.iter().map(|l| split_reply(l).1));
+                    // The page's recent answers (kept only while HTTP serves them).
+                    recent.answers().record(lines.iter().map(|l| split_reply(l).1));
                 }
             })
             .flat_map(|line: String| match split_reply(&line) {

@@ -5,6 +5,7 @@
 //! | every method but GET/HEAD (POST /requests: construct, delete, LOAD, SAVE, queries; any endpoint added later) | open | token | token |
 //! | GET /synopses, /metrics, any other GET | open | open | token |
 //! | GET /health | open | open | open (probes carry no credentials) |
+//! | GET / (the page itself: static HTML, no data) | open | open | open: a browser cannot send a bearer header when it opens a page; the page sends the token (typed into it) on every call it makes, and those calls are guarded |
 //!
 //! Everything that is not a read needs the token, so an endpoint added later is guarded by
 //! default. A refused request gets `401` with `WWW-Authenticate: Bearer` and no detail (a wrong
@@ -111,11 +112,13 @@ impl Access {
     /// let strict = Access::with_token("s3cret", true).unwrap();
     /// assert!(!strict.allows(&Method::GET, "/synopses", None));
     /// assert!(strict.allows(&Method::GET, "/health", None)); // health checks stay open
+    /// assert!(strict.allows(&Method::GET, "/", None)); // the page's HTML carries no data
+    /// assert!(!strict.allows(&Method::GET, "/synopses/1/answers", None));
     /// ```
     pub fn allows(&self, method: &Method, path: &str, authorization: Option<&HeaderValue>) -> bool {
         let Some(token) = &self.token else { return true };
         let read = *method == Method::GET || *method == Method::HEAD;
-        if read && (!self.reads || path == "/health") {
+        if read && (!self.reads || path == "/health" || path == "/") {
             return true;
         }
         authorization.and_then(|h| bearer(h.as_bytes())).is_some_and(|shown| same_secret(shown, token))

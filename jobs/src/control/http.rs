@@ -6,6 +6,8 @@
 //! | `GET /synopses` | the live registry ([`Hub::synopses`]) as a JSON array |
 //! | `GET /metrics` | the Prometheus registry (OpenMetrics text) |
 //! | `GET /health` | `{"status":"ok", …}` ([`Hub::health`]) |
+//! | `GET /` | the page to look at ([`super::page`]) |
+//! | `GET /synopses/{id}/answers` | a live synopsis' recent continuous answers ([`super::answers`]) |
 //!
 //! A body is parsed once, here, and vetted before anything is queued (then it travels typed:
 //! [`Hub::submit`]), so a refused body changes nothing: malformed JSON
@@ -33,7 +35,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -47,6 +49,7 @@ use super::auth::{self, Access, Refusals, exposure_warning};
 use super::hub::Hub;
 use super::tls::TlsListener;
 use tokio::sync::Semaphore;
+use super::page;
 
 /// What `GET /metrics` serves: called at every scrape.
 pub type MetricsText = Arc<dyn Fn() -> String + Send + Sync>;
@@ -180,6 +183,7 @@ pub fn serve_guarded(
         let _inside = runtime.enter();
         tokio::net::TcpListener::from_std(listener).map_err(what)?
     };
+    hub.answers().enable();
     let pending = Arc::new(Semaphore::new(limits.pending));
     let guard = (options.access, options.refused.clone());
     let app = router(Service { hub, metrics_text, limits, pending, refused: options.refused }, guard);
@@ -233,6 +237,8 @@ fn router(service: Service, guard: (Access, Refusals)) -> Router {
         .route("/synopses", get(get_synopses))
         .route("/metrics", get(get_metrics))
         .route("/health", get(get_health))
+        .route("/", get(page::get_page))
+        .route("/synopses/{id}/answers", get(get_answers))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_bytes))
@@ -251,19 +257,23 @@ fn error_response(status: StatusCode, message: &str) -> Response {
 async fn not_found() -> Response {
     error_response(
         StatusCode::NOT_FOUND,
-        "not found: the endpoints are POST /requests, GET /synopses, GET /metrics and GET /health",
+        "not found: the endpoints are POST /requests, GET /synopses, GET /synopses/{id}/answers, GET /metrics, GET /health and GET /",
     )
 }
 
 async fn method_not_allowed() -> Response {
     error_response(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed: POST /requests; GET /synopses, /metrics, /health",
+        "method not allowed: POST /requests; GET /synopses, /synopses/{id}/answers, /metrics, /health, /",
     )
 }
 
 async fn get_synopses(State(s): State<Service>) -> Response {
     json_response(StatusCode::OK, &Value::Array(s.hub.synopses().iter().map(LiveSynopsis::to_json).collect()))
+}
+
+async fn get_answers(State(s): State<Service>, Path(id): Path<String>) -> Response {
+    page::answers_response(&s.hub, &id)
 }
 
 async fn get_health(State(s): State<Service>) -> Response {

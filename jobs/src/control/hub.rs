@@ -20,6 +20,7 @@ use saams::api::registry::LiveSynopsis;
 use saams::api::request::Parsed;
 use serde_json::{Value, json};
 
+use crate::control::answers::AnswerRings;
 use crate::control::intake::Intake;
 
 /// Requests that arrive while the job runs (HTTP, stdin, request topic) and the replies owed to them.
@@ -42,6 +43,9 @@ use crate::control::intake::Intake;
 /// ```
 pub struct Hub {
     state: Mutex<State>,
+    /// The recent continuous answers of the live synopses (`GET /synopses/{id}/answers`): a lock
+    /// of their own, so the dataflow's pushes never wait on the request path.
+    answers: AnswerRings,
 }
 
 /// A body of requests as submitted, for the worker that feeds the dataflow.
@@ -112,6 +116,7 @@ impl Hub {
                 intake,
                 synopses: Vec::new(),
             }),
+            answers: AnswerRings::default(),
         }
     }
 
@@ -192,7 +197,13 @@ impl Hub {
     /// The live registry, the plan's own view of it, replaced by the job after each change
     /// (the HTTP server lists it and checks requests against it).
     pub fn set_synopses(&self, rows: Vec<LiveSynopsis>) {
+        self.answers.set_live(&rows);
         self.lock().synopses = rows;
+    }
+
+    /// The recent continuous answers of the live synopses, kept once the HTTP server enables them.
+    pub fn answers(&self) -> &AnswerRings {
+        &self.answers
     }
 
     /// The rows last given to [`Hub::set_synopses`].

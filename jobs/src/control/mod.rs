@@ -13,12 +13,16 @@
 //! - [`fence`]: how live requests take effect at a window every worker agrees on.
 //! - [`http`]: the HTTP interface (`--http`): requests, the live registry, metrics, health;
 //!   [`auth`] (who may do what: a bearer token) and [`tls`] (HTTPS) guard it.
+//! - [`answers`]: the recent continuous answers of each live synopsis (bounded rings).
+//! - [`page`]: the page at `GET /` and `GET /synopses/{id}/answers`.
 
+pub mod answers;
 pub mod auth;
 pub mod fence;
 pub mod http;
 pub mod hub;
 pub mod intake;
+pub mod page;
 pub mod tls;
 
 use std::path::PathBuf;
