@@ -6,6 +6,7 @@
 //! | `GET /synopses` | the live registry ([`Hub::synopses`]) as a JSON array |
 //! | `GET /metrics` | the Prometheus registry (OpenMetrics text) |
 //! | `GET /health` | `{"status":"ok", …}` ([`Hub::health`]) |
+//! | `GET /status` | [`Hub::status`]: health, and the job's ingest, lag and answer counters |
 //! | `GET /` | the page to look at ([`super::page`]) |
 //! | `GET /synopses/{id}/answers` | a live synopsis' recent continuous answers ([`super::answers`]) |
 //!
@@ -238,6 +239,7 @@ fn router(service: Service, guard: (Access, Refusals)) -> Router {
         .route("/metrics", get(get_metrics))
         .route("/health", get(get_health))
         .route("/", get(page::get_page))
+        .route("/status", get(get_status))
         .route("/synopses/{id}/answers", get(get_answers))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -257,14 +259,14 @@ fn error_response(status: StatusCode, message: &str) -> Response {
 async fn not_found() -> Response {
     error_response(
         StatusCode::NOT_FOUND,
-        "not found: the endpoints are POST /requests, GET /synopses, GET /synopses/{id}/answers, GET /metrics, GET /health and GET /",
+        "not found: the endpoints are POST /requests, GET /synopses, GET /synopses/{id}/answers, GET /metrics, GET /health, GET /status and GET /",
     )
 }
 
 async fn method_not_allowed() -> Response {
     error_response(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed: POST /requests; GET /synopses, /synopses/{id}/answers, /metrics, /health, /",
+        "method not allowed: POST /requests; GET /synopses, /synopses/{id}/answers, /metrics, /health, /status, /",
     )
 }
 
@@ -274,6 +276,10 @@ async fn get_synopses(State(s): State<Service>) -> Response {
 
 async fn get_answers(State(s): State<Service>, Path(id): Path<String>) -> Response {
     page::answers_response(&s.hub, &id)
+}
+
+async fn get_status(State(s): State<Service>) -> Response {
+    json_response(StatusCode::OK, &s.hub.status())
 }
 
 async fn get_health(State(s): State<Service>) -> Response {

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use saams::api::registry::LiveSynopsis;
@@ -46,7 +46,12 @@ pub struct Hub {
     /// The recent continuous answers of the live synopses (`GET /synopses/{id}/answers`): a lock
     /// of their own, so the dataflow's pushes never wait on the request path.
     answers: AnswerRings,
+    /// What the job adds to [`Hub::status`] (its counters), given once it starts.
+    status: OnceLock<StatusSource>,
 }
+
+/// The job's counters as `GET /status` shows them: called at every request of it.
+pub type StatusSource = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// A body of requests as submitted, for the worker that feeds the dataflow.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +122,7 @@ impl Hub {
                 synopses: Vec::new(),
             }),
             answers: AnswerRings::default(),
+            status: OnceLock::new(),
         }
     }
 
@@ -232,6 +238,32 @@ impl Hub {
             "waiting": s.waiting.len(),
             "synopses": s.synopses.len(),
         })
+    }
+}
+
+impl Hub {
+    /// Give the job's counters to [`Hub::status`] (once; a second source is ignored).
+    pub fn set_status_source(&self, source: StatusSource) {
+        let _ = self.status.set(source);
+    }
+
+    /// `GET /status`: [`Hub::health`] and the job's counters (ingest, lag, answers), as the
+    /// page shows them.
+    ///
+    /// ```
+    /// let hub = saams_jobs::control::hub::Hub::new();
+    /// hub.set_status_source(std::sync::Arc::new(|| serde_json::json!({"tuples": 7})));
+    /// let s = hub.status();
+    /// assert_eq!((s["status"].as_str(), s["tuples"].as_u64()), (Some("ok"), Some(7)));
+    /// ```
+    pub fn status(&self) -> Value {
+        let mut status = self.health();
+        if let (Some(source), Value::Object(into)) = (self.status.get(), &mut status)
+            && let Value::Object(counters) = source()
+        {
+            into.extend(counters);
+        }
+        status
     }
 }
 

@@ -2,8 +2,8 @@
 //!
 //! The page is one self-contained HTML file ([`PAGE`], `page.html` beside this file): its CSS and
 //! script are inline and it loads nothing from anywhere else, so it works on a machine with no
-//! network but the job's. Its script polls the job's own endpoints (`GET /synopses`, `/health`,
-//! `/metrics`, and the answers of the synopses it charts) every two seconds, and its form posts
+//! network but the job's. Its script polls the job's own endpoints (`GET /synopses`, `/status`
+//! and the answers of the synopses it charts) every two seconds, and its form posts
 //! a request body to `POST /requests`, with an `Authorization: Bearer` header when a token is
 //! typed in.
 

@@ -113,6 +113,9 @@ fn start_metrics(
     sink: &Arc<LineSink>,
     hub: Arc<Hub>,
 ) -> Result<Option<Server>, String> {
+    if cli.control.http.is_some() {
+        hub.set_status_source(status_source(stats.clone(), sink.clone()));
+    }
     let (stats, sink, intake) = (stats.clone(), sink.clone(), hub.clone());
     let totals = move || Totals {
         estimations: sink.count(),
@@ -124,6 +127,27 @@ fn start_metrics(
     };
     let refused = metrics.http_refused.clone();
     crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals), refused)
+}
+
+/// `GET /status`'s counters of this process, read when asked: tuples read (published every 4096
+/// per worker), seconds since the first, the oldest open and the newest window read (event
+/// time) and the lag between them, answers written, dead letters and late tuples.
+fn status_source(stats: Arc<Stats>, sink: Arc<LineSink>) -> crate::control::hub::StatusSource {
+    use saams::api::time::format_timestamp;
+    Arc::new(move || {
+        let (open, newest) = (stats.epoch.load(Ordering::Relaxed), stats.newest.load(Ordering::Relaxed));
+        let read_for = stats.first.get().map_or(0.0, |t| t.elapsed().as_secs_f64());
+        serde_json::json!({
+            "tuples": stats.tuples.load(Ordering::Relaxed),
+            "readingSeconds": (read_for * 1000.0).round() / 1000.0,
+            "openWindow": (open > 0).then(|| format_timestamp(open)),
+            "newestWindow": (newest > 0).then(|| format_timestamp(newest)),
+            "windowLagMs": (newest - open).max(0),
+            "answers": sink.count(),
+            "deadLetters": stats.dead_letters.load(Ordering::Relaxed),
+            "late": stats.late.load(Ordering::Relaxed),
+        })
+    })
 }
 
 /// How often a file or stdout sink is flushed while the job runs: a service's answers (and the
