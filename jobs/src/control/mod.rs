@@ -37,7 +37,7 @@ pub const MAX_HTTP_QUEUE: usize = 4096;
 #[derive(Clone, Debug, Args)]
 pub struct ControlArgs {
     /// Serve HTTP on HOST:PORT (e.g. 127.0.0.1:9898): POST /requests, GET /synopses, GET /metrics,
-    /// GET /health. `--metrics-addr` is the same flag.
+    /// GET /health, GET /status, and a page to look at on GET /. `--metrics-addr` is the same flag.
     #[arg(long = "http", visible_alias = "metrics-addr", value_name = "ADDR")]
     pub http: Option<String>,
     /// Largest POST /requests body in bytes; larger ones are refused with 413.
