@@ -253,7 +253,7 @@ mod tests {
 
     fn names(line: &str) -> Option<(u64, String, String, String)> {
         let mut n = Names::default();
-        read_names(line, &mut n).then(|| (n.synopsis_id, n.stream, n.dataset, n.field))
+        read_names(line, &mut n).then_some((n.synopsis_id, n.stream, n.dataset, n.field))
     }
 
     #[test]
