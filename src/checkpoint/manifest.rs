@@ -54,6 +54,11 @@ pub struct LoggedRequest {
     pub fence_ms: u64,
     /// The request as it was received.
     pub text: String,
+    /// The request log's id for it (the ticket its process' hub gave it; `None`: written by a
+    /// build without a request log). A restart applies every request of the request log whose
+    /// id the checkpoint's log does not hold, so none is applied twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
 }
 
 /// What one process contributed to checkpoint `id`; written after its parts, it makes that
@@ -202,7 +207,7 @@ mod tests {
             output: Some(OutputMark { path: "/tmp/out \"q\".jsonl".into(), bytes: 12_345 }),
             dead_letters: None,
             script: "[{\"streamID\":\"A\"}]\n".into(),
-            requests: vec![LoggedRequest { fence_ms: 60_000, text: "{\"uid\":3}".into() }],
+            requests: vec![LoggedRequest { fence_ms: 60_000, text: "{\"uid\":3}".into(), id: Some(7) }],
             inputs: vec!["file:/data/ticks.jsonl".into(), "generate:stocks:3:10".into()],
             output_offsets: Some(TopicOffsets {
                 topic: "estimations".into(),
@@ -287,7 +292,7 @@ mod tests {
                 parts: names.into_iter().map(|file| PartEntry { file, bytes: id, crc32: crc }).collect(),
                 output: out.map(|bytes| OutputMark { path: script.clone(), bytes }),
                 dead_letters: out.map(|bytes| OutputMark { path: text.clone(), bytes: bytes / 2 }),
-                script, requests: vec![LoggedRequest { fence_ms: boundary, text: text.clone() }],
+                script, requests: vec![LoggedRequest { fence_ms: boundary, text: text.clone(), id: None }],
                 inputs: vec![text.clone()],
                 output_offsets: out.map(|o| TopicOffsets { topic: text, offsets: vec![PartitionOffset { partition: processes as i32, offset: o as i64 }] }),
             };

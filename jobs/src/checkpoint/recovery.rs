@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::checkpoint::CheckpointStore;
 use crate::checkpoint::resume::Resume;
+use crate::control::request_log::{LiveRequests, RequestLog};
 use crate::duration::parse_duration_ms;
 use crate::sink::file::LineSink;
 
@@ -45,6 +46,8 @@ pub struct Recovery {
     pub every: Duration,
     /// The id the next checkpoint gets.
     pub first_id: u64,
+    /// The live requests to apply before reading on, and this process' request log.
+    pub live: Arc<LiveRequests>,
 }
 
 impl Recovery {
@@ -74,12 +77,25 @@ impl Recovery {
             let at = saams::api::time::format_timestamp(r.boundary_ms.min(i64::MAX as u64) as i64);
             eprintln!("saams: resuming from checkpoint {} at {at}: values from then on are read again", r.id);
         }
+        // This process' log first: it cuts a line a crash left half-written.
+        let (request_log, first_ticket) = RequestLog::open(dir, options.process)?;
+        let mut requests = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();
+        let recovered = RequestLog::recover(dir, &requests)?;
+        if !recovered.pending.is_empty() {
+            eprintln!(
+                "saams: request log: {} acknowledged live request(s) the checkpoint does not hold are applied again at their fences",
+                recovered.pending.len()
+            );
+        }
+        requests.extend(recovered.pending);
+        let live = Arc::new(LiveRequests::new(requests, recovered.next_at, (request_log, first_ticket)));
         Ok(Recovery {
             dir: dir.to_path_buf(),
             keep: options.keep,
             resume: resume.map(Arc::new),
             every: Duration::from_millis(every as u64),
             first_id: store.next_id(),
+            live,
         })
     }
 

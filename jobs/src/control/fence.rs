@@ -37,6 +37,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use crate::control::hub::Hub;
+use crate::control::request_log::RequestLog;
 
 /// A body of requests on its way: who took it, the ticket waiting there, the requests as the
 /// hub vetted them (typed: serialized by timely between processes, never parsed again).
@@ -44,7 +45,8 @@ use crate::control::hub::Hub;
 pub struct Body {
     /// The worker that took it (its process' intake worker); `u32::MAX` for the request script.
     pub origin: u32,
-    /// The ticket waiting for replies there (0: nobody).
+    /// The ticket waiting for replies there (a detached body's: nobody waits); the request
+    /// log's id of its requests.
     pub ticket: u64,
     /// The requests.
     pub requests: Parsed,
@@ -77,9 +79,15 @@ pub struct Fences {
     /// whether the last one is still being written.
     checkpoints: Option<CheckpointClock>,
     /// Live requests received, by epoch, until their fence is agreed.
-    unlogged: BTreeMap<u64, Vec<Parsed>>,
+    unlogged: BTreeMap<u64, Vec<Body>>,
     /// Live requests with their fences, in the order applied (a checkpoint's request log).
     log: Vec<LoggedRequest>,
+    /// The intake worker of a job with checkpoints: the process' request log, where the
+    /// requests it took are synced before they are acknowledged.
+    durable: Option<RequestLog>,
+    /// The next live request's place in the order every worker applies them (the request log's
+    /// `at`).
+    next_at: u64,
 }
 
 /// The origin of a body that asks for a checkpoint (its ticket is the checkpoint's id).
@@ -125,6 +133,8 @@ impl Fences {
             checkpoints: None,
             unlogged: BTreeMap::new(),
             log: Vec::new(),
+            durable: None,
+            next_at: 0,
         }
     }
 
@@ -144,6 +154,14 @@ impl Fences {
             let last = if resumed { now.checked_sub(every).unwrap_or(now) } else { now };
             self.checkpoints = Some(CheckpointClock { every, next_id: first_id, last, writing: false });
         }
+    }
+
+    /// Sync the live requests this worker takes to `log` before they are acknowledged (its
+    /// process' request log: given to the intake worker only); `next_at` is where the order of
+    /// applied requests goes on (the same on every worker).
+    pub fn log_requests(&mut self, log: Option<RequestLog>, next_at: u64) {
+        self.durable = log;
+        self.next_at = next_at;
     }
 
     /// Worker 0 has written its part of the last checkpoint: the next may be asked for.
@@ -273,7 +291,7 @@ impl Fences {
                     plan.receive_checkpoint(epoch, body.ticket);
                     continue;
                 }
-                self.unlogged.entry(epoch).or_default().push(body.requests.clone());
+                self.unlogged.entry(epoch).or_default().push(body.clone());
                 let origin = (body.origin != u32::MAX).then_some((body.origin, body.ticket));
                 plan.receive(epoch, origin, body.requests);
             }
@@ -293,7 +311,8 @@ impl Fences {
 
     /// Epochs whose positions are all in: their fences (the window after the newest routed).
     fn agreed(&mut self) -> Vec<(u64, u64)> {
-        let mut heard = self.heard.borrow_mut();
+        let heard = self.heard.clone();
+        let mut heard = heard.borrow_mut();
         let mut agreed = Vec::new();
         while let Some((&epoch, &newest)) = heard.first_key_value() {
             if self.position_probe.less_equal(&epoch) {
@@ -301,10 +320,7 @@ impl Fences {
             }
             heard.remove(&epoch);
             let fence = newest - newest % self.window_ms + self.window_ms;
-            for (_, bodies) in self.unlogged.range(..=epoch) {
-                self.log.extend(bodies.iter().map(|b| LoggedRequest { fence_ms: fence, text: log_text(b) }));
-            }
-            self.unlogged.retain(|&e, _| e > epoch);
+            self.log_agreed(epoch, fence);
             agreed.push((epoch, fence));
             self.agreed_before = epoch + 1;
         }
@@ -312,6 +328,37 @@ impl Fences {
             self.hold = None;
         }
         agreed
+    }
+}
+
+impl Fences {
+    /// The live requests of epochs up to `epoch`, agreed at `fence`: into the checkpoints'
+    /// request log, and those this worker took into its process' request log, synced before
+    /// the caller acknowledges them (one sync for all of them: group commit).
+    fn log_agreed(&mut self, epoch: u64, fence: u64) {
+        let mut own = Vec::new();
+        for (_, bodies) in self.unlogged.range(..=epoch) {
+            for b in bodies {
+                let request = LoggedRequest { fence_ms: fence, text: log_text(&b.requests), id: Some(b.ticket) };
+                if b.origin as usize == self.me {
+                    own.push((self.next_at, request.clone()));
+                }
+                self.next_at += 1;
+                self.log.push(request);
+            }
+        }
+        self.unlogged.retain(|&e, _| e > epoch);
+        if let Some(log) = self.durable.as_mut()
+            && let Err(e) = log.append(&own)
+        {
+            // The requests are applied on every worker and cannot be taken back: stop before
+            // acknowledging them; a restart applies those its checkpoint and this log hold.
+            eprintln!(
+                "saams: request log {}: {e}; stopping before acknowledging requests that are not on disk",
+                log.file().display()
+            );
+            std::process::exit(2);
+        }
     }
 }
 

@@ -56,7 +56,7 @@ pub type StatusSource = Arc<dyn Fn() -> Value + Send + Sync>;
 /// A body of requests as submitted, for the worker that feeds the dataflow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Submission {
-    /// Where the replies go ([`Hub::reply`]); 0 = nobody waits for replies.
+    /// Where the replies go ([`Hub::reply`]; nobody waits on those of a detached body); never 0.
     pub ticket: u64,
     /// The requests, parsed and vetted (a refused one is its error, answered at its fence).
     pub requests: Parsed,
@@ -165,11 +165,21 @@ impl Hub {
         Ticket { id, expected, replies }
     }
 
-    /// Queue requests nobody waits a reply for (stdin, request topic), vetted here.
+    /// Number the tickets from `first` on (a job with a request log continues its numbers: a
+    /// ticket is a logged request's id, see [`crate::control::request_log`]).
+    pub fn with_first_ticket(self, first: u64) -> Hub {
+        self.lock().next_ticket = first.max(1);
+        self
+    }
+
+    /// Queue requests nobody waits a reply for (stdin, request topic), vetted here. They get a
+    /// ticket all the same (their id in the request log); no replies are held for it.
     pub fn submit_detached(&self, requests: Parsed) {
         let mut s = self.lock();
+        let ticket = s.next_ticket;
+        s.next_ticket += 1;
         let requests = s.vet(requests);
-        s.queue.push(Submission { ticket: 0, requests });
+        s.queue.push(Submission { ticket, requests });
     }
 
     /// Unknown request fields the hub's intake has seen (every occurrence counts).
@@ -323,7 +333,7 @@ mod tests {
             vec![
                 Submission { ticket: a.id, requests: body("a") },
                 Submission { ticket: b.id, requests: body("b") },
-                Submission { ticket: 0, requests: body("c") },
+                Submission { ticket: b.id + 1, requests: body("c") },
             ]
         );
         assert!(hub.drain().is_empty());

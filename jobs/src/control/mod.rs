@@ -11,6 +11,8 @@
 //! - [`hub`]: the thread-safe hand-off of requests that arrive while the job runs, and of the
 //!   replies owed to them; the live registry as the plan lists it.
 //! - [`fence`]: how live requests take effect at a window every worker agrees on.
+//! - [`request_log`]: with `--checkpoints`, live requests synced to disk before they are
+//!   acknowledged, and applied again by a restart that finds them beyond its checkpoint.
 //! - [`http`]: the HTTP interface (`--http`): requests, the live registry, metrics, health;
 //!   [`auth`] (who may do what: a bearer token) and [`tls`] (HTTPS) guard it.
 //! - [`answers`]: the recent continuous answers of each live synopsis (bounded rings).
@@ -23,6 +25,7 @@ pub mod http;
 pub mod hub;
 pub mod intake;
 pub mod page;
+pub mod request_log;
 pub mod tls;
 
 use std::path::PathBuf;

@@ -18,6 +18,7 @@ use crate::checkpoint::resume::Resume;
 use crate::checkpoint::writer::{CheckpointJob, JobShape};
 use crate::cli::Cli;
 use crate::control::hub::Hub;
+use crate::control::request_log::LiveRequests;
 use crate::duration::parse_duration_ms;
 use crate::kafka::KafkaJob;
 use crate::metrics::Metrics;
@@ -373,7 +374,7 @@ pub(super) struct Shared {
     /// Checkpoints: the process' writer, and the checkpoint resumed from, the interval and
     /// the first new id.
     pub(super) checkpoints: Option<Arc<CheckpointJob>>,
-    pub(super) recovery: Option<(Option<Arc<Resume>>, Duration, u64)>,
+    pub(super) recovery: Option<(Option<Arc<Resume>>, Duration, u64, Arc<LiveRequests>)>,
     pub(super) stats: Arc<Stats>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) sink: Arc<LineSink>,

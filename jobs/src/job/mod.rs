@@ -90,13 +90,14 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
     let follow_stdin = start.requests_file == "-" && cli.process == 0;
     let followed = (start.kafka_job.as_ref(), request_topic, follow_stdin);
-    let mut services = Services::start(&cli, (start.window_ms, &stats), &outputs, followed)?;
+    let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
+    let mut services = Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed)?;
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
     let shape = (start.window_ms, requests.as_deref(), &start.inputs[..]);
     let checkpoints = open_checkpoint_job(&cli, start.recovery.as_ref(), shape, &outputs, start.kafka_job.as_ref())?;
     let shared = Shared {
         checkpoints: checkpoints.clone(),
-        recovery: start.recovery.as_ref().map(|r| (r.resume.clone(), r.every, r.first_id)),
+        recovery: start.recovery.as_ref().map(|r| (r.resume.clone(), r.every, r.first_id, r.live.clone())),
         stats: stats.clone(),
         metrics: services.metrics.clone(),
         sink: outputs.sink.clone(),

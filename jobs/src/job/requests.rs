@@ -68,16 +68,21 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
         let lines: Vec<String> = plan.script_answers().iter().map(|e| e.to_json_line()).collect();
         job.sink.write_all(lines.iter());
     }
-    if let Some(resume) = resume {
+    if let Some((.., live)) = &job.recovery {
+        // The checkpoint's request log, then the acknowledged requests beyond it (the request
+        // log's), each at its fence.
+        let boundary = resume.as_ref().map_or(0, |r| r.boundary_ms);
         let mut intake = Intake::new(settings.strict_requests);
-        for r in resume.requests() {
+        for r in &live.requests {
             let (requests, _) = intake.vet(read_log(&r.text));
             let applied = plan.extend(&requests, r.fence_ms, None);
-            if me == 0 && r.fence_ms > resume.boundary_ms {
+            if me == 0 && r.fence_ms > boundary {
                 // Acknowledgements after the checkpoint's cut (see `take_applied`).
                 job.sink.write_at(r.fence_ms - 1, None, applied.lines.iter().map(|l| split_reply(l).1));
             }
         }
+    }
+    if let Some(resume) = resume {
         if let Err(e) = resume.fill(&plan) {
             eprintln!("saams: --checkpoints: {e}");
             std::process::exit(2);

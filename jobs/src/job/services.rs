@@ -45,7 +45,7 @@ impl Services {
     /// For a bad `--metrics-linger` or an HTTP server that cannot start.
     pub(super) fn start(
         cli: &Cli,
-        (window_ms, stats): (i64, &Arc<Stats>),
+        (window_ms, stats, first_ticket): (i64, &Arc<Stats>, u64),
         outputs: &Outputs,
         (kafka_job, request_topic, follow_stdin): (Option<&Arc<KafkaJob>>, Option<KafkaBroadcastSource>, bool),
     ) -> Result<Services, String> {
@@ -61,7 +61,8 @@ impl Services {
         let flusher = (!files.is_empty()).then(|| start_flusher(files, finished.clone()));
         let metrics = Arc::new(Metrics::new());
         let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
-        let hub = Arc::new(Hub::with_intake(Intake::new(cli.strict_requests)));
+        // With a request log, tickets are the logged requests' ids: numbered on from the log's.
+        let hub = Arc::new(Hub::with_intake(Intake::new(cli.strict_requests)).with_first_ticket(first_ticket));
         let server = start_metrics(cli, &metrics, stats, sink, hub.clone())?;
         hub.open();
         // Requests produced on the request topic after the start arrive while the job runs.

@@ -339,11 +339,13 @@ fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fen
         // queries against).
         hub.set_synopses(plan.borrow().live_synopses());
     }
+    let intake = intake_hub.is_some();
     let mut fences = Fences::build(worker, window_ms as u64, intake_hub);
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
-    if let Some((_, every, first_id)) = &job.recovery {
-        let log = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();
-        fences.checkpoint_every(*every, *first_id, log, resume.is_some());
+    if let Some((_, every, first_id, live)) = &job.recovery {
+        fences.checkpoint_every(*every, *first_id, live.requests.clone(), resume.is_some());
+        // The intake worker syncs the requests it takes to its process' request log.
+        fences.log_requests(intake.then(|| live.take_log()).flatten(), live.next_at);
     }
     (plan, fences, resume)
 }
