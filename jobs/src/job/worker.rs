@@ -35,6 +35,10 @@ const EPOCH_STEP_MS: i64 = 60_000;
 /// The most event time (ms) the reading loop runs ahead of what the dataflow has processed.
 const MAX_LAG_MS: i64 = 4 * EPOCH_STEP_MS;
 
+/// How many epoch steps (past the lateness) a worker may read ahead of the job's frontier when
+/// its units do not hold it ([`WorkerState::span_end`]).
+const SPAN_STEPS: u64 = 2;
+
 /// The input's epoch once a worker's input has ended while the job still takes requests: far
 /// past any event time, so it holds nobody's windows back, yet a time asks can still be sent at.
 const DONE_EPOCH: u64 = 1 << 62;
@@ -206,8 +210,10 @@ impl<'a> WorkerState<'a> {
         let pacer = &self.job.pacer;
         let hold_end = self.fences.hold().map(|h| (h as i64).saturating_add(window_ms));
         let (allowance, routed_before) = (pacer.take(Instant::now()), self.router.tuples);
+        // Nothing past the fence being agreed, nor past the span this worker may run ahead.
+        let limit = [hold_end, self.span_end()].into_iter().flatten().min();
         let ended = &mut self.ended;
-        read_units(&mut self.readers, &mut self.router, &mut self.input, (allowance, hold_end), (window_ms, ended));
+        read_units(&mut self.readers, &mut self.router, &mut self.input, (allowance, limit), (window_ms, ended));
         let kafka_low = self.read_kafka(allowance, routed_before, hold_end);
         self.advance_epoch(kafka_low);
         if self.router.tuples == routed_before && hold_end.is_none() {
@@ -268,24 +274,52 @@ impl<'a> WorkerState<'a> {
         })
     }
 
-    /// Advance the input's epoch to the oldest event time any of this worker's inputs can still
-    /// produce (`kafka_low`: its partitions'), in steps.
-    fn advance_epoch(&mut self, kafka_low: Option<u64>) {
-        let Settings { window_ms, lateness_ms, .. } = self.job.settings;
+    /// The oldest event time (ms) this worker's units can still produce.
+    fn units_low(&self) -> Option<u64> {
+        let lateness_ms = self.job.settings.lateness_ms;
         // A unit that has routed nothing yet but holds its first tuple can produce nothing
         // older than that tuple's time minus the lateness either: a byte range of a file that
         // waits for the others to reach its time does not hold every window open (it held the
         // frontier at 0, and every value in the reorder buffers, until each range had started).
-        let low = self
-            .readers
+        self.readers
             .iter()
             .map(|r| {
                 let newest =
                     if r.max_time == i64::MIN { r.pending.as_ref().map(Pending::time) } else { Some(r.max_time) };
                 newest.map_or(0, |t| t.saturating_sub(lateness_ms).max(0) as u64)
             })
-            .chain(kafka_low)
-            .min();
+            .min()
+    }
+
+    /// How far in event time this worker may read now (`None`: no bound): a worker whose units
+    /// are all ahead of the job's frontier (the oldest time any worker can still produce, and
+    /// the values in flight) reads only up to [`SPAN_STEPS`] steps past it plus the lateness;
+    /// the worker whose units hold the frontier reads on. Why: checkpoint boundaries and live
+    /// requests' fences are agreed after the newest value any worker routed, and are complete
+    /// only when the frontier passes them: a byte range far ahead in event time put them near
+    /// its end (2 checkpoints in a 5 s run instead of 20). A held unit keeps its one pending
+    /// value, so nothing is buffered. (Kafka partitions follow the other workers by the epoch
+    /// gossip, not by this bound.)
+    fn span_end(&self) -> Option<i64> {
+        if self.kafka.is_some() {
+            return None;
+        }
+        let Settings { window_ms, lateness_ms, .. } = self.job.settings;
+        let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
+        let frontier = self.probe.with_frontier(|f| f.first().copied())?;
+        let own = self.units_low()?;
+        if own - own % step <= frontier {
+            return None;
+        }
+        let span = lateness_ms.max(0) as u64 + SPAN_STEPS * step;
+        Some(frontier.saturating_add(span).min(i64::MAX as u64) as i64)
+    }
+
+    /// Advance the input's epoch to the oldest event time any of this worker's inputs can still
+    /// produce (`kafka_low`: its partitions'), in steps.
+    fn advance_epoch(&mut self, kafka_low: Option<u64>) {
+        let window_ms = self.job.settings.window_ms;
+        let low = self.units_low().into_iter().chain(kafka_low).min();
         // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
         // between all workers and processes.
         let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
