@@ -369,12 +369,16 @@ pub(super) fn open_checkpoint_job(
     Ok(checkpoints)
 }
 
+/// With checkpoints: the checkpoint resumed from (if any), the interval, the first new id, and
+/// the live requests to apply before reading on (with the process' request log).
+pub(super) type ResumeSettings = (Option<Arc<Resume>>, Duration, u64, Arc<LiveRequests>);
+
 /// What every worker of a process shares: counters, sinks, the hub, the inputs to read.
 pub(super) struct Shared {
     /// Checkpoints: the process' writer, and the checkpoint resumed from, the interval and
     /// the first new id.
     pub(super) checkpoints: Option<Arc<CheckpointJob>>,
-    pub(super) recovery: Option<(Option<Arc<Resume>>, Duration, u64, Arc<LiveRequests>)>,
+    pub(super) recovery: Option<ResumeSettings>,
     pub(super) stats: Arc<Stats>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) sink: Arc<LineSink>,

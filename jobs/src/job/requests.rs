@@ -82,11 +82,11 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
             }
         }
     }
-    if let Some(resume) = resume {
-        if let Err(e) = resume.fill(&plan) {
-            eprintln!("saams: --checkpoints: {e}");
-            std::process::exit(2);
-        }
+    if let Some(resume) = resume
+        && let Err(e) = resume.fill(&plan)
+    {
+        eprintln!("saams: --checkpoints: {e}");
+        std::process::exit(2);
     }
     Rc::new(RefCell::new(plan))
 }
@@ -108,6 +108,11 @@ pub(super) fn take_applied(
         return false;
     }
     let changed = applied.iter().any(|a| !a.registry.is_empty());
+    if changed && me.is_multiple_of(plan.borrow().routing.workers_per_process.max(1)) {
+        // Before the acknowledgements: a client that sends the next request on one (a delete
+        // after its construct) finds the synopsis in the registry HTTP checks against.
+        hub.set_synopses(plan.borrow().live_synopses());
+    }
     for a in applied {
         if a.origin.map_or(me != 0, |(worker, _)| worker as usize != me) {
             continue;
@@ -132,9 +137,6 @@ pub(super) fn take_applied(
         }
     }
     input.flush();
-    if changed && me.is_multiple_of(plan.borrow().routing.workers_per_process.max(1)) {
-        hub.set_synopses(plan.borrow().live_synopses());
-    }
     changed
 }
 
