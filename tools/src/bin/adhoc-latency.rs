@@ -9,9 +9,14 @@
 //! process 0's), so every query crosses the network threads both ways; `--network-sched` is
 //! passed on, to compare how they are scheduled.
 //!
+//! With `--fenced` it times requests that take effect at a fence instead (a construct and its
+//! delete, in turns): the round trip to their acknowledgement. With `--checkpoints DIR` the job
+//! writes checkpoints there, and every such request is synced to its request log before it is
+//! acknowledged (the cost of "acknowledged means durable").
+//!
 //! ```text
 //! adhoc-latency [-w 2] [-n 1] [--network-sched batch] [--queries 300] [--every-ms 20]
-//!               [--requests FILE] [--generate stocks:100]
+//!               [--requests FILE] [--generate stocks:100] [--fenced] [--checkpoints DIR]
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -55,6 +60,25 @@ struct Args {
         default_value = r#"{"dataSetKey":"Forex","param":[0.06525,"price","Queryable","AdHoc"],"requestID":"lat","streamID":"EURTRY","synopsisID":1}"#
     )]
     query: String,
+    /// Time acknowledgements of fenced requests (a construct and its delete, in turns) instead
+    /// of ad-hoc queries.
+    #[arg(long)]
+    fenced: bool,
+    /// The job writes checkpoints (and its request log) in this directory (emptied first).
+    #[arg(long)]
+    checkpoints: Option<String>,
+    /// The job's `--checkpoint-interval` with `--checkpoints`.
+    #[arg(long = "checkpoint-interval", default_value = "1s")]
+    checkpoint_interval: String,
+}
+
+/// The `i`-th fenced request: a Count-Min on a stream of its own (no tuples: the fence is what
+/// is timed), constructed then deleted.
+fn fenced_request(i: usize) -> String {
+    let status = if i.is_multiple_of(2) { "NotQueryable" } else { "Delete" };
+    format!(
+        r#"{{"dataSetKey":"Forex","streamID":"ack-latency","synopsisID":1,"requestID":"f{i}","param":["CountMin","price","{status}",0.01,0.99,7]}}"#
+    )
 }
 
 fn post(addr: &str, body: &str) -> Result<String, String> {
@@ -115,10 +139,12 @@ fn main() -> Result<(), String> {
     let mut ms = timed?;
     ms.sort_by(f64::total_cmp);
     println!(
-        "adhoc-latency -w {} -n {} network_sched={} queries={} p50_ms={:.2} p90_ms={:.2} p99_ms={:.2} max_ms={:.2} ingest_tuples_per_s={rate}",
+        "adhoc-latency -w {} -n {} network_sched={} {} checkpoints={} queries={} p50_ms={:.2} p90_ms={:.2} p99_ms={:.2} max_ms={:.2} ingest_tuples_per_s={rate}",
         args.workers,
         args.processes,
         args.network_sched,
+        if args.fenced { "fenced" } else { "adhoc" },
+        args.checkpoints.is_some(),
         ms.len(),
         percentile(&ms, 0.5),
         percentile(&ms, 0.9),
@@ -147,8 +173,16 @@ fn start_job(
     hostfile: &Path,
     tx: &Sender<String>,
 ) -> Result<(Vec<Child>, Vec<JoinHandle<String>>), String> {
+    let checkpoints: Vec<String> = match &args.checkpoints {
+        Some(dir) => {
+            let _ = std::fs::remove_dir_all(dir);
+            ["--checkpoints", dir, "--checkpoint-interval", &args.checkpoint_interval].map(String::from).to_vec()
+        }
+        None => Vec::new(),
+    };
     let start = |process: usize, cluster: &[String], stderr: Stdio| {
         Command::new(saams)
+            .args(&checkpoints)
             .args(["-w", &args.workers.to_string(), "--requests", &args.requests, "--generate", &args.generate])
             .args(["--progress", "0", "--out", "/dev/null", "--network-sched", &args.network_sched])
             .args(cluster)
@@ -191,9 +225,10 @@ fn start_job(
 fn time_queries(args: &Args, addr: &str) -> Result<Vec<f64>, String> {
     std::thread::sleep(Duration::from_millis(500)); // at full rate before the first query
     (0..args.queries)
-        .map(|_| {
+        .map(|i| {
+            let body = if args.fenced { fenced_request(i) } else { args.query.clone() };
             let t = Instant::now();
-            post(addr, &args.query)?;
+            post(addr, &body)?;
             let elapsed = t.elapsed().as_secs_f64() * 1e3;
             std::thread::sleep(Duration::from_millis(args.every_ms));
             Ok(elapsed)
