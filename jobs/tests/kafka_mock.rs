@@ -238,7 +238,7 @@ fn dead_letters_carry_raw_bytes_and_reason() {
     let opts = options(&mc, "dl");
     let mut sink = KafkaDeadLetterSink::new(&opts, "dead").unwrap();
     let raw: &[u8] = b"{\"streamID\":\xff\xfe broken";
-    let origin = RecordOrigin { topic: "data", partition: 3, offset: 42 };
+    let origin = RecordOrigin { topic: "data", partition: 3, offset: 42, line: None };
     sink.send(raw, Some(b"EURTRY"), "malformed JSON at byte 12", Some(origin)).unwrap();
     sink.send(b"", None, "empty record", None).unwrap();
     let report = sink.flush(Duration::from_secs(30)).unwrap();

@@ -28,7 +28,8 @@ pub struct SourcePosition {
     pub source: String,
     /// The byte offset of the next line, the generator index, or the next Kafka offset.
     pub offset: u64,
-    /// The line number of that next line (0 when meaningless).
+    /// The line number of that next line; for Kafka, the line within the record at `offset`
+    /// (a batched record's lines before it were read); 0 when meaningless.
     pub line: u64,
     /// The newest event time read before it: lateness after a restart is judged from it.
     pub max_time: Option<i64>,

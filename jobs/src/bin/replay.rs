@@ -7,6 +7,7 @@
 //! replay --generate stocks:100:2000 --rate 50000 --output gen.jsonl
 //! replay "$SAAMS_DATASETS/ais" --scale 20000 --rate 100000
 //! replay --generate stocks:100:2000 --brokers 127.0.0.1:9092 --topic ticks --partitions 4
+//! replay --generate stocks:100:2000 --brokers 127.0.0.1:9092 --topic ticks-batched --batch 1000
 //! ```
 //!
 //! Progress goes to stderr: a bar on a terminal, a plain line every few seconds otherwise, and one
@@ -114,6 +115,13 @@ struct Args {
     #[arg(long, default_value_t = 4)]
     partitions: i32,
 
+    /// Write N tuples per Kafka record, newline-separated JSON lines (the batched format: one
+    /// record, and one message for the brokers and the job's consumer to handle, per N tuples).
+    /// Each partition's record fills with the tuples its streams would have had as records of
+    /// their own, in order; the last of each may hold fewer. `saams` reads both formats.
+    #[arg(long, value_name = "N", requires = "topic")]
+    batch: Option<usize>,
+
     /// A librdkafka setting `key=value` (repeatable), as kcat's -X.
     #[arg(short = 'X', value_parser = parse_setting)]
     extra: Vec<(String, String)>,
@@ -175,7 +183,11 @@ impl KafkaSink {
         opts.extra = args.extra.clone();
         check_brokers(&opts).map_err(|e| e.to_string())?;
         ensure_topics(&opts, &[TopicSpec::new(topic, args.partitions)]).map_err(|e| e.to_string())?;
-        Ok(KafkaSink { producer: TupleProducer::new(&opts, topic).map_err(|e| e.to_string())? })
+        let producer = match args.batch {
+            Some(lines) => TupleProducer::batched(&opts, topic, lines),
+            None => TupleProducer::new(&opts, topic),
+        };
+        Ok(KafkaSink { producer: producer.map_err(|e| e.to_string())? })
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! Kafka stays at the job's edges: nothing outside this module builds an rdkafka client.
 //! Dependencies inside point one way: `options`, `error`, `metadata`, `admin` and `lock` are the
-//! leaves every client uses; the consumers and the producers use those and never each other; the
+//! leaves every client uses, `format` (the data topic's records: one tuple, or newline-separated
+//! lines) the leaf the tuple producer and the data-topic source share; the consumers and the producers use those and never each other; the
 //! job's wiring uses both (and the crate's file sinks), and neither uses it.
 //!
 //! Every public item is re-exported here, so `saams_jobs::kafka::X` names it.
@@ -13,6 +14,7 @@
 mod admin;
 pub mod consume;
 mod error;
+pub mod format;
 pub mod job;
 mod lock;
 mod metadata;
@@ -25,6 +27,7 @@ pub use consume::{
     PartitionWatermarks, RecordRef, assigned_partitions,
 };
 pub use error::{AdapterError, METADATA_TIMEOUT};
+pub use format::{MAX_LINES_PER_RECORD, RecordLines};
 pub use job::{KafkaArgs, KafkaInput, KafkaJob};
 pub use metadata::check_brokers;
 pub use options::{KafkaOptions, StartFrom, parse_setting};

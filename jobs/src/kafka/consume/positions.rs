@@ -21,10 +21,10 @@ use crate::checkpoint::marks::SourceMarks;
 /// use saams_jobs::kafka::PartitionPositions;
 /// let mut p = PartitionPositions::new("ticks", &[0, 2], &[100, 7]);
 /// p.want(60_000);
-/// p.record(0, 100, Some(59_000));
-/// p.record(0, 101, None); // a dead letter: read, not routed
-/// p.record(0, 102, Some(61_000)); // the first at or after the boundary
-/// p.record(0, 103, Some(62_000));
+/// p.record(0, 100, 0, Some(59_000));
+/// p.record(0, 101, 0, None); // a dead letter: read, not routed
+/// p.record(0, 102, 0, Some(61_000)); // the first at or after the boundary
+/// p.record(0, 103, 0, Some(62_000));
 /// let at = p.positions(60_000);
 /// assert_eq!(at[0].source, "kafka:ticks:0");
 /// assert_eq!((at[0].offset, at[0].max_time), (102, Some(59_000)));
@@ -79,25 +79,27 @@ impl PartitionPositions {
         }
     }
 
-    /// The record at `offset` of `partition` was handled: routed at event time `routed`, or
-    /// not (`None`: a dead letter, a late or blank record).
+    /// Line `line` of the record at `offset` of `partition` (0 for a record of one tuple) was
+    /// handled: routed at event time `routed`, or not (`None`: a dead letter, a late or blank
+    /// line). The next position to read is the next record: a record's lines are handled
+    /// together, between two checkpoint boundaries' positions.
     #[inline]
-    pub fn record(&mut self, partition: i32, offset: i64, routed: Option<i64>) {
+    pub fn record(&mut self, partition: i32, offset: i64, line: u64, routed: Option<i64>) {
         let Some(i) = self.slot(partition) else { return };
         self.next[i] = self.next[i].max(offset + 1);
         let Some(time) = routed else { return };
         if self.marks[i].reached(time) {
-            let at = self.position(i, offset);
+            let at = self.position(i, offset, line);
             self.marks[i].mark(time, at);
         }
         self.newest[i] = self.newest[i].max(time);
     }
 
-    fn position(&self, i: usize, offset: i64) -> SourcePosition {
+    fn position(&self, i: usize, offset: i64, line: u64) -> SourcePosition {
         SourcePosition {
             source: format!("kafka:{}:{}", self.topic, self.partitions[i]),
             offset: offset.max(0) as u64,
-            line: 0,
+            line,
             max_time: (self.newest[i] != i64::MIN).then_some(self.newest[i]),
             done: false,
         }
@@ -109,7 +111,7 @@ impl PartitionPositions {
         (0..self.partitions.len())
             .map(|i| match self.marks[i].take(b) {
                 Some(at) => at,
-                None => self.position(i, self.next[i]),
+                None => self.position(i, self.next[i], 0),
             })
             .collect()
     }
@@ -125,20 +127,28 @@ mod tests {
         p.start_from(3, 9_000);
         p.want(10_000);
         p.want(20_000);
-        p.record(3, 50, Some(9_500));
-        p.record(1, 0, Some(10_000)); // at the boundary: marked
-        p.record(3, 51, Some(25_000)); // past both boundaries: marks both
-        p.record(7, 0, Some(30_000)); // not this worker's
+        p.record(3, 50, 0, Some(9_500));
+        p.record(1, 0, 0, Some(10_000)); // at the boundary: marked
+        p.record(3, 51, 0, Some(25_000)); // past both boundaries: marks both
+        p.record(7, 0, 0, Some(30_000)); // not this worker's
         let at = p.positions(10_000);
         assert_eq!((at[0].offset, at[0].max_time), (0, None));
         assert_eq!((at[1].offset, at[1].max_time), (51, Some(9_500)));
-        p.record(1, 1, Some(12_000));
+        p.record(1, 1, 0, Some(12_000));
         let at = p.positions(20_000);
         assert_eq!((at[0].offset, at[0].max_time), (2, Some(12_000)), "no mark: the next offset");
         assert_eq!((at[1].offset, at[1].max_time), (51, Some(9_500)));
         // a boundary already passed when wanted is marked at the next routed record
         p.want(15_000);
-        p.record(1, 2, Some(16_000));
+        p.record(1, 2, 0, Some(16_000));
         assert_eq!(p.positions(15_000)[0].offset, 2);
+        // inside a batched record: the mark names the line
+        p.want(30_000);
+        p.record(1, 5, 0, Some(29_000));
+        p.record(1, 5, 1, Some(31_000));
+        p.record(1, 5, 2, Some(32_000));
+        let at = p.positions(30_000);
+        assert_eq!((at[0].offset, at[0].line, at[0].max_time), (5, 1, Some(29_000)));
+        assert_eq!(p.positions(40_000)[0].line, 0, "no mark: the next record, from its first line");
     }
 }

@@ -19,6 +19,7 @@ use crate::checkpoint::resume::Resume;
 use crate::kafka::consume::positions::PartitionPositions;
 use crate::kafka::consume::records::RecordRef;
 use crate::kafka::consume::tuple_source::KafkaTupleSource;
+use crate::kafka::format::{MAX_LINES_PER_RECORD, RecordLines};
 use crate::sink::file::LineSink;
 use crate::stats::Stats;
 
@@ -26,8 +27,13 @@ use crate::stats::Stats;
 const COMMIT_INTERVAL: Duration = Duration::from_secs(1);
 /// How many records one poll hands to the dataflow before the worker steps it.
 const POLL_BATCH: usize = 8192;
-/// Offsets are kept below this in a tuple's sequence number (the partition goes above).
-const OFFSET_BITS: u32 = 40;
+/// A record's line number is kept below this in a tuple's sequence number: a record of the
+/// batched format carries at most [`MAX_LINES_PER_RECORD`] tuples.
+const LINE_BITS: u32 = MAX_LINES_PER_RECORD.trailing_zeros();
+/// Offsets are kept in this many bits of a tuple's sequence number, above the line.
+const OFFSET_BITS: u32 = 38;
+/// The partition is kept in this many bits above the offset (below the Kafka flag, bit 63).
+const PARTITION_BITS: u32 = 11;
 
 /// One worker's input from the data topic, driven from the worker's loop without blocking the
 /// dataflow: [`poll`](Self::poll) a batch, downgrade the input to [`low`](Self::low), step, then
@@ -44,6 +50,9 @@ pub struct KafkaInput {
     marks: Marks,
     /// The partitions' positions at checkpoint boundaries (a job with `--checkpoints`).
     positions: Option<PartitionPositions>,
+    /// Resumed mid-record: `(partition, offset, line)` of a record whose lines before `line`
+    /// were counted before the checkpoint (removed once that record is read).
+    resume_lines: Vec<(i32, i64, usize)>,
     committed_through: Option<u64>,
     /// Windows through `.0` closed, waiting for the producers to acknowledge what they were
     /// handed before `.1` (the answers of those windows, the dead letters of their records)
@@ -64,7 +73,7 @@ impl KafkaInput {
         topic: String,
         source: KafkaTupleSource,
         (file_dead, file_answers): (Option<Arc<LineSink>>, Option<Arc<LineSink>>),
-        positions: Option<PartitionPositions>,
+        (positions, resume_lines): (Option<PartitionPositions>, Vec<(i32, i64, usize)>),
     ) -> Self {
         KafkaInput {
             job,
@@ -75,6 +84,7 @@ impl KafkaInput {
             file_answers,
             marks: Marks::default(),
             positions,
+            resume_lines,
             committed_through: None,
             prepared: None,
             last_commit: Instant::now(),
@@ -98,32 +108,41 @@ impl KafkaInput {
         let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         // below the watermark, or below the epoch this worker's input already passed: late
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
-        let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, .. } = self;
+        let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, resume_lines, .. } = self;
         let max = usize::try_from(max).map_or(POLL_BATCH, |m| m.min(POLL_BATCH));
-        let polled = source.poll_with(max, wait, |r| match admit(ctx, &r, late_below) {
-            Ok(Some((time, tuple))) => {
-                if let Some(p) = positions.as_mut() {
-                    p.record(r.partition, r.offset, Some(time));
+        let polled = source.poll_with(max, wait, |r| {
+            let lines = RecordLines::new(r.payload);
+            let skip = resume_skip(resume_lines, r.partition, r.offset);
+            let numbered = lines.is_batch();
+            for (line, text) in lines.enumerate().skip(skip) {
+                let line = line as u64;
+                match admit(ctx, (&r, text, line), late_below) {
+                    Ok(Some((time, tuple))) => {
+                        if let Some(p) = positions.as_mut() {
+                            p.record(r.partition, r.offset, line, Some(time));
+                        }
+                        let window = route(sequence_number(r.partition, r.offset, line), tuple);
+                        marks.push(r.partition, r.offset, Some((time, window)));
+                    }
+                    Ok(None) => {
+                        if let Some(p) = positions.as_mut() {
+                            p.record(r.partition, r.offset, line, None);
+                        }
+                        marks.push(r.partition, r.offset, None);
+                    }
+                    Err(Rejected { reason, late }) => {
+                        if let Some(p) = positions.as_mut() {
+                            p.record(r.partition, r.offset, line, None);
+                        }
+                        stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+                        if late {
+                            stats.late.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let rejected = RecordRef { payload: text, ..r };
+                        job.reject(topic, (&rejected, numbered.then_some(line)), &reason, file_dead.as_deref());
+                        marks.push(r.partition, r.offset, None);
+                    }
                 }
-                let window = route(sequence_number(r.partition, r.offset), tuple);
-                marks.push(r.partition, r.offset, Some((time, window)));
-            }
-            Ok(None) => {
-                if let Some(p) = positions.as_mut() {
-                    p.record(r.partition, r.offset, None);
-                }
-                marks.push(r.partition, r.offset, None);
-            }
-            Err(Rejected { reason, late }) => {
-                if let Some(p) = positions.as_mut() {
-                    p.record(r.partition, r.offset, None);
-                }
-                stats.dead_letters.fetch_add(1, Ordering::Relaxed);
-                if late {
-                    stats.late.fetch_add(1, Ordering::Relaxed);
-                }
-                job.reject(topic, &r, &reason, file_dead.as_deref());
-                marks.push(r.partition, r.offset, None);
             }
         });
         let n = match polled {
@@ -292,6 +311,7 @@ impl KafkaJob {
         checkpoints: Option<Option<&Resume>>,
     ) -> Option<KafkaInput> {
         let topic = self.data_topic.as_ref()?;
+        let mut resume_lines = Vec::new();
         let opened = match checkpoints {
             None => KafkaTupleSource::new(&self.opts, topic, me, peers, self.lateness_ms, self.idle_timeout)
                 .map(|source| (source, None)),
@@ -306,6 +326,13 @@ impl KafkaJob {
                         for &p in source.partitions() {
                             if let Some((_, Some(newest))) = at(p) {
                                 positions.start_from(p, newest);
+                            }
+                            // Stopped inside a batched record: its first lines were read.
+                            if let Some(at) = resume.and_then(|r| r.position(&format!("kafka:{topic}:{p}")))
+                                && at.line > 0
+                            {
+                                let offset = i64::try_from(at.offset).unwrap_or(i64::MAX);
+                                resume_lines.push((p, offset, usize::try_from(at.line).unwrap_or(usize::MAX)));
                             }
                         }
                         (source, Some(positions))
@@ -330,7 +357,8 @@ impl KafkaJob {
         let file_dead = if self.dead.is_some() { None } else { file_dead };
         // answers to a topic are waited for through the producer, not flushed (which would block)
         let file_answers = self.out.is_none().then(|| answers.clone());
-        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, (file_dead, file_answers), positions))
+        let sinks = (file_dead, file_answers);
+        Some(KafkaInput::new(self.clone(), ctx, topic.clone(), source, sinks, (positions, resume_lines)))
     }
 }
 
@@ -340,13 +368,20 @@ struct Rejected {
     late: bool,
 }
 
-/// Parses record `r` as a JSON tuple and gives it its event time (the tuple's, else the record
-/// timestamp): `Ok(Some((time, tuple)))` to route, `Ok(None)` for a blank record (nothing to do),
-/// `Err` for a record that is not UTF-8, not a tuple, without event time, or older than
-/// `late_below`.
-fn admit(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option<(i64, Tuple)>, Rejected> {
+/// Parses `text`, line `line` of record `r` (the whole payload of a one-tuple record), as a JSON
+/// tuple and gives it its event time (the tuple's, else the record timestamp):
+/// `Ok(Some((time, tuple)))` to route, `Ok(None)` for a blank line (nothing to do), `Err` for a
+/// line that is not UTF-8, not a tuple, without event time, or older than `late_below`.
+fn admit(
+    ctx: &LineContext,
+    (r, text, line): (&RecordRef<'_>, &[u8], u64),
+    late_below: i64,
+) -> Result<Option<(i64, Tuple)>, Rejected> {
     let refuse = |reason: String| Rejected { reason, late: false };
-    let text = std::str::from_utf8(r.payload).map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
+    if line >= MAX_LINES_PER_RECORD as u64 {
+        return Err(refuse(format!("line {line} of a record: a record carries at most {MAX_LINES_PER_RECORD} lines")));
+    }
+    let text = std::str::from_utf8(text).map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
     let Some(mut t) = ctx.parse_line(r.offset.max(0) as u64, text).map_err(|e| refuse(e.message))? else {
         return Ok(None);
     };
@@ -361,11 +396,27 @@ fn admit(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option
     Ok(Some((time, t)))
 }
 
-/// The sequence number of the tuple at `offset` of `partition`: the offset in the low
-/// [`OFFSET_BITS`], above them the partition with bit 20 set, so tuples of one partition keep their
-/// order and tuples of different partitions never share a number.
-fn sequence_number(partition: i32, offset: i64) -> u64 {
-    ((1u64 << 20 | partition.max(0) as u64) << OFFSET_BITS) | (offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1))
+/// The lines of the record at `offset` of `partition` to skip: those a resumed checkpoint counted
+/// before it stopped inside that record (0 for any other record). A record is found once.
+fn resume_skip(resume: &mut Vec<(i32, i64, usize)>, partition: i32, offset: i64) -> usize {
+    if resume.is_empty() {
+        return 0;
+    }
+    match resume.iter().position(|&(p, o, _)| p == partition && o == offset) {
+        Some(i) => resume.swap_remove(i).2,
+        None => 0,
+    }
+}
+
+/// The sequence number of the tuple on line `line` of the record at `offset` of `partition`: bit 63
+/// set, then the partition ([`PARTITION_BITS`]), the offset ([`OFFSET_BITS`]) and the line
+/// ([`LINE_BITS`]), so tuples of one partition keep their order (a record's lines in theirs) and
+/// tuples of different partitions never share a number. A topic of one tuple per record orders
+/// its tuples as before lines were counted (the partition, then the offset).
+fn sequence_number(partition: i32, offset: i64, line: u64) -> u64 {
+    let partition = partition.max(0) as u64 & ((1 << PARTITION_BITS) - 1);
+    let offset = offset.max(0) as u64 & ((1 << OFFSET_BITS) - 1);
+    1 << 63 | partition << (OFFSET_BITS + LINE_BITS) | offset << LINE_BITS | (line & ((1 << LINE_BITS) - 1))
 }
 
 #[cfg(test)]
@@ -374,6 +425,11 @@ mod tests {
 
     fn record(payload: &[u8], timestamp_ms: Option<i64>) -> RecordRef<'_> {
         RecordRef { partition: 1, offset: 7, timestamp_ms, key: None, payload }
+    }
+
+    /// [`admit`] of a one-tuple record.
+    fn admit_record(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option<(i64, Tuple)>, Rejected> {
+        admit(ctx, (r, r.payload, 0), late_below)
     }
 
     fn refusal(result: Result<Option<(i64, Tuple)>, Rejected>) -> (String, bool) {
@@ -390,29 +446,70 @@ mod tests {
         let timed = br#"{"streamID":"EURTRY","dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":1.5}"#;
         // the tuple's own time wins over the record timestamp, which stands in when it has none
         let own = 1_546_387_201_000;
-        let (time, t) = admit(&ctx, &record(timed, Some(3)), 0).ok().flatten().unwrap();
+        let (time, t) = admit_record(&ctx, &record(timed, Some(3)), 0).ok().flatten().unwrap();
         assert_eq!((time, t.time_ms), (own, Some(own)));
-        let (time, t) = admit(&ctx, &record(untimed, Some(3)), 0).ok().flatten().unwrap();
+        let (time, t) = admit_record(&ctx, &record(untimed, Some(3)), 0).ok().flatten().unwrap();
         assert_eq!((time, t.time_ms, t.stream_id.as_str()), (3, Some(3), "EURTRY"));
-        assert!(matches!(admit(&ctx, &record(b"  ", Some(3)), 0), Ok(None)), "blank: nothing to do");
+        assert!(matches!(admit_record(&ctx, &record(b"  ", Some(3)), 0), Ok(None)), "blank: nothing to do");
 
-        let (reason, late) = refusal(admit(&ctx, &record(b"\xff{", Some(3)), 0));
+        let (reason, late) = refusal(admit_record(&ctx, &record(b"\xff{", Some(3)), 0));
         assert!(reason.contains("not UTF-8") && !late, "{reason}");
-        let (reason, late) = refusal(admit(&ctx, &record(b"{\"streamID\":", Some(3)), 0));
+        let (reason, late) = refusal(admit_record(&ctx, &record(b"{\"streamID\":", Some(3)), 0));
         assert!(!reason.is_empty() && !late, "{reason}");
-        let (reason, late) = refusal(admit(&ctx, &record(untimed, None), 0));
+        let (reason, late) = refusal(admit_record(&ctx, &record(untimed, None), 0));
         assert!(reason.contains("no event time") && !late, "{reason}");
-        let (reason, late) = refusal(admit(&ctx, &record(untimed, Some(3)), 10));
+        let (reason, late) = refusal(admit_record(&ctx, &record(untimed, Some(3)), 10));
         assert!(reason.contains("7 ms behind") && late, "{reason}");
-        assert!(admit(&ctx, &record(untimed, Some(10)), 10).is_ok_and(|r| r.is_some()), "at the watermark: on time");
+        assert!(
+            admit_record(&ctx, &record(untimed, Some(10)), 10).is_ok_and(|r| r.is_some()),
+            "at the watermark: on time"
+        );
     }
 
     #[test]
-    fn sequence_numbers_keep_offset_order_and_never_collide_across_partitions() {
-        assert_eq!(sequence_number(0, 0), 1 << 60);
-        assert_eq!(sequence_number(3, 5), ((1 << 20 | 3) << 40) | 5);
-        assert!(sequence_number(2, 9) < sequence_number(2, 10));
-        assert_ne!(sequence_number(2, 9), sequence_number(3, 9));
-        assert_eq!(sequence_number(-1, -1), sequence_number(0, 0), "negative ids clamp to 0");
+    fn sequence_numbers_keep_offset_and_line_order_and_never_collide_across_partitions() {
+        assert_eq!(sequence_number(0, 0, 0), 1 << 63);
+        assert_eq!(sequence_number(3, 5, 2), 1 << 63 | 3 << 52 | 5 << 14 | 2);
+        assert!(sequence_number(2, 9, 0) < sequence_number(2, 9, 1));
+        assert!(sequence_number(2, 9, MAX_LINES_PER_RECORD as u64 - 1) < sequence_number(2, 10, 0));
+        assert!(sequence_number(2, 1 << 30, 0) < sequence_number(3, 0, 0), "the partition ranks first");
+        assert_ne!(sequence_number(2, 9, 0), sequence_number(3, 9, 0));
+        assert_eq!(sequence_number(-1, -1, 0), sequence_number(0, 0, 0), "negative ids clamp to 0");
+    }
+
+    #[test]
+    fn a_record_splits_into_its_lines_without_an_empty_last_one() {
+        let lines = |p: &'static [u8]| RecordLines::new(p).collect::<Vec<_>>();
+        assert_eq!(lines(b"{}"), [&b"{}"[..]]);
+        assert_eq!(lines(b""), [&b""[..]], "a null or empty record is one blank line");
+        assert_eq!(lines(b"a\nb\n"), [&b"a"[..], b"b"]);
+        assert_eq!(lines(b"a\n\nb"), [&b"a"[..], b"", b"b"]);
+        assert!(!RecordLines::new(b"a\n").is_batch() && RecordLines::new(b"a\nb").is_batch());
+    }
+
+    #[test]
+    fn a_batched_record_admits_each_line_on_its_own() {
+        let ctx = LineContext::new(saams_datasets::Format::JsonLines, "ticks", None).unwrap();
+        let payload = b"{\"streamID\":\"A\",\"dataSetKey\":\"F\",\"price\":1}\n{\"streamID\":\n{\"streamID\":\"B\",\"dataSetKey\":\"F\",\"price\":2}";
+        let r = record(payload, Some(5));
+        let got: Vec<_> = RecordLines::new(payload)
+            .enumerate()
+            .map(|(i, text)| admit(&ctx, (&r, text, i as u64), 0).map(|t| t.map(|(_, t)| t.stream_id.to_string())))
+            .collect();
+        assert!(matches!(&got[0], Ok(Some(s)) if s == "A"));
+        assert!(got[1].is_err(), "the malformed line alone is refused");
+        assert!(matches!(&got[2], Ok(Some(s)) if s == "B"));
+        let (reason, _) = refusal(admit(&ctx, (&r, b"{}", MAX_LINES_PER_RECORD as u64), 0));
+        assert!(reason.contains("at most"), "{reason}");
+    }
+
+    #[test]
+    fn a_resumed_record_skips_the_lines_counted_before_the_checkpoint_once() {
+        let mut resume = vec![(1, 7, 3), (2, 9, 1)];
+        assert_eq!(resume_skip(&mut resume, 1, 6), 0);
+        assert_eq!(resume_skip(&mut resume, 1, 7), 3);
+        assert_eq!(resume_skip(&mut resume, 1, 7), 0, "found once");
+        assert_eq!(resume_skip(&mut resume, 2, 9), 1);
+        assert!(resume.is_empty());
     }
 }

@@ -193,7 +193,7 @@ impl KafkaJob {
                         }
                         Err(e) => {
                             bad += 1;
-                            self.reject(topic, &r, &format!("malformed request JSON: {e}"), file_dead);
+                            self.reject(topic, (&r, None), &format!("malformed request JSON: {e}"), file_dead);
                         }
                     }
                 })
@@ -223,7 +223,7 @@ impl KafkaJob {
                 let polled = source.poll_with(1024, Duration::from_millis(100), |r| {
                     match serde_json::from_slice::<serde_json::Value>(r.payload) {
                         Ok(v) => hub.submit_detached(saams::api::request::requests_from_value(&v)),
-                        Err(e) => job.reject(&topic, &r, &format!("malformed request JSON: {e}"), None),
+                        Err(e) => job.reject(&topic, (&r, None), &format!("malformed request JSON: {e}"), None),
                     }
                 });
                 if let Err(e) = polled {
@@ -234,15 +234,27 @@ impl KafkaJob {
         })
     }
 
-    pub(super) fn reject(&self, topic: &str, r: &RecordRef<'_>, reason: &str, file_dead: Option<&LineSink>) {
+    /// Dead-letters record `r` (its line `line` when it is a line of a batched record, whose
+    /// payload `r` then holds) with `reason`: to the dead-letter topic, else to `file_dead`.
+    pub(super) fn reject(
+        &self,
+        topic: &str,
+        (r, line): (&RecordRef<'_>, Option<u64>),
+        reason: &str,
+        file_dead: Option<&LineSink>,
+    ) {
         if let Some(dead) = &self.dead {
-            let origin = RecordOrigin { topic, partition: r.partition, offset: r.offset };
+            let origin = RecordOrigin { topic, partition: r.partition, offset: r.offset, line };
             if let Err(e) = lock(dead).send(r.payload, r.key, reason, Some(origin)) {
                 self.problem(e.to_string());
             }
         } else if let Some(d) = file_dead {
+            let mut source = format!("kafka:{topic}/{}/{}", r.partition, r.offset);
+            if let Some(line) = line {
+                source = format!("{source}/{line}");
+            }
             let j = serde_json::json!({
-                "source": format!("kafka:{topic}/{}/{}", r.partition, r.offset),
+                "source": source,
                 "error": reason,
                 "input": String::from_utf8_lossy(r.payload),
             });

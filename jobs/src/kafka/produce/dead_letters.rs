@@ -11,7 +11,8 @@ use crate::kafka::options::KafkaOptions;
 
 /// Header naming why a dead letter was rejected.
 pub const REASON_HEADER: &str = "saams.reason";
-/// Header with `topic/partition/offset` of the rejected input record.
+/// Header with `topic/partition/offset` of the rejected input record (`topic/partition/offset/line`
+/// for a line of a batched record).
 pub const ORIGIN_HEADER: &str = "saams.origin";
 
 /// Where a dead letter came from, when it was read from Kafka.
@@ -23,6 +24,8 @@ pub struct RecordOrigin<'a> {
     pub partition: i32,
     /// Input offset.
     pub offset: i64,
+    /// The line within a batched record (`None` for a record of one tuple).
+    pub line: Option<u64>,
 }
 
 /// Writes rejected input (malformed or late tuples, bad requests) with the reason; see the module
@@ -56,7 +59,10 @@ impl KafkaDeadLetterSink {
     ) -> Result<(), AdapterError> {
         let mut headers = OwnedHeaders::new_with_capacity(2).insert(Header { key: REASON_HEADER, value: Some(reason) });
         if let Some(o) = origin {
-            let origin = format!("{}/{}/{}", o.topic, o.partition, o.offset);
+            let mut origin = format!("{}/{}/{}", o.topic, o.partition, o.offset);
+            if let Some(line) = o.line {
+                origin = format!("{origin}/{line}");
+            }
             headers = headers.insert(Header { key: ORIGIN_HEADER, value: Some(&origin) });
         }
         self.inner.send(key, raw, Some(headers))

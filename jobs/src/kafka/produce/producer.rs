@@ -184,32 +184,13 @@ impl CountingProducer {
         if let Some(headers) = headers {
             record = record.headers(headers);
         }
-        let mut waited_since: Option<Instant> = None;
-        loop {
-            match self.producer.send(record) {
-                Ok(()) => {
-                    self.sent += 1;
-                    return Ok(());
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    // Back-pressure: the background thread drains the queue; wait a little.
-                    let since = *waited_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > QUEUE_FULL_PATIENCE {
-                        return Err(AdapterError::Kafka {
-                            context: format!(
-                                "producing to {:?}: local queue full for {} s (brokers not accepting?)",
-                                self.topic,
-                                QUEUE_FULL_PATIENCE.as_secs()
-                            ),
-                            source: KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
-                        });
-                    }
-                    record = back;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err((e, _)) => return Err(kafka_err(format!("producing to {:?}", self.topic))(e)),
-            }
-        }
+        enqueue(&self.producer, &self.topic, &mut self.sent, record)
+    }
+
+    /// Sends an unkeyed record to `partition` (a batch of tuples the caller has partitioned).
+    pub(super) fn send_to(&mut self, partition: i32, payload: &[u8]) -> Result<(), AdapterError> {
+        let record = BaseRecord::with_opaque_to(&self.topic, self.sent as usize).payload(payload).partition(partition);
+        enqueue(&self.producer, &self.topic, &mut self.sent, record)
     }
 
     pub(super) fn report(&self) -> DeliveryReport {
@@ -259,5 +240,40 @@ impl CountingProducer {
             });
         }
         Ok(report)
+    }
+}
+
+/// Hands `record` to librdkafka, waiting while its queue is full; counts it in `sent`.
+fn enqueue(
+    producer: &ThreadedProducer<CountingContext>,
+    topic: &str,
+    sent: &mut u64,
+    mut record: BaseRecord<'_, [u8], [u8], usize>,
+) -> Result<(), AdapterError> {
+    let mut waited_since: Option<Instant> = None;
+    loop {
+        match producer.send(record) {
+            Ok(()) => {
+                *sent += 1;
+                return Ok(());
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                // Back-pressure: the background thread drains the queue; wait a little.
+                let since = *waited_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > QUEUE_FULL_PATIENCE {
+                    return Err(AdapterError::Kafka {
+                        context: format!(
+                            "producing to {:?}: local queue full for {} s (brokers not accepting?)",
+                            topic,
+                            QUEUE_FULL_PATIENCE.as_secs()
+                        ),
+                        source: KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                    });
+                }
+                record = back;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err((e, _)) => return Err(kafka_err(format!("producing to {:?}", topic))(e)),
+        }
     }
 }
