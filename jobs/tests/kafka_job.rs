@@ -1,7 +1,7 @@
 //! The `saams` binary with Kafka sources and sinks, against a real Kafka-protocol broker at
 //! `SAAMS_KAFKA_BROKERS` (`scripts/test.sh` starts one and sets it): the same estimations as from
-//! files (one and two processes), malformed records dead-lettered, and a clear error for an
-//! unreachable broker. Where the variable was unset at build time the broker tests show as ignored.
+//! files (one and two processes, one tuple or many per record), malformed records (and lines of
+//! batched records) dead-lettered, and a clear error for an unreachable broker. Where the variable was unset at build time the broker tests show as ignored.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -222,6 +222,101 @@ fn an_all_idle_process_does_not_hold_the_other_processes_windows_open() {
 }
 
 /// Produces raw values to `topic`, waiting for every acknowledgement.
+/// The sorted estimations of `saams -w 2` reading `topic` from its start (stdout).
+fn topic_run(brokers: &str, requests: &str, topic: &str) -> (Vec<String>, String) {
+    let out = check(
+        Command::new(SAAMS)
+            .args(["-w", "2", "--brokers", brokers, "--requests", requests, "--data-topic", topic])
+            .args(["--group-id", &unique("group"), "--from", "earliest", "--exit-when-idle", "3s", "--progress", "0"])
+            .args(CONSUMER_SETTINGS)
+            .output()
+            .expect("run saams"),
+        "saams from a topic",
+    );
+    (sorted_lines(&out.stdout), summary(&out))
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_batched_topic_gives_the_one_tuple_topics_and_the_files_estimations() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("batched");
+    let data = dir.join("ticks.jsonl");
+    generate("stocks:100:2000", &data);
+    let (one, batched) = (unique("one-tuple"), unique("batched"));
+    replay_into(&brokers, &one, &data, 4);
+    // 37 tuples a record: records end at no window's edge, and each partition's last is short.
+    check(
+        Command::new(REPLAY)
+            .arg(&data)
+            .args(["--brokers", &brokers, "--topic", &batched, "--partitions", "4", "--batch", "37"])
+            .args(["--progress", "none"])
+            .output()
+            .expect("run replay"),
+        "replay --batch",
+    );
+    let records = read_topic(&brokers, &batched);
+    assert!(records.len() < 200_000 / 30, "{} records for 200,000 tuples", records.len());
+    assert_eq!(records.iter().map(|r| r.split(|&b| b == b'\n').count()).sum::<usize>(), 200_000);
+
+    let requests = repo("datasets/requests/paper-workload.json");
+    let (from_one, one_summary) = topic_run(&brokers, &requests, &one);
+    let (from_batched, batched_summary) = topic_run(&brokers, &requests, &batched);
+    let from_files = file_run(&requests, &data, "2");
+    assert!(
+        batched_summary.contains("tuples=200000 ") && batched_summary.contains("dead_letters=0 "),
+        "{batched_summary}"
+    );
+    assert!(one_summary.contains("tuples=200000 "), "{one_summary}");
+    assert!(from_files.len() > 1000, "expected continuous answers, got {}", from_files.len());
+    assert!(from_one == from_files, "the one-tuple topic's estimations differ from the file run's");
+    assert!(from_batched == from_files, "the batched topic's estimations differ from the file run's");
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_malformed_line_of_a_batched_record_is_dead_lettered_alone() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let (data_topic, dead_topic) = (unique("bad-batch"), unique("bad-batch-dead"));
+    let opts = options(&brokers, &unique("bad-producer"));
+    ensure_topics(&opts, &[TopicSpec::new(&data_topic, 1)]).expect("topics");
+    let tuple = |s: u32| {
+        format!(
+            r#"{{"streamID":"EURTRY","dataSetKey":"Forex","values":{{"price":"{}.25"}},"timestamp":"01/02/2020 10:00:{s:02}"}}"#,
+            s % 7
+        )
+    };
+    let lines: Vec<String> = (0..10).map(tuple).collect();
+    // a malformed line in the middle of one record, a blank one in another, a final newline
+    let first = format!("{}\n{{not json\n{}\n", lines[..4].join("\n"), lines[4..6].join("\n"));
+    let second = format!("{}\n\n{}", lines[6..8].join("\n"), lines[8..].join("\n"));
+    produce_raw(&brokers, &data_topic, &[first.into_bytes(), second.into_bytes()]);
+    let out = check(
+        Command::new(SAAMS)
+            .args(["-w", "1", "--brokers", &brokers, "--data-topic", &data_topic, "--dead-letter-topic", &dead_topic])
+            .args(["--requests", &repo("datasets/requests/paper-workload.json")])
+            .args([
+                "--group-id",
+                &unique("bad-group"),
+                "--from",
+                "earliest",
+                "--exit-when-idle",
+                "2s",
+                "--progress",
+                "0",
+            ])
+            .args(CONSUMER_SETTINGS)
+            .output()
+            .expect("run saams"),
+        "saams with a malformed line in a batch",
+    );
+    let s = summary(&out);
+    assert!(s.contains("tuples=10 ") && s.contains("dead_letters=1 "), "{s}");
+    let dead = read_dead_letters(&brokers, &dead_topic);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].0, b"{not json", "the line alone, byte for byte");
+}
+
 fn produce_raw(brokers: &str, topic: &str, values: &[Vec<u8>]) {
     let producer: ThreadedProducer<DefaultProducerContext> =
         ClientConfig::new().set("bootstrap.servers", brokers).create().expect("producer");

@@ -60,6 +60,9 @@ pub struct KafkaInput {
     prepared: Option<(u64, Awaited)>,
     last_commit: Instant,
     quiet: bool,
+    /// Lines (tuples) per record in the last poll that read any: 1 for a topic of one tuple per
+    /// record. `max` and [`POLL_BATCH`] count tuples; a poll takes that many over this records.
+    lines_per_record: f64,
     floor_ms: i64,
 }
 
@@ -89,6 +92,7 @@ impl KafkaInput {
             prepared: None,
             last_commit: Instant::now(),
             quiet: false,
+            lines_per_record: 1.0,
             floor_ms: 0,
         }
     }
@@ -99,22 +103,28 @@ impl KafkaInput {
         !self.source.partitions().is_empty() && self.job.running()
     }
 
-    /// Polls up to one batch of at most `max` records (`--rate`'s allowance; waiting 2 ms only
-    /// when the previous poll found nothing), parses each record as a JSON tuple (event time: the
-    /// tuple's, else the record timestamp) and hands valid, on-time tuples to `route(seq, tuple)`,
-    /// which returns the tuple's window. Malformed and late records go to the dead letters and are
-    /// counted in `stats`. Returns the records handled.
+    /// Polls up to one batch of records holding about `max` tuples (`--rate`'s allowance; waiting
+    /// 2 ms only when the previous poll found nothing), parses each line of each record (one, or
+    /// many in the batched format) as a JSON tuple (event time: the tuple's, else the record
+    /// timestamp) and hands valid, on-time tuples to `route(seq, tuple)`, which returns the
+    /// tuple's window. Malformed and late lines go to the dead letters and are counted in
+    /// `stats`; the rest of their record is still read. Returns the records handled.
     pub fn poll(&mut self, max: u64, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
         let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         // below the watermark, or below the epoch this worker's input already passed: late
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
         let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, resume_lines, .. } = self;
         let max = usize::try_from(max).map_or(POLL_BATCH, |m| m.min(POLL_BATCH));
-        let polled = source.poll_with(max, wait, |r| {
+        // `max` counts tuples: `--rate` and the batch a step handles hold for batched records
+        // too (give or take the last record's lines).
+        let records = ((max as f64 / self.lines_per_record).ceil() as usize).max(1);
+        let mut lines_read = 0usize;
+        let polled = source.poll_with(records, wait, |r| {
             let lines = RecordLines::new(r.payload);
             let skip = resume_skip(resume_lines, r.partition, r.offset);
             let numbered = lines.is_batch();
             for (line, text) in lines.enumerate().skip(skip) {
+                lines_read += 1;
                 let line = line as u64;
                 match admit(ctx, (&r, text, line), late_below) {
                     Ok(Some((time, tuple))) => {
@@ -158,6 +168,9 @@ impl KafkaInput {
             self.job.touch(n);
         }
         self.quiet = n == 0;
+        if n > 0 {
+            self.lines_per_record = (lines_read as f64 / n as f64).max(1.0);
+        }
         n
     }
 
