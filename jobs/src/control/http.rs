@@ -48,9 +48,9 @@ use serde_json::{Value, json};
 use super::ControlArgs;
 use super::auth::{self, Access, Refusals, exposure_warning};
 use super::hub::Hub;
+use super::page;
 use super::tls::TlsListener;
 use tokio::sync::Semaphore;
-use super::page;
 
 /// What `GET /metrics` serves: called at every scrape.
 pub type MetricsText = Arc<dyn Fn() -> String + Send + Sync>;
