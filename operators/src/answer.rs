@@ -102,6 +102,8 @@ pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64) -> Str
             (args.clone(), answer)
         }
         AskWhat::Save(file) => (Json::Null, save(plan, file, state)),
+        // Answered from every participant's state at the pair's home ([`crate::pair_ask`]).
+        AskWhat::Pair(pair) => (pair.args.clone(), Answer::Error("a pair query is answered at the pair's home".into())),
     };
     let e = Estimation {
         request_id: ask.request_id.clone(),

@@ -94,6 +94,25 @@ pub enum AskWhat {
     Query(#[serde(with = "json_text")] Json),
     /// Save the synopsis' current state to a snapshot file.
     Save(String),
+    /// An ad-hoc pair query: the participants' states at one point of event time, gathered at
+    /// the pair's home ([`crate::pair_ask`]).
+    Pair(PairAsk),
+}
+
+/// What a pair ask needs besides the ask: its arguments, the synopses whose states the answer
+/// needs, where the answer is made, and the point of event time the states are taken at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairAsk {
+    /// The query arguments as given.
+    #[serde(with = "json_text")]
+    pub args: Json,
+    /// The synopses whose states the answer needs (the named one first).
+    pub participants: Vec<u32>,
+    /// The worker that answers (the named synopsis' home): every participant's state goes there.
+    pub answer_home: u32,
+    /// The window boundary (ms) the states are taken at: every window before it, nothing after
+    /// (0 until the update operator sets it from the ask marker's time).
+    pub at: u64,
 }
 
 /// One ad-hoc query or SAVE, answered from the current state.

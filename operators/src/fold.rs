@@ -22,6 +22,7 @@ use crate::ask::AskPart;
 use crate::checkpoint::{BoundaryCopies, copy_homed};
 use crate::merge_tree::{Pending, combine, stash_partials};
 use crate::out::Out;
+use crate::pair_ask;
 use crate::plan::{Mode, Plan};
 use crate::record::{Partial, Snapshot, SynBox};
 
@@ -120,6 +121,20 @@ fn fold_window(
     (lines, snapshots)
 }
 
+/// Pair asks waiting here whose point is at or before `upto` (every window before it folded,
+/// none after): each participant's merged state, to go on to the pair's home.
+fn pairs_due(
+    plan: &Plan,
+    merged: &Merged,
+    waiting: &mut pair_ask::Waiting,
+    upto: u64,
+) -> Vec<(Capability<u64>, pair_ask::PairState)> {
+    pair_ask::ready(waiting, upto, |syn| match merged.get(&syn) {
+        Some((state, items)) => Some((state.clone(), *items)),
+        None => plan.routing.synopses.get(syn as usize).map(|s| (s.initial.clone(), 0)),
+    })
+}
+
 /// Asks with every worker's part (of `peers`), once every window some worker had closed is
 /// folded here (before `unfolded_from`): to be answered now.
 fn ready_asks(asks: &HashMap<u64, (Capability<u64>, Vec<AskPart>)>, peers: usize, unfolded_from: u64) -> Vec<u64> {
@@ -164,6 +179,8 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                 let mut copies = BoundaryCopies::default();
                 // Asks of spread synopses homed here: their parts so far, by ask id.
                 let mut asks: HashMap<u64, (Capability<u64>, Vec<AskPart>)> = HashMap::new();
+                // Pair asks of spread synopses homed here, waiting for their point ([`pair_ask`]).
+                let mut pairs_waiting = pair_ask::Waiting::new();
                 move |(input, frontier), output| {
                     let plan = shared.borrow();
                     let plan = &*plan;
@@ -176,6 +193,10 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let lines: Vec<Out> = lines
                             .into_iter()
                             .filter_map(|o| match o {
+                                Out::Ask(part) if pair_ask::pair_of(&part.ask).is_some() => {
+                                    pairs_waiting.insert((part.ask.id, part.ask.syn), (cap.clone(), part.ask));
+                                    None
+                                }
                                 Out::Ask(part) => {
                                     let entry = asks.entry(part.ask.id).or_insert_with(|| (cap.clone(), Vec::new()));
                                     entry.1.push(part);
@@ -203,6 +224,10 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         if frontier.less_equal(&plan.close_time(w)) {
                             break;
                         }
+                        // Pair asks at or before this window take the state before it is folded.
+                        for (cap, state) in pairs_due(plan, &merged, &mut pairs_waiting, w) {
+                            output.session(&cap).give(Out::PairState(state));
+                        }
                         let Some((_, (cap, by_syn))) = pending.pop_first() else { break };
                         let (lines, snapshots) = fold_window(plan, w, by_syn, &mut merged, &mut loaded);
                         let mut session = output.session(&cap);
@@ -212,6 +237,9 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                     // Asks with every worker's part, once every window some worker had closed is
                     // folded here: answered now.
                     let unfolded_from = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    for (cap, state) in pairs_due(plan, &merged, &mut pairs_waiting, unfolded_from) {
+                        output.session(&cap).give(Out::PairState(state));
+                    }
                     for id in ready_asks(&asks, peers, unfolded_from) {
                         if let Some((cap, parts)) = asks.remove(&id) {
                             let line = answer_ask(plan, &merged, parts, unfolded_from);

@@ -72,6 +72,7 @@ pub mod checkpoint;
 pub mod fold;
 pub mod merge_tree;
 pub mod out;
+pub mod pair_ask;
 pub mod pairs;
 pub mod plan;
 pub mod record;

@@ -59,7 +59,7 @@ pub(crate) fn stash_partials(
 ) {
     for o in batch.drain(..) {
         match o {
-            o @ (Out::Line(_) | Out::Snapshot(_) | Out::Ask(_)) => lines.push(o),
+            o @ (Out::Line(_) | Out::Snapshot(_) | Out::Ask(_) | Out::PairState(_)) => lines.push(o),
             Out::Partial(p) => {
                 let (_, by_syn) = pending
                     .entry(p.window)
@@ -107,7 +107,7 @@ impl<'scope> MergeTree<'scope> for Stream<'scope, u64, Vec<Out>> {
         let me = scope.index();
         let route = shared.clone();
         let pact = Exchange::new(move |o: &Out| match o {
-            Out::Line(_) | Out::Snapshot(_) => me as u64,
+            Out::Line(_) | Out::Snapshot(_) | Out::PairState(_) => me as u64,
             // Straight to the home: an ask does not wait for the tree.
             Out::Ask(a) => u64::from(a.ask.home),
             Out::Partial(p) => {

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ask::AskPart;
+use crate::pair_ask::PairState;
 use crate::record::{Partial, Snapshot};
 
 /// What the update, merge and fold operators emit: answer lines, partials, snapshots.
@@ -17,4 +18,7 @@ pub enum Out {
     Snapshot(Snapshot),
     /// A worker's open partials for an ad-hoc query or SAVE answered now ([`crate::ask`]).
     Ask(AskPart),
+    /// One participant's state for an ad-hoc pair query answered now, on its way to the pair's
+    /// home ([`crate::pair_ask`]).
+    PairState(PairState),
 }

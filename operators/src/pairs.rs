@@ -24,6 +24,7 @@ use timely::dataflow::operators::generic::Operator;
 use crate::changes::{Answered, SetAnswer, member_text};
 use crate::checkpoint::{BoundaryCopies, HeldState};
 use crate::out::Out;
+use crate::pair_ask;
 use crate::plan::{PairQueryReg, Plan, is_set_valued};
 use crate::record::Snapshot;
 
@@ -213,6 +214,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
         let pact = Exchange::new(move |o: &Out| match o {
             Out::Snapshot(s) => u64::from(s.dest),
+            Out::PairState(p) => u64::from(p.dest()),
             _ => me as u64,
         });
         self.unary_frontier::<CapacityContainerBuilder<Vec<Answered>>, _, _, _>(
@@ -227,6 +229,8 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                 let mut previous: HashMap<u32, Vec<String>> = HashMap::new();
                 restore(&shared.borrow(), me, &mut latest, &mut previous);
                 let mut copies = BoundaryCopies::default();
+                // Pair asks answered now: the participants' states gathered so far ([`pair_ask`]).
+                let mut gathered = pair_ask::Gathered::new();
                 move |(input, frontier), output| {
                     let plan = shared.borrow();
                     let plan = &*plan;
@@ -244,6 +248,16 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                                             .or_insert_with(|| (cap.delayed(&plan.close_time(w)), Vec::new()))
                                             .1
                                             .push(s);
+                                    }
+                                    Out::PairState(got) => {
+                                        let whole = |plan: &Plan, q: &PairQueryReg, latest: &Latest| {
+                                            answer(plan, q, latest, None)
+                                        };
+                                        if let Some((at, line)) =
+                                            pair_ask::gather(plan, &mut gathered, &cap, got, &whole)
+                                        {
+                                            output.session(&at).give(Answered::Line(line));
+                                        }
                                     }
                                     // Partials and asks never reach this operator (fold takes them).
                                     Out::Partial(_) | Out::Ask(_) => {}

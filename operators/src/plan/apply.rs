@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use super::data::{LiveLoad, Mode, QueryReg, SaveReg, SnapshotStore, SynSpec};
 use super::routing::{Routing, spread_hash};
-use crate::ask::AskWhat;
+use crate::ask::{AskWhat, PairAsk};
 use crate::record::SynBox;
 
 /// What applying requests gives besides the tables' changes, and the fence it happens at.
@@ -163,20 +163,23 @@ impl Routing {
         let Some(&i) = found.first() else {
             return Err(format!("unknown synopsis: no {} on field {field:?}", describe(req)));
         };
-        let s = &mut self.synopses[i];
-        let spec = query_spec(s.kind, args).map_err(|e| e.0)?;
+        let spec = query_spec(self.synopses[i].kind, args).map_err(|e| e.0)?;
         let from = effects.fence.unwrap_or(0);
         let args = Json::Array(args.to_vec());
         if effects.fence.is_some() && mode == QueryMode::AdHoc {
-            if !matches!(spec, QuerySpec::Single(_)) {
-                return Err("ad-hoc pair queries are answered at the end of the input, from the request \
-                            script only; register it as a continuous query"
-                    .into());
-            }
-            effects.asked.push((i as u32, id, req.uid.clone(), AskWhat::Query(args)));
+            let what = match spec {
+                QuerySpec::Single(_) => AskWhat::Query(args),
+                // Answered now too, from every participant's state at one point of event time.
+                _ => {
+                    let participants = self.pair_participants(i, &spec)?;
+                    AskWhat::Pair(PairAsk { args, participants, answer_home: 0, at: 0 })
+                }
+            };
+            effects.asked.push((i as u32, id, req.uid.clone(), what));
             return Ok(());
         }
         let reg = QueryReg { request_id: id, uid: req.uid.clone(), args, spec, from };
+        let s = &mut self.synopses[i];
         match mode {
             QueryMode::Continuous => s.continuous.push(reg),
             QueryMode::AdHoc => s.adhoc.push(reg),

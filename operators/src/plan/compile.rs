@@ -15,6 +15,10 @@ impl Routing {
     /// which window it no longer counts).
     pub(crate) fn compile(&mut self, answers: &mut Vec<Estimation>) {
         let mut index = std::mem::take(&mut self.group_index);
+        let new: Vec<u32> = (0..self.synopses.len() as u32)
+            .filter(|&i| !self.synopses[i as usize].deleted && self.synopses[i as usize].group == u32::MAX)
+            .collect();
+        let registered = self.pair_queries.len();
         for i in 0..self.synopses.len() {
             let s = &self.synopses[i];
             if s.deleted || s.group != u32::MAX {
@@ -61,12 +65,12 @@ impl Routing {
         }
         self.group_index = index;
         self.compile_pairs(answers);
+        self.join_pair_queries(registered, &new);
     }
 
     /// Move pair queries and continuous set-valued queries out of their synopses, resolve their
     /// participants, and tell each participant where to send its state.
     fn compile_pairs(&mut self, answers: &mut Vec<Estimation>) {
-        let params: Vec<Vec<u8>> = self.synopses.iter().map(|s| s.fresh.encode()).collect();
         for i in 0..self.synopses.len() {
             if self.synopses[i].deleted {
                 continue;
@@ -81,45 +85,20 @@ impl Routing {
                 regs.extend(pairs.into_iter().map(|q| (q, continuous)));
             }
             for (reg, continuous) in regs {
-                let me = &self.synopses[i];
-                let alike = |j: usize| {
-                    let o = &self.synopses[j];
-                    !o.deleted
-                        && o.kind == me.kind
-                        && o.dataset == me.dataset
-                        && o.field == me.field
-                        && params[j] == params[i]
-                };
-                let mut participants = vec![i as u32];
-                let error = match &reg.spec {
-                    QuerySpec::PairsAbove { .. } => {
-                        participants.extend((0..self.synopses.len()).filter(|&j| j != i && alike(j)).map(|j| j as u32));
-                        None
+                let participants = match self.pair_participants(i, &reg.spec) {
+                    Ok(participants) => participants,
+                    Err(msg) => {
+                        let me = &self.synopses[i];
+                        let mut e = Estimation::error(reg.request_id, reg.uid, me.synopsis_id, msg);
+                        e.stream_id = me.stream.clone();
+                        e.dataset_key = me.dataset.clone();
+                        e.field = me.field.clone();
+                        e.query = reg.args;
+                        answers.push(e);
+                        continue;
                     }
-                    QuerySpec::PairWith { other_stream, .. } => {
-                        match (0..self.synopses.len()).find(|&j| alike(j) && &self.synopses[j].stream == other_stream) {
-                            Some(j) => {
-                                participants.push(j as u32);
-                                None
-                            }
-                            None => Some(format!(
-                                "no {} with the same parameters on stream {other_stream:?} of dataset {:?} field {:?}",
-                                me.kind, me.dataset, me.field
-                            )),
-                        }
-                    }
-                    QuerySpec::Single(_) => None,
                 };
-                if let Some(msg) = error {
-                    let mut e = Estimation::error(reg.request_id, reg.uid, me.synopsis_id, msg);
-                    e.stream_id = me.stream.clone();
-                    e.dataset_key = me.dataset.clone();
-                    e.field = me.field.clone();
-                    e.query = reg.args;
-                    answers.push(e);
-                    continue;
-                }
-                let home = me.home;
+                let home = self.synopses[i].home;
                 for &p in &participants {
                     let to = &mut self.synopses[p as usize].snapshot_to;
                     if !to.contains(&home) {

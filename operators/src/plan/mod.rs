@@ -25,6 +25,7 @@
 pub mod apply;
 pub mod compile;
 pub mod data;
+mod pair_ask;
 pub mod routing;
 pub mod sequencer;
 

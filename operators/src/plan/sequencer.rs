@@ -148,6 +148,11 @@ fn make_asks(
         .map(|(syn, request_id, uid, what)| {
             let id = next_id();
             let s = &routing.synopses[syn as usize];
+            let mut what = what;
+            if let AskWhat::Pair(pair) = &mut what {
+                // The pair is answered where the named synopsis' merged state is.
+                pair.answer_home = s.home as u32;
+            }
             Ask { id, syn, home: s.home as u32, spread: s.mode != Mode::Owned, request_id, uid, what, origin }
         })
         .collect()

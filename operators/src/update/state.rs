@@ -9,10 +9,13 @@ use saams::api::estimation::with_as_of;
 use saams::{Datum, Synopsis};
 
 use super::reorder::Reorder;
+
+mod pair_stop;
 use crate::answer;
 use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
 use crate::checkpoint::copy_homed;
 use crate::out::Out;
+use crate::pair_ask::{answers_pairs, pair_of};
 use crate::plan::{Mode, Plan};
 use crate::record::{Partial, Rec, Snapshot, SynBox};
 
@@ -86,6 +89,14 @@ pub(super) struct State {
     loaded: HashMap<u32, usize>,
     /// Windows before this one (start, ms) are closed.
     closed_before: u64,
+    /// The merged states of owned synopses of pair kinds as they were when the windows before
+    /// `closed_before` were closed, for those fed values of a later window since
+    /// ([`crate::pair_ask`]).
+    at_close: Merged,
+    /// Pair asks of owned synopses this worker owns, waiting for their point: (point, ask).
+    pair_stops: Vec<(u64, Ask)>,
+    /// Pair states taken at their point, to emit.
+    pub(super) pair_out: Vec<Out>,
 }
 
 /// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
@@ -97,7 +108,7 @@ fn release(
     buffer: &mut Reorder,
     (bound, at_least): (i64, usize),
     windows: &mut Windows,
-    merged: &mut Merged,
+    (merged, at_close): (&mut Merged, Option<&mut Merged>),
 ) {
     if buffer.waiting() < at_least || buffer.oldest().is_none_or(|t| t >= bound) {
         return;
@@ -115,7 +126,7 @@ fn release(
         };
     let gathered = Gathered::counted(windows, w, key, group.synopses.len(), n);
     if group.mode == Mode::Owned {
-        feed_merged(plan, key.0, w, (recs, &batch), merged);
+        feed_merged(plan, key.0, w, (recs, &batch), (merged, at_close));
         return;
     }
     for (i, &s) in group.synopses.iter().enumerate() {
@@ -127,12 +138,25 @@ fn release(
 }
 
 /// Feed values of window `w` (every window before it closed) to the merged states of owned
-/// group `g`'s synopses registered at `w`.
-fn feed_merged(plan: &Plan, g: u32, w: u64, (recs, batch): (&[Rec], &[Datum<'_>]), merged: &mut Merged) {
+/// group `g`'s synopses registered at `w`. With `at_close` (values of the open window, not
+/// those of the window being closed): the states of pair kinds are kept as they were first.
+fn feed_merged(
+    plan: &Plan,
+    g: u32,
+    w: u64,
+    (recs, batch): (&[Rec], &[Datum<'_>]),
+    (merged, mut at_close): (&mut Merged, Option<&mut Merged>),
+) {
     for &s in &plan.routing.groups[g as usize].synopses {
         if plan.live.is_live(s, w) {
-            let (state, items) =
-                merged.entry(s).or_insert_with(|| (plan.routing.synopses[s as usize].initial.clone(), 0));
+            let spec = &plan.routing.synopses[s as usize];
+            let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+            if let Some(kept) = at_close.as_deref_mut()
+                && answers_pairs(spec.kind)
+                && !kept.contains_key(&s)
+            {
+                kept.insert(s, (state.clone(), *items));
+            }
             feed(state.as_mut(), recs, batch);
             *items += recs.len() as u64;
         }
@@ -291,17 +315,19 @@ impl State {
             let batch: Vec<Datum<'_>> = staged.iter().map(|r| r.val.datum()).collect();
             let group = &plan.routing.groups[key.0 as usize];
             Gathered::counted(&mut self.windows, current, key, group.synopses.len(), staged.len());
-            feed_merged(plan, key.0, current, (staged, &batch), &mut self.merged);
+            feed_merged(plan, key.0, current, (staged, &batch), (&mut self.merged, Some(&mut self.at_close)));
             drop(batch);
             staged.clear();
         }
     }
 
     /// Feed the buffered values older than `bound`, of the buffers that have at least
-    /// `at_least` of them.
-    fn release_all(&mut self, plan: &Plan, bound: i64, at_least: usize) {
+    /// `at_least` of them; `closing`: they are those of the window about to close (no state is
+    /// kept as at the last close for them).
+    fn release_all(&mut self, plan: &Plan, bound: i64, at_least: usize, closing: bool) {
         for (&key, buffer) in &mut self.buffers {
-            release(plan, key, buffer, (bound, at_least), &mut self.windows, &mut self.merged);
+            let at_close = (!closing).then_some(&mut self.at_close);
+            release(plan, key, buffer, (bound, at_least), &mut self.windows, (&mut self.merged, at_close));
         }
     }
 
@@ -325,6 +351,8 @@ impl State {
         snapshots: &mut Vec<Snapshot>,
     ) {
         self.closed_before = self.closed_before.max(w.saturating_add(plan.routing.window_ms as u64));
+        // Every merged state is as at this close now (nothing of a later window is fed yet).
+        self.at_close.clear();
         let Some(gathered) = self.windows.remove(&w) else { return };
         for ((g, bin), mut got) in gathered {
             let group = &plan.routing.groups[g as usize];
@@ -410,8 +438,11 @@ pub(super) fn take_batch(
         if key.0 == ASK_GROUP {
             // The answer covers every value that came before the ask.
             state.feed_staged(plan);
-            if let Some(ask) = recs.next().as_ref().and_then(Ask::from_rec) {
-                state.ask(plan, me, ask, watermark, asked);
+            let Some(rec) = recs.next() else { continue };
+            match Ask::from_rec(&rec) {
+                Some(ask) if pair_of(&ask).is_some() => state.ask_pair(plan, me, ask, rec.time, asked),
+                Some(ask) => state.ask(plan, me, ask, watermark, asked),
+                None => {}
             }
             continue;
         }
@@ -445,19 +476,25 @@ impl State {
         mut emit: impl FnMut(u64, &mut Vec<String>, &mut Vec<Partial>, &mut Vec<Snapshot>),
     ) {
         let (mut lines, mut partials, mut snapshots) = (Vec::new(), Vec::new(), Vec::new());
-        let due = plan.checkpoints.borrow().due(*copied_through, watermark);
-        for stop in due.iter().copied().map(Some).chain(std::iter::once(None)) {
-            let limit = stop.unwrap_or(watermark);
+        // Checkpoint boundaries (true) and pair asks' points (false) the watermark has passed.
+        let mut stops: Vec<(u64, bool)> =
+            plan.checkpoints.borrow().due(*copied_through, watermark).into_iter().map(|b| (b, true)).collect();
+        stops.extend(self.pair_points(watermark).into_iter().map(|p| (p, false)));
+        stops.sort_unstable();
+        for stop in stops.iter().copied().map(Some).chain(std::iter::once(None)) {
+            let limit = stop.map_or(watermark, |(b, _)| b);
             while let Some(w) = self.oldest_window(plan) {
                 let end = w.saturating_add(plan.routing.window_ms as u64);
                 if end > limit {
                     break;
                 }
-                self.release_all(plan, i64::try_from(end).unwrap_or(i64::MAX), 1);
+                self.release_all(plan, i64::try_from(end).unwrap_or(i64::MAX), 1, true);
                 self.close(plan, w, &mut lines, &mut partials, &mut snapshots);
                 emit(w, &mut lines, &mut partials, &mut snapshots);
             }
-            if let Some(b) = stop {
+            if let Some((p, false)) = stop {
+                self.take_pair_states(plan, p);
+            } else if let Some((b, true)) = stop {
                 let copies = copy_homed(|s| plan.routing.is_home(s, me), self.merged.iter(), &self.loaded);
                 plan.checkpoints.borrow_mut().hand_in(b, copies, Vec::new());
                 *copied_through = b;
@@ -475,7 +512,7 @@ impl State {
     pub(super) fn release_passed(&mut self, plan: &Plan, watermark: u64) {
         let bound = i64::try_from(watermark).unwrap_or(i64::MAX);
         let batch = RELEASE_BATCH.min(RELEASE_BUDGET / self.buffers.len().max(1)).max(1);
-        self.release_all(plan, bound, batch);
+        self.release_all(plan, bound, batch, false);
     }
 
     /// True when nothing is buffered or open; the buffers then give back large allocations.
