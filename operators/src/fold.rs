@@ -121,6 +121,30 @@ fn fold_window(
     (lines, snapshots)
 }
 
+/// Keep the asks among what passes through (by ask id; pair asks by ask and participant, to
+/// wait for their point); the rest passes on.
+fn keep_asks(
+    through: Vec<Out>,
+    cap: &Capability<u64>,
+    asks: &mut HashMap<u64, (Capability<u64>, Vec<AskPart>)>,
+    pairs_waiting: &mut pair_ask::Waiting,
+) -> Vec<Out> {
+    through
+        .into_iter()
+        .filter_map(|o| match o {
+            Out::Ask(part) if pair_ask::pair_of(&part.ask).is_some() => {
+                pairs_waiting.insert((part.ask.id, part.ask.syn), (cap.clone(), part.ask));
+                None
+            }
+            Out::Ask(part) => {
+                asks.entry(part.ask.id).or_insert_with(|| (cap.clone(), Vec::new())).1.push(part);
+                None
+            }
+            o => Some(o),
+        })
+        .collect()
+}
+
 /// Pair asks waiting here whose point is at or before `upto` (every window before it folded,
 /// none after): each participant's merged state, to go on to the pair's home.
 fn pairs_due(
@@ -190,21 +214,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                         for batch in data {
                             stash_partials(plan, batch, &cap, &mut pending, &mut lines);
                         }
-                        let lines: Vec<Out> = lines
-                            .into_iter()
-                            .filter_map(|o| match o {
-                                Out::Ask(part) if pair_ask::pair_of(&part.ask).is_some() => {
-                                    pairs_waiting.insert((part.ask.id, part.ask.syn), (cap.clone(), part.ask));
-                                    None
-                                }
-                                Out::Ask(part) => {
-                                    let entry = asks.entry(part.ask.id).or_insert_with(|| (cap.clone(), Vec::new()));
-                                    entry.1.push(part);
-                                    None
-                                }
-                                o => Some(o),
-                            })
-                            .collect();
+                        let lines = keep_asks(lines, &cap, &mut asks, &mut pairs_waiting);
                         if !lines.is_empty() {
                             output.session(&cap).give_iterator(lines.into_iter());
                         }

@@ -122,29 +122,23 @@ pub fn ready(
 }
 
 /// States gathered at the pair's home, by ask id.
-pub type Gathered = HashMap<u64, (Capability<u64>, Vec<PairState>)>;
+pub type Gathered = HashMap<u64, Vec<PairState>>;
 
 /// How a pair query is answered from the participants' states ([`crate::pairs`]).
 pub type AnswerFn<'a> = &'a dyn Fn(&Plan, &PairQueryReg, &HashMap<u32, (Box<dyn Synopsis>, u64)>) -> String;
 
 /// Keep one participant's state; the answer line once every participant's is here (made by
 /// `answer`).
-pub fn gather(
-    plan: &Plan,
-    gathered: &mut Gathered,
-    cap: &Capability<u64>,
-    got: PairState,
-    answer: AnswerFn<'_>,
-) -> Option<(Capability<u64>, String)> {
+pub fn gather(plan: &Plan, gathered: &mut Gathered, got: PairState, answer: AnswerFn<'_>) -> Option<String> {
     let id = got.ask.id;
-    let entry = gathered.entry(id).or_insert_with(|| (cap.clone(), Vec::new()));
-    entry.1.push(got);
-    let needed = pair_of(&entry.1[0].ask).map_or(0, |p| p.participants.len());
-    if entry.1.len() < needed {
+    let states = gathered.entry(id).or_default();
+    states.push(got);
+    let needed = pair_of(&states[0].ask).map_or(0, |p| p.participants.len());
+    if states.len() < needed {
         return None;
     }
-    let (cap, states) = gathered.remove(&id)?;
-    Some((cap, answer_pair(plan, states, answer)))
+    let states = gathered.remove(&id)?;
+    Some(answer_pair(plan, states, answer))
 }
 
 /// The answer line of a pair ask from every participant's state.

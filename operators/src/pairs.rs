@@ -141,6 +141,11 @@ pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Opt
     crate::answer::query_line(s, &q.reg, window, Some(items), &answer)
 }
 
+/// [`answer`], for a query answered once (an ad-hoc pair ask, [`pair_ask`]).
+fn answer_whole(plan: &Plan, q: &PairQueryReg, latest: &Latest) -> String {
+    answer(plan, q, latest, None)
+}
+
 /// The error line of a set-valued query that could not be answered at a window.
 fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<(i64, i64)>, items: u64) -> String {
     let s = &plan.routing.synopses[q.syn as usize];
@@ -250,14 +255,8 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                                             .push(s);
                                     }
                                     Out::PairState(got) => {
-                                        let whole = |plan: &Plan, q: &PairQueryReg, latest: &Latest| {
-                                            answer(plan, q, latest, None)
-                                        };
-                                        if let Some((at, line)) =
-                                            pair_ask::gather(plan, &mut gathered, &cap, got, &whole)
-                                        {
-                                            output.session(&at).give(Answered::Line(line));
-                                        }
+                                        let line = pair_ask::gather(plan, &mut gathered, got, &answer_whole);
+                                        lines.extend(line.map(Answered::Line));
                                     }
                                     // Partials and asks never reach this operator (fold takes them).
                                     Out::Partial(_) | Out::Ask(_) => {}

@@ -87,9 +87,6 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 // Runs of one incoming batch: ((group, bin), length).
                 let mut runs: Vec<((u32, u64), usize)> = Vec::new();
                 let mut asked: Vec<Out> = Vec::new();
-                // Held while pair asks wait for their point: their states go out at it (a time
-                // no later than the asks' markers, so before the window at the point closes).
-                let mut pair_cap: Option<Capability<u64>> = None;
                 move |(input, frontier), output| {
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
                     let update = shared.borrow().update;
@@ -108,9 +105,6 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         for batch in data {
                             let at = (me, watermark, copied_through);
                             take_batch(&shared, &mut state, batch, &mut runs, at, &mut asked);
-                        }
-                        if state.pairs_waiting() && pair_cap.as_ref().is_none_or(|c| time < *c.time()) {
-                            pair_cap = stamp.retain_least(0);
                         }
                     });
                     if !asked.is_empty()
@@ -131,13 +125,9 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
                         }
                     });
-                    if !state.pair_out.is_empty()
-                        && let Some(cap) = &pair_cap
-                    {
+                    if let Some(cap) = held.as_ref().filter(|_| !state.pair_out.is_empty()) {
+                        // Pair states taken at their point (`held` is still before the window at it).
                         output.session(cap).give_iterator(state.pair_out.drain(..));
-                    }
-                    if !state.pairs_waiting() {
-                        pair_cap = None;
                     }
                     state.release_passed(plan, watermark);
                     if state.drained() {

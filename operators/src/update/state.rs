@@ -515,9 +515,11 @@ impl State {
         self.release_all(plan, bound, batch, false);
     }
 
-    /// True when nothing is buffered or open; the buffers then give back large allocations.
+    /// True when nothing is buffered or open and no pair ask waits; the buffers then give back
+    /// large allocations.
     pub(super) fn drained(&mut self) -> bool {
-        if !self.windows.is_empty() || !self.buffers.values().all(Reorder::is_empty) {
+        // Pair asks waiting for their point keep the capability their states go out at.
+        if !self.windows.is_empty() || self.pairs_waiting() || !self.buffers.values().all(Reorder::is_empty) {
             return false;
         }
         self.buffers.retain(|_, b| b.capacity() <= 4096);
