@@ -3,8 +3,10 @@
 //!
 //! Starts `saams` (next to this binary) on the unbounded generator with a request script (the
 //! paper workload by default) and `--http`, posts ad-hoc queries one after another over HTTP
-//! (the query must be for a synopsis of the script), measures each round trip, stops the job
-//! with SIGTERM and prints p50 / p90 / p99 / max and the job's ingest rate from its summary.
+//! (the query must be for a synopsis of the script), and as many ad-hoc pair queries (DFT
+//! correlation over the dataset's streams by default) in turn with them, measures each round
+//! trip, stops the job with SIGTERM and prints p50 / p90 / p99 / max of each kind of query (a
+//! line each) and the job's ingest rate from its summary.
 //! With `-n 2` or more the job runs as that many processes on loopback ports (the HTTP server is
 //! process 0's), so every query crosses the network threads both ways; `--network-sched` is
 //! passed on, to compare how they are scheduled.
@@ -16,7 +18,8 @@
 //!
 //! ```text
 //! adhoc-latency [-w 2] [-n 1] [--network-sched batch] [--queries 300] [--every-ms 20]
-//!               [--requests FILE] [--generate stocks:100] [--fenced] [--checkpoints DIR]
+//!               [--requests FILE] [--generate stocks:100] [--query JSON] [--pair-query JSON|none]
+//!               [--fenced] [--checkpoints DIR]
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -60,6 +63,12 @@ struct Args {
         default_value = r#"{"dataSetKey":"Forex","param":[0.06525,"price","Queryable","AdHoc"],"requestID":"lat","streamID":"EURTRY","synopsisID":1}"#
     )]
     query: String,
+    /// The ad-hoc pair query posted in turn with `--query` (`none`: single queries only).
+    #[arg(
+        long = "pair-query",
+        default_value = r#"{"dataSetKey":"Forex","param":[0.9,"price","Queryable","AdHoc"],"requestID":"pair","streamID":"EURTRY","synopsisID":4}"#
+    )]
+    pair_query: String,
     /// Time acknowledgements of fenced requests (a construct and its delete, in turns) instead
     /// of ad-hoc queries.
     #[arg(long)]
@@ -136,21 +145,25 @@ fn main() -> Result<(), String> {
         .collect();
     let rate = rates.into_iter().sum::<Option<f64>>().map_or("?".to_string(), |r| format!("{r:.0}"));
     // The job is stopped before a failure (no HTTP server, a failed query) is reported.
-    let mut ms = timed?;
-    ms.sort_by(f64::total_cmp);
-    println!(
-        "adhoc-latency -w {} -n {} network_sched={} {} checkpoints={} queries={} p50_ms={:.2} p90_ms={:.2} p99_ms={:.2} max_ms={:.2} ingest_tuples_per_s={rate}",
-        args.workers,
-        args.processes,
-        args.network_sched,
-        if args.fenced { "fenced" } else { "adhoc" },
-        args.checkpoints.is_some(),
-        ms.len(),
-        percentile(&ms, 0.5),
-        percentile(&ms, 0.9),
-        percentile(&ms, 0.99),
-        ms[ms.len() - 1]
-    );
+    let series = timed?;
+    for (kind, mut ms) in series {
+        if ms.is_empty() {
+            continue;
+        }
+        ms.sort_by(f64::total_cmp);
+        println!(
+            "adhoc-latency -w {} -n {} network_sched={} query={kind} checkpoints={} queries={} p50_ms={:.2} p90_ms={:.2} p99_ms={:.2} max_ms={:.2} ingest_tuples_per_s={rate}",
+            args.workers,
+            args.processes,
+            args.network_sched,
+            args.checkpoints.is_some(),
+            ms.len(),
+            percentile(&ms, 0.5),
+            percentile(&ms, 0.9),
+            percentile(&ms, 0.99),
+            ms[ms.len() - 1]
+        );
+    }
     Ok(())
 }
 
@@ -220,18 +233,31 @@ fn start_job(
     Ok((processes, readers))
 }
 
-/// Posts the query `args.queries` times to the job at `addr`, pausing between them: each round
-/// trip in milliseconds.
-fn time_queries(args: &Args, addr: &str) -> Result<Vec<f64>, String> {
+/// Posts the query `args.queries` times to the job at `addr`, and the pair query as often in
+/// turn with it (unless `none`) — or, with `--fenced`, the fenced requests — pausing between
+/// them: each series' round trips in milliseconds, named. An answer that is an error fails the
+/// run.
+fn time_queries(args: &Args, addr: &str) -> Result<Vec<(&'static str, Vec<f64>)>, String> {
     std::thread::sleep(Duration::from_millis(500)); // at full rate before the first query
-    (0..args.queries)
-        .map(|i| {
-            let body = if args.fenced { fenced_request(i) } else { args.query.clone() };
+    let mut queries: Vec<(&'static str, Vec<f64>)> = vec![(if args.fenced { "fenced" } else { "single" }, Vec::new())];
+    if !args.fenced && args.pair_query != "none" {
+        queries.push(("pair", Vec::new()));
+    }
+    for i in 0..args.queries {
+        for (kind, times) in &mut queries {
+            let body = match *kind {
+                "fenced" => fenced_request(i),
+                "pair" => args.pair_query.clone(),
+                _ => args.query.clone(),
+            };
             let t = Instant::now();
-            post(addr, &body)?;
-            let elapsed = t.elapsed().as_secs_f64() * 1e3;
+            let reply = post(addr, &body)?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            if reply.contains("\"error\"") {
+                return Err(format!("{body} was answered with an error: {reply}"));
+            }
             std::thread::sleep(Duration::from_millis(args.every_ms));
-            Ok(elapsed)
-        })
-        .collect()
+        }
+    }
+    Ok(queries)
 }
