@@ -214,7 +214,14 @@ fn the_live_registry_is_listed_and_lets_queries_through() {
     svc.hub.set_synopses(rows.clone());
     let listed = svc.call("GET", "/synopses", "");
     assert_eq!(listed.content_type, "application/json");
-    assert_eq!(listed.json(), Value::Array(rows.iter().map(|r| r.to_json()).collect()));
+    // Each row with its live figures: none published yet (no window closed).
+    let expected = saams_jobs::control::introspection::rows(&rows, &svc.hub.published());
+    assert_eq!(listed.json(), expected);
+    assert_eq!((listed.json()[0]["tuples"].as_u64(), listed.json()[0].get("lastWindow")), (Some(0), None));
+    let one = svc.call("GET", "/synopses/0", "");
+    assert_eq!((one.status, one.json()), (200, expected[0].clone()));
+    assert_eq!(svc.call("GET", "/synopses/7", "").status, 404);
+    assert_eq!(svc.call("GET", "/synopses/x", "").status, 404);
     assert_eq!(listed.json()[0]["kind"], "CountMin");
     assert_eq!(listed.json()[0]["params"], json!([0.01, 0.9, 7]));
     assert_eq!(listed.json()[0]["effectiveFrom"], "1970-01-01T00:00:00Z");

@@ -20,6 +20,7 @@ use timely::dataflow::operators::generic::Operator;
 use crate::answer;
 use crate::ask::AskPart;
 use crate::checkpoint::{BoundaryCopies, copy_homed};
+use crate::introspection::SynopsisFigures;
 use crate::merge_tree::{Pending, combine, stash_partials};
 use crate::out::Out;
 use crate::pair_ask;
@@ -103,6 +104,15 @@ fn fold_window(
         match failure {
             None => {
                 answer::continuous(plan, s, state.as_ref(), *items, w, &mut lines);
+                let window_end = w.saturating_add(plan.routing.window_ms as u64);
+                let figures = SynopsisFigures {
+                    tuples: *items,
+                    bytes: state.size_bytes(),
+                    last_window: w,
+                    window_end,
+                    worker: spec.home,
+                };
+                plan.published.publish(s, figures);
                 for &dest in &spec.snapshot_to {
                     let state = SynBox::new(state.clone());
                     snapshots.push(Snapshot { syn: s, window: w, items: *items, dest: dest as u32, state });

@@ -70,6 +70,7 @@ pub mod ask;
 pub mod changes;
 pub mod checkpoint;
 pub mod fold;
+pub mod introspection;
 pub mod merge_tree;
 pub mod out;
 pub mod pair_ask;

@@ -3,7 +3,8 @@
 //! | endpoint | answer |
 //! |---|---|
 //! | `POST /requests` | the replies to the body's requests, as JSON lines (`application/x-ndjson`) |
-//! | `GET /synopses` | the live registry ([`Hub::synopses`]) as a JSON array |
+//! | `GET /synopses` | the live registry ([`Hub::synopses`]) as a JSON array, with each synopsis' figures ([`introspection`]) |
+//! | `GET /synopses/{id}` | one live synopsis' row (404 for an id no live synopsis has) |
 //! | `GET /metrics` | the Prometheus registry (OpenMetrics text) |
 //! | `GET /health` | `{"status":"ok", …}` ([`Hub::health`]) |
 //! | `GET /status` | [`Hub::status`]: health, and the job's ingest, lag and answer counters |
@@ -48,6 +49,7 @@ use serde_json::{Value, json};
 use super::ControlArgs;
 use super::auth::{self, Access, Refusals, exposure_warning};
 use super::hub::Hub;
+use super::introspection;
 use super::page;
 use super::tls::TlsListener;
 use tokio::sync::Semaphore;
@@ -236,6 +238,7 @@ fn router(service: Service, guard: (Access, Refusals)) -> Router {
     Router::new()
         .route("/requests", post(post_requests))
         .route("/synopses", get(get_synopses))
+        .route("/synopses/{id}", get(get_synopsis))
         .route("/metrics", get(get_metrics))
         .route("/health", get(get_health))
         .route("/", get(page::get_page))
@@ -271,7 +274,17 @@ async fn method_not_allowed() -> Response {
 }
 
 async fn get_synopses(State(s): State<Service>) -> Response {
-    json_response(StatusCode::OK, &Value::Array(s.hub.synopses().iter().map(LiveSynopsis::to_json).collect()))
+    json_response(StatusCode::OK, &introspection::rows(&s.hub.synopses(), &s.hub.published()))
+}
+
+async fn get_synopsis(State(s): State<Service>, Path(id): Path<String>) -> Response {
+    match introspection::row(&s.hub.synopses(), &s.hub.published(), &id) {
+        Some(row) => json_response(StatusCode::OK, &row),
+        None => error_response(
+            StatusCode::NOT_FOUND,
+            &format!("no live synopsis with id {id:?} (GET /synopses lists them)"),
+        ),
+    }
 }
 
 async fn get_answers(State(s): State<Service>, Path(id): Path<String>) -> Response {

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use saams::api::registry::LiveSynopsis;
 use saams::api::request::Parsed;
+use saams_operators::introspection::Published;
 use serde_json::{Value, json};
 
 use crate::control::answers::AnswerRings;
@@ -48,6 +49,8 @@ pub struct Hub {
     answers: AnswerRings,
     /// What the job adds to [`Hub::status`] (its counters), given once it starts.
     status: OnceLock<StatusSource>,
+    /// The figures the process' workers publish per synopsis ([`crate::control::introspection`]).
+    published: Arc<Published>,
 }
 
 /// The job's counters as `GET /status` shows them: called at every request of it.
@@ -123,6 +126,7 @@ impl Hub {
             }),
             answers: AnswerRings::default(),
             status: OnceLock::new(),
+            published: Arc::default(),
         }
     }
 
@@ -214,12 +218,19 @@ impl Hub {
     /// (the HTTP server lists it and checks requests against it).
     pub fn set_synopses(&self, rows: Vec<LiveSynopsis>) {
         self.answers.set_live(&rows);
+        // Deleted synopses' figures go with their rows.
+        self.published.keep(|id| rows.iter().any(|r| r.id == id));
         self.lock().synopses = rows;
     }
 
     /// The recent continuous answers of the live synopses, kept once the HTTP server enables them.
     pub fn answers(&self) -> &AnswerRings {
         &self.answers
+    }
+
+    /// The table the process' workers publish their synopses' figures into (the plans share it).
+    pub fn published(&self) -> Arc<Published> {
+        self.published.clone()
     }
 
     /// The rows last given to [`Hub::set_synopses`].

@@ -17,6 +17,7 @@
 //!   [`auth`] (who may do what: a bearer token) and [`tls`] (HTTPS) guard it.
 //! - [`answers`]: the recent continuous answers of each live synopsis (bounded rings).
 //! - [`page`]: the page at `GET /` and `GET /synopses/{id}/answers`.
+//! - [`introspection`]: `GET /synopses` rows with the figures the workers publish, `GET /synopses/{id}`.
 
 pub mod answers;
 pub mod auth;
@@ -24,6 +25,7 @@ pub mod fence;
 pub mod http;
 pub mod hub;
 pub mod intake;
+pub mod introspection;
 pub mod page;
 pub mod request_log;
 pub mod tls;

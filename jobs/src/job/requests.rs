@@ -61,6 +61,8 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
     }
     let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
     plan.update = !settings.no_synopses;
+    // The process' workers publish their synopses' figures where its HTTP side reads them.
+    plan.published = job.hub.published();
     plan.routing_mut().workers_per_process = settings.workers_per_process;
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
     if me == 0 && resume.is_none() {

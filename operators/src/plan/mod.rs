@@ -39,6 +39,7 @@ use saams::api::request::{Action, QueryMode, Request, RequestError};
 
 use crate::ask::{Origin, reply_line};
 use crate::checkpoint::Checkpointing;
+use crate::introspection::Published;
 use crate::registry::{Entry, LiveRegistry};
 
 pub use apply::RequestEffects;
@@ -83,6 +84,9 @@ pub struct Plan {
     pub store: Arc<dyn SnapshotStore>,
     /// False for a parse-and-route-only run (`--no-synopses`): values are routed, then dropped.
     pub update: bool,
+    /// Where the worker holding a synopsis' merged state publishes its figures at every window
+    /// close (shared by the process' workers and its HTTP side, [`crate::introspection`]).
+    pub published: Arc<Published>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -111,6 +115,7 @@ impl Plan {
             live: LiveRegistry::default(),
             store,
             update: true,
+            published: Arc::default(),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = serde_json::json!(format!("req-{}", n + 1));

@@ -14,6 +14,7 @@ mod pair_stop;
 use crate::answer;
 use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
 use crate::checkpoint::copy_homed;
+use crate::introspection::SynopsisFigures;
 use crate::out::Out;
 use crate::pair_ask::{answers_pairs, pair_of};
 use crate::plan::{Mode, Plan};
@@ -366,6 +367,15 @@ impl State {
                     let done = self.loaded.entry(s).or_insert(0);
                     answer::merge_loads(plan, s, w, state.as_mut(), done, lines);
                     answer::continuous(plan, s, state.as_ref(), *items, w, lines);
+                    let window_end = w.saturating_add(plan.routing.window_ms as u64);
+                    let figures = SynopsisFigures {
+                        tuples: *items,
+                        bytes: state.size_bytes(),
+                        last_window: w,
+                        window_end,
+                        worker: spec.home,
+                    };
+                    plan.published.publish(s, figures);
                     for &dest in &spec.snapshot_to {
                         snapshots.push(Snapshot {
                             syn: s,
