@@ -256,6 +256,11 @@ impl LocalCounts {
         }
     }
 
+    /// True when every tuple up to `tuples` (the worker's running total) is flushed.
+    pub fn flushed(&self, tuples: u64) -> bool {
+        self.reported_tuples == tuples
+    }
+
     /// Count one routed record (local, no atomics).
     #[inline]
     pub fn record(&mut self, r: &Rec) {

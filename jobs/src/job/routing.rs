@@ -51,7 +51,8 @@ pub(super) struct Router {
     /// The window last routed to.
     last_window: LastWindow,
     pub(super) counts: LocalCounts,
-    syn_labels: Vec<WorkerLabels>,
+    /// Per synopsis, the labels of its series (`None`: deleted).
+    syn_labels: Vec<Option<WorkerLabels>>,
     metrics: Arc<Metrics>,
 }
 
@@ -70,22 +71,21 @@ impl Router {
             last_window: LastWindow::default(),
             counts: LocalCounts::new(&job.metrics, me, plan.borrow().routing.groups.len()),
             newest: 0,
-            syn_labels: plan
-                .borrow()
-                .routing
-                .synopses
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    vec![
-                        ("synopsis".to_string(), i.to_string()),
-                        ("kind".to_string(), s.kind.to_string()),
-                        ("stream".to_string(), format!("{}/{}", s.dataset, s.stream)),
-                    ]
-                })
-                .collect(),
+            syn_labels: synopsis_labels(&plan.borrow()),
             metrics: job.metrics.clone(),
         }
+    }
+
+    /// The plan changed while the job runs: synopses constructed get their per-synopsis series,
+    /// deleted ones lose theirs (values routed to a deleted synopsis' group no longer count for it).
+    pub(super) fn relabel(&mut self) {
+        let labels = synopsis_labels(&self.plan.borrow());
+        for (old, new) in self.syn_labels.iter().zip(&labels) {
+            if let (Some(old), None) = (old, new) {
+                self.metrics.synopsis_updates.remove(old);
+            }
+        }
+        self.syn_labels = labels;
     }
 
     /// Read `unit`'s next tuple into its `pending` (bad lines are dead-lettered on the way);
@@ -245,10 +245,20 @@ impl Router {
 
     pub(super) fn flush_stats(&mut self, window: u64) {
         self.flush_progress(window);
+        self.flush_counts();
+    }
+
+    /// Add this worker's counts to the metrics registry now: every `METRICS_EVERY` tuples, and
+    /// when its input is quiet (so a live input's per-synopsis series show without waiting for
+    /// that many tuples).
+    pub(super) fn flush_counts(&mut self) {
+        if self.counts.flushed(self.tuples) {
+            return;
+        }
         let plan = self.plan.borrow();
         let labels = &self.syn_labels;
         self.counts.flush(&self.metrics, self.tuples, |g| match plan.update {
-            true => plan.routing.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)).collect(),
+            true => plan.routing.groups[g].synopses.iter().filter_map(|&s| labels.get(s as usize)?.as_ref()).collect(),
             false => Vec::new(),
         });
     }
@@ -405,4 +415,21 @@ pub(super) fn read_units(
         true
     });
     router.send_batch(input);
+}
+
+/// The labels of each synopsis' series (`synopsis` = its index in the plan, its kind and
+/// stream); `None` for a deleted one.
+fn synopsis_labels(plan: &Plan) -> Vec<Option<WorkerLabels>> {
+    let synopses = plan.routing.synopses.iter().enumerate();
+    synopses
+        .map(|(i, s)| {
+            (!s.is_deleted()).then(|| {
+                vec![
+                    ("synopsis".to_string(), i.to_string()),
+                    ("kind".to_string(), s.kind.to_string()),
+                    ("stream".to_string(), format!("{}/{}", s.dataset, s.stream)),
+                ]
+            })
+        })
+        .collect()
 }

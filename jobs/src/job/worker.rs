@@ -174,6 +174,7 @@ impl<'a> WorkerState<'a> {
                 }
             }
             self.router.counts.grow(self.plan.borrow().routing.groups.len());
+            self.router.relabel();
         }
     }
 
@@ -218,6 +219,7 @@ impl<'a> WorkerState<'a> {
         self.advance_epoch(kafka_low);
         if self.router.tuples == routed_before && hold_end.is_none() {
             // Nothing to read right now (a quiet live input): wait for it or for the others.
+            self.router.flush_counts();
             worker.step_or_park(Some(Duration::from_millis(1)));
         } else {
             worker.step();
