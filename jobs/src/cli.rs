@@ -127,9 +127,15 @@ pub struct Cli {
     /// Complete checkpoints kept (older ones are removed).
     #[arg(long = "checkpoint-keep", default_value_t = 3)]
     pub checkpoint_keep: usize,
-    /// Event-time tumbling window for continuous answers (e.g. 500ms, 60s, 5m, 1h).
+    /// The job's event-time window (e.g. 500ms, 60s, 5m, 1h): fences, checkpoints and
+    /// answers happen at its boundaries; landmark synopses are answered at every one.
     #[arg(long, default_value = "60s")]
     pub window: String,
+    /// The window of synopses whose construct request names none: landmark (from the
+    /// synopsis' construction on, the reference system's behaviour), tumbling (windows of
+    /// --window) or sliding:SIZE (SIZE long, every --window).
+    #[arg(long = "window-type", default_value = "landmark")]
+    pub window_type: String,
     /// Allowed event-time lateness; older tuples are counted and dead-lettered.
     #[arg(long, default_value = "0s")]
     pub lateness: String,

@@ -541,10 +541,12 @@ fn a_live_construct_survives_a_crash_with_its_answers_once_from_its_fence() {
         }
         let start = saams::api::time::parse_timestamp(v["window"]["start"].as_str().expect("window")).expect("time");
         let end = saams::api::time::parse_timestamp(v["window"]["end"].as_str().expect("window")).expect("time");
+        // A landmark answer: from the construct's first window on, across the crash.
+        assert_eq!(start, times[0] - times[0] % 60_000, "an answer from its first window: {line}");
         assert!(start >= fence, "an answer before the fence: {line}");
         let covered = times.iter().take_while(|&&t| t < end).count();
         assert_eq!(v["tuples"].as_u64(), Some(covered as u64), "{line}");
-        *windows.entry(start).or_insert(0) += 1;
+        *windows.entry(end - 60_000).or_insert(0) += 1;
     }
     assert_eq!(acks, 1, "the acknowledgement once");
     let expected: std::collections::BTreeSet<i64> = times.iter().map(|t| t - t % 60_000).collect();

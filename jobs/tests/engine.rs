@@ -666,7 +666,10 @@ fn continuous_set_answers_are_emitted_as_changes() {
                 let j: serde_json::Value = serde_json::from_str(l).expect("estimation is JSON");
                 let change = j["change"].as_str().unwrap_or_else(|| panic!("not a change line: {l}")).to_string();
                 assert_eq!(j["estimate"].is_number(), change == "+", "{l}");
-                (j["window"]["start"].as_str().expect("window").to_string(), change, j["member"].to_string())
+                // Landmark answers: the window whose close changed the set ends at `end`.
+                let end = saams::api::time::parse_timestamp(j["window"]["end"].as_str().expect("window"));
+                let closed = saams::api::time::format_timestamp(end.expect("time") - 30_000);
+                (closed, change, j["member"].to_string())
             })
             .collect();
         v.sort();

@@ -55,9 +55,11 @@ fn distinct(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
-fn window_start(line: &str) -> String {
+/// The end of the window whose close produced the answer (a landmark answer starts at its
+/// synopsis' first window, so the end tells the windows apart).
+fn window_end(line: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(line).expect("estimation JSON");
-    v["window"]["start"].as_str().expect("window start").to_string()
+    v["window"]["end"].as_str().expect("window end").to_string()
 }
 
 #[test]
@@ -148,7 +150,7 @@ fn broker_restart_while_the_job_runs_reconnects_and_consumes_the_new_records() {
     assert_eq!(from_kafka.len(), expected.len());
     assert!(from_kafka == expected, "estimations across the restart differ from the file run's");
     // and it covers windows that only batch 2 has
-    let last_of_batch1 = file_run(&requests, &first).iter().map(|l| window_start(l)).max().expect("batch 1 windows");
-    let newer = from_kafka.iter().filter(|l| window_start(l) > last_of_batch1).count();
+    let last_of_batch1 = file_run(&requests, &first).iter().map(|l| window_end(l)).max().expect("batch 1 windows");
+    let newer = from_kafka.iter().filter(|l| window_end(l) > last_of_batch1).count();
     assert!(newer > 1000, "only {newer} estimations of windows after {last_of_batch1}");
 }

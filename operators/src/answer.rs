@@ -10,6 +10,8 @@ use serde_json::Value as Json;
 
 use crate::ask::{Ask, AskWhat, reply_line};
 use crate::plan::{Plan, QueryReg, SynSpec};
+use crate::window::Held;
+use saams::api::window::{Span, WindowSpec, WindowType};
 
 /// The answer of query `q` on `state`.
 fn answer(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis) -> Answer {
@@ -20,20 +22,14 @@ fn answer(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis) -> Answer {
 }
 
 /// The answer line of query `q` on `state`.
-fn line(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Option<(i64, i64)>) -> String {
+fn line(s: &SynSpec, q: &QueryReg, state: &dyn Synopsis, items: u64, window: Option<Span>) -> String {
     query_line(s, q, window, Some(items), &answer(s, q, state))
 }
 
 /// One answer line to query `q` of synopsis `s`, its fields borrowed from the plan (answers are
 /// written for every continuous query at every window close, so nothing is cloned into an
 /// `Estimation`). Shared by every operator that answers queries.
-pub fn query_line(
-    s: &SynSpec,
-    q: &QueryReg,
-    window: Option<(i64, i64)>,
-    tuples: Option<u64>,
-    answer: &Answer,
-) -> String {
+pub fn query_line(s: &SynSpec, q: &QueryReg, window: Option<Span>, tuples: Option<u64>, answer: &Answer) -> String {
     EstimationRef {
         request_id: &q.request_id,
         uid: q.uid.as_ref(),
@@ -50,12 +46,13 @@ pub fn query_line(
     .to_json_line()
 }
 
-/// The continuous queries' answers for synopsis `syn` after window `window` (start, ms) closed.
-pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, window: u64, out: &mut Vec<String>) {
+/// The continuous queries' answers for synopsis `syn` covering `span` (a landmark synopsis
+/// after each job window, a tumbling or sliding window once it ended): those of the queries
+/// registered by its end (a query registered at a fence answers the windows that end after it).
+pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, span: Span, out: &mut Vec<String>) {
     let s = &plan.routing.synopses[syn as usize];
-    let w = Some((window as i64, window as i64 + plan.routing.window_ms));
-    for q in s.continuous.iter().filter(|q| q.from <= window) {
-        out.push(line(s, q, state, items, w));
+    for q in s.continuous.iter().filter(|q| (q.from as i64) < span.end) {
+        out.push(line(s, q, state, items, Some(span)));
     }
 }
 
@@ -84,8 +81,8 @@ pub fn merge_loads(
 }
 
 /// The answer line of an ask (an ad-hoc query or SAVE answered now) from `state`, which
-/// summarizes `items` values; tagged for whoever waits for it.
-pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64) -> String {
+/// summarizes `items` values of `span`; tagged for whoever waits for it.
+pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64, span: Option<Span>) -> String {
     let Some(s) = plan.routing.synopses.get(ask.syn as usize) else {
         return ask_error(ask, "the synopsis is not known here yet");
     };
@@ -114,7 +111,7 @@ pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64) -> Str
         dataset_key: s.dataset.clone(),
         field: s.field.clone(),
         query,
-        window: None,
+        window: span,
         tuples: Some(items),
         answer,
     };
@@ -135,11 +132,28 @@ fn save(plan: &Plan, file: &str, state: &dyn Synopsis) -> Answer {
     }
 }
 
-/// The ad-hoc answers and SAVEs of synopsis `syn` at the end of the input.
-pub fn at_end(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, out: &mut Vec<String>) {
+/// The end of the input for synopsis `syn`: the continuous answers its open windows still owe
+/// ([`Held::finish`], unless it was deleted), then its ad-hoc answers and SAVEs, from what a
+/// landmark synopsis summarizes, or a tumbling or sliding synopsis' last window answered.
+pub fn at_end(plan: &Plan, syn: u32, held: &mut Held, out: &mut Vec<String>) {
     let s = &plan.routing.synopses[syn as usize];
+    if !s.is_deleted() {
+        held.finish(s.windowing(), &mut |span, state, items| continuous(plan, syn, state, items, span, out));
+    }
+    let empty;
+    let (state, items, span) = match (s.window, &held.last) {
+        (WindowSpec::Landmark, _) => {
+            let span = held.since.map(|t| Span::new(WindowType::Landmark, t as i64, held.fed_to.max(t) as i64));
+            (held.state.as_ref(), held.items, span)
+        }
+        (_, Some((span, state, items))) => (state.as_ref(), *items, Some(*span)),
+        (_, None) => {
+            empty = s.fresh.clone();
+            (empty.as_ref(), 0, None)
+        }
+    };
     for q in &s.adhoc {
-        out.push(line(s, q, state, items, None));
+        out.push(line(s, q, state, items, span));
     }
     for save in &s.saves {
         let answer = self::save(plan, &save.file, state);
@@ -152,7 +166,7 @@ pub fn at_end(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, out: &mut
             dataset_key: s.dataset.clone(),
             field: s.field.clone(),
             query: serde_json::Value::Null,
-            window: None,
+            window: span,
             tuples: Some(items),
             answer,
         };

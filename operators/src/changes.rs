@@ -28,6 +28,7 @@ use std::rc::Rc;
 use differential_dataflow::AsCollection;
 use saams::Value;
 use saams::api::estimation::Answer;
+use saams::api::window::{Span, WindowType};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use timely::container::CapacityContainerBuilder;
@@ -46,6 +47,8 @@ pub struct SetAnswer {
     pub query: u32,
     /// The window (start, ms) whose close produced it.
     pub window: u64,
+    /// The first window the answer covers (its synopsis' first window: landmark synopses only).
+    pub since: u64,
     /// Items the query's synopsis has summarized.
     pub tuples: u64,
     /// The set: members as JSON text with their values, sorted by member, no duplicates.
@@ -96,13 +99,9 @@ fn change_line(plan: &Plan, w: u64, (query, member): (u32, String), diff: isize,
         _ => None,
     };
     let answer = Answer::Change { added: diff > 0, member, value };
-    crate::answer::query_line(
-        s,
-        &q.reg,
-        Some((w as i64, w as i64 + plan.routing.window_ms)),
-        set.map(|a| a.tuples),
-        &answer,
-    )
+    let start = set.map_or(w, |a| a.since) as i64;
+    let span = Span::new(WindowType::Landmark, start, w as i64 + plan.routing.window_ms);
+    crate::answer::query_line(s, &q.reg, Some(span), set.map(|a| a.tuples), &answer)
 }
 
 /// Extension trait: turn continuous set answers into changes.

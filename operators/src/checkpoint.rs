@@ -26,6 +26,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use saams::Synopsis;
 
+use crate::window::Held;
+
 /// The operators that take a copy at every boundary (the job waits for all of them).
 pub const STATEFUL_OPERATORS: u32 = 3;
 
@@ -59,23 +61,37 @@ impl BoundaryCopies {
 }
 
 /// Copies of the merged states of `merged` whose synopses are homed here (`homed_here`), by
-/// synopsis (with the LOADs merged into each, from `loaded`).
+/// synopsis (with the LOADs merged into each, from `loaded`): the open period, and a sliding
+/// synopsis' closed panes after it.
 pub(crate) fn copy_homed<'a>(
     homed_here: impl Fn(u32) -> bool,
-    merged: impl Iterator<Item = (&'a u32, &'a (Box<dyn Synopsis>, u64))>,
+    merged: impl Iterator<Item = (&'a u32, &'a Held)>,
     loaded: &HashMap<u32, usize>,
 ) -> Vec<HeldState> {
-    let mut copies: Vec<HeldState> = merged
-        .filter(|(s, _)| homed_here(**s))
-        .map(|(&syn, (state, items))| HeldState {
+    let mut copies: Vec<HeldState> = Vec::new();
+    for (&syn, held) in merged.filter(|(s, _)| homed_here(**s)) {
+        copies.push(HeldState {
             syn,
             latest: false,
-            state: state.clone(),
-            items: *items,
+            pane: false,
+            since: held.since,
+            until: held.fed_to,
+            state: held.state.clone(),
+            items: held.items,
             loads_merged: loaded.get(&syn).copied().unwrap_or(0),
-        })
-        .collect();
-    copies.sort_unstable_by_key(|h| h.syn);
+        });
+        copies.extend(held.panes.iter().map(|pane| HeldState {
+            syn,
+            latest: false,
+            pane: true,
+            since: Some(pane.start),
+            until: pane.start,
+            state: pane.state.clone(),
+            items: pane.items,
+            loads_merged: 0,
+        }));
+    }
+    copies.sort_by_key(|h| (h.syn, h.pane, h.since));
     copies
 }
 
@@ -86,6 +102,12 @@ pub struct HeldState {
     /// True for the state a pair query reads (`answer_pairs`), false for the merged state at
     /// the synopsis' home.
     pub latest: bool,
+    /// A closed pane of a sliding synopsis ([`crate::window::Pane`]), at its home.
+    pub pane: bool,
+    /// The first event time the state covers ([`crate::window::Held::since`], a pane's start).
+    pub since: Option<u64>,
+    /// The end of the newest window it closed ([`crate::window::Held::fed_to`]).
+    pub until: u64,
     /// The state.
     pub state: Box<dyn Synopsis>,
     /// The values it summarizes.
@@ -112,8 +134,9 @@ pub struct Checkpointing {
     pub boundaries: BTreeMap<u64, u64>,
     /// Copies taken, by boundary.
     pub taken: BTreeMap<u64, Taken>,
-    /// States to start from (a restarted job), by synopsis: the merged state at its home.
-    pub restored: HashMap<u32, (Box<dyn Synopsis>, u64, usize)>,
+    /// States to start from (a restarted job), by synopsis: the merged state at its home (with
+    /// a sliding synopsis' panes), and the LOADs merged into it.
+    pub restored: HashMap<u32, (Held, usize)>,
     /// States to start from for pair queries, by synopsis.
     pub restored_latest: HashMap<u32, (Box<dyn Synopsis>, u64)>,
     /// Last answered sets to start from, by continuous set-valued query.

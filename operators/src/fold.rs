@@ -8,7 +8,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use saams::Synopsis;
 use saams::api::estimation::Estimation;
 use saams::api::estimation::with_as_of;
 use timely::container::CapacityContainerBuilder;
@@ -26,6 +25,7 @@ use crate::out::Out;
 use crate::pair_ask;
 use crate::plan::{Mode, Plan};
 use crate::record::{Partial, Snapshot, SynBox};
+use crate::window::Held;
 
 /// Extension trait: fold partials into merged synopses and answer them.
 pub trait FoldPartials<'scope> {
@@ -34,8 +34,8 @@ pub trait FoldPartials<'scope> {
     fn fold_partials(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>>;
 }
 
-/// Merged state of spread synopses at their home, with the values it summarizes.
-type Merged = HashMap<u32, (Box<dyn Synopsis>, u64)>;
+/// Merged state of spread synopses at their home, as their windows hold it.
+type Merged = HashMap<u32, Held>;
 
 /// Answer an ask of a spread synopsis from its merged closed windows plus every worker's parts
 /// of the windows not folded yet (those with a close time at or after `unfolded_from`).
@@ -44,21 +44,24 @@ fn answer_ask(plan: &Plan, merged: &Merged, parts: Vec<AskPart>, unfolded_from: 
     let Some(spec) = plan.routing.synopses.get(ask.syn as usize) else {
         return answer::ask_error(&ask, "the synopsis is not known here yet");
     };
-    let (mut state, mut items) = match merged.get(&ask.syn) {
-        Some((state, items)) => (state.clone(), *items),
-        None => (spec.initial.clone(), 0),
+    let fresh;
+    let held = match merged.get(&ask.syn) {
+        Some(held) => held,
+        None => {
+            fresh = Held::new(spec.initial.as_ref());
+            &fresh
+        }
     };
     let mut open: Vec<_> =
         parts.into_iter().flat_map(|p| p.parts).filter(|(w, ..)| plan.close_time(*w) >= unfolded_from).collect();
     open.sort_by_key(|(w, bin, ..)| (*w, *bin));
-    for (_, _, n, part) in open {
-        if let Err(e) = state.merge(part.get()) {
-            return answer::ask_error(&ask, &format!("merging partials failed: {e}"));
-        }
-        items += n;
-    }
+    let open = open.into_iter().map(|(w, _, n, part)| (w, n, part.into_inner())).collect();
+    let (state, items, span) = match held.view(spec.windowing(), plan.routing.window_ms as u64, open) {
+        Ok(view) => view,
+        Err(e) => return answer::ask_error(&ask, &format!("merging partials failed: {e}")),
+    };
     let as_of = unfolded_from.min(i64::MAX as u64) as i64;
-    with_as_of(answer::ask_line(plan, &ask, state.as_ref(), items), as_of)
+    with_as_of(answer::ask_line(plan, &ask, state.as_ref(), items, Some(span)), as_of)
 }
 
 /// Start the spread synopses homed here from a checkpoint's states.
@@ -68,9 +71,9 @@ fn restore(plan: &Plan, me: usize, merged: &mut Merged, loaded: &mut HashMap<u32
         let s = s as u32;
         if spec.home == me
             && spec.mode != Mode::Owned
-            && let Some((state, items, loads)) = checkpoints.restored.remove(&s)
+            && let Some((held, loads)) = checkpoints.restored.remove(&s)
         {
-            merged.insert(s, (state, items));
+            merged.insert(s, held);
             loaded.insert(s, loads);
         }
     }
@@ -89,35 +92,39 @@ fn fold_window(
     by_syn.sort_unstable_by_key(|(s, _)| *s);
     let mut lines = Vec::new();
     let mut snapshots = Vec::new();
+    let cadence = plan.routing.window_ms as u64;
     for (s, partials) in by_syn {
         let spec = &plan.routing.synopses[s as usize];
         let p = combine(plan, partials);
-        let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
-        *items += p.items;
-        answer::merge_loads(plan, s, w, state.as_mut(), loaded.entry(s).or_insert(0), &mut lines);
+        let held = merged.entry(s).or_insert_with(|| Held::new(spec.initial.as_ref()));
+        held.enter(spec.windowing(), w, &mut |span, state, items| {
+            answer::continuous(plan, s, state, items, span, &mut lines);
+        });
+        held.items += p.items;
+        answer::merge_loads(plan, s, w, held.state.as_mut(), loaded.entry(s).or_insert(0), &mut lines);
         let mut failure = None;
         for (_, part) in &p.parts {
-            if let Err(e) = state.merge(part.get()) {
+            if let Err(e) = held.state.merge(part.get()) {
                 failure = Some(e.to_string());
             }
         }
         match failure {
-            None => {
-                answer::continuous(plan, s, state.as_ref(), *items, w, &mut lines);
-                let window_end = w.saturating_add(plan.routing.window_ms as u64);
+            None => held.close(spec.windowing(), w, cadence, &mut |span, state, items| {
+                answer::continuous(plan, s, state, items, span, &mut lines);
                 let figures = SynopsisFigures {
-                    tuples: *items,
+                    tuples: items,
                     bytes: state.size_bytes(),
                     last_window: w,
-                    window_end,
+                    window_end: w.saturating_add(cadence),
                     worker: spec.home,
                 };
                 plan.published.publish(s, figures);
                 for &dest in &spec.snapshot_to {
-                    let state = SynBox::new(state.clone());
-                    snapshots.push(Snapshot { syn: s, window: w, items: *items, dest: dest as u32, state });
+                    let state = SynBox::new(state.clone_box());
+                    let since = span.start.max(0) as u64;
+                    snapshots.push(Snapshot { syn: s, window: w, since, items, dest: dest as u32, state });
                 }
-            }
+            }),
             Some(e) => {
                 let msg = format!("merging partials failed: {e}");
                 let mut est = Estimation::error(spec.request_id.clone(), None, spec.synopsis_id, msg);
@@ -164,7 +171,7 @@ fn pairs_due(
     upto: u64,
 ) -> Vec<(Capability<u64>, pair_ask::PairState)> {
     pair_ask::ready(waiting, upto, |syn| match merged.get(&syn) {
-        Some((state, items)) => Some((state.clone(), *items)),
+        Some(held) => Some((held.state.clone_box(), held.items)),
         None => plan.routing.synopses.get(syn as usize).map(|s| (s.initial.clone(), 0)),
     })
 }
@@ -180,17 +187,18 @@ fn ready_asks(asks: &HashMap<u64, (Capability<u64>, Vec<AskPart>)>, peers: usize
         .collect()
 }
 
-/// The end-of-input answers of the spread synopses homed on worker `me`.
-fn answers_at_end(plan: &Plan, me: usize, merged: &Merged) -> Vec<String> {
+/// The end-of-input answers of the spread synopses homed on worker `me`: the windows still
+/// open, then the ad-hoc queries and SAVEs ([`answer::at_end`]).
+fn answers_at_end(plan: &Plan, me: usize, merged: &mut Merged) -> Vec<String> {
     let mut lines = Vec::new();
     for (s, spec) in plan.routing.synopses.iter().enumerate() {
         let s = s as u32;
         if spec.home != me || spec.mode == Mode::Owned || spec.group == u32::MAX {
             continue;
         }
-        match merged.get(&s) {
-            Some((state, items)) => answer::at_end(plan, s, state.as_ref(), *items, &mut lines),
-            None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
+        match merged.get_mut(&s) {
+            Some(held) => answer::at_end(plan, s, held, &mut lines),
+            None => answer::at_end(plan, s, &mut Held::new(spec.initial.as_ref()), &mut lines),
         }
     }
     lines
@@ -269,7 +277,7 @@ impl<'scope> FoldPartials<'scope> for Stream<'scope, u64, Vec<Out>> {
                     if frontier.is_empty()
                         && let Some(cap) = end_cap.take()
                     {
-                        let lines = answers_at_end(plan, me, &merged);
+                        let lines = answers_at_end(plan, me, &mut merged);
                         output.session(&cap).give_iterator(lines.into_iter().map(Out::Line));
                     }
                 }

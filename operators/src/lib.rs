@@ -15,7 +15,7 @@
 //! synopses are registered at which window comes from the registry collection.
 //!
 //! Modules depend one way: plain data ([`record`], [`ask`], [`out`], [`registry`],
-//! [`checkpoint`]) below [`plan`], the plan below the operators and the answer formatting
+//! [`window`], [`checkpoint`]) below [`plan`], the plan below the operators and the answer formatting
 //! ([`answer`]) they share; no module uses one above it. What a synopsis kind can do (merge
 //! exactly, take numbers only, reduce at every merge stage) is asked of the kind
 //! ([`saams::Kind`]), never decided here by matching its variants.
@@ -80,6 +80,7 @@ pub mod record;
 pub mod registry;
 pub mod registry_join;
 pub mod update;
+pub mod window;
 
 pub use changes::SetChanges;
 pub use fold::FoldPartials;

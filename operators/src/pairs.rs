@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use saams::api::estimation::{Answer, Estimation};
 use saams::api::request::QuerySpec;
+use saams::api::window::{Span, WindowType};
 use saams::{EstimateValue, PairQuery, Synopsis};
 use serde_json::Value as Json;
 use timely::container::CapacityContainerBuilder;
@@ -58,6 +59,9 @@ fn copy_latest(latest: &Latest, previous: &HashMap<u32, Vec<String>>) -> (Vec<He
         .map(|(&syn, (state, items))| HeldState {
             syn,
             latest: true,
+            pane: false,
+            since: None,
+            until: 0,
             state: state.clone(),
             items: *items,
             loads_merged: 0,
@@ -124,7 +128,7 @@ fn members(plan: &Plan, q: &PairQueryReg, latest: &Latest) -> Result<Vec<(String
 }
 
 /// Answer one query from the latest states, whole (ad-hoc answers, continuous ones that are not sets).
-pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Option<(i64, i64)>) -> String {
+pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Option<Span>) -> String {
     let s = &plan.routing.synopses[q.syn as usize];
     let (mine, items) = state_of(plan, latest, q.syn);
     let answer = match &q.reg.spec {
@@ -147,7 +151,7 @@ fn answer_whole(plan: &Plan, q: &PairQueryReg, latest: &Latest) -> String {
 }
 
 /// The error line of a set-valued query that could not be answered at a window.
-fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<(i64, i64)>, items: u64) -> String {
+fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<Span>, items: u64) -> String {
     let s = &plan.routing.synopses[q.syn as usize];
     let mut e = Estimation::error(q.reg.request_id.clone(), q.reg.uid.clone(), s.synopsis_id, msg);
     e.stream_id = s.stream.clone();
@@ -159,27 +163,32 @@ fn error_line(plan: &Plan, q: &PairQueryReg, msg: String, window: Option<(i64, i
     e.to_json_line()
 }
 
-/// Take window `w`'s snapshots into the latest states and answer the continuous queries homed
-/// on worker `me` that one of them takes part in: lines, and set answers (with the set before).
+/// Take window `w`'s snapshots into the latest states (and each synopsis' first window into
+/// `since`) and answer the continuous queries homed on worker `me` that one of them takes part
+/// in: lines, and set answers (with the set before). Their synopses are landmark synopses: an
+/// answer covers the job windows from the first its participants summarize to `w`'s end.
 fn answer_window(
     plan: &Plan,
-    me: usize,
-    w: u64,
+    (me, w): (usize, u64),
     mut snaps: Vec<Snapshot>,
-    latest: &mut Latest,
+    (latest, since): (&mut Latest, &mut HashMap<u32, u64>),
     previous: &mut HashMap<u32, Vec<String>>,
 ) -> Vec<Answered> {
     snaps.sort_unstable_by_key(|s| s.syn);
     let changed: Vec<u32> = snaps.iter().map(|s| s.syn).collect();
     for s in snaps {
+        let first = since.entry(s.syn).or_insert(s.since);
+        *first = (*first).min(s.since);
         latest.insert(s.syn, (s.state.into_inner(), s.items));
     }
-    let window = Some((w as i64, w as i64 + plan.routing.window_ms));
+    let end = w as i64 + plan.routing.window_ms;
     let mut answers = Vec::new();
     for (i, q) in plan.routing.pair_queries.iter().enumerate() {
         if q.home != me || !q.continuous || q.reg.from > w || !q.participants.iter().any(|p| changed.contains(p)) {
             continue;
         }
+        let start = q.participants.iter().filter_map(|p| since.get(p)).min().map_or(w as i64, |&t| t as i64);
+        let window = Some(Span::new(WindowType::Landmark, start, end));
         if !is_set_valued(&q.reg.spec) {
             answers.push(Answered::Line(answer(plan, q, latest, window)));
             continue;
@@ -191,7 +200,8 @@ fn answer_window(
         });
         let keys = members.iter().map(|(m, _)| m.clone()).collect();
         let previous = previous.insert(i as u32, keys).unwrap_or_default();
-        answers.push(Answered::Set(SetAnswer { query: i as u32, window: w, tuples, members, previous }));
+        let since = start as u64;
+        answers.push(Answered::Set(SetAnswer { query: i as u32, window: w, since, tuples, members, previous }));
     }
     answers
 }
@@ -230,6 +240,8 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                 let mut end_cap = Some(cap);
                 let mut pending: BTreeMap<u64, (Capability<u64>, Vec<Snapshot>)> = BTreeMap::new();
                 let mut latest: Latest = HashMap::new();
+                // The first window each synopsis' snapshots cover (what an answer's span starts at).
+                let mut since: HashMap<u32, u64> = HashMap::new();
                 // The last answered set of each continuous set-valued query (by index in the plan).
                 let mut previous: HashMap<u32, Vec<String>> = HashMap::new();
                 restore(&shared.borrow(), me, &mut latest, &mut previous);
@@ -282,7 +294,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                             break;
                         }
                         let Some((_, (cap, snaps))) = pending.pop_first() else { break };
-                        let answers = answer_window(plan, me, w, snaps, &mut latest, &mut previous);
+                        let answers = answer_window(plan, (me, w), snaps, (&mut latest, &mut since), &mut previous);
                         output.session(&cap).give_iterator(answers.into_iter());
                     }
                     if frontier.is_empty()

@@ -228,6 +228,8 @@ pub struct Snapshot {
     pub syn: u32,
     /// The window whose close produced it.
     pub window: u64,
+    /// The first window the state covers (a landmark synopsis' first window).
+    pub since: u64,
     /// Items summarized.
     pub items: u64,
     /// The worker it goes to.

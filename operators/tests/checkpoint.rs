@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use saams_operators::window::Held;
 use saams_operators::{FoldPartials, Out, Plan, Rec, UpdateSynopses, Val};
 use timely::dataflow::operators::{Input, Inspect, Probe};
 
@@ -17,22 +18,23 @@ const REQUESTS: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param
     {"streamID":"","synopsisID":2,"dataSetKey":"F","param":["HyperLogLog","price","NotQueryable",0.05]}
     {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[1.0,"price","Queryable","Continues"],"requestID":9}"#;
 
-/// A copy taken: synopsis, items, state bytes.
-type Copied = (u32, u64, Vec<u8>);
+/// A copy taken: synopsis, items, state bytes, the first window it covers and the end of the
+/// newest it closed.
+type Copied = (u32, u64, Vec<u8>, (Option<u64>, u64));
 
 /// Feed values `0..n` (value i at second i) with a checkpoint at `boundary` (and start from
 /// `restored`, if given, skipping values before its boundary); returns the copies taken (by
 /// synopsis: items, state bytes) and the answer lines.
-fn run(n: u64, boundary: u64, restored: Option<Vec<(u32, Vec<u8>, u64)>>) -> (Vec<Copied>, Vec<String>) {
+fn run(n: u64, boundary: u64, restored: Option<Vec<Copied>>) -> (Vec<Copied>, Vec<String>) {
     timely::execute_directly(move |worker| {
         let requests = saams::api::request::parse_requests(REQUESTS);
         let plan = Plan::build(&requests, 1, 60_000, Arc::new(NoSnapshots));
         plan.checkpoints.borrow_mut().boundaries.insert(boundary, 7);
         let skip_before = restored.as_ref().map_or(0, |_| boundary);
         if let Some(states) = restored {
-            for (syn, bytes, items) in states {
+            for (syn, items, bytes, since) in states {
                 let state = saams::registry::decode(&bytes).expect("decode");
-                plan.checkpoints.borrow_mut().restored.insert(syn, (state, items, 0));
+                plan.checkpoints.borrow_mut().restored.insert(syn, (Held::restored(state, items, since), 0));
             }
         }
         let plan = Rc::new(RefCell::new(plan));
@@ -77,7 +79,8 @@ fn run(n: u64, boundary: u64, restored: Option<Vec<(u32, Vec<u8>, u64)>>) -> (Ve
         let copies = match taken {
             Some((b, id, taken)) => {
                 assert_eq!((b, id), (boundary, 7));
-                let mut v: Vec<_> = taken.states.iter().map(|h| (h.syn, h.items, h.state.encode())).collect();
+                let mut v: Vec<_> =
+                    taken.states.iter().map(|h| (h.syn, h.items, h.state.encode(), (h.since, h.until))).collect();
                 v.sort_by_key(|c| c.0);
                 v
             }
@@ -94,15 +97,16 @@ fn copies_at_a_boundary_hold_exactly_the_values_before_it_and_resume_to_the_same
     let boundary = 240_000;
     let (copies, lines) = run(600, boundary, None);
     assert_eq!(copies.len(), 2, "the Count-Min (owned) and the HyperLogLog (spread)");
-    for (syn, items, _) in &copies {
+    for (syn, items, _, since) in &copies {
         assert_eq!(*items, 240, "synopsis {syn}: the values of the first four windows");
+        assert_eq!(*since, (Some(0), 240_000), "synopsis {syn}: landmark, from the first window to the boundary");
     }
     // Started from the copies, fed only the values from the boundary on: the answers of the
     // windows from the boundary on are exactly those of the uninterrupted run.
-    let restored = copies.into_iter().map(|(syn, items, bytes)| (syn, bytes, items)).collect();
-    let (_, mut resumed) = run(600, boundary, Some(restored));
-    let minute = |l: &String| l.split(r#""start":"1970-01-01T00:"#).nth(1).and_then(|r| r[..2].parse::<u32>().ok());
-    let mut later: Vec<String> = lines.iter().filter(|l| minute(l).is_some_and(|m| m >= 4)).cloned().collect();
+    let (_, mut resumed) = run(600, boundary, Some(copies));
+    // Landmark answers start at the first window; they end after the window that closed.
+    let minute = |l: &String| l.split(r#""end":"1970-01-01T00:"#).nth(1).and_then(|r| r[..2].parse::<u32>().ok());
+    let mut later: Vec<String> = lines.iter().filter(|l| minute(l).is_some_and(|m| m >= 5)).cloned().collect();
     assert_eq!(later.len(), 6, "windows 4..10 of the Count-Min's continuous query: {lines:?}");
     later.sort();
     resumed.sort();

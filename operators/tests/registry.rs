@@ -21,6 +21,7 @@ const SCRIPT: &str = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":
 
 /// (requestID, window start, tuples) of every answer line, sorted.
 fn run(workers: usize, registry: Vec<(Entry, u64, isize)>) -> Vec<(String, u64, u64)> {
+    let registry_from_minute_1 = registry.iter().any(|&(_, at, diff)| at == 60_000 && diff > 0);
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     let requests = parse_requests(SCRIPT);
@@ -66,8 +67,14 @@ fn run(workers: usize, registry: Vec<(Entry, u64, isize)>) -> Vec<(String, u64, 
         .iter()
         .map(|l| {
             let j: serde_json::Value = serde_json::from_str(l).expect("JSON line");
-            let start = j["window"]["start"].as_str().expect("a continuous answer");
-            let minute: u64 = start[14..16].parse().expect("minute");
+            // Landmark answers: from the synopsis' first window to the end of the one closed.
+            let end = j["window"]["end"].as_str().expect("a continuous answer");
+            let minute: u64 = end[14..16].parse::<u64>().expect("minute") - 1;
+            let first = match j["requestID"].as_str() {
+                Some("b") if registry_from_minute_1 => "01",
+                _ => "00",
+            };
+            assert_eq!(&j["window"]["start"].as_str().expect("start")[14..16], first, "{l}");
             (j["requestID"].as_str().expect("id").to_string(), minute, j["tuples"].as_u64().expect("tuples"))
         })
         .collect();

@@ -6,6 +6,7 @@
 use serde_json::Value as Json;
 
 use crate::api::time::format_timestamp;
+use crate::api::window::{Span, WindowType};
 use crate::{Estimate, EstimateValue, Kind, SynopsisError, Value};
 
 /// What the answer is.
@@ -97,8 +98,10 @@ pub struct Estimation {
     pub field: String,
     /// The query's arguments as the request gave them.
     pub query: Json,
-    /// The event-time window `[start, end)` in ms whose close produced the answer (continuous).
-    pub window: Option<(i64, i64)>,
+    /// The span of event time `[start, end)` in ms the answer covers, with the synopsis' window
+    /// type: a landmark answer's starts at its synopsis' first window, a tumbling answer's is its
+    /// window, a sliding answer's its last `size` ([`crate::api::window`]).
+    pub window: Option<Span>,
     /// Items the synopsis has summarized.
     pub tuples: Option<u64>,
     /// The answer.
@@ -216,14 +219,16 @@ fn key(out: &mut Vec<u8>, k: &'static [u8]) {
 
 thread_local! {
     /// The last window rendered: answers come in runs of one window.
-    static LAST_WINDOW: std::cell::RefCell<((i64, i64), String)> = const { std::cell::RefCell::new(((0, -1), String::new())) };
+    static LAST_WINDOW: std::cell::RefCell<(Span, String)> =
+        const { std::cell::RefCell::new((Span { kind: WindowType::Landmark, start: 0, end: -1 }, String::new())) };
 }
 
-fn window_json(s: i64, e: i64, out: &mut Vec<u8>) {
+fn window_json(span: Span, out: &mut Vec<u8>) {
     LAST_WINDOW.with(|last| {
         let mut last = last.borrow_mut();
-        if last.0 != (s, e) {
-            *last = ((s, e), format!(r#"{{"start":"{}","end":"{}"}}"#, format_timestamp(s), format_timestamp(e)));
+        if last.0 != span {
+            let (ty, s, e) = (span.kind.name(), format_timestamp(span.start), format_timestamp(span.end));
+            *last = (span, format!(r#"{{"type":"{ty}","start":"{s}","end":"{e}"}}"#));
         }
         out.extend_from_slice(last.1.as_bytes());
     })
@@ -251,16 +256,17 @@ impl Estimation {
     ///
     /// ```
     /// use saams::api::estimation::{Answer, Estimation};
+    /// use saams::api::window::{Span, WindowType};
     /// use saams::{Estimate, Kind};
     /// let e = Estimation {
     ///     request_id: serde_json::json!(7), uid: None, synopsis_id: 1, kind: Some(Kind::CountMin),
     ///     stream_id: "EURTRY".into(), dataset_key: "Forex".into(), field: "price".into(),
-    ///     query: serde_json::json!(6.0654), window: Some((0, 60_000)), tuples: Some(5120),
+    ///     query: serde_json::json!(6.0654), window: Some(Span::new(WindowType::Tumbling, 0, 60_000)), tuples: Some(5120),
     ///     answer: Answer::Estimate(Estimate::number(37.0, 35.0, 37.0, 0.99)),
     /// };
     /// let line = e.to_json_line();
     /// assert!(line.starts_with(r#"{"requestID":7,"synopsisID":1,"kind":"CountMin","streamID":"EURTRY""#));
-    /// assert!(line.contains(r#""window":{"start":"1970-01-01T00:00:00Z","end":"1970-01-01T00:01:00Z"}"#));
+    /// assert!(line.contains(r#""window":{"type":"tumbling","start":"1970-01-01T00:00:00Z","end":"1970-01-01T00:01:00Z"}"#));
     /// assert!(line.contains(r#""estimate":37,"lower":35,"upper":37,"confidence":0.99,"tuples":5120"#));
     /// ```
     pub fn to_json_line(&self) -> String {
@@ -313,8 +319,10 @@ pub struct EstimationRef<'a> {
     pub field: &'a str,
     /// The query's arguments as the request gave them.
     pub query: &'a Json,
-    /// The event-time window `[start, end)` in ms whose close produced the answer (continuous).
-    pub window: Option<(i64, i64)>,
+    /// The span of event time `[start, end)` in ms the answer covers, with the synopsis' window
+    /// type: a landmark answer's starts at its synopsis' first window, a tumbling answer's is its
+    /// window, a sliding answer's its last `size` ([`crate::api::window`]).
+    pub window: Option<Span>,
     /// Items the synopsis has summarized.
     pub tuples: Option<u64>,
     /// The answer.
@@ -326,16 +334,17 @@ impl EstimationRef<'_> {
     ///
     /// ```
     /// use saams::api::estimation::{Answer, Estimation};
+    /// use saams::api::window::{Span, WindowType};
     /// use saams::{Estimate, Kind};
     /// let e = Estimation {
     ///     request_id: serde_json::json!(7), uid: None, synopsis_id: 1, kind: Some(Kind::CountMin),
     ///     stream_id: "EURTRY".into(), dataset_key: "Forex".into(), field: "price".into(),
-    ///     query: serde_json::json!(6.0654), window: Some((0, 60_000)), tuples: Some(5120),
+    ///     query: serde_json::json!(6.0654), window: Some(Span::new(WindowType::Tumbling, 0, 60_000)), tuples: Some(5120),
     ///     answer: Answer::Estimate(Estimate::number(37.0, 35.0, 37.0, 0.99)),
     /// };
     /// let line = e.borrowed().to_json_line();
     /// assert!(line.starts_with(r#"{"requestID":7,"synopsisID":1,"kind":"CountMin","streamID":"EURTRY""#));
-    /// assert!(line.contains(r#""window":{"start":"1970-01-01T00:00:00Z","end":"1970-01-01T00:01:00Z"}"#));
+    /// assert!(line.contains(r#""window":{"type":"tumbling","start":"1970-01-01T00:00:00Z","end":"1970-01-01T00:01:00Z"}"#));
     /// assert!(line.contains(r#""estimate":37,"lower":35,"upper":37,"confidence":0.99,"tuples":5120"#));
     /// ```
     pub fn to_json_line(&self) -> String {
@@ -368,9 +377,9 @@ impl EstimationRef<'_> {
             key(&mut o, b",\"query\":");
             push_json(&mut o, self.query);
         }
-        if let Some((s, e)) = self.window {
+        if let Some(span) = self.window {
             key(&mut o, b",\"window\":");
-            window_json(s, e, &mut o);
+            window_json(span, &mut o);
         }
         match self.answer {
             Answer::Estimate(est) => {
@@ -480,7 +489,7 @@ mod tests {
             dataset_key: "F\n".into(),
             field: "price".into(),
             query: serde_json::json!([0.01, "frequentItems"]),
-            window: Some((1_000, 61_000)),
+            window: Some(Span::new(WindowType::Sliding, 1_000, 61_000)),
             tuples: Some(3),
             answer,
         };
@@ -536,6 +545,7 @@ mod tests {
         assert_eq!(v["estimate"], serde_json::json!([["x\"y", 2], [0.5, 1]]));
         assert_eq!(v["upper"], Json::Null);
         assert_eq!(v["window"]["end"], "1970-01-01T00:01:01Z");
+        assert_eq!(v["window"]["type"], "sliding");
         let v = line(Answer::Estimate(Estimate::number(1e-7, 1.25e300, -3.0, 0.99)));
         assert_eq!(v["estimate"].as_f64(), Some(1e-7));
         // serde_json's default parser may be one ulp off for huge exponents: compare relatively.

@@ -5,6 +5,7 @@ pub mod registry;
 pub mod request;
 pub mod time;
 pub mod tuple;
+pub mod window;
 pub mod wire_json;
 
 pub use tuple::{Tuple, TupleError};

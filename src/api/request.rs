@@ -9,6 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
+use crate::api::window::WindowSpec;
 use crate::api::wire_json;
 use crate::{Kind, PairQuery, Query, Value};
 
@@ -101,6 +102,10 @@ pub struct Request {
     pub no_of_p: u32,
     /// What is asked.
     pub action: Action,
+    /// A construct's `window` (which tuples the synopsis summarizes); `None`: the job's
+    /// default (`--window-type`). Read on constructs only.
+    #[serde(default)]
+    pub window: Option<WindowSpec>,
     /// Fields of the request object outside the reference's request class, in the order given.
     /// They are ignored (as Kafka Streams' and Flink's JSON readers ignore unknown fields); the
     /// job counts them and names each once, and `--strict-requests` turns them into errors.
@@ -142,10 +147,11 @@ impl Request {
     }
 }
 
-/// The fields of the reference system's request class. `partition` is the reference's Kafka
-/// partition of the request (its router overwrites it): accepted and ignored.
-pub const KNOWN_FIELDS: [&str; 8] =
-    ["streamID", "synopsisID", "requestID", "dataSetKey", "param", "partition", "noOfP", "uid"];
+/// The fields of the reference system's request class, and saams' `window` (a construct's
+/// window, [`WindowSpec`]). `partition` is the reference's Kafka partition of the request (its
+/// router overwrites it): accepted and ignored.
+pub const KNOWN_FIELDS: [&str; 9] =
+    ["streamID", "synopsisID", "requestID", "dataSetKey", "param", "partition", "noOfP", "uid", "window"];
 
 impl Request {
     /// Read one request object.
@@ -162,6 +168,10 @@ impl Request {
     ///     "partition":0,"bogus":1})).unwrap();
     /// assert_eq!(r.unknown_fields, vec!["bogus".to_string()]);
     /// assert!(Request::from_json(&serde_json::json!({"synopsisID":1,"param":[]})).is_err());
+    /// // A construct may say which tuples its synopsis summarizes.
+    /// let r = Request::from_json(&serde_json::json!({"synopsisID":2,"param":["HLL","price","NotQueryable",0.02],
+    ///     "window":{"type":"tumbling","size":"60s"}})).unwrap();
+    /// assert_eq!(r.window, Some(saams::api::window::WindowSpec::Tumbling { size: 60_000 }));
     /// ```
     ///
     /// # Errors
@@ -198,7 +208,14 @@ impl Request {
                 n as u32
             }
         };
-        Ok(Request { request_id, uid, dataset_key, stream_id, synopsis_id, no_of_p, action, unknown_fields })
+        let window = match (obj.get("window"), &action) {
+            (None | Some(Json::Null), _) => None,
+            (Some(w), Action::Construct { .. }) => Some(WindowSpec::from_json(w).map_err(RequestError)?),
+            (Some(_), _) => {
+                return err("`window` belongs to a construct request: it says which tuples the synopsis summarizes");
+            }
+        };
+        Ok(Request { request_id, uid, dataset_key, stream_id, synopsis_id, no_of_p, action, window, unknown_fields })
     }
 }
 

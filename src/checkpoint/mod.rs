@@ -34,14 +34,16 @@
 //! | … | 8 | `tuples`, u64 |
 //! | end − 4 | 4 | CRC-32 (IEEE) of every byte before it |
 //!
-//! A synopsis state ([`SynopsisState`]), at least 21 bytes:
+//! A synopsis state ([`SynopsisState`]), at least 37 bytes (21 in version 1, which had no `since` and `until`):
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 4 | `syn`, u32 |
-//! | 1 | `role`: 0 owned, 1 spread, 2 latest |
+//! | 1 | `role`: 0 owned, 1 spread, 2 latest, 3 pane (a closed pane of a sliding synopsis) |
 //! | 8 | `items`, u64 |
 //! | 4 | `loads_merged`, u32 |
+//! | 8 | `since`, u64: the first event time the state covers, `u64::MAX` for none (not in version 1) |
+//! | 8 | `until`, u64: the end of the newest window the state closed (not in version 1) |
 //! | 4 + n | `bytes`: u32 length `n`, then the synopsis envelope |
 //!
 //! A previous set, at least 8 bytes: `query` u32, then its members as a vector of strings.

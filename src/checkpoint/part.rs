@@ -9,14 +9,18 @@ use super::CheckpointError;
 
 /// The four bytes every checkpoint part starts with.
 pub const MAGIC: [u8; 4] = *b"SAMC";
-/// The part format version this build writes and reads.
-pub const PART_FORMAT_VERSION: u16 = 1;
+/// The part format version this build writes. Version 2 added each state's window start
+/// ([`SynopsisState::since`], [`SynopsisState::until`]) and closed sliding panes ([`StateRole::Pane`]); version 1 parts
+/// (landmark synopses only) are still read, with no start.
+pub const PART_FORMAT_VERSION: u16 = 2;
 /// The length of the smallest valid part (no synopses, sets or sources).
 pub const MIN_PART_BYTES: usize = 42 + 4 + 4 + 8 + 4;
 
 /// Minimum encoded sizes of the vectors' items, so a count can be checked against the bytes
 /// left before anything is allocated.
 const MIN_SYNOPSIS_BYTES: u64 = 4 + 1 + 8 + 4 + 4;
+/// A state's window start when it has none (nothing fed yet, or a version 1 part).
+const NO_START: u64 = u64::MAX;
 const MIN_SET_BYTES: u64 = 4 + 4;
 const MIN_STRING_BYTES: u64 = 4;
 const MIN_SOURCE_BYTES: u64 = 4 + 8 + 8 + 1 + 1;
@@ -46,6 +50,9 @@ pub enum StateRole {
     Spread,
     /// The latest published copy (byte 2).
     Latest,
+    /// A closed pane of a sliding synopsis, at its home (byte 3): kept until it leaves the
+    /// window; [`SynopsisState::since`] is the pane's start.
+    Pane,
 }
 
 impl StateRole {
@@ -55,6 +62,7 @@ impl StateRole {
             StateRole::Owned => 0,
             StateRole::Spread => 1,
             StateRole::Latest => 2,
+            StateRole::Pane => 3,
         }
     }
     /// The role written as `b`, if any.
@@ -63,6 +71,7 @@ impl StateRole {
             0 => Some(StateRole::Owned),
             1 => Some(StateRole::Spread),
             2 => Some(StateRole::Latest),
+            3 => Some(StateRole::Pane),
             _ => None,
         }
     }
@@ -79,6 +88,13 @@ pub struct SynopsisState {
     pub items: u64,
     /// Loaded snapshots merged into it.
     pub loads_merged: u32,
+    /// The first event time (ms) the state covers: a landmark synopsis' first window, a
+    /// tumbling synopsis' open window, a sliding synopsis' pane; `None` when nothing was fed
+    /// yet, and in parts written before windows were recorded (version 1).
+    pub since: Option<u64>,
+    /// The end (ms) of the newest window the state has closed: a landmark answer's end (0 in
+    /// version 1 parts).
+    pub until: u64,
     /// An encoded synopsis envelope ([`crate::codec`]), stored opaque: the part decoder does
     /// not decode it (the registry does, when the state is restored).
     pub bytes: Vec<u8>,
@@ -134,16 +150,20 @@ impl CheckpointPart {
     /// use saams::checkpoint::{CheckpointPart, StateRole, SynopsisState};
     /// let part = CheckpointPart {
     ///     id: 1,
-    ///     synopses: vec![SynopsisState { syn: 7, role: StateRole::Owned, items: 10, loads_merged: 0, bytes: vec![1, 2, 3] }],
+    ///     synopses: vec![SynopsisState {
+    ///         syn: 7, role: StateRole::Owned, items: 10, loads_merged: 0, since: Some(60_000), until: 120_000,
+    ///         bytes: vec![1, 2, 3],
+    ///     }],
     ///     ..CheckpointPart::default()
     /// };
     /// let bytes = part.encode();
-    /// assert_eq!(bytes.len(), saams::checkpoint::MIN_PART_BYTES + 21 + 3);
-    /// assert_eq!(&bytes[4..6], &[1, 0]); // format version 1
+    /// assert_eq!(bytes.len(), saams::checkpoint::MIN_PART_BYTES + 37 + 3);
+    /// assert_eq!(&bytes[4..6], &[2, 0]); // format version 2
+    /// assert_eq!(CheckpointPart::decode(&bytes).unwrap(), part);
     /// ```
     pub fn encode(&self) -> Vec<u8> {
         let mut w =
-            Writer::with_capacity(MIN_PART_BYTES + self.synopses.iter().map(|s| 21 + s.bytes.len()).sum::<usize>());
+            Writer::with_capacity(MIN_PART_BYTES + self.synopses.iter().map(|s| 37 + s.bytes.len()).sum::<usize>());
         w.bytes(&MAGIC);
         w.u16(PART_FORMAT_VERSION);
         w.u64(self.id);
@@ -158,6 +178,8 @@ impl CheckpointPart {
             w.u8(s.role.byte());
             w.u64(s.items);
             w.u32(s.loads_merged);
+            w.u64(s.since.unwrap_or(NO_START));
+            w.u64(s.until);
             w.u32(len32(s.bytes.len(), "a synopsis' bytes"));
             w.bytes(&s.bytes);
         }
@@ -337,7 +359,7 @@ impl<'a> Cursor<'a> {
         self.take(4, format_args!("the magic"))?;
         let at = self.at();
         let version = self.u16(format_args!("the format version"))?;
-        if version != PART_FORMAT_VERSION {
+        if !(1..=PART_FORMAT_VERSION).contains(&version) {
             return Err(CheckpointError::at(
                 at,
                 format!(
@@ -360,14 +382,21 @@ impl<'a> Cursor<'a> {
             let role = StateRole::from_byte(role_byte).ok_or_else(|| {
                 CheckpointError::at(
                     at,
-                    format!("synopsis state {i} has role byte {role_byte} (0 owned, 1 spread, 2 latest)"),
+                    format!("synopsis state {i} has role byte {role_byte} (0 owned, 1 spread, 2 latest, 3 pane)"),
                 )
             })?;
             let items = self.u64(format_args!("synopsis state {i}'s items"))?;
             let loads_merged = self.u32(format_args!("synopsis state {i}'s loads_merged"))?;
+            let (since, until) = match version {
+                1 => (None, 0),
+                _ => (
+                    Some(self.u64(format_args!("synopsis state {i}'s window start"))?).filter(|&t| t != NO_START),
+                    self.u64(format_args!("synopsis state {i}'s window end"))?,
+                ),
+            };
             let len = self.count(1, format_args!("synopsis state {i}'s byte length"))?;
             let bytes = self.take(len, format_args!("synopsis state {i}'s bytes"))?.to_vec();
-            synopses.push(SynopsisState { syn, role, items, loads_merged, bytes });
+            synopses.push(SynopsisState { syn, role, items, loads_merged, since, until, bytes });
         }
         let n = self.count(MIN_SET_BYTES, format_args!("the previous_sets count"))?;
         let mut previous_sets = Vec::with_capacity(n);

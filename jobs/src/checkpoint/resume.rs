@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use saams::checkpoint::{LoggedRequest, Manifest, OutputMark, SourcePosition, StateRole, SynopsisState};
 use saams_operators::Plan;
+use saams_operators::window::{Held, Pane};
 
 use crate::checkpoint::CheckpointStore;
 
@@ -123,9 +124,23 @@ impl Resume {
                     checkpoints.restored_latest.insert(s.syn, (state, s.items));
                 }
                 StateRole::Owned | StateRole::Spread => {
-                    checkpoints.restored.insert(s.syn, (state, s.items, s.loads_merged as usize));
+                    let held = checkpoints.restored.entry(s.syn).or_insert_with(|| (Held::new(spec.fresh.as_ref()), 0));
+                    let panes = std::mem::take(&mut held.0.panes);
+                    held.0 = Held::restored(state, s.items, (s.since, s.until));
+                    held.0.panes = panes;
+                    held.1 = s.loads_merged as usize;
+                }
+                StateRole::Pane => {
+                    let start = s.since.ok_or_else(|| {
+                        format!("checkpoint {}: a pane of synopsis {} without its start", self.id, s.syn)
+                    })?;
+                    let held = checkpoints.restored.entry(s.syn).or_insert_with(|| (Held::new(spec.fresh.as_ref()), 0));
+                    held.0.panes.push_back(Pane { start, state, items: s.items });
                 }
             }
+        }
+        for (held, _) in checkpoints.restored.values_mut() {
+            held.panes.make_contiguous().sort_by_key(|pane| pane.start);
         }
         for (q, members) in &self.sets {
             checkpoints.restored_sets.insert(*q, members.clone());

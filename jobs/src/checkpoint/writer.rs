@@ -137,16 +137,19 @@ impl CheckpointJob {
             .states
             .into_iter()
             .map(|h| {
-                let role = match (h.latest, plan.routing.synopses.get(h.syn as usize).map(|s| s.mode)) {
-                    (true, _) => StateRole::Latest,
-                    (false, Some(Mode::Owned)) => StateRole::Owned,
-                    (false, _) => StateRole::Spread,
+                let role = match (h.latest, h.pane, plan.routing.synopses.get(h.syn as usize).map(|s| s.mode)) {
+                    (true, ..) => StateRole::Latest,
+                    (false, true, _) => StateRole::Pane,
+                    (false, false, Some(Mode::Owned)) => StateRole::Owned,
+                    (false, false, _) => StateRole::Spread,
                 };
                 SynopsisState {
                     syn: h.syn,
                     role,
                     items: h.items,
                     loads_merged: h.loads_merged as u32,
+                    since: h.since,
+                    until: h.until,
                     bytes: h.state.encode_exact(),
                 }
             })

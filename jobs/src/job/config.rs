@@ -27,6 +27,7 @@ use crate::source::file::{Input as Unit, RangeLayout, expand_inputs};
 use crate::source::stop::StopFlag;
 use crate::stats::Stats;
 use crate::writer_lock::{WriterLock, lock_what_the_job_writes};
+use saams::api::window::WindowSpec;
 use saams_datasets::pace::Pacer;
 
 /// Build timely's configuration from the CLI's `-w -n -p -h`.
@@ -82,6 +83,7 @@ fn recovery_options(cli: &Cli) -> RecoveryOptions<'_> {
 /// from) and the checkpoint recovery.
 pub(super) struct Startup {
     pub(super) window_ms: i64,
+    pub(super) default_window: WindowSpec,
     pub(super) lateness_ms: i64,
     pub(super) config: Config,
     pub(super) stop: StopFlag,
@@ -111,6 +113,7 @@ impl Startup {
         if window_ms == 0 {
             return Err("--window must be longer than 0".into());
         }
+        let default_window = WindowSpec::from_flag(&cli.window_type, window_ms)?;
         let lateness_ms = parse_duration_ms(&cli.lateness)?;
         let config = timely_config(cli)?;
         let (stop, pacer) = (StopFlag::install()?, Pacer::new(cli.rate, cli.processes, cli.workers, Instant::now())?);
@@ -136,6 +139,7 @@ impl Startup {
         let (units, inputs) = candidates.swap_remove(layout);
         Ok(Startup {
             window_ms,
+            default_window,
             lateness_ms,
             config,
             stop,
@@ -398,6 +402,8 @@ pub(super) struct Shared {
 #[derive(Clone, Copy)]
 pub(super) struct Settings {
     pub(super) window_ms: i64,
+    /// The window of synopses whose construct names none (`--window-type`).
+    pub(super) default_window: WindowSpec,
     pub(super) lateness_ms: i64,
     pub(super) no_synopses: bool,
     pub(super) strict_requests: bool,

@@ -112,6 +112,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         pacer: start.pacer,
         settings: Settings {
             window_ms: start.window_ms,
+            default_window: start.default_window,
             lateness_ms: start.lateness_ms,
             no_synopses: cli.no_synopses,
             strict_requests: cli.strict_requests,

@@ -59,7 +59,8 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
         notes.iter().for_each(|n| eprintln!("{n}"));
         job.stats.request_warnings.fetch_add(intake.warnings(), Ordering::Relaxed);
     }
-    let mut plan = Plan::build(&requests, peers, settings.window_ms, job.store.clone());
+    let windows = (settings.window_ms, settings.default_window);
+    let mut plan = Plan::build_windowed(&requests, peers, windows, job.store.clone());
     plan.update = !settings.no_synopses;
     // The process' workers publish their synopses' figures where its HTTP side reads them.
     plan.published = job.hub.published();

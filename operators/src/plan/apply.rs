@@ -5,6 +5,7 @@
 
 use saams::api::estimation::{Answer, Estimation};
 use saams::api::request::{Action, QueryMode, QuerySpec, Request, query_spec};
+use saams::api::window::{WindowSpec, WindowType};
 use saams::registry;
 use serde_json::Value as Json;
 
@@ -48,6 +49,31 @@ fn mode_of(kind: saams::Kind, p: u32, peers: usize, dataset_wide: bool) -> Mode 
     } else {
         Mode::Owned
     }
+}
+
+/// Whether a synopsis of `kind` can have `window` in a job whose window is `cadence_ms`: a
+/// tumbling size and a sliding slide are whole job windows; a sliding window merges panes, so
+/// its kind must merge without losing its bound in any order (Count-Min, HyperLogLog, Bloom,
+/// AMS, KLL, CPC), and kinds whose state is itself a sliding window over the last tuples
+/// (DFT, LSH, window quantiles) are tumbling or landmark.
+fn check_window(kind: saams::Kind, window: WindowSpec, cadence_ms: i64) -> Result<(), String> {
+    window.check_cadence(cadence_ms)?;
+    if window.kind() == WindowType::Sliding {
+        if kind.is_order_sensitive() {
+            return Err(format!(
+                "{kind} cannot have a sliding window {window}: its state is already a sliding window over its \
+                 last tuples (its own parameter); use a tumbling or landmark window"
+            ));
+        }
+        if !kind.merges_exactly() && !kind.reduces_at_every_merge_stage() {
+            return Err(format!(
+                "{kind} cannot have a sliding window {window}: a sliding answer merges panes, and {kind}'s merge \
+                 depends on its order; sliding windows take Count-Min, HyperLogLog, Bloom filter, AMS, KLL and \
+                 CPC; use a tumbling or landmark window"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn describe(req: &Request) -> String {
@@ -97,6 +123,8 @@ impl Routing {
         }
         let fresh = registry::construct(req.synopsis_id, params).map_err(|e| e.to_string())?;
         let kind = fresh.kind();
+        let window = req.window.unwrap_or(self.default_window);
+        check_window(kind, window, self.window_ms)?;
         let mode = mode_of(kind, req.no_of_p.max(1), self.peers, req.stream_id.is_empty());
         let root = spread_hash(&[&req.dataset_key, &req.stream_id, field, &req.synopsis_id.to_string()]);
         self.synopses.push(SynSpec {
@@ -110,6 +138,7 @@ impl Routing {
             initial: fresh.clone(),
             fresh,
             mode,
+            window,
             group: u32::MAX,
             home: self.worker_of(root),
             continuous: Vec::new(),

@@ -4,6 +4,7 @@
 
 use saams::api::estimation::Estimation;
 use saams::api::request::QuerySpec;
+use saams::api::window::WindowSpec;
 
 use super::data::{Group, Mode, PairQueryReg, QueryReg, is_set_valued};
 use super::routing::{Routing, spread_hash};
@@ -24,7 +25,13 @@ impl Routing {
             if s.deleted || s.group != u32::MAX {
                 continue;
             }
-            let key = (s.dataset.clone(), s.stream.clone(), s.field.clone(), s.mode);
+            // Window-based groups are built a window per worker: one unit per group.
+            let unit_ms = match (s.mode, s.window) {
+                (Mode::Windowed(_), WindowSpec::Tumbling { size }) => size as u64,
+                (Mode::Windowed(_), _) => self.window_ms as u64,
+                _ => 0,
+            };
+            let key = (s.dataset.clone(), s.stream.clone(), s.field.clone(), s.mode, unit_ms);
             let g = match index.get(&key) {
                 Some(&g) => g,
                 None => {
@@ -36,6 +43,7 @@ impl Routing {
                         stream: s.stream.clone(),
                         field: s.field.clone(),
                         mode: s.mode,
+                        unit_ms,
                         owner,
                         synopses: Vec::new(),
                         ordered: false,

@@ -6,12 +6,14 @@
 use std::collections::HashMap;
 
 use saams::api::request::QuerySpec;
+use saams::api::window::WindowSpec;
 use saams::{Kind, Query, Synopsis};
 use serde_json::Value as Json;
 
 use crate::ask::{Ask, Origin};
 use crate::record::SynBox;
 use crate::registry::Entry;
+use crate::window::Windowing;
 
 /// Where snapshot files are read and written (the job confines them to one directory).
 pub trait SnapshotStore: Send + Sync {
@@ -134,6 +136,8 @@ pub struct SynSpec {
     pub initial: Box<dyn Synopsis>,
     /// How it is parallelized.
     pub mode: Mode,
+    /// Which tuples it summarizes, and so what its answers cover ([`crate::window`]).
+    pub window: WindowSpec,
     /// The update group feeding it.
     pub group: u32,
     /// The worker holding the merged synopsis and answering its queries.
@@ -154,6 +158,11 @@ pub struct SynSpec {
 }
 
 impl SynSpec {
+    /// Its window and empty state, as its held state needs them ([`crate::window::Held`]).
+    pub fn windowing(&self) -> Windowing<'_> {
+        Windowing { window: self.window, fresh: self.fresh.as_ref() }
+    }
+
     /// Deleted (by the script, or while the job runs: then only from its fence on).
     pub fn is_deleted(&self) -> bool {
         self.deleted
@@ -203,6 +212,9 @@ pub struct Group {
     pub field: String,
     /// Routing.
     pub mode: Mode,
+    /// Window-based groups ([`Mode::Windowed`]): the event-time span (ms) one worker builds, a
+    /// tumbling synopsis' window or else the job's window; 0 for the other modes.
+    pub unit_ms: u64,
     /// The worker owning the stream (first worker of a spread).
     pub owner: usize,
     /// The synopses updated from this group (indices into [`super::Routing::synopses`]).

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use saams::api::estimation::{Answer, Estimation};
 use saams::api::registry::LiveSynopsis;
 use saams::api::request::{Action, QueryMode, Request, RequestError};
+use saams::api::window::WindowSpec;
 
 use crate::ask::{Origin, reply_line};
 use crate::checkpoint::Checkpointing;
@@ -108,8 +109,21 @@ impl Plan {
         window_ms: i64,
         store: Arc<dyn SnapshotStore>,
     ) -> Plan {
+        Plan::build_windowed(requests, peers, (window_ms, WindowSpec::Landmark), store)
+    }
+
+    /// [`Plan::build`], with the window of the synopses whose construct request names none
+    /// (the job's `--window-type`): `(job window ms, default window)`.
+    pub fn build_windowed(
+        requests: &[Result<Request, RequestError>],
+        peers: usize,
+        (window_ms, default_window): (i64, WindowSpec),
+        store: Arc<dyn SnapshotStore>,
+    ) -> Plan {
+        let mut routing = Routing::new(peers, window_ms);
+        routing.default_window = default_window;
         let mut plan = Plan {
-            routing: Rc::new(Routing::new(peers, window_ms)),
+            routing: Rc::new(routing),
             sequencer: Sequencer::after_script(requests.len()),
             checkpoints: Default::default(),
             live: LiveRegistry::default(),

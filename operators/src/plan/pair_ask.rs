@@ -4,19 +4,21 @@
 //! dataset ([`Routing::join_pair_queries`]).
 
 use saams::api::request::QuerySpec;
+use saams::api::window::WindowSpec;
 
 use super::routing::Routing;
 
 impl Routing {
     /// True when synopsis `j` can be compared with synopsis `i` in a pair query: live, of the
-    /// same kind, dataset and field, constructed with the same parameters (a pair answer needs
-    /// states of the same shape).
+    /// same kind, dataset, field and window, constructed with the same parameters (a pair answer
+    /// needs states of the same shape).
     fn alike(&self, i: usize, j: usize) -> bool {
         let (me, o) = (&self.synopses[i], &self.synopses[j]);
         !o.deleted
             && o.kind == me.kind
             && o.dataset == me.dataset
             && o.field == me.field
+            && o.window == me.window
             && o.fresh.encode() == me.fresh.encode()
     }
 
@@ -24,6 +26,13 @@ impl Routing {
     /// dataset for a threshold query (correlated or similar pairs), the other stream's for a
     /// query with one other stream (inner product); an error naming what is missing.
     pub(crate) fn pair_participants(&self, i: usize, spec: &QuerySpec) -> Result<Vec<u32>, String> {
+        let me = &self.synopses[i];
+        if me.window != WindowSpec::Landmark {
+            return Err(format!(
+                "pair queries and continuous set-valued queries answer landmark synopses only; this synopsis has window {}",
+                me.window
+            ));
+        }
         let mut participants = vec![i as u32];
         match spec {
             QuerySpec::PairsAbove { .. } => {

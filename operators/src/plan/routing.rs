@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use saams::api::window::WindowSpec;
 use saams::hash::hash_bytes;
 
 use super::data::{DatasetRoutes, Group, Mode, PairQueryReg, RouteMap, SynSpec};
@@ -54,8 +55,11 @@ pub struct Routing {
     /// runs its within-process stages first ([`Routing::merge_target`]). [`Routing::new`] sets
     /// it to `peers` (one process); a multi-process job sets its `-w`.
     pub workers_per_process: usize,
-    /// Window length in event-time milliseconds.
+    /// Window length in event-time milliseconds: the job's window, the cadence everything
+    /// closes in (landmark synopses are answered at every close).
     pub window_ms: i64,
+    /// The window of a synopsis whose construct request names none (`--window-type`).
+    pub default_window: WindowSpec,
     /// Routing through bins: key → bin ([`BINS`] of them, by the key's hash) → worker. A bin
     /// that a stream's update group is the first to use is placed on the worker owning the fewest
     /// groups then ([`Routing::owner_of_stream`]); the others stay on worker `b mod peers`. A
@@ -66,7 +70,7 @@ pub struct Routing {
     /// Per worker, the update groups it owns.
     groups_owned: Vec<u32>,
     /// Update groups by (dataset, stream, field, mode): a synopsis constructed later joins its group.
-    pub(super) group_index: HashMap<(String, String, String, Mode), u32>,
+    pub(super) group_index: HashMap<(String, String, String, Mode, u64), u32>,
     /// Grows by one whenever live requests change the tables (readers that cache routes
     /// recompute them).
     pub version: u64,
@@ -90,6 +94,7 @@ impl Routing {
             peers,
             workers_per_process: peers,
             window_ms,
+            default_window: WindowSpec::Landmark,
             bins: (0..BINS).map(|b| (b % peers) as u32).collect(),
             bin_placed: vec![false; BINS],
             groups_owned: vec![0; peers],
@@ -177,7 +182,7 @@ impl Routing {
             Mode::Exact { spread: 0 } => me as u64,
             Mode::Exact { spread } => g.owner as u64 + seq % u64::from(spread),
             Mode::Binned(p) => g.owner as u64 + saams::hash::hash_u64(seq, 0xB1A5) % u64::from(p),
-            Mode::Windowed(p) => g.owner as u64 + (window / self.window_ms as u64) % u64::from(p),
+            Mode::Windowed(p) => g.owner as u64 + (window / g.unit_ms.max(1)) % u64::from(p),
         };
         (t % w) as u32
     }

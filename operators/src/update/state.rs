@@ -19,6 +19,7 @@ use crate::out::Out;
 use crate::pair_ask::{answers_pairs, pair_of};
 use crate::plan::{Mode, Plan};
 use crate::record::{Partial, Rec, Snapshot, SynBox};
+use crate::window::Held;
 
 /// Feed values of one window (in event-time order, then arrival sequence) to one synopsis:
 /// order-sensitive kinds item by item with the event time (DFT's parameters are in time units),
@@ -52,6 +53,10 @@ struct Gathered {
     items: u64,
     /// Per synopsis of the group (in the group's order): its partial (spread modes).
     parts: Vec<Option<Box<dyn Synopsis>>>,
+    /// Answers owned synopses owed when this window opened their period (a tumbling window
+    /// or sliding windows that ended without values in their last job window), written with
+    /// this window's.
+    owed: Vec<String>,
 }
 
 /// Open windows (start, ms): what each (group, bin) has gathered.
@@ -61,8 +66,11 @@ impl Gathered {
     /// What `key` gathered in window `w` (created empty for a group of `synopses`), with `n`
     /// more values counted.
     fn counted(windows: &mut Windows, w: u64, key: (u32, u64), synopses: usize, n: usize) -> &mut Gathered {
-        let gathered =
-            windows.entry(w).or_default().entry(key).or_insert_with(|| Gathered { items: 0, parts: Vec::new() });
+        let gathered = windows.entry(w).or_default().entry(key).or_insert_with(|| Gathered {
+            items: 0,
+            parts: Vec::new(),
+            owed: Vec::new(),
+        });
         // A group gains synopses when a construct takes effect while the job runs.
         if gathered.parts.len() < synopses {
             gathered.parts.resize_with(synopses, || None);
@@ -72,8 +80,8 @@ impl Gathered {
     }
 }
 
-/// Merged state of owned synopses, with the values it summarizes.
-type Merged = HashMap<u32, (Box<dyn Synopsis>, u64), foldhash::fast::RandomState>;
+/// Merged state of owned synopses, as their windows hold it.
+type Merged = HashMap<u32, Held, foldhash::fast::RandomState>;
 
 /// The operator's state between activations.
 #[derive(Default)]
@@ -127,7 +135,7 @@ fn release(
         };
     let gathered = Gathered::counted(windows, w, key, group.synopses.len(), n);
     if group.mode == Mode::Owned {
-        feed_merged(plan, key.0, w, (recs, &batch), (merged, at_close));
+        feed_merged(plan, key.0, w, (recs, &batch), (merged, at_close), &mut gathered.owed);
         return;
     }
     for (i, &s) in group.synopses.iter().enumerate() {
@@ -139,27 +147,32 @@ fn release(
 }
 
 /// Feed values of window `w` (every window before it closed) to the merged states of owned
-/// group `g`'s synopses registered at `w`. With `at_close` (values of the open window, not
-/// those of the window being closed): the states of pair kinds are kept as they were first.
+/// group `g`'s synopses registered at `w`, opening `w`'s period first (answers it owes go to
+/// `owed`). With `at_close` (values of the open window, not those of the window being closed):
+/// the states of pair kinds are kept as they were first.
 fn feed_merged(
     plan: &Plan,
     g: u32,
     w: u64,
     (recs, batch): (&[Rec], &[Datum<'_>]),
     (merged, mut at_close): (&mut Merged, Option<&mut Merged>),
+    owed: &mut Vec<String>,
 ) {
     for &s in &plan.routing.groups[g as usize].synopses {
         if plan.live.is_live(s, w) {
             let spec = &plan.routing.synopses[s as usize];
-            let (state, items) = merged.entry(s).or_insert_with(|| (spec.initial.clone(), 0));
+            let held = merged.entry(s).or_insert_with(|| Held::new(spec.initial.as_ref()));
             if let Some(kept) = at_close.as_deref_mut()
                 && answers_pairs(spec.kind)
                 && !kept.contains_key(&s)
             {
-                kept.insert(s, (state.clone(), *items));
+                kept.insert(s, held.clone());
             }
-            feed(state.as_mut(), recs, batch);
-            *items += recs.len() as u64;
+            held.enter(spec.windowing(), w, &mut |span, state, items| {
+                answer::continuous(plan, s, state, items, span, owed);
+            });
+            feed(held.state.as_mut(), recs, batch);
+            held.items += recs.len() as u64;
         }
     }
 }
@@ -172,36 +185,38 @@ impl State {
             let s = s as u32;
             if spec.home == me
                 && spec.mode == Mode::Owned
-                && let Some((state, items, loads)) = checkpoints.restored.remove(&s)
+                && let Some((held, loads)) = checkpoints.restored.remove(&s)
             {
-                self.merged.insert(s, (state, items));
+                self.merged.insert(s, held);
                 self.loaded.insert(s, loads);
             }
         }
     }
 
-    /// An order-insensitive owned synopsis' state with the values still waiting in its group's
-    /// reorder buffers (those of windows it is registered at) fed to a copy, and how many they
-    /// were; `None` if there are none or the synopsis depends on update order.
-    fn with_waiting(&self, plan: &Plan, syn: u32, state: &dyn Synopsis) -> Option<(Box<dyn Synopsis>, u64)> {
-        let spec = plan.routing.synopses.get(syn as usize)?;
+    /// The values still waiting in an order-insensitive owned synopsis' reorder buffers (those
+    /// of windows it is registered at), as a partial per job window: (window, values, partial),
+    /// in window order; none if the synopsis depends on update order.
+    fn waiting(&self, plan: &Plan, syn: u32) -> Vec<(u64, u64, Box<dyn Synopsis>)> {
+        let Some(spec) = plan.routing.synopses.get(syn as usize) else { return Vec::new() };
         if spec.kind.is_order_sensitive() {
-            return None;
+            return Vec::new();
         }
-        let waiting: Vec<Datum<'_>> = self
-            .buffers
-            .iter()
-            .filter(|((g, _), _)| *g == spec.group)
-            .flat_map(|(_, b)| b.values())
-            .filter(|r| plan.live.is_live(syn, plan.window_of(r.time)))
-            .map(|r| r.val.datum())
-            .collect();
-        if waiting.is_empty() {
-            return None;
+        let mut by_window: BTreeMap<u64, Vec<Datum<'_>>> = BTreeMap::new();
+        let values = self.buffers.iter().filter(|((g, _), _)| *g == spec.group).flat_map(|(_, b)| b.values());
+        for r in values {
+            let w = plan.window_of(r.time);
+            if plan.live.is_live(syn, w) {
+                by_window.entry(w).or_default().push(r.val.datum());
+            }
         }
-        let mut now = state.clone_box();
-        now.update_batch(&waiting);
-        Some((now, waiting.len() as u64))
+        by_window
+            .into_iter()
+            .map(|(w, values)| {
+                let mut part = spec.fresh.clone();
+                part.update_batch(&values);
+                (w, values.len() as u64, part)
+            })
+            .collect()
     }
 
     /// Take part in an ask: an owned synopsis is answered here by its owner, from its merged
@@ -214,15 +229,20 @@ impl State {
             }
             let line = match plan.routing.synopses.get(ask.syn as usize) {
                 Some(spec) => {
-                    let (state, items) = match self.merged.get(&ask.syn) {
-                        Some((state, items)) => (state.as_ref(), *items),
-                        None => (spec.initial.as_ref(), 0),
+                    let fresh;
+                    let held = match self.merged.get(&ask.syn) {
+                        Some(held) => held,
+                        None => {
+                            fresh = Held::new(spec.initial.as_ref());
+                            &fresh
+                        }
                     };
-                    match self.with_waiting(plan, ask.syn, state) {
-                        // Values the watermark has not passed yet count too: the answer does
-                        // not depend on their order.
-                        Some((now, waiting)) => answer::ask_line(plan, &ask, now.as_ref(), items + waiting),
-                        None => answer::ask_line(plan, &ask, state, items),
+                    // Values the watermark has not passed yet count too: the answer does not
+                    // depend on their order.
+                    let cadence = plan.routing.window_ms as u64;
+                    match held.view(spec.windowing(), cadence, self.waiting(plan, ask.syn)) {
+                        Ok((now, items, span)) => answer::ask_line(plan, &ask, now.as_ref(), items, Some(span)),
+                        Err(e) => answer::ask_error(&ask, &format!("merging the open windows failed: {e}")),
                     }
                 }
                 None => answer::ask_error(&ask, "the synopsis is not known here yet"),
@@ -315,8 +335,9 @@ impl State {
             }
             let batch: Vec<Datum<'_>> = staged.iter().map(|r| r.val.datum()).collect();
             let group = &plan.routing.groups[key.0 as usize];
-            Gathered::counted(&mut self.windows, current, key, group.synopses.len(), staged.len());
-            feed_merged(plan, key.0, current, (staged, &batch), (&mut self.merged, Some(&mut self.at_close)));
+            let gathered = Gathered::counted(&mut self.windows, current, key, group.synopses.len(), staged.len());
+            let merged = (&mut self.merged, Some(&mut self.at_close));
+            feed_merged(plan, key.0, current, (staged, &batch), merged, &mut gathered.owed);
             drop(batch);
             staged.clear();
         }
@@ -355,7 +376,9 @@ impl State {
         // Every merged state is as at this close now (nothing of a later window is fed yet).
         self.at_close.clear();
         let Some(gathered) = self.windows.remove(&w) else { return };
+        let cadence = plan.routing.window_ms as u64;
         for ((g, bin), mut got) in gathered {
+            lines.append(&mut got.owed);
             let group = &plan.routing.groups[g as usize];
             for (i, &s) in group.synopses.iter().enumerate() {
                 if !plan.live.is_live(s, w) {
@@ -363,28 +386,30 @@ impl State {
                 }
                 let spec = &plan.routing.synopses[s as usize];
                 if group.mode == Mode::Owned {
-                    let Some((state, items)) = self.merged.get_mut(&s) else { continue };
+                    let Some(held) = self.merged.get_mut(&s) else { continue };
                     let done = self.loaded.entry(s).or_insert(0);
-                    answer::merge_loads(plan, s, w, state.as_mut(), done, lines);
-                    answer::continuous(plan, s, state.as_ref(), *items, w, lines);
-                    let window_end = w.saturating_add(plan.routing.window_ms as u64);
-                    let figures = SynopsisFigures {
-                        tuples: *items,
-                        bytes: state.size_bytes(),
-                        last_window: w,
-                        window_end,
-                        worker: spec.home,
-                    };
-                    plan.published.publish(s, figures);
-                    for &dest in &spec.snapshot_to {
-                        snapshots.push(Snapshot {
-                            syn: s,
-                            window: w,
-                            items: *items,
-                            dest: dest as u32,
-                            state: SynBox::new(state.clone()),
-                        });
-                    }
+                    answer::merge_loads(plan, s, w, held.state.as_mut(), done, lines);
+                    held.close(spec.windowing(), w, cadence, &mut |span, state, items| {
+                        answer::continuous(plan, s, state, items, span, lines);
+                        let figures = SynopsisFigures {
+                            tuples: items,
+                            bytes: state.size_bytes(),
+                            last_window: w,
+                            window_end: w.saturating_add(cadence),
+                            worker: spec.home,
+                        };
+                        plan.published.publish(s, figures);
+                        for &dest in &spec.snapshot_to {
+                            snapshots.push(Snapshot {
+                                syn: s,
+                                window: w,
+                                since: span.start.max(0) as u64,
+                                items,
+                                dest: dest as u32,
+                                state: SynBox::new(state.clone_box()),
+                            });
+                        }
+                    });
                 } else if let Some(part) = got.parts[i].take() {
                     partials.push(Partial {
                         syn: s,
@@ -537,17 +562,18 @@ impl State {
         true
     }
 
-    /// The end-of-input answers of the owned synopses homed on worker `me`.
-    pub(super) fn answers_at_end(&self, plan: &Plan, me: usize) -> Vec<String> {
+    /// The end-of-input answers of the owned synopses homed on worker `me`: the windows still
+    /// open ([`Held::finish`]), then the ad-hoc queries and SAVEs.
+    pub(super) fn answers_at_end(&mut self, plan: &Plan, me: usize) -> Vec<String> {
         let mut lines = Vec::new();
         for (s, spec) in plan.routing.synopses.iter().enumerate() {
             let s = s as u32;
             if spec.home != me || spec.mode != Mode::Owned || spec.group == u32::MAX {
                 continue;
             }
-            match self.merged.get(&s) {
-                Some((st, items)) => answer::at_end(plan, s, st.as_ref(), *items, &mut lines),
-                None => answer::at_end(plan, s, spec.initial.as_ref(), 0, &mut lines),
+            match self.merged.get_mut(&s) {
+                Some(held) => answer::at_end(plan, s, held, &mut lines),
+                None => answer::at_end(plan, s, &mut Held::new(spec.initial.as_ref()), &mut lines),
             }
         }
         lines

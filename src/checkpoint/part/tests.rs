@@ -13,9 +13,33 @@ fn sample() -> CheckpointPart {
         processes: 2,
         workers: 4,
         synopses: vec![
-            SynopsisState { syn: 1, role: StateRole::Owned, items: 100, loads_merged: 0, bytes: b"SAMS-env".to_vec() },
-            SynopsisState { syn: 2, role: StateRole::Spread, items: 7, loads_merged: 2, bytes: vec![] },
-            SynopsisState { syn: 3, role: StateRole::Latest, items: 0, loads_merged: 1, bytes: vec![0xff; 3] },
+            SynopsisState {
+                syn: 1,
+                role: StateRole::Owned,
+                items: 100,
+                loads_merged: 0,
+                since: Some(60_000),
+                until: 0,
+                bytes: b"SAMS-env".to_vec(),
+            },
+            SynopsisState {
+                syn: 2,
+                role: StateRole::Spread,
+                items: 7,
+                loads_merged: 2,
+                since: None,
+                until: 0,
+                bytes: vec![],
+            },
+            SynopsisState {
+                syn: 3,
+                role: StateRole::Latest,
+                items: 0,
+                loads_merged: 1,
+                since: Some(0),
+                until: 0,
+                bytes: vec![0xff; 3],
+            },
         ],
         previous_sets: vec![(4, vec!["a".into(), "ünï".into()]), (5, vec![])],
         sources: vec![
@@ -53,14 +77,22 @@ fn bytes_follow_the_documented_layout() {
         worker: 2,
         processes: 3,
         workers: 4,
-        synopses: vec![SynopsisState { syn: 5, role: StateRole::Latest, items: 6, loads_merged: 7, bytes: vec![0xAA] }],
+        synopses: vec![SynopsisState {
+            syn: 5,
+            role: StateRole::Latest,
+            items: 6,
+            loads_merged: 7,
+            since: Some(0x0304),
+            until: 0x0506,
+            bytes: vec![0xAA],
+        }],
         previous_sets: vec![(8, vec!["é".into()])],
         sources: vec![SourcePosition { source: "g".into(), offset: 9, line: 10, max_time: Some(-2), done: true }],
         tuples: 11,
     };
     let mut want: Vec<u8> = b"SAMC".to_vec();
     let fields: [&[u8]; 8] = [
-        &1u16.to_le_bytes(),
+        &2u16.to_le_bytes(),
         &0x0102u64.to_le_bytes(),
         &10_000u64.to_le_bytes(),
         &1u32.to_le_bytes(),
@@ -75,6 +107,8 @@ fn bytes_follow_the_documented_layout() {
     want.push(2); // latest
     want.extend_from_slice(&6u64.to_le_bytes());
     want.extend_from_slice(&7u32.to_le_bytes());
+    want.extend_from_slice(&0x0304u64.to_le_bytes()); // the window start
+    want.extend_from_slice(&0x0506u64.to_le_bytes()); // the window end
     want.extend_from_slice(&[1, 0, 0, 0, 0xAA]);
     want.extend_from_slice(&[1, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0xC3, 0xA9]); // one set: query 8, ["é"]
     want.extend_from_slice(&[1, 0, 0, 0, 1, 0, 0, 0, b'g']); // one source named "g"
@@ -148,10 +182,36 @@ fn wrong_magic() {
 #[test]
 fn unknown_version() {
     let mut b = body(&sample());
-    b[4] = 2;
+    b[4] = 3;
     let e = err(&with_crc(b));
     assert_eq!(e.offset, Some(4));
-    assert!(e.what.contains("format version 2 is not supported"), "{e}");
+    assert!(e.what.contains("format version 3 is not supported"), "{e}");
+}
+
+/// A part written before windows were recorded (version 1: no window start per state) is read,
+/// its states without a start.
+#[test]
+fn version_1_parts_are_still_read() {
+    let mut part = sample();
+    part.synopses.retain(|s| s.role != StateRole::Pane);
+    let v2 = body(&part);
+    // Version 1 is version 2 without the 16 bytes of each state's start and end (after
+    // loads_merged).
+    let mut v1 = v2[..42].to_vec();
+    v1[4] = 1;
+    let mut at = 42;
+    for s in &part.synopses {
+        v1.extend_from_slice(&v2[at..at + 4 + 1 + 8 + 4]);
+        at += 4 + 1 + 8 + 4 + 16;
+        v1.extend_from_slice(&v2[at..at + 4 + s.bytes.len()]);
+        at += 4 + s.bytes.len();
+    }
+    v1.extend_from_slice(&v2[at..]);
+    let back = CheckpointPart::decode(&with_crc(v1)).expect("a version 1 part");
+    for s in &mut part.synopses {
+        (s.since, s.until) = (None, 0);
+    }
+    assert_eq!(back, part);
 }
 
 #[test]
@@ -194,15 +254,23 @@ fn bad_utf8_names_the_field_and_offset() {
 #[test]
 fn bad_role_and_flag_bytes() {
     let p = CheckpointPart {
-        synopses: vec![SynopsisState { syn: 1, role: StateRole::Owned, items: 0, loads_merged: 0, bytes: vec![] }],
+        synopses: vec![SynopsisState {
+            syn: 1,
+            role: StateRole::Owned,
+            items: 0,
+            loads_merged: 0,
+            since: None,
+            until: 0,
+            bytes: vec![],
+        }],
         sources: vec![SourcePosition { source: String::new(), offset: 0, line: 0, max_time: None, done: false }],
         ..CheckpointPart::default()
     };
     let mut b = body(&p);
-    b[46] = 3; // the role, after the synopses count (38..42) and syn (42..46)
+    b[46] = 4; // the role, after the synopses count (38..42) and syn (42..46)
     let e = err(&with_crc(b));
     assert_eq!(e.offset, Some(46));
-    assert!(e.what.contains("role byte 3"), "{e}");
+    assert!(e.what.contains("role byte 4"), "{e}");
 
     let good = body(&p);
     let flag_at = good.len() - 8 - 2; // max_time flag, done, then tuples
@@ -226,11 +294,19 @@ fn huge_counts_are_refused_before_allocating() {
     }
     // A synopsis whose byte length runs past the end.
     let p = CheckpointPart {
-        synopses: vec![SynopsisState { syn: 1, role: StateRole::Owned, items: 0, loads_merged: 0, bytes: vec![1] }],
+        synopses: vec![SynopsisState {
+            syn: 1,
+            role: StateRole::Owned,
+            items: 0,
+            loads_merged: 0,
+            since: None,
+            until: 0,
+            bytes: vec![1],
+        }],
         ..CheckpointPart::default()
     };
     let mut b = body(&p);
-    b[59..63].copy_from_slice(&1000u32.to_le_bytes());
+    b[75..79].copy_from_slice(&1000u32.to_le_bytes());
     let e = err(&with_crc(b));
     assert!(e.what.contains("byte length says 1000 bytes, but only 17 are left"), "{e}");
 }
@@ -244,12 +320,28 @@ fn corruption_with_a_parse_error_also_reports_the_checksum() {
 }
 
 fn arb_role() -> impl Strategy<Value = StateRole> {
-    prop_oneof![Just(StateRole::Owned), Just(StateRole::Spread), Just(StateRole::Latest)]
+    prop_oneof![Just(StateRole::Owned), Just(StateRole::Spread), Just(StateRole::Latest), Just(StateRole::Pane)]
 }
 
 fn arb_part() -> impl Strategy<Value = CheckpointPart> {
-    let syn = (any::<u32>(), arb_role(), any::<u64>(), any::<u32>(), proptest::collection::vec(any::<u8>(), 0..40))
-        .prop_map(|(syn, role, items, loads_merged, bytes)| SynopsisState { syn, role, items, loads_merged, bytes });
+    let since = any::<Option<u64>>().prop_map(|t| t.filter(|&t| t != u64::MAX));
+    let syn = (
+        any::<u32>(),
+        arb_role(),
+        any::<u64>(),
+        any::<u32>(),
+        (since, any::<u64>()),
+        proptest::collection::vec(any::<u8>(), 0..40),
+    )
+        .prop_map(|(syn, role, items, loads_merged, (since, until), bytes)| SynopsisState {
+            syn,
+            role,
+            items,
+            loads_merged,
+            since,
+            until,
+            bytes,
+        });
     let set = (any::<u32>(), proptest::collection::vec(".{0,8}", 0..5));
     let src = (".{0,12}", any::<u64>(), any::<u64>(), any::<Option<i64>>(), any::<bool>())
         .prop_map(|(source, offset, line, max_time, done)| SourcePosition { source, offset, line, max_time, done });

@@ -32,6 +32,8 @@ fn part(id: u64, process: u32, worker: u32, processes: u32, workers: u32) -> Che
             role: StateRole::Spread,
             items: id + u64::from(worker),
             loads_merged: 0,
+            since: Some(id * 10_000),
+            until: id * 10_000,
             bytes: vec![worker as u8; 40],
         }],
         previous_sets: vec![],

@@ -46,8 +46,8 @@ impl State {
         for (_, ask) in due {
             let kept = self.at_close.get(&ask.syn).or_else(|| self.merged.get(&ask.syn));
             let (state, items) = match (kept, plan.routing.synopses.get(ask.syn as usize)) {
-                (Some((state, items)), _) => (state.clone(), *items),
-                (None, Some(spec)) => (spec.initial.clone(), 0),
+                (Some(held), _) => (held.state.clone_box(), held.items),
+                (None, Some(spec)) => (spec.initial.clone_box(), 0),
                 (None, None) => continue,
             };
             self.pair_out.push(Out::PairState(PairState { ask, items, state: SynBox::new(state) }));
