@@ -36,6 +36,24 @@ pub struct Windowing<'a> {
     pub window: WindowSpec,
     /// An empty synopsis with its parameters.
     pub fresh: &'a dyn Synopsis,
+    /// Where its tumbling windows and panes are aligned: the window it was constructed at (0
+    /// for the request script's; a live construct's fence), so its first window starts there.
+    pub origin: u64,
+}
+
+impl Windowing<'_> {
+    /// The period (tumbling window, pane) holding job window `w`, aligned to the origin.
+    fn period_of(&self, w: u64) -> u64 {
+        match self.window.period_ms() {
+            None => 0,
+            Some(p) => w - (w.saturating_sub(self.origin)) % p,
+        }
+    }
+
+    /// True when `end` ends a period.
+    fn ends_period(&self, end: u64) -> bool {
+        self.window.period_ms().is_some_and(|p| end.saturating_sub(self.origin).is_multiple_of(p))
+    }
 }
 
 /// A closed pane of a sliding synopsis.
@@ -104,7 +122,7 @@ impl Held {
                 self.since.get_or_insert(w);
             }
             WindowSpec::Tumbling { size } => {
-                let p = spec.window.period_of(w);
+                let p = spec.period_of(w);
                 if let Some(q) = self.since.filter(|&q| q != p) {
                     let answered = span(WindowType::Tumbling, q, q + size as u64);
                     emit(answered, self.state.as_ref(), self.items);
@@ -113,7 +131,7 @@ impl Held {
                 self.since = Some(p);
             }
             WindowSpec::Sliding { size, slide } => {
-                let p = spec.window.period_of(w);
+                let p = spec.period_of(w);
                 if self.since == Some(p) {
                     return;
                 }
@@ -142,14 +160,14 @@ impl Held {
                 emit(span(WindowType::Landmark, self.since.unwrap_or(w), end), self.state.as_ref(), self.items)
             }
             WindowSpec::Tumbling { size } => {
-                if end.is_multiple_of(size as u64) {
+                if spec.ends_period(end) {
                     let answered = span(WindowType::Tumbling, self.since.unwrap_or(end - size as u64), end);
                     emit(answered, self.state.as_ref(), self.items);
                     self.reset(spec, answered);
                 }
             }
             WindowSpec::Sliding { size, slide } => {
-                if end.is_multiple_of(slide as u64) {
+                if spec.ends_period(end) {
                     let p = self.since.unwrap_or(end - slide as u64);
                     self.close_pane(spec, p);
                     self.answer_ends(end - slide as u64, end, (size as u64, slide as u64), emit);
@@ -238,7 +256,7 @@ impl Held {
         cadence: u64,
         open: Vec<(u64, u64, Box<dyn Synopsis>)>,
     ) -> Result<(Box<dyn Synopsis>, u64, Span), String> {
-        let newest = open.iter().map(|(w, ..)| spec.window.period_of(*w)).max();
+        let newest = open.iter().map(|(w, ..)| spec.period_of(*w)).max();
         let period = match (self.since, newest) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -299,8 +299,9 @@ impl WindowSpec {
         Ok(())
     }
 
-    /// The period (start, ms) the state summarizing job window `w` belongs to: a tumbling
-    /// window, a sliding pane; 0 for landmark (one period).
+    /// The period (start, ms) the state summarizing job window `w` belongs to, for windows
+    /// aligned to the epoch (the request script's synopses): a tumbling window, a sliding
+    /// pane; 0 for landmark (one period).
     ///
     /// ```
     /// use saams::api::window::WindowSpec;

@@ -139,6 +139,7 @@ impl Routing {
             fresh,
             mode,
             window,
+            window_origin: effects.fence.unwrap_or(0),
             group: u32::MAX,
             home: self.worker_of(root),
             continuous: Vec::new(),

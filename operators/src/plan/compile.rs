@@ -26,12 +26,12 @@ impl Routing {
                 continue;
             }
             // Window-based groups are built a window per worker: one unit per group.
-            let unit_ms = match (s.mode, s.window) {
-                (Mode::Windowed(_), WindowSpec::Tumbling { size }) => size as u64,
-                (Mode::Windowed(_), _) => self.window_ms as u64,
-                _ => 0,
+            let (unit_ms, unit_origin) = match (s.mode, s.window) {
+                (Mode::Windowed(_), WindowSpec::Tumbling { size }) => (size as u64, s.window_origin % size as u64),
+                (Mode::Windowed(_), _) => (self.window_ms as u64, 0),
+                _ => (0, 0),
             };
-            let key = (s.dataset.clone(), s.stream.clone(), s.field.clone(), s.mode, unit_ms);
+            let key = (s.dataset.clone(), s.stream.clone(), s.field.clone(), s.mode, (unit_ms, unit_origin));
             let g = match index.get(&key) {
                 Some(&g) => g,
                 None => {
@@ -44,6 +44,7 @@ impl Routing {
                         field: s.field.clone(),
                         mode: s.mode,
                         unit_ms,
+                        unit_origin,
                         owner,
                         synopses: Vec::new(),
                         ordered: false,

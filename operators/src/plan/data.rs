@@ -138,6 +138,9 @@ pub struct SynSpec {
     pub mode: Mode,
     /// Which tuples it summarizes, and so what its answers cover ([`crate::window`]).
     pub window: WindowSpec,
+    /// Where its tumbling windows and panes are aligned: 0 for the request script's synopses,
+    /// a live construct's fence (its first window starts there).
+    pub window_origin: u64,
     /// The update group feeding it.
     pub group: u32,
     /// The worker holding the merged synopsis and answering its queries.
@@ -160,7 +163,7 @@ pub struct SynSpec {
 impl SynSpec {
     /// Its window and empty state, as its held state needs them ([`crate::window::Held`]).
     pub fn windowing(&self) -> Windowing<'_> {
-        Windowing { window: self.window, fresh: self.fresh.as_ref() }
+        Windowing { window: self.window, fresh: self.fresh.as_ref(), origin: self.window_origin }
     }
 
     /// Deleted (by the script, or while the job runs: then only from its fence on).
@@ -215,6 +218,8 @@ pub struct Group {
     /// Window-based groups ([`Mode::Windowed`]): the event-time span (ms) one worker builds, a
     /// tumbling synopsis' window or else the job's window; 0 for the other modes.
     pub unit_ms: u64,
+    /// Where those spans are aligned (a tumbling synopsis' origin).
+    pub unit_origin: u64,
     /// The worker owning the stream (first worker of a spread).
     pub owner: usize,
     /// The synopses updated from this group (indices into [`super::Routing::synopses`]).

@@ -38,6 +38,10 @@ pub(crate) fn spread_hash(parts: &[&str]) -> u64 {
     hash_bytes(&bytes, 0x5AA5)
 }
 
+/// What makes an update group: dataset, stream, field, mode, and for window-based groups the
+/// span one worker builds and where it is aligned ([`Group::unit_ms`], [`Group::unit_origin`]).
+pub(super) type GroupKey = (String, String, String, Mode, (u64, u64));
+
 /// The compiled routing tables.
 #[derive(Clone)]
 pub struct Routing {
@@ -70,7 +74,7 @@ pub struct Routing {
     /// Per worker, the update groups it owns.
     groups_owned: Vec<u32>,
     /// Update groups by (dataset, stream, field, mode): a synopsis constructed later joins its group.
-    pub(super) group_index: HashMap<(String, String, String, Mode, u64), u32>,
+    pub(super) group_index: HashMap<GroupKey, u32>,
     /// Grows by one whenever live requests change the tables (readers that cache routes
     /// recompute them).
     pub version: u64,
@@ -182,7 +186,9 @@ impl Routing {
             Mode::Exact { spread: 0 } => me as u64,
             Mode::Exact { spread } => g.owner as u64 + seq % u64::from(spread),
             Mode::Binned(p) => g.owner as u64 + saams::hash::hash_u64(seq, 0xB1A5) % u64::from(p),
-            Mode::Windowed(p) => g.owner as u64 + (window / g.unit_ms.max(1)) % u64::from(p),
+            Mode::Windowed(p) => {
+                g.owner as u64 + (window.saturating_sub(g.unit_origin) / g.unit_ms.max(1)) % u64::from(p)
+            }
         };
         (t % w) as u32
     }
