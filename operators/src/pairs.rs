@@ -216,6 +216,31 @@ fn answers_at_end(plan: &Plan, me: usize, latest: &Latest) -> Vec<Answered> {
         .collect()
 }
 
+/// The snapshots waiting at a query's home for their window's close, by window.
+type Pending = BTreeMap<u64, (Capability<u64>, Vec<Snapshot>)>;
+
+/// One record arriving here: a line passes on; a snapshot waits for its window's close; a pair
+/// state joins its ask (whose answer is a line once every participant's state is in).
+fn arrive(
+    plan: &Plan,
+    o: Out,
+    cap: &Capability<u64>,
+    pending: &mut Pending,
+    gathered: &mut pair_ask::Gathered,
+) -> Option<Answered> {
+    match o {
+        Out::Line(l) => Some(Answered::Line(l)),
+        Out::Snapshot(s) => {
+            let w = s.window;
+            pending.entry(w).or_insert_with(|| (cap.delayed(&plan.close_time(w)), Vec::new())).1.push(s);
+            None
+        }
+        Out::PairState(got) => pair_ask::gather(plan, gathered, got, &answer_whole).map(Answered::Line),
+        // Partials and asks never reach this operator (fold takes them).
+        Out::Partial(_) | Out::Ask(_) => None,
+    }
+}
+
 /// Extension trait: answer pair queries and continuous set-valued queries.
 pub trait AnswerPairs<'scope> {
     /// Collect snapshots at the queries' homes and answer them: every answer line passes on as
@@ -238,7 +263,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
             move |mut cap, _| {
                 cap.downgrade(&u64::MAX);
                 let mut end_cap = Some(cap);
-                let mut pending: BTreeMap<u64, (Capability<u64>, Vec<Snapshot>)> = BTreeMap::new();
+                let mut pending: Pending = BTreeMap::new();
                 let mut latest: Latest = HashMap::new();
                 // The first window each synopsis' snapshots cover (what an answer's span starts at).
                 let mut since: HashMap<u32, u64> = HashMap::new();
@@ -256,23 +281,7 @@ impl<'scope> AnswerPairs<'scope> for Stream<'scope, u64, Vec<Out>> {
                         let mut lines = Vec::new();
                         for batch in data {
                             for o in batch.drain(..) {
-                                match o {
-                                    Out::Line(l) => lines.push(Answered::Line(l)),
-                                    Out::Snapshot(s) => {
-                                        let w = s.window;
-                                        pending
-                                            .entry(w)
-                                            .or_insert_with(|| (cap.delayed(&plan.close_time(w)), Vec::new()))
-                                            .1
-                                            .push(s);
-                                    }
-                                    Out::PairState(got) => {
-                                        let line = pair_ask::gather(plan, &mut gathered, got, &answer_whole);
-                                        lines.extend(line.map(Answered::Line));
-                                    }
-                                    // Partials and asks never reach this operator (fold takes them).
-                                    Out::Partial(_) | Out::Ask(_) => {}
-                                }
+                                lines.extend(arrive(plan, o, &cap, &mut pending, &mut gathered));
                             }
                         }
                         if !lines.is_empty() {
