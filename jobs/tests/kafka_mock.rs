@@ -449,8 +449,9 @@ fn offsets_wait_for_the_dead_letters_of_their_records() {
         .spawn()
         .unwrap();
     // Answers of window `s` (one tuple a second, one window a second) have been written.
+    // (A landmark answer's window ends at the close of the job window that answered it.)
     let answered = |s: usize| {
-        let window = format!(r#""start":"2019-01-02T00:{:02}:{:02}Z""#, s / 60, s % 60);
+        let window = format!(r#""end":"2019-01-02T00:{:02}:{:02}Z""#, (s + 1) / 60, (s + 1) % 60);
         std::fs::read_to_string(&out).is_ok_and(|t| t.contains(&window))
     };
     let wait_for = |what: &str, done: &dyn Fn() -> bool| {

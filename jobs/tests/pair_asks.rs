@@ -239,7 +239,9 @@ fn a_continuous_pair_query_compares_a_synopsis_constructed_later_from_its_fence_
         .collect();
     assert!(!with_c.is_empty(), "the later synopsis joins the query: {text}");
     for v in &with_c {
-        let start = saams::api::time::parse_timestamp(v["window"]["start"].as_str().expect("window")).expect("start");
-        assert!(start >= fence, "compared only from its fence on: {v}");
+        // A landmark answer's window starts at the query's first window; the job window whose
+        // close answered it is the one ending at `end` (the 10 s windows of `start`).
+        let end = saams::api::time::parse_timestamp(v["window"]["end"].as_str().expect("window")).expect("end");
+        assert!(end - 10_000 >= fence, "compared only from its fence on (fence {fence}): {v}");
     }
 }
