@@ -183,7 +183,8 @@ def report(results, out_md, out_png):
 
     fig, ax = plt.subplots(figsize=(8, 4))
     labels, values = [], []
-    for (window, engine), rates in sorted(runs.items()):
+    order = {"tumbling": 0, "landmark": 1, "saams": 0, "flink": 1, "bytewax": 2, "pathway": 3}
+    for (window, engine), rates in sorted(runs.items(), key=lambda item: (order[item[0][0]], order[item[0][1]])):
         labels.append(f"{engine}\n{window}")
         values.append(statistics.median(rates))
     ax.bar(labels, values, color=["#2b6cb0" if label.startswith("saams") else "#a0aec0" for label in labels])
