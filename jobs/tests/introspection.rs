@@ -3,10 +3,11 @@
 //! its stream from its fence to that window's end), its size and the worker holding it, and has
 //! its per-synopsis series in `/metrics`; deleted, its row is 404 and its series are gone.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod http_common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -72,17 +73,7 @@ fn a_live_synopsis_shows_its_exact_tuples_size_and_series_and_a_deleted_one_is_g
         .stderr(Stdio::piped())
         .spawn()
         .expect("saams");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = l.strip_prefix("saams: http on http://") {
-                let _ = tx.send(addr.to_string());
-            }
-            eprintln!("[saams] {l}");
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("HTTP address");
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
     let mut stdin = child.stdin.take().expect("stdin");
     let mut feed = |secs: std::ops::Range<u64>| {
         let text: String = secs.flat_map(|s| [line("A", s), line("B", s)]).collect();

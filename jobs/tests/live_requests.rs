@@ -4,10 +4,11 @@
 //! against the tuples the test wrote), for 1, 2 and 3 workers; an ad-hoc query answers now, within
 //! its bounds for the tuples it says it covers.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod http_common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -58,18 +59,7 @@ fn start(args: &[&str]) -> (std::process::Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("saams");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("saams: http on http://") {
-                let _ = tx.send(addr.to_string());
-            }
-            // Passed on, so a failing test shows what the job said (the harness captures it).
-            eprintln!("[saams] {line}");
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the job announces its HTTP address");
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
     (child, addr)
 }
 

@@ -4,10 +4,11 @@
 //! kept, at most the ring's capacity of them, the newest, byte for byte the lines the job wrote;
 //! once it is deleted its answers are 404.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod http_common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -38,17 +39,7 @@ impl Job {
             .stderr(Stdio::piped())
             .spawn()
             .expect("saams");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("saams: http on http://") {
-                    let _ = tx.send(addr.to_string());
-                }
-                eprintln!("[saams] {line}");
-            }
-        });
-        let addr = rx.recv_timeout(Duration::from_secs(60)).expect("the job announces its HTTP address");
+        let addr = http_common::http_address(&mut child, Duration::from_secs(60));
         Job { child, addr, out, dir }
     }
 

@@ -4,10 +4,11 @@
 //! the tuples before its `asOf`, and the same for 1 and 2 workers; a continuous pair query
 //! registered in the script compares a synopsis constructed while the job runs from its fence on.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod http_common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use saams::{Datum, PairQuery};
@@ -40,17 +41,7 @@ fn start(args: &[&str]) -> (Child, ChildStdin, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("saams");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("saams: http on http://") {
-                let _ = tx.send(addr.to_string());
-            }
-            eprintln!("[saams] {line}");
-        }
-    });
-    let addr = rx.recv_timeout(Duration::from_secs(30)).expect("the job announces its HTTP address");
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
     let stdin = child.stdin.take().expect("stdin");
     (child, stdin, addr)
 }
