@@ -36,5 +36,7 @@
 
 pub(crate) mod codec;
 mod sketch;
+#[cfg(test)]
+mod tests;
 
 pub use sketch::{DEFAULT_SEED, StickySampling};
