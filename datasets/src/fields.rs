@@ -167,7 +167,7 @@ pub(crate) fn above_nine(x: u64) -> u64 {
 /// (bytes 0..=9: zero bytes are leading zeros), by three multiplies that each join neighbouring
 /// groups (digits into pairs, pairs into fours, fours into eight), as in simdjson's
 /// `parse_eight_digits_unrolled`.
-#[inline]
+#[inline(always)]
 fn eight_digits(x: u64) -> u64 {
     let x = x * 10 + (x >> 8);
     let x = (x & 0x00ff_00ff_00ff_00ff) * 100 + (x >> 16 & 0x00ff_00ff_00ff_00ff);
@@ -189,8 +189,8 @@ pub(crate) fn short_decimal(x: u64, len: usize) -> Option<f64> {
 }
 
 /// [`short_decimal`]'s mantissa (the digits without the dot) and number of fraction digits.
-#[inline]
-fn short_decimal_parts(x: u64, len: usize) -> Option<(u64, usize)> {
+#[inline(always)]
+pub(crate) fn short_decimal_parts(x: u64, len: usize) -> Option<(u64, usize)> {
     let big = above_nine(x);
     if big == 0 {
         return Some((eight_digits(x), 0));
@@ -414,8 +414,8 @@ pub(crate) fn date_days(s: &str) -> Option<i64> {
 /// Hours, minutes and seconds of `HH:mm:ss` (eight bytes), read as one word: the six digits and
 /// two colons are checked and the three two-digit numbers formed with a few word operations, not
 /// a loop per digit (the time of day was ~3 % of a JSON-lines ingest's instructions).
-#[inline]
-fn hh_mm_ss(b: [u8; 8]) -> Option<(u32, u32, u32)> {
+#[inline(always)]
+pub(crate) fn hh_mm_ss(b: [u8; 8]) -> Option<(u32, u32, u32)> {
     // Digits become 0..=9 and colons 0; anything else leaves a byte above 9 (or a colon's
     // place nonzero).
     let x = u64::from_le_bytes(b) ^ u64::from_le_bytes(*b"00:00:00");

@@ -3,7 +3,6 @@
 
 use saams::Value;
 use saams::api::Tuple;
-use saams::api::tuple::same_name;
 
 use crate::fields::trim;
 use crate::tuple_pool::{recycle, take_spare};
@@ -96,7 +95,7 @@ fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
     let (date, i) = string_at(line, i)?;
     let i = expect(b, i, b",\"time\":")?;
     let (time, mut i) = string_at(line, i)?;
-    let time_ms = same_date_days(date)? * 86_400_000 + crate::fields::time_of_day_ms(trim(time))?;
+    let time_ms = same_date_days(date)? * 86_400_000 + time_of_day(time)?;
     // Value fields overwrite `t`'s in place (names and text values reuse their buffers); the
     // first `n` are this line's.
     let mut n = 0;
@@ -138,7 +137,7 @@ fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
         };
         match t.fields.get_mut(n) {
             Some((k, v)) => {
-                if !same_name(k, key) {
+                if !same_key(k, key) {
                     k.clear();
                     k.push_str(key);
                 }
@@ -152,12 +151,88 @@ fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
         return None;
     }
     t.fields.truncate(n);
-    t.stream_id.clear();
-    t.stream_id.push_str(stream_id);
-    t.dataset_key.clear();
-    t.dataset_key.push_str(dataset_key);
+    set_text(&mut t.stream_id, stream_id, b);
+    set_text(&mut t.dataset_key, dataset_key, b);
     t.time_ms = Some(time_ms);
     Some(())
+}
+
+/// Milliseconds since midnight of a reference time, `HH:mm:ss` or `HH:mm:ss.fff`, read in place
+/// (inlined: the general [`crate::fields::time_of_day_ms`] was a call of ~70 instructions a
+/// line); anything else by that function, after a trim (the same values).
+#[inline(always)]
+fn time_of_day(time: &str) -> Option<i64> {
+    let b = time.as_bytes();
+    let ms = match (b.len(), b.get(8..12)) {
+        (8, _) => Some(0),
+        (12, Some(&[b'.', f0, f1, f2])) if [f0, f1, f2].iter().all(u8::is_ascii_digit) => {
+            Some(u32::from(f0 - b'0') * 100 + u32::from(f1 - b'0') * 10 + u32::from(f2 - b'0'))
+        }
+        _ => None,
+    };
+    if let Some(ms) = ms
+        && let Some(&head) = b.first_chunk::<8>()
+        && let Some((h, m, s)) = crate::fields::hh_mm_ss(head)
+        && h < 24
+        && m < 60
+        && s < 61
+    {
+        return Some(((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1000 + i64::from(ms));
+    }
+    crate::fields::time_of_day_ms(trim(time))
+}
+
+/// `dst` becomes `s`, a string of the line `line` (between two quotes). Up to 16 bytes are one
+/// 16-byte move from the line when 16 bytes of it start at `s` (after a stream id or dataset key
+/// come at least 10 more: a quote and the next literal): `clear` then `push_str` was a call to
+/// `memcpy` per string.
+#[inline(always)]
+fn set_text(dst: &mut String, s: &str, line: &[u8]) {
+    let start = (s.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+    match line.get(start..).and_then(<[u8]>::first_chunk::<16>) {
+        Some(chunk) if s.len() <= 16 && chunk.as_ptr() == s.as_ptr() => {
+            dst.clear();
+            dst.reserve(16);
+            // SAFETY: `reserve` left room for 16 bytes, all written from `chunk`; the length set
+            // keeps the first `s.len()` of them, which are `s`'s bytes (`chunk` starts where `s`
+            // does): valid UTF-8.
+            unsafe {
+                let v = dst.as_mut_vec();
+                std::ptr::copy_nonoverlapping(chunk.as_ptr(), v.as_mut_ptr(), 16);
+                v.set_len(s.len());
+            }
+        }
+        _ => {
+            dst.clear();
+            dst.push_str(s);
+        }
+    }
+}
+
+/// `a == b` for the short names of value fields, inlined: up to 16 bytes are compared as two
+/// overlapping words each, as `saams::api::tuple::same_name` does (a call from this crate, ~3 %
+/// of a reference line's instructions).
+#[inline(always)]
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let words = |s: &[u8]| -> Option<(u64, u64)> {
+        match n {
+            8..=16 => Some((u64::from_le_bytes(*s.first_chunk()?), u64::from_le_bytes(*s.last_chunk()?))),
+            4..=7 => Some((
+                u64::from(u32::from_le_bytes(*s.first_chunk()?)),
+                u64::from(u32::from_le_bytes(*s.last_chunk()?)),
+            )),
+            _ => None,
+        }
+    };
+    match (words(a), words(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 thread_local! {
@@ -207,7 +282,7 @@ enum Key {
     Field = 7,
 }
 
-#[inline]
+#[inline(always)]
 fn classify(key: &[u8]) -> Key {
     // Length and last byte first: value fields (`price`, `volume`, …) rarely get to a compare.
     if !matches!(
@@ -300,7 +375,7 @@ fn flat_string(s: &str, i: usize) -> Option<(&str, usize)> {
 #[inline(always)]
 fn seen_before(fields: &[(String, Value)], key: &str) -> bool {
     for (k, _) in fields {
-        if same_name(k, key) {
+        if same_key(k, key) {
             return true;
         }
     }
@@ -361,19 +436,31 @@ fn number_at(s: &str, i: usize) -> Option<(f64, usize)> {
     let b = s.as_bytes();
     let neg = b.get(i) == Some(&b'-');
     let mut j = i + usize::from(neg);
-    // Up to eight bytes of digits and a dot (prices, volumes) read as one word, when eight bytes
-    // follow: the number ends at the first byte that is neither.
-    if let Some(&w) = b.get(j..).and_then(<[u8]>::first_chunk::<8>) {
-        let w = u64::from_le_bytes(w);
+    // Up to eight bytes of digits and a dot (prices, volumes) read as one word: the eight bytes
+    // from the number's start, or (near the line's end, where a last field's number is) the
+    // line's last eight shifted down to it, zero bytes above. The number ends at the first byte
+    // that is neither a digit nor a dot.
+    let word = match b.get(j..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(&w) => Some(u64::from_le_bytes(w)),
+        None => b.last_chunk::<8>().and_then(|&w| {
+            let rest = b.len().checked_sub(j).filter(|&r| r > 0)?;
+            Some(u64::from_le_bytes(w) >> (8 * (8 - rest)))
+        }),
+    };
+    if let Some(w) = word {
         let x = w ^ crate::fields::ZEROS;
         let stop = crate::fields::above_nine(x) & !crate::fields::byte_matches(w, b'.');
         let len = (stop.trailing_zeros() / 8) as usize;
         // JSON has no leading zero before a digit; exponents take the general path.
         if (1..8).contains(&len)
-            && !(b[j] == b'0' && b[j + 1] != b'.' && len > 1)
-            && !matches!(b[j + len], b'e' | b'E')
-            && let Some(x) = crate::fields::short_decimal(x << (8 * (8 - len)), len)
+            && !(b[j] == b'0' && b.get(j + 1) != Some(&b'.') && len > 1)
+            && !matches!(b.get(j + len), Some(b'e' | b'E'))
+            && let Some((m, fraction_digits)) = crate::fields::short_decimal_parts(x << (8 * (8 - len)), len)
         {
+            // Below 10^8 < 2^53: Clinger's fast path (as `short_decimal`), and no division for
+            // an integer (a division's latency was ~10 % of a reference line's time).
+            let x =
+                if fraction_digits == 0 { m as f64 } else { m as f64 / crate::fields::EXACT_POW10[fraction_digits] };
             return Some((if neg { -x } else { x }, j + len));
         }
     }
@@ -409,7 +496,7 @@ fn number_at(s: &str, i: usize) -> Option<(f64, usize)> {
         let (text, end) = flat_number(s, i)?;
         return Some((crate::fields::parse_f64(text)?, end));
     }
-    let x = m as f64 / crate::fields::EXACT_POW10[frac];
+    let x = if frac == 0 { m as f64 } else { m as f64 / crate::fields::EXACT_POW10[frac] };
     Some((if neg { -x } else { x }, j))
 }
 
@@ -568,10 +655,18 @@ mod tests {
         // Short numbers of digits, dots and other bytes, alone and with the rest of a line after
         // them (eight bytes from the number's start: the word-at-a-time path).
         cases.extend(crate::fields::short_numbers(&mut x, b"0123456789.-+eE,} x", 9, 200_000));
+        // The number at a line's end, after eight bytes or more (the word is the line's last
+        // eight bytes shifted down to the number).
+        let at_end = |s: &str| {
+            let line = format!("{{\"volume\":{s}");
+            let two = flat_number(&line, 10).and_then(|(text, end)| Some((text.parse::<f64>().ok()?.to_bits(), end)));
+            assert_eq!(number_at(&line, 10).map(|(x, end)| (x.to_bits(), end)), two, "{line:?}");
+        };
         for s in &cases {
             assert_eq!(one_pass(s), two_pass(s), "{s:?}");
             let line = format!("{s},\"volume\":1}}");
             assert_eq!(one_pass(&line), two_pass(&line), "{line:?}");
+            at_end(s);
         }
     }
 
