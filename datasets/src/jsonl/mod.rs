@@ -15,6 +15,7 @@ use saams::api::time::civil_from_days;
 use crate::error::ParseError;
 
 mod parse;
+mod values;
 
 pub use crate::tuple_pool::recycle;
 pub use parse::{parse_json_tuple, parse_json_tuple_into};
