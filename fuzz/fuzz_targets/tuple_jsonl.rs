@@ -1,12 +1,16 @@
 //! The JSON-lines tuple parser: the line parser's fast path for flat objects
 //! (`saams_datasets::jsonl::parse_json_tuple`) must agree with the general parser
 //! (`saams::api::Tuple::from_json`) on every line the general parser accepts (fields compared by
-//! name: `from_json` may reorder them, as `parse_json_tuple`'s docs say).
+//! name: `from_json` may reorder them, as `parse_json_tuple`'s docs say). The raw input also goes
+//! through the file sources' line reader, whose blocks are validated with SIMD (`simdutf8`): it
+//! must hand out exactly the lines that splitting at newlines and validating each line with
+//! `std::str::from_utf8` gives, text or not.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use saams::api::Tuple;
 use saams_datasets::jsonl::parse_json_tuple;
+use saams_datasets::lines::{Line, LineReader};
 use saams_datasets::{Format, LineContext};
 
 fn by_name(mut t: Tuple) -> Tuple {
@@ -14,7 +18,23 @@ fn by_name(mut t: Tuple) -> Tuple {
     t
 }
 
+/// The line reader (SIMD-validated blocks) against per-line standard validation, line by line.
+fn line_reader_agrees(data: &[u8]) {
+    let mut reader = LineReader::new(data);
+    for (n, expected) in data.split_inclusive(|&b| b == b'\n').enumerate() {
+        let (line, len) = reader.next_line().expect("reading a slice cannot fail").expect("a line per split");
+        assert_eq!(len, expected.len(), "line {n}");
+        match (line, std::str::from_utf8(expected)) {
+            (Line::Text(got), Ok(want)) => assert_eq!(got, want, "line {n}"),
+            (Line::NotUtf8(got), Err(_)) => assert_eq!(got, expected, "line {n}"),
+            (got, want) => panic!("line {n}: the reader gives {got:?}, per-line validation {want:?}"),
+        }
+    }
+    assert!(reader.next_line().expect("reading a slice cannot fail").is_none(), "lines after the input's end");
+}
+
 fuzz_target!(|data: &[u8]| {
+    line_reader_agrees(data);
     let Ok(text) = std::str::from_utf8(data) else { return };
     let ctx = LineContext::new(Format::JsonLines, "fuzz.jsonl", None).expect("JSON lines need no header");
     for (n, line) in text.lines().enumerate() {
