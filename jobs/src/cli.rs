@@ -121,6 +121,13 @@ pub struct Cli {
     /// the output file gets each answer once the checkpoint after it is written.
     #[arg(long)]
     pub checkpoints: Option<PathBuf>,
+    /// Take over from the job running on the same `--checkpoints` directory and outputs (with
+    /// the same requests and inputs, any `-w`/`-n`): resume from its newest checkpoint writing
+    /// nothing, catch up, then ask it to hand off: it answers the windows before the boundary
+    /// they agree on and exits, this job answers from there on. Refused when no job runs there
+    /// or the directory holds no checkpoint.
+    #[arg(long = "take-over", requires = "checkpoints")]
+    pub take_over: bool,
     /// Wall-clock time between checkpoints (each at the next window boundary).
     #[arg(long = "checkpoint-interval", default_value = "10s")]
     pub checkpoint_interval: String,

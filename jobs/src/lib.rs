@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod control;
 pub mod dataflow;
 pub mod duration;
+pub mod handoff;
 pub mod job;
 pub mod kafka;
 pub mod metrics;

@@ -156,6 +156,17 @@ pub fn lock_what_the_job_writes(cli: &Cli) -> Result<Vec<WriterLock>, String> {
         let what = format!("the checkpoint directory {} (process {})", dir.display(), cli.process);
         locks.push(WriterLock::acquire(&dir.join(format!("writer-p{}.lock", cli.process)), &what)?);
     }
+    locks.extend(lock_output_files(cli)?);
+    Ok(locks)
+}
+
+/// The locks on the output and dead-letter files a process writes as files (a job taking over
+/// takes them once the other job has let go of them, `crate::handoff`).
+///
+/// # Errors
+/// The first lock another job holds, naming it.
+pub fn lock_output_files(cli: &Cli) -> Result<Vec<WriterLock>, String> {
+    let mut locks = Vec::new();
     let out = (cli.kafka.output_topic.is_none() && cli.out != "-").then(|| PathBuf::from(&cli.out));
     let dead = cli.dead_letter.clone().filter(|p| cli.kafka.dead_letter_topic.is_none() && p.as_os_str() != "-");
     for (file, name) in [(out, "output file"), (dead, "dead-letter file")] {
@@ -187,7 +198,7 @@ fn beside(file: &Path) -> PathBuf {
 }
 
 /// This host's name (`gethostname(2)`), or `unknown`.
-fn host_name() -> String {
+pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is writable for its whole length, which is what is passed.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -32,6 +32,9 @@ pub struct RecoveryOptions<'a> {
     pub processes: usize,
     /// Where this process writes its answers (`--out`, `-` for stdout).
     pub out: &'a str,
+    /// `--take-over`: the directory is another job's until it hands off, so nothing in it is
+    /// opened for writing (the request log is opened at the hand-off, `crate::handoff`).
+    pub take_over: bool,
 }
 
 /// A job's checkpoint settings and the checkpoint it resumes from.
@@ -77,8 +80,9 @@ impl Recovery {
             let at = saams::api::time::format_timestamp(r.boundary_ms.min(i64::MAX as u64) as i64);
             eprintln!("saams: resuming from checkpoint {} at {at}: values from then on are read again", r.id);
         }
-        // This process' log first: it cuts a line a crash left half-written.
-        let (request_log, first_ticket) = RequestLog::open(dir, options.process)?;
+        // This process' log first: it cuts a line a crash left half-written (not a job taking
+        // over: the log is the running job's, and may be growing).
+        let opened = if options.take_over { None } else { Some(RequestLog::open(dir, options.process)?) };
         let mut requests = resume.as_ref().map(|r| r.requests().to_vec()).unwrap_or_default();
         let recovered = RequestLog::recover(dir, &requests)?;
         if !recovered.pending.is_empty() {
@@ -88,7 +92,10 @@ impl Recovery {
             );
         }
         requests.extend(recovered.pending);
-        let live = Arc::new(LiveRequests::new(requests, recovered.next_at, (request_log, first_ticket)));
+        let live = Arc::new(match opened {
+            Some(log) => LiveRequests::new(requests, recovered.next_at, log),
+            None => LiveRequests::without_log(requests, recovered.next_at),
+        });
         Ok(Recovery {
             dir: dir.to_path_buf(),
             keep: options.keep,

@@ -69,6 +69,9 @@ pub struct CheckpointJob {
     pub last_synopsis_bytes: AtomicU64,
     /// Time spent writing checkpoints (µs).
     pub writing_us: AtomicU64,
+    /// A hand-off (`crate::handoff`): the job's last checkpoint (`u64::MAX`: none yet), and
+    /// whether this process has written it.
+    last: (AtomicU64, std::sync::atomic::AtomicBool),
 }
 
 /// What a process' checkpoints need to know of the job.
@@ -115,7 +118,21 @@ impl CheckpointJob {
             last_bytes: AtomicU64::new(0),
             last_synopsis_bytes: AtomicU64::new(0),
             writing_us: AtomicU64::new(0),
+            last: (AtomicU64::new(u64::MAX), std::sync::atomic::AtomicBool::new(false)),
         }
+    }
+
+    /// A new job takes over from checkpoint `id` (`crate::handoff`): it is this job's last.
+    /// Its answers at or after its boundary are the new job's to write: this process' output
+    /// drops them, and writes no checkpoint after it.
+    pub fn end_with(&self, id: u64) {
+        self.last.0.fetch_min(id, Ordering::Relaxed);
+    }
+
+    /// Whether this process has written its part and manifest of its last checkpoint
+    /// ([`CheckpointJob::end_with`]): the job may stop.
+    pub fn ended(&self) -> bool {
+        self.last.1.load(Ordering::Relaxed)
     }
 
     /// A worker has taken its part at `boundary` (its plan forgets the boundary): the output
@@ -176,6 +193,11 @@ impl CheckpointJob {
     /// When a file cannot be written (the checkpoint is then incomplete: a restart uses the one
     /// before).
     pub fn write(&self, part: &CheckpointPart, log: &[LoggedRequest]) -> Result<bool, String> {
+        let last = self.last.0.load(Ordering::Relaxed);
+        if part.id > last {
+            // After the last checkpoint of a hand-off: the directory is the new job's.
+            return Ok(false);
+        }
         let started = Instant::now();
         let entry = self.store.write_part(part)?;
         let synopsis_bytes: u64 = part.synopses.iter().map(|s| s.bytes.len() as u64).sum();
@@ -192,6 +214,10 @@ impl CheckpointJob {
         if self.crash_before_manifest == Some(part.id) {
             eprintln!("saams: SAAMS_CRASH_BEFORE_MANIFEST={}: ending the process", part.id);
             std::process::abort();
+        }
+        if part.id == last {
+            // Before the cut: no answer at or after the boundary is written from now on.
+            self.sink.end_at(boundary);
         }
         let bytes = self.sink.commit(boundary)?;
         // Dead letters of the lines before the checkpoint's positions are not written again
@@ -228,6 +254,9 @@ impl CheckpointJob {
         };
         self.store.commit(&manifest, self.shape.0 == 0)?;
         self.completed.fetch_add(1, Ordering::Relaxed);
+        if part.id == last {
+            self.last.1.store(true, Ordering::Relaxed);
+        }
         self.last_bytes.store(entries.iter().map(|e| e.bytes).sum(), Ordering::Relaxed);
         self.last_synopsis_bytes.store(own, Ordering::Relaxed);
         self.writing_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);

@@ -88,10 +88,16 @@ pub struct Fences {
     /// The next live request's place in the order every worker applies them (the request log's
     /// `at`).
     next_at: u64,
+    /// A hand-off ([`crate::handoff`]): the checkpoint after which this job writes nothing.
+    final_checkpoint: Option<u64>,
 }
 
 /// The origin of a body that asks for a checkpoint (its ticket is the checkpoint's id).
 const CHECKPOINT_ORIGIN: u32 = u32::MAX - 1;
+
+/// The origin of a body that asks for the job's last checkpoint: a new job takes over from it
+/// ([`crate::handoff`]).
+const LAST_CHECKPOINT_ORIGIN: u32 = u32::MAX - 2;
 
 /// Worker 0's checkpoint schedule: a checkpoint is asked for every interval (wall clock), the
 /// next only once the last one is written.
@@ -100,6 +106,11 @@ struct CheckpointClock {
     next_id: u64,
     last: std::time::Instant,
     writing: bool,
+    /// A job taking over another's directory asks for none until it holds the directory.
+    paused: bool,
+    /// The next checkpoint asked for is the job's last (a new job takes over from it);
+    /// `Some(true)` once it has been asked for.
+    last_one: Option<bool>,
 }
 
 impl Fences {
@@ -135,6 +146,7 @@ impl Fences {
             log: Vec::new(),
             durable: None,
             next_at: 0,
+            final_checkpoint: None,
         }
     }
 
@@ -152,8 +164,49 @@ impl Fences {
         if self.me == 0 {
             let now = std::time::Instant::now();
             let last = if resumed { now.checked_sub(every).unwrap_or(now) } else { now };
-            self.checkpoints = Some(CheckpointClock { every, next_id: first_id, last, writing: false });
+            self.checkpoints =
+                Some(CheckpointClock { every, next_id: first_id, last, writing: false, paused: false, last_one: None });
         }
+    }
+
+    /// Worker 0 of a job taking over another's directory ([`crate::handoff`]): no checkpoint is
+    /// asked for until [`Fences::resume_checkpoints`] (the directory is the other job's).
+    pub fn pause_checkpoints(&mut self) {
+        if let Some(c) = self.checkpoints.as_mut() {
+            c.paused = true;
+        }
+    }
+
+    /// Worker 0 of a job that has taken over: checkpoints from now on (the first at once), with
+    /// ids from `next_id` (after those of the job it took over from).
+    pub fn resume_checkpoints(&mut self, next_id: u64) {
+        if let Some(c) = self.checkpoints.as_mut() {
+            c.paused = false;
+            c.next_id = c.next_id.max(next_id);
+            c.last = std::time::Instant::now().checked_sub(c.every).unwrap_or(c.last);
+        }
+    }
+
+    /// Worker 0 of a job another takes over from: the next checkpoint, asked for at once (after
+    /// the one being written, if any), is the job's last ([`Fences::final_checkpoint`]).
+    pub fn hand_off(&mut self) {
+        if let Some(c) = self.checkpoints.as_mut()
+            && c.last_one.is_none()
+        {
+            c.last_one = Some(false);
+        }
+    }
+
+    /// The checkpoint after which this job writes nothing (every worker learns it with the
+    /// checkpoint's request): a new job takes over from it.
+    pub fn final_checkpoint(&self) -> Option<u64> {
+        self.final_checkpoint
+    }
+
+    /// The intake worker of a job that has just taken over: the requests it takes from now on
+    /// are synced to `log` before they are acknowledged.
+    pub fn set_request_log(&mut self, log: RequestLog) {
+        self.durable = Some(log);
     }
 
     /// Sync the live requests this worker takes to `log` before they are acknowledged (its
@@ -252,11 +305,15 @@ impl Fences {
         if self.forward.is_some()
             && let Some(c) = self.checkpoints.as_mut()
             && !c.writing
-            && c.last.elapsed() >= c.every
+            && !c.paused
+            && c.last_one != Some(true)
+            && (c.last_one.is_some() || c.last.elapsed() >= c.every)
         {
             // A checkpoint takes effect at a fence like a request: the window after the newest
             // any worker has routed.
-            bodies.push(Body { origin: CHECKPOINT_ORIGIN, ticket: c.next_id, requests: Vec::new() });
+            let origin = if c.last_one.is_some() { LAST_CHECKPOINT_ORIGIN } else { CHECKPOINT_ORIGIN };
+            c.last_one = c.last_one.map(|_| true);
+            bodies.push(Body { origin, ticket: c.next_id, requests: Vec::new() });
             c.next_id += 1;
             c.writing = true;
         }
@@ -287,8 +344,11 @@ impl Fences {
         for (epoch, bodies) in complete {
             let mut plan = plan.borrow_mut();
             for body in bodies {
-                if body.origin == CHECKPOINT_ORIGIN {
+                if body.origin == CHECKPOINT_ORIGIN || body.origin == LAST_CHECKPOINT_ORIGIN {
                     plan.receive_checkpoint(epoch, body.ticket);
+                    if body.origin == LAST_CHECKPOINT_ORIGIN {
+                        self.final_checkpoint = Some(body.ticket);
+                    }
                     continue;
                 }
                 self.unlogged.entry(epoch).or_default().push(body.clone());

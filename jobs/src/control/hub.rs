@@ -150,6 +150,19 @@ impl Hub {
         s.waiting.clear();
     }
 
+    /// Take no new requests, but answer those already taken (a job handing off to another:
+    /// the new job takes them).
+    pub fn stop_taking(&self) {
+        self.lock().open = false;
+    }
+
+    /// Number the tickets from `first` on, if that is past the next (a job that has taken over
+    /// another's request log continues its numbers).
+    pub fn continue_tickets(&self, first: u64) {
+        let mut s = self.lock();
+        s.next_ticket = s.next_ticket.max(first);
+    }
+
     /// Whether the job takes requests (between [`Hub::open`] and [`Hub::close`]).
     pub fn is_open(&self) -> bool {
         self.lock().open

@@ -93,6 +93,12 @@ impl LiveRequests {
         LiveRequests { requests, next_at, first_ticket, log: std::sync::Mutex::new(Some(log)) }
     }
 
+    /// The requests to apply and where their order goes on, without the log: a job taking over
+    /// another's directory (`crate::handoff`) opens it only once the other job has let go.
+    pub fn without_log(requests: Vec<LoggedRequest>, next_at: u64) -> LiveRequests {
+        LiveRequests { requests, next_at, first_ticket: 1, log: std::sync::Mutex::new(None) }
+    }
+
     /// The request log, for the process' intake worker (the first call has it).
     pub fn take_log(&self) -> Option<RequestLog> {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).take()

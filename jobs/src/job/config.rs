@@ -20,6 +20,7 @@ use crate::cli::Cli;
 use crate::control::hub::Hub;
 use crate::control::request_log::LiveRequests;
 use crate::duration::parse_duration_ms;
+use crate::handoff::HandOff;
 use crate::kafka::KafkaJob;
 use crate::metrics::Metrics;
 use crate::sink::file::{LineSink, SnapshotDir};
@@ -75,6 +76,7 @@ fn recovery_options(cli: &Cli) -> RecoveryOptions<'_> {
         process: cli.process,
         processes: cli.processes,
         out: &cli.out,
+        take_over: cli.take_over,
     }
 }
 
@@ -124,8 +126,14 @@ impl Startup {
         if cli.checkpoints.is_some() {
             refuse_what_cannot_be_resumed(&recovery_options(cli))?;
         }
-        // Before anything is read, cut or written there: a second job refuses here.
-        let locks = lock_what_the_job_writes(cli)?;
+        // Before anything is read, cut or written there: a second job refuses here (a job taking
+        // over takes the locks once the running job has let go of them: `crate::handoff`).
+        let locks = if cli.take_over {
+            crate::handoff::check_take_over(cli)?;
+            Vec::new()
+        } else {
+            lock_what_the_job_writes(cli)?
+        };
         let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
         let requests = request_script(cli, &requests_file)?;
         let generator = if cli.data.is_empty() && cli.kafka.data_topic.is_none() {
@@ -246,6 +254,12 @@ impl Outputs {
     /// # Errors
     /// When a file cannot be opened or cut, or the output topic cannot be read.
     pub(super) fn open(cli: &Cli, start: &Startup) -> Result<Outputs, String> {
+        if cli.take_over {
+            // Nothing is opened before the running job lets go (`crate::handoff`).
+            let dead = cli.dead_letter.as_ref().map(|_| Arc::new(LineSink::detached()));
+            let dead_path = cli.dead_letter.as_ref().map(|p| p.display().to_string());
+            return Ok(Outputs { sink: Arc::new(LineSink::detached()), file_sink: true, dead, dead_path });
+        }
         let (kafka_job, recovery) = (&start.kafka_job, &start.recovery);
         let kafka_sink = kafka_job.as_ref().and_then(|k| k.estimation_writer());
         let file_sink = kafka_sink.is_none();
@@ -396,6 +410,8 @@ pub(super) struct Shared {
     pub(super) stop: StopFlag,
     pub(super) pacer: Pacer,
     pub(super) settings: Settings,
+    /// With checkpoints: a hand-off to or from another job (`crate::handoff`).
+    pub(super) handoff: Option<Arc<HandOff>>,
 }
 
 /// The job's settings every worker reads.

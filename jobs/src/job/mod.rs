@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::cli::Cli;
+use crate::handoff::{HandOff, TakeOver, start_taking_over, watch_for_take_over};
 use crate::metrics::CommFigures;
 use crate::sink::file::SnapshotDir;
 use crate::stats::Stats;
@@ -95,6 +96,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
     let shape = (start.window_ms, requests.as_deref(), &start.inputs[..]);
     let checkpoints = open_checkpoint_job(&cli, start.recovery.as_ref(), shape, &outputs, start.kafka_job.as_ref())?;
+    let known = start.recovery.as_ref().map(|r| r.live.requests.clone()).unwrap_or_default();
+    let handoff = start_hand_off(&cli, known, &outputs, (&services, &stats));
     let shared = Shared {
         checkpoints: checkpoints.clone(),
         recovery: start.recovery.as_ref().map(|r| (r.resume.clone(), r.every, r.first_id, r.live.clone())),
@@ -110,6 +113,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         units: start.units,
         stop: start.stop,
         pacer: start.pacer,
+        handoff: handoff.clone(),
         settings: Settings {
             window_ms: start.window_ms,
             default_window: start.default_window,
@@ -123,6 +127,11 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let guards = timely::execute::execute_from(builders, others, start.config.worker, execute)
         .map_err(|e| format!("timely: {e}"))?;
     let results = guards.join();
+    if let Some(h) = &handoff {
+        // A job taking over whose input ended before it took over writes its answers then.
+        h.set_workers_done();
+        h.wait_taken_over();
+    }
     services.stop_requests_and_server();
     for r in results {
         r.map_err(|e| format!("worker failed: {e}"))?;
@@ -143,4 +152,30 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         request_warnings: stats.request_warnings.load(Ordering::Relaxed) + services.hub.warnings(),
         comm: services.metrics.comm(),
     })
+}
+
+/// With checkpoints: the thread that watches for a job taking over from this one, and, with
+/// `--take-over`, the one that takes over from the running job (`crate::handoff`).
+fn start_hand_off(
+    cli: &Cli,
+    known: Vec<saams::checkpoint::LoggedRequest>,
+    outputs: &Outputs,
+    (services, stats): (&Services, &Arc<Stats>),
+) -> Option<Arc<HandOff>> {
+    let dir = cli.checkpoints.clone()?;
+    let handoff = HandOff::new(cli.take_over);
+    // Detached: it ends when asked, or with the process.
+    let _ = watch_for_take_over(dir, services.hub.clone(), handoff.clone());
+    if cli.take_over {
+        let take = TakeOver {
+            cli: cli.clone(),
+            sink: outputs.sink.clone(),
+            dead: outputs.dead.clone(),
+            hub: services.hub.clone(),
+            stats: stats.clone(),
+            known,
+        };
+        let _ = start_taking_over(take, handoff.clone());
+    }
+    Some(handoff)
 }

@@ -64,7 +64,10 @@ impl Services {
         // With a request log, tickets are the logged requests' ids: numbered on from the log's.
         let hub = Arc::new(Hub::with_intake(Intake::new(cli.strict_requests)).with_first_ticket(first_ticket));
         let server = start_metrics(cli, &metrics, stats, sink, hub.clone())?;
-        hub.open();
+        if !cli.take_over {
+            // (A job taking over opens it once it is the writer: `crate::handoff`.)
+            hub.open();
+        }
         // Requests produced on the request topic after the start arrive while the job runs.
         let stop_following = Arc::new(AtomicBool::new(false));
         if follow_stdin {

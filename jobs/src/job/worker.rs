@@ -49,6 +49,7 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
     let mut state = WorkerState::start(worker, job);
     loop {
         state.apply_requests();
+        state.hand_off();
         state.checkpoint();
         let active = state.active();
         if !active && state.reading {
@@ -94,6 +95,8 @@ struct WorkerState<'a> {
     epoch: u64,
     /// False once this worker's input has ended.
     reading: bool,
+    /// A job taking over: whether this worker has seen it take over.
+    took_over: bool,
 }
 
 impl<'a> WorkerState<'a> {
@@ -152,6 +155,7 @@ impl<'a> WorkerState<'a> {
             kafka_unit,
             epoch: 0,
             reading: true,
+            took_over: false,
         }
     }
 
@@ -175,6 +179,39 @@ impl<'a> WorkerState<'a> {
             }
             self.router.counts.grow(self.plan.borrow().routing.groups.len());
             self.router.relabel();
+        }
+    }
+
+    /// A hand-off (`crate::handoff`). The job handing off: worker 0 asks for its last
+    /// checkpoint, every process ends once it has written it. The job taking over: once it
+    /// holds the directory, its fences fall at or after the boundary it took over at (its
+    /// checkpoints' cuts then follow every answer written), worker 0 asks for checkpoints, and
+    /// the intake worker logs the requests it takes.
+    fn hand_off(&mut self) {
+        let (Some(h), Some(c)) = (self.job.handoff.as_deref(), self.job.checkpoints.as_deref()) else { return };
+        if self.me == 0 && h.asked() {
+            self.fences.hand_off();
+        }
+        if let Some(id) = self.fences.final_checkpoint() {
+            c.end_with(id);
+        }
+        if c.ended() && !self.job.stop.raised() {
+            eprintln!("saams: handed off: the last checkpoint is written, this job stops");
+            self.job.stop.raise();
+        }
+        if self.took_over {
+            return;
+        }
+        let Some((boundary, next_id)) = h.taken_over() else { return };
+        self.took_over = true;
+        self.router.newest = self.router.newest.max((boundary.min(i64::MAX as u64) as i64).saturating_sub(1));
+        if self.me == 0 {
+            self.fences.resume_checkpoints(next_id);
+        }
+        if self.me.is_multiple_of(self.job.settings.workers_per_process.max(1))
+            && let Some(log) = h.take_log()
+        {
+            self.fences.set_request_log(log);
         }
     }
 
@@ -382,6 +419,10 @@ fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fen
         fences.checkpoint_every(*every, *first_id, live.requests.clone(), resume.is_some());
         // The intake worker syncs the requests it takes to its process' request log.
         fences.log_requests(intake.then(|| live.take_log()).flatten(), live.next_at);
+    }
+    if job.handoff.as_ref().is_some_and(|h| h.taking()) {
+        // The directory is the running job's until it hands off.
+        fences.pause_checkpoints();
     }
     (plan, fences, resume)
 }

@@ -11,6 +11,8 @@ use saams_operators::SnapshotStore;
 
 use crate::atomic_file::{StagedFile, sync_dir, temp_number};
 
+mod take_over;
+
 /// A line sink shared by the workers of a process; counts the lines.
 ///
 /// With checkpoints ([`LineSink::hold_until_commit`]) the file is cut at every checkpoint: the
@@ -26,10 +28,14 @@ pub struct LineSink {
     lines: AtomicU64,
     /// Bytes written (after the restart point, for a resumed file).
     bytes: AtomicU64,
-    /// The file behind the writer (fsynced at every commit).
-    file: Option<File>,
+    /// The file behind the writer (fsynced at every commit; set later for a sink
+    /// [attached](LineSink::attach) when its job takes over another's output).
+    file: std::sync::OnceLock<File>,
     /// With checkpoints: lines waiting for one; `None`: every line is written at once.
     held: Option<Mutex<Held>>,
+    /// A hand-off (`crate::handoff`): lines of event times before the first or at or after
+    /// the second are another job's to write, and dropped here.
+    span: (AtomicU64, AtomicU64),
 }
 
 /// Lines waiting for a checkpoint to be committed.
@@ -81,18 +87,24 @@ impl LineSink {
         std::io::Seek::seek(&mut writer, std::io::SeekFrom::Start(start)).map_err(|e| format!("{target}: {e}"))?;
         // Only a regular file is synced (`/dev/null` and pipes refuse fsync).
         let regular = file.metadata().is_ok_and(|m| m.is_file());
-        Ok(LineSink {
-            out: Mutex::new(Box::new(BufWriter::new(writer))),
-            lines: AtomicU64::new(0),
-            bytes: AtomicU64::new(start),
-            file: regular.then_some(file),
-            held: None,
-        })
+        let sink = LineSink::from_writer(Box::new(BufWriter::new(writer)));
+        sink.bytes.store(start, Ordering::Relaxed);
+        if regular {
+            let _ = sink.file.set(file);
+        }
+        Ok(sink)
     }
 
     /// A sink over any writer, e.g. a Kafka producer adapter sending one record per line.
     pub fn from_writer(w: Box<dyn Write + Send>) -> LineSink {
-        LineSink { out: Mutex::new(w), lines: AtomicU64::new(0), bytes: AtomicU64::new(0), file: None, held: None }
+        LineSink {
+            out: Mutex::new(w),
+            lines: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            file: std::sync::OnceLock::new(),
+            held: None,
+            span: (AtomicU64::new(0), AtomicU64::new(u64::MAX)),
+        }
     }
 
     /// A sink that drops every line (still counted).
@@ -117,6 +129,9 @@ impl LineSink {
     /// checkpoints, lines at or after it (or after a boundary begun and not committed) are held
     /// until that checkpoint is committed.
     pub fn write_at<L: AsRef<str>>(&self, time: u64, open: Option<u64>, lines: impl IntoIterator<Item = L>) {
+        if !self.writes(time) {
+            return;
+        }
         if let Some(held) = &self.held {
             let mut held = lock(held);
             let before = open.into_iter().chain(held.uncommitted.first().copied()).min().unwrap_or(u64::MAX);
@@ -173,7 +188,7 @@ impl LineSink {
 
     fn sync(&self) -> Result<u64, String> {
         lock(&self.out).flush().map_err(|e| format!("flushing the output: {e}"))?;
-        if let Some(f) = &self.file {
+        if let Some(f) = self.file.get() {
             f.sync_data().map_err(|e| format!("syncing the output: {e}"))?;
         }
         Ok(self.bytes.load(Ordering::Relaxed))
@@ -184,7 +199,7 @@ impl LineSink {
         if let Some(held) = &self.held {
             let mut held = lock(held);
             let all = std::mem::take(&mut held.lines);
-            self.write_now(all.into_iter().map(|(_, l)| l));
+            self.write_now(all.into_iter().filter(|(t, _)| self.writes(*t)).map(|(_, l)| l));
         }
     }
 

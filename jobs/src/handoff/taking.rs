@@ -1,0 +1,292 @@
+//! The new job's side of a hand-off (`saams --take-over`): the checks before it starts, and the
+//! thread of each process that asks, waits for the running job to let go, and takes over its
+//! directory and outputs (steps 2 and 4 of [`crate::handoff`]).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use saams::checkpoint::{LoggedRequest, Manifest};
+use serde::{Deserialize, Serialize};
+
+use crate::atomic_file::{StagedFile, sync_dir, temp_number};
+use crate::checkpoint::{CheckpointStore, TEMP_PREFIX, manifest_file_name};
+use crate::cli::Cli;
+use crate::control::hub::Hub;
+use crate::control::request_log::RequestLog;
+use crate::sink::file::LineSink;
+use crate::stats::Stats;
+use crate::writer_lock::{WriterLock, lock_output_files};
+
+use super::{HandOff, Request, now_unix_ms, request_path};
+
+/// How often the new job looks at the directory and tries the locks.
+const POLL: Duration = Duration::from_millis(10);
+
+/// The file process 0 of the new job writes once the running job has let go of every lock:
+/// the other processes take theirs then.
+const DONE_FILE: &str = "take-over-done.json";
+
+/// What `DIR/take-over-done.json` says.
+#[derive(Debug, Serialize, Deserialize)]
+struct Done {
+    /// When process 0 found every lock of the running job free (Unix ms).
+    done_unix_ms: u64,
+}
+
+/// What a process of a job taking over holds while it catches up and takes over.
+pub struct TakeOver {
+    /// The job's command line.
+    pub cli: Cli,
+    /// The answers' sink ([`LineSink::detached`] until the hand-off).
+    pub sink: Arc<LineSink>,
+    /// The dead letters' sink, when they go to a file or stdout (detached too).
+    pub dead: Option<Arc<LineSink>>,
+    /// The process' hub: opened once the process is the writer.
+    pub hub: Arc<Hub>,
+    /// The counters (the input's epoch says how far the job has read).
+    pub stats: Arc<Stats>,
+    /// The live requests the job applied at its start (the checkpoint's and the request logs').
+    pub known: Vec<LoggedRequest>,
+}
+
+/// Refuse a take-over that cannot work, before anything is opened: inputs or outputs it does
+/// not cover yet, no checkpoint, or no running job.
+///
+/// # Errors
+/// The reason, and what to do instead.
+pub fn check_take_over(cli: &Cli) -> Result<(), String> {
+    let k = &cli.kafka;
+    if k.data_topic.is_some() || k.output_topic.is_some() || k.dead_letter_topic.is_some() || k.request_topic.is_some()
+    {
+        return Err(
+            "--take-over covers file and generated inputs and file or stdout outputs, not Kafka topics yet".into()
+        );
+    }
+    if cli.requests.as_deref() == Some("-") {
+        return Err(
+            "--take-over takes live requests over HTTP once it has taken over, not from stdin (--requests -)".into()
+        );
+    }
+    let Some(dir) = &cli.checkpoints else { return Err("--take-over needs --checkpoints DIR".into()) };
+    let Some((id, _)) = newest_boundary(dir) else {
+        return Err(format!(
+            "--take-over: {} holds no complete checkpoint to take over from: start the job without --take-over",
+            dir.display()
+        ));
+    };
+    let lock = dir.join("writer-p0.lock");
+    if let Ok(free) = WriterLock::acquire(&lock, "the checkpoint directory") {
+        drop(free);
+        return Err(format!(
+            "--take-over: no job is running on {} (its writer lock is free): start the job without --take-over, it resumes from checkpoint {id}",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The newest checkpoint of `dir` whose every process' manifest is there, by its manifests
+/// alone (cheap enough to ask every few milliseconds): its id and boundary.
+fn newest_boundary(dir: &Path) -> Option<(u64, u64)> {
+    let mut ids: Vec<u64> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str().filter(|n| n.len() == 10).and_then(|n| n.parse().ok()))
+        .collect();
+    ids.sort_unstable();
+    ids.into_iter().rev().find_map(|id| {
+        let folder = dir.join(crate::checkpoint::folder_name(id));
+        let first = read_manifest(&folder, 0)?;
+        (1..first.processes).all(|p| folder.join(manifest_file_name(p)).exists()).then_some((id, first.boundary_ms))
+    })
+}
+
+fn read_manifest(folder: &Path, process: u32) -> Option<Manifest> {
+    let text = std::fs::read_to_string(folder.join(manifest_file_name(process))).ok()?;
+    Manifest::from_json(&text).ok()
+}
+
+/// Start the thread that takes over for this process; it ends once the process is the writer.
+/// A failure ends the process (exit 2) before it has written anything.
+pub fn start_taking_over(take: TakeOver, handoff: Arc<HandOff>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        if let Err(e) = take_over(&take, &handoff) {
+            eprintln!("saams: --take-over: {e}");
+            std::process::exit(2);
+        }
+    })
+}
+
+fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
+    let started = now_unix_ms();
+    let Some(dir) = take.cli.checkpoints.clone() else { return Err("no --checkpoints".into()) };
+    let mut locks = catch_up_and_ask(take, handoff, &dir, started)?;
+    // Every lock of the running job is free: its last checkpoint is the newest.
+    locks.extend(wait_for(|| lock_output_files(&take.cli))?);
+    let store = CheckpointStore::open(&dir, take.cli.checkpoint_keep)?;
+    let restored = store.newest()?.ok_or("the checkpoint directory holds no complete checkpoint now")?;
+    let first = restored.manifests.first().ok_or("a checkpoint without a manifest")?;
+    let boundary = first.boundary_ms;
+    check_requests(&dir, &first.requests, &take.known, restored.id)?;
+    attach_outputs(take, &restored.manifests, boundary)?;
+    let (log, first_ticket) = RequestLog::open(&dir, take.cli.process)?;
+    take.hub.continue_tickets(first_ticket);
+    handoff.took_over(boundary, store.next_id(), log, locks);
+    // The intake worker syncs requests to the log before acknowledging them: it must have it
+    // before the hub takes any.
+    while handoff.log.lock().map(|l| l.is_some()).unwrap_or(false)
+        && !handoff.workers_done.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    take.hub.open();
+    let at = saams::api::time::format_timestamp(boundary.min(i64::MAX as u64) as i64);
+    eprintln!("saams: took over at checkpoint {} ({at}): answers from then on are this job's", restored.id);
+    if take.cli.process == 0 {
+        let _ = std::fs::remove_file(request_path(&dir));
+    }
+    Ok(())
+}
+
+/// Catch up (dropping the answers the running job has checkpointed), ask (process 0, once its
+/// input has reached the running job's newest checkpoint), and wait until the running job has
+/// let go of the directory: this process' writer lock, held from then on.
+fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64) -> Result<Vec<WriterLock>, String> {
+    let process = take.cli.process;
+    let mine = dir.join(format!("writer-p{process}.lock"));
+    let mut asked = false;
+    loop {
+        std::thread::sleep(POLL);
+        if let Some((_, boundary)) = newest_boundary(dir) {
+            take.sink.drop_before(boundary);
+            let reached = take.stats.epoch.load(std::sync::atomic::Ordering::Relaxed) >= boundary as i64;
+            if process == 0 && !asked && (reached || handoff.workers_done.load(std::sync::atomic::Ordering::Relaxed)) {
+                write_request(dir, &take.cli)?;
+                eprintln!(
+                    "saams: --take-over: caught up with checkpoint boundary {boundary}: asked the running job to hand off"
+                );
+                asked = true;
+            }
+        }
+        let may_lock = if process == 0 { asked && others_free(dir) } else { done_since(dir, started) };
+        if !may_lock {
+            continue;
+        }
+        if let Ok(lock) =
+            WriterLock::acquire(&mine, &format!("the checkpoint directory {} (process {process})", dir.display()))
+        {
+            if process == 0 && !others_free(dir) {
+                continue;
+            }
+            if process == 0 {
+                let done = Done { done_unix_ms: now_unix_ms() };
+                write_atomically(&dir.join(DONE_FILE), &serde_json::to_string(&done).map_err(|e| e.to_string())?)?;
+            }
+            return Ok(vec![lock]);
+        }
+    }
+}
+
+/// Whether the writer locks of processes 1.. are free: the running job's other processes have
+/// ended (whatever `-n` either job has).
+fn others_free(dir: &Path) -> bool {
+    let Ok(listing) = std::fs::read_dir(dir) else { return false };
+    listing.filter_map(Result::ok).all(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(index) = name.strip_prefix("writer-p").and_then(|n| n.strip_suffix(".lock")) else { return true };
+        let Ok(index) = index.parse::<usize>() else { return true };
+        // (This job's other processes take theirs only once process 0 has found them free.)
+        index == 0 || WriterLock::acquire(&e.path(), "a process' part of the directory").is_ok()
+    })
+}
+
+/// Whether process 0 has found the running job gone since `since` (Unix ms).
+fn done_since(dir: &Path, since: u64) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(DONE_FILE)) else { return false };
+    serde_json::from_str::<Done>(&text).is_ok_and(|d| d.done_unix_ms >= since)
+}
+
+/// Write the take-over request (atomically: it is read by polling).
+fn write_request(dir: &Path, cli: &Cli) -> Result<(), String> {
+    let request = Request {
+        host: crate::writer_lock::host_name(),
+        pid: std::process::id(),
+        asked_unix_ms: now_unix_ms(),
+        processes: cli.processes,
+        workers: cli.workers,
+    };
+    write_atomically(&request_path(dir), &serde_json::to_string(&request).map_err(|e| e.to_string())?)
+}
+
+/// Write `text` to `path` atomically (a reader sees the old file or the new one) and durably.
+fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let temp = dir.join(format!("{TEMP_PREFIX}take-over.{}.{}", std::process::id(), temp_number()));
+    StagedFile::write(temp, path.to_path_buf(), text.as_bytes())
+        .and_then(StagedFile::rename)
+        .and_then(|()| sync_dir(&dir))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Retry `f` until it succeeds (a lock another job still holds).
+fn wait_for<T>(mut f: impl FnMut() -> Result<T, String>) -> Result<T, String> {
+    let waited = std::time::Instant::now();
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if waited.elapsed() > Duration::from_secs(600) => return Err(e),
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Every live request the running job applied (its last checkpoint's log, then the request
+/// logs beyond it) must be one this job applied at its start.
+fn check_requests(dir: &Path, applied: &[LoggedRequest], known: &[LoggedRequest], id: u64) -> Result<(), String> {
+    let known: HashSet<u64> = known.iter().filter_map(|r| r.id).collect();
+    let beyond = RequestLog::recover(dir, applied)?.pending;
+    let missed: Vec<String> = applied
+        .iter()
+        .chain(&beyond)
+        .filter_map(|r| r.id)
+        .filter(|id| !known.contains(id))
+        .map(|id| id.to_string())
+        .collect();
+    if missed.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the running job took live requests after this job started (ids {}): start this job again without --take-over, it resumes from checkpoint {id}, which holds them; nothing was written",
+        missed.join(", ")
+    ))
+}
+
+/// Cut the outputs back to the last checkpoint's lengths and write the held answers from
+/// `boundary` on; process 0 also cuts the outputs of the running job's processes this job does
+/// not have.
+fn attach_outputs(take: &TakeOver, manifests: &[Manifest], boundary: u64) -> Result<(), String> {
+    let cli = &take.cli;
+    let mine = manifests.iter().find(|m| m.process as usize == cli.process);
+    let output = mine.and_then(|m| m.output.as_ref()).filter(|o| o.path == cli.out).map(|o| o.bytes);
+    take.sink.attach(&cli.out, Some(output.unwrap_or(0)), boundary)?;
+    if let (Some(dead), Some(path)) = (&take.dead, &cli.dead_letter) {
+        let path = path.display().to_string();
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let recorded = mine.and_then(|m| m.dead_letters.as_ref()).filter(|o| o.path == path).map(|o| o.bytes);
+        // Dead letters are at least once: those of the lines read again are written again.
+        dead.attach(&path, Some(recorded.map_or(len, |b| b.min(len))), 0)?;
+    }
+    if cli.process == 0 {
+        for m in manifests.iter().filter(|m| m.process as usize >= cli.processes) {
+            if let Some(o) = &m.output
+                && let Ok(f) = std::fs::OpenOptions::new().write(true).open(&o.path)
+            {
+                f.set_len(o.bytes).map_err(|e| format!("cannot cut {} back to {} bytes: {e}", o.path, o.bytes))?;
+            }
+        }
+    }
+    Ok(())
+}
