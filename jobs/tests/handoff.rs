@@ -1,0 +1,218 @@
+//! Hand-off (`saams --take-over`, `saams_jobs::handoff`): a job of another shape takes over a
+//! running job's checkpoint directory and output; the running job answers the windows before
+//! the boundary they agree on and exits by itself, the new one answers from there on, and the
+//! output holds every answer exactly once (sorted, byte for byte, the answers of a run without
+//! hand-off). A take-over with no running job or no checkpoint is refused with a clear error.
+//!
+//! KLL answers are left out of the comparisons: Apache DataSketches' KLL compacts with an
+//! unseeded random generator, so two runs of the same input differ (see engine.rs).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_saams");
+const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+
+fn repo(rel: &str) -> String {
+    format!("{}/../{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("saams-handoff-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+/// The lines of `paths`, KLL's left out, sorted.
+fn sorted_lines(paths: &[PathBuf]) -> Vec<String> {
+    let mut v = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        v.extend(text.lines().filter(|l| !l.contains(r#""kind":"KLL""#)).map(str::to_string));
+    }
+    v.sort();
+    v
+}
+
+/// The same lines, or a message with the counts and the first lines only one side has.
+#[track_caller]
+fn assert_same(got: &[String], want: &[String], what: &str) {
+    if got == want {
+        return;
+    }
+    let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).take(3).collect();
+    let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).take(3).collect();
+    panic!(
+        "{what}: {} lines, expected {}; missing e.g. {missing:#?}; unexpected e.g. {extra:#?}",
+        got.len(),
+        want.len()
+    );
+}
+
+/// The job's arguments: every kind of synopsis over a file of 6 streams of 20,000 ticks (about
+/// 440 one-minute windows), read in byte ranges.
+fn job_args(dir: &Path, data: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir.join("snapshots")).expect("snapshot dir");
+    let mut args: Vec<String> = vec!["--requests".into(), repo("datasets/requests/all-kinds.json")];
+    args.extend(["--progress".into(), "0".into(), "--snapshots".into(), dir.join("snapshots").display().to_string()]);
+    args.extend(["--data".into(), data.display().to_string(), "--chunk-bytes".into(), "400000".into()]);
+    args
+}
+
+/// The generator's 6 streams of 20,000 tuples as a JSON-lines file at `path`.
+fn generate_ticks(path: &Path) {
+    let out =
+        Command::new(REPLAY).args(["--generate", "stocks:6:20000", "--output"]).arg(path).output().expect("run replay");
+    assert!(out.status.success(), "replay: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+/// A `saams` command on `data` in `run`, its stderr to a file there named after `name`.
+fn saams(run: &Path, data: &Path, name: &str, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(job_args(run, data))
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(run.join(format!("stderr-{name}-{}", nanos()))).expect("stderr file"));
+    cmd
+}
+
+fn stderr_of(dir: &Path, name: &str) -> String {
+    let mut all = String::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().filter_map(Result::ok) {
+        if e.file_name().to_string_lossy().starts_with(&format!("stderr-{name}")) {
+            all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+    }
+    all
+}
+
+/// Complete checkpoints (with every process' manifest) in `dir`.
+fn complete_checkpoints(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries.filter_map(Result::ok).filter(|e| e.path().join("manifest-p0.json").exists()).count()
+}
+
+/// Wait for `child` to end by itself (a guard against a hang, not a timing assertion).
+fn wait_ends(child: &mut Child, what: &str, stderr: impl Fn() -> String) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not end by itself: {}", stderr());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_one_worker_job_hands_off_to_two_processes_and_every_answer_is_written_once() {
+    let dir = tmp("one-to-two");
+    let data = dir.join("ticks.jsonl");
+    generate_ticks(&data);
+    let plain = dir.join("plain");
+    std::fs::create_dir_all(&plain).expect("plain dir");
+    let out = saams(&plain, &data, "plain", &["-w", "1", "--out"]).arg(plain.join("out.json")).output();
+    assert!(out.expect("run saams").status.success(), "{}", stderr_of(&plain, "plain"));
+    let want = sorted_lines(&[plain.join("out.json")]);
+    assert!(want.len() > 1000, "expected many answers, got {}", want.len());
+
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let checkpoints = run.join("checkpoints");
+    let ck = checkpoints.display().to_string();
+    let common = ["--checkpoint-interval", "150ms", "--checkpoints", ck.as_str()];
+    // The running job, paced so that it is still running when the new one has caught up.
+    let out0 = run.join("out0.json").display().to_string();
+    let mut old = saams(&run, &data, "old", &["-w", "1", "--rate", "15000", "--out", &out0])
+        .args(common)
+        .spawn()
+        .expect("start the running job");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while complete_checkpoints(&checkpoints) < 2 {
+        assert!(Instant::now() < deadline, "no 2 checkpoints within 2 minutes: {}", stderr_of(&run, "old"));
+        assert!(old.try_wait().expect("try_wait").is_none(), "the running job ended early: {}", stderr_of(&run, "old"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The new job: two processes of one worker, faster, each with its own output (process 0
+    // writes where the running job wrote).
+    let ports: Vec<u16> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port())
+        .collect();
+    let hostfile = run.join("hosts");
+    std::fs::write(&hostfile, ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>()).expect("hostfile");
+    let hosts = hostfile.display().to_string();
+    let mut new: Vec<Child> = (0..2)
+        .map(|p| {
+            let out = run.join(format!("out{p}.json")).display().to_string();
+            let shape = ["-n", "2", "-w", "1", "-p", &p.to_string(), "-h", &hosts, "--rate", "40000"];
+            saams(&run, &data, "new", &shape)
+                .args(common)
+                .args(["--take-over", "--out", &out])
+                .spawn()
+                .expect("start the new job")
+        })
+        .collect();
+    let status = wait_ends(&mut old, "the running job", || stderr_of(&run, ""));
+    assert!(status.success(), "the running job failed: {}", stderr_of(&run, "old"));
+    assert!(stderr_of(&run, "old").contains("handed off"), "{}", stderr_of(&run, "old"));
+    for (p, child) in new.iter_mut().enumerate() {
+        let status = wait_ends(child, &format!("process {p} of the new job"), || stderr_of(&run, ""));
+        assert!(status.success(), "process {p} of the new job failed: {}", stderr_of(&run, "new"));
+    }
+    let new_err = stderr_of(&run, "new");
+    assert_eq!(new_err.matches("took over at checkpoint").count(), 2, "{new_err}");
+    let got = sorted_lines(&[run.join("out0.json"), run.join("out1.json")]);
+    assert_same(&got, &want, "hand-off from -w 1 to -n 2 -w 1");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Run `saams` with `args` on a small file to its end.
+fn run_to_end(run: &Path, data: &Path, name: &str, args: &[&str]) -> Output {
+    let mut child = saams(run, data, name, args).stderr(Stdio::piped()).spawn().expect("start saams");
+    let status = wait_ends(&mut child, name, String::new);
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(status.code(), out.status.code());
+    out
+}
+
+#[test]
+fn a_take_over_with_no_checkpoint_or_no_running_job_is_refused() {
+    let dir = tmp("refused");
+    let data = dir.join("ticks.jsonl");
+    generate_ticks(&data);
+    let ck = dir.join("checkpoints").display().to_string();
+    let out = dir.join("out.json").display().to_string();
+    // No checkpoint: nothing to take over from.
+    let refused = run_to_end(&dir, &data, "empty", &["--take-over", "--checkpoints", &ck, "--out", &out]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds no complete checkpoint to take over from"), "{err}");
+    assert!(!Path::new(&out).exists(), "a refused take-over writes nothing");
+    // A job that ran to its end left checkpoints, and holds nothing any more.
+    let done =
+        run_to_end(&dir, &data, "first", &["--checkpoint-interval", "100ms", "--checkpoints", &ck, "--out", &out]);
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let before = std::fs::read(&out).expect("the first job's output");
+    let refused = run_to_end(&dir, &data, "late", &["--take-over", "--checkpoints", &ck, "--out", &out]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(err.contains("no job is running on"), "{err}");
+    assert!(err.contains("start the job without --take-over"), "{err}");
+    assert_eq!(std::fs::read(&out).expect("output"), before, "a refused take-over leaves the output alone");
+    // --take-over without --checkpoints: clap names what is missing.
+    let refused = run_to_end(&dir, &data, "flags", &["--take-over", "--out", &out]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("--checkpoints"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
