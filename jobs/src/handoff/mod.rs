@@ -12,10 +12,14 @@
 //!    writing nothing: it takes no lock, opens no request log, asks for no checkpoint, takes no
 //!    live request, and holds its answers in memory, dropping those before the running job's
 //!    newest checkpoint (that job has written them) as newer checkpoints appear.
-//! 2. **Ask.** Once its input has reached that newest checkpoint's boundary, process 0 of the new
-//!    job writes `DIR/take-over.json` (atomically: temporary file, rename).
-//! 3. **Hand off.** Every process of the running job polls for that file; on seeing it (from a
-//!    live process) it stops taking live requests and worker 0 asks at once for a checkpoint
+//! 2. **Ask.** Process 0 of the new job writes `DIR/take-over.json` (atomically: temporary file,
+//!    rename) at its start; process 0 of the running job, polling for it, publishes how far its
+//!    input has read in `DIR/take-over-frontier.json` (every 20 ms) while the new job catches
+//!    up. Once the new job's input has reached that frontier, it marks its request ready.
+//!    (Without a frontier after two seconds, a running job that does not publish one, it asks
+//!    once it has reached the running job's newest checkpoint.)
+//! 3. **Hand off.** Every process of the running job polls for that file; on seeing it ready (from
+//!    a live process) it stops taking live requests and worker 0 asks at once for a checkpoint
 //!    marked as the job's last: its boundary `E` is agreed like any checkpoint's (the window after
 //!    the newest any worker routed). Every process writes that checkpoint as usual (answers
 //!    before `E` cut into the output, synced), drops every answer at or after `E`, writes no
@@ -35,9 +39,10 @@
 //! file only makes the old job stop soon.
 //!
 //! What the gap in answers is: windows after `E` are answered by the new job once it has the
-//! lock and has read up to them — at most the time to write the last checkpoint, end the old
-//! job, plus the new job's distance behind `E` (it asks only once it has reached the old job's
-//! newest checkpoint, at most one checkpoint interval behind the old job's frontier).
+//! lock and has read up to them: the time to write the last checkpoint and end the old job,
+//! plus the new job's distance behind `E` (it asks once it has reached the old job's frontier,
+//! so about what the old job reads in the few milliseconds of the exchange; at most one
+//! checkpoint interval when it falls back on the newest checkpoint).
 //!
 //! Live requests: the running job stops taking them when it sees the request, and the new job
 //! takes them once it is the writer. If the running job acknowledged requests the new job has
@@ -76,6 +81,22 @@ pub struct Request {
     pub processes: usize,
     /// Workers per process.
     pub workers: usize,
+    /// False while the new job catches up (the running job then publishes its frontier in
+    /// [`FRONTIER_FILE`]); true once it has reached that frontier: the running job hands off.
+    #[serde(default)]
+    pub ready: bool,
+}
+
+/// The file where a running job asked to hand off publishes how far it has read.
+pub const FRONTIER_FILE: &str = "take-over-frontier.json";
+
+/// What `DIR/take-over-frontier.json` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frontier {
+    /// The window the running job's input has reached (event-time ms: its epoch's window).
+    pub epoch_ms: i64,
+    /// When it was written (Unix ms).
+    pub unix_ms: u64,
 }
 
 /// Where the request file of `dir` is.

@@ -20,7 +20,7 @@ use crate::sink::file::LineSink;
 use crate::stats::Stats;
 use crate::writer_lock::{WriterLock, lock_output_files};
 
-use super::{HandOff, Request, now_unix_ms, request_path};
+use super::{FRONTIER_FILE, Frontier, HandOff, Request, now_unix_ms, request_path};
 
 /// How often the new job looks at the directory and tries the locks.
 const POLL: Duration = Duration::from_millis(10);
@@ -157,21 +157,24 @@ fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
 fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64) -> Result<Vec<WriterLock>, String> {
     let process = take.cli.process;
     let mine = dir.join(format!("writer-p{process}.lock"));
-    let mut asked = false;
+    let mut ready = false;
+    if process == 0 {
+        write_request(dir, &take.cli, false)?;
+    }
     loop {
         std::thread::sleep(POLL);
-        if let Some((_, boundary)) = newest_boundary(dir) {
+        let newest = newest_boundary(dir).map(|(_, b)| b);
+        if let Some(boundary) = newest {
             take.sink.drop_before(boundary);
-            let reached = take.stats.epoch.load(std::sync::atomic::Ordering::Relaxed) >= boundary as i64;
-            if process == 0 && !asked && (reached || handoff.workers_done.load(std::sync::atomic::Ordering::Relaxed)) {
-                write_request(dir, &take.cli)?;
-                eprintln!(
-                    "saams: --take-over: caught up with checkpoint boundary {boundary}: asked the running job to hand off"
-                );
-                asked = true;
+        }
+        if process == 0 && !ready {
+            if let Some(target) = caught_up_with(take, handoff, dir, newest, started) {
+                write_request(dir, &take.cli, true)?;
+                eprintln!("saams: --take-over: caught up with the running job ({target}): asked it to hand off");
+                ready = true;
             }
         }
-        let may_lock = if process == 0 { asked && others_free(dir) } else { done_since(dir, started) };
+        let may_lock = if process == 0 { ready && others_free(dir) } else { done_since(dir, started) };
         if !may_lock {
             continue;
         }
@@ -188,6 +191,35 @@ fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64
             return Ok(vec![lock]);
         }
     }
+}
+
+/// Whether this job's input has reached the running job's: the frontier it publishes (asked
+/// since `started`), or, when it publishes none within [`FRONTIER_WAIT_MS`], its newest
+/// checkpoint's boundary (`newest`); or this job's input has ended. What was reached, in words.
+fn caught_up_with(take: &TakeOver, handoff: &HandOff, dir: &Path, newest: Option<u64>, started: u64) -> Option<String> {
+    if handoff.workers_done.load(std::sync::atomic::Ordering::Relaxed) {
+        return Some("this job's input has ended".into());
+    }
+    let own = take.stats.epoch.load(std::sync::atomic::Ordering::Relaxed);
+    let published = std::fs::read_to_string(dir.join(FRONTIER_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Frontier>(&t).ok())
+        .filter(|f| f.unix_ms >= started);
+    match published {
+        Some(f) => (own >= f.epoch_ms).then(|| format!("its input's window {}", format_ms(f.epoch_ms))),
+        None if now_unix_ms() >= started + FRONTIER_WAIT_MS => newest
+            .filter(|&b| own >= b as i64)
+            .map(|b| format!("its newest checkpoint's boundary {}", format_ms(b as i64))),
+        None => None,
+    }
+}
+
+/// How long the new job waits for the running job's frontier before it falls back on the
+/// newest checkpoint's boundary.
+const FRONTIER_WAIT_MS: u64 = 2_000;
+
+fn format_ms(ms: i64) -> String {
+    saams::api::time::format_timestamp(ms)
 }
 
 /// Whether the writer locks of processes 1.. are free: the running job's other processes have
@@ -209,14 +241,16 @@ fn done_since(dir: &Path, since: u64) -> bool {
     serde_json::from_str::<Done>(&text).is_ok_and(|d| d.done_unix_ms >= since)
 }
 
-/// Write the take-over request (atomically: it is read by polling).
-fn write_request(dir: &Path, cli: &Cli) -> Result<(), String> {
+/// Write the take-over request, `ready` once this job has caught up (atomically: it is read
+/// by polling).
+fn write_request(dir: &Path, cli: &Cli, ready: bool) -> Result<(), String> {
     let request = Request {
         host: crate::writer_lock::host_name(),
         pid: std::process::id(),
         asked_unix_ms: now_unix_ms(),
         processes: cli.processes,
         workers: cli.workers,
+        ready,
     };
     write_atomically(&request_path(dir), &serde_json::to_string(&request).map_err(|e| e.to_string())?)
 }

@@ -165,7 +165,7 @@ fn start_hand_off(
     let dir = cli.checkpoints.clone()?;
     let handoff = HandOff::new(cli.take_over);
     // Detached: it ends when asked, or with the process.
-    let _ = watch_for_take_over(dir, services.hub.clone(), handoff.clone());
+    let _ = watch_for_take_over(dir, (services.hub.clone(), stats.clone()), handoff.clone(), cli.process == 0);
     if cli.take_over {
         let take = TakeOver {
             cli: cli.clone(),
