@@ -529,4 +529,37 @@ mod tests {
             assert!(f.received.borrow().len() == 1, "{:?}", f.received.borrow());
         });
     }
+
+    /// A paused clock asks for nothing; a hand-off asks at once for the last checkpoint, which
+    /// every worker learns with its request, and for none after it.
+    #[test]
+    fn a_hand_off_asks_for_one_last_checkpoint_at_once() {
+        timely::execute_directly(|worker| {
+            let hub = Arc::new(Hub::new());
+            hub.open();
+            let mut f = Fences::build(worker, 1000, Some(hub.clone()));
+            f.checkpoint_every(std::time::Duration::ZERO, 7, Vec::new(), false);
+            f.pause_checkpoints();
+            let plan = RefCell::new(Plan::build(&[], 1, 1000, Arc::new(SnapshotDir::new(None))));
+            let mut steps = |f: &mut Fences| {
+                for _ in 0..50 {
+                    f.poll(&plan, 0);
+                    worker.step();
+                }
+            };
+            steps(&mut f);
+            assert!(f.received.borrow().is_empty(), "a paused clock asked: {:?}", f.received.borrow());
+            // The hand-off's checkpoint is asked for even though the clock would wait an hour.
+            f.resume_checkpoints(9);
+            f.checkpoints.as_mut().expect("worker 0's clock").every = std::time::Duration::from_secs(3600);
+            f.checkpoints.as_mut().expect("worker 0's clock").last = std::time::Instant::now();
+            f.hand_off();
+            steps(&mut f);
+            assert_eq!(f.final_checkpoint(), Some(9), "{:?}", f.received.borrow());
+            f.checkpoint_written();
+            steps(&mut f);
+            let asked: usize = f.received.borrow().values().map(Vec::len).sum();
+            assert_eq!(asked, 1, "no checkpoint after the last: {:?}", f.received.borrow());
+        });
+    }
 }
