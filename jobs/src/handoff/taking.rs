@@ -167,12 +167,13 @@ fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64
         if let Some(boundary) = newest {
             take.sink.drop_before(boundary);
         }
-        if process == 0 && !ready {
-            if let Some(target) = caught_up_with(take, handoff, dir, newest, started) {
-                write_request(dir, &take.cli, true)?;
-                eprintln!("saams: --take-over: caught up with the running job ({target}): asked it to hand off");
-                ready = true;
-            }
+        if process == 0
+            && !ready
+            && let Some(target) = caught_up_with(take, handoff, dir, newest, started)
+        {
+            write_request(dir, &take.cli, true)?;
+            eprintln!("saams: --take-over: caught up with the running job ({target}): asked it to hand off");
+            ready = true;
         }
         let may_lock = if process == 0 { ready && others_free(dir) } else { done_since(dir, started) };
         if !may_lock {
