@@ -115,9 +115,8 @@ fn wait_ends(child: &mut Child, what: &str, stderr: impl Fn() -> String) -> std:
     }
 }
 
-#[test]
-fn a_one_worker_job_hands_off_to_two_processes_and_every_answer_is_written_once() {
-    let dir = tmp("one-to-two");
+/// The file of ticks and the sorted answers of a `-w 1` run without hand-off.
+fn ticks_and_plain_answers(dir: &Path) -> (PathBuf, Vec<String>) {
     let data = dir.join("ticks.jsonl");
     generate_ticks(&data);
     let plain = dir.join("plain");
@@ -126,43 +125,65 @@ fn a_one_worker_job_hands_off_to_two_processes_and_every_answer_is_written_once(
     assert!(out.expect("run saams").status.success(), "{}", stderr_of(&plain, "plain"));
     let want = sorted_lines(&[plain.join("out.json")]);
     assert!(want.len() > 1000, "expected many answers, got {}", want.len());
+    (data, want)
+}
 
-    let run = dir.join("run");
-    std::fs::create_dir_all(&run).expect("run dir");
-    let checkpoints = run.join("checkpoints");
-    let ck = checkpoints.display().to_string();
-    let common = ["--checkpoint-interval", "150ms", "--checkpoints", ck.as_str()];
-    // The running job, paced so that it is still running when the new one has caught up.
+/// The newest complete checkpoint's id in `dir` (0: none).
+fn newest_id(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("manifest-p0.json").exists())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Start the running `-w 1` job (paced, so that it still runs when the new one has caught up)
+/// and wait for its second checkpoint.
+fn start_running_job(run: &Path, data: &Path, common: &[&str]) -> Child {
     let out0 = run.join("out0.json").display().to_string();
-    let mut old = saams(&run, &data, "old", &["-w", "1", "--rate", "15000", "--out", &out0])
+    let mut old = saams(run, data, "old", &["-w", "1", "--rate", "10000", "--out", &out0])
         .args(common)
         .spawn()
         .expect("start the running job");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while complete_checkpoints(&checkpoints) < 2 {
-        assert!(Instant::now() < deadline, "no 2 checkpoints within 2 minutes: {}", stderr_of(&run, "old"));
-        assert!(old.try_wait().expect("try_wait").is_none(), "the running job ended early: {}", stderr_of(&run, "old"));
+    while complete_checkpoints(&run.join("checkpoints")) < 2 {
+        assert!(Instant::now() < deadline, "no 2 checkpoints within 2 minutes: {}", stderr_of(run, "old"));
+        assert!(old.try_wait().expect("try_wait").is_none(), "the running job ended early: {}", stderr_of(run, "old"));
         std::thread::sleep(Duration::from_millis(10));
     }
-    // The new job: two processes of one worker, faster, each with its own output (process 0
-    // writes where the running job wrote).
+    old
+}
+
+/// The two processes of the new job (one worker each; process 0 writes where the running job
+/// wrote, process 1 its own file), with `extra` flags.
+fn start_two_processes(run: &Path, data: &Path, common: &[&str], extra: &[&str]) -> Vec<Child> {
     let ports: Vec<u16> = (0..2)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port())
         .collect();
     let hostfile = run.join("hosts");
     std::fs::write(&hostfile, ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>()).expect("hostfile");
     let hosts = hostfile.display().to_string();
-    let mut new: Vec<Child> = (0..2)
+    (0..2)
         .map(|p| {
             let out = run.join(format!("out{p}.json")).display().to_string();
-            let shape = ["-n", "2", "-w", "1", "-p", &p.to_string(), "-h", &hosts, "--rate", "40000"];
-            saams(&run, &data, "new", &shape)
-                .args(common)
-                .args(["--take-over", "--out", &out])
-                .spawn()
-                .expect("start the new job")
+            let shape = ["-n", "2", "-w", "1", "-p", &p.to_string(), "-h", &hosts];
+            saams(run, data, "new", &shape).args(common).args(extra).args(["--out", &out]).spawn().expect("start")
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_one_worker_job_hands_off_to_two_processes_and_every_answer_is_written_once() {
+    let dir = tmp("one-to-two");
+    let (data, want) = ticks_and_plain_answers(&dir);
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let ck = run.join("checkpoints").display().to_string();
+    let common = ["--checkpoint-interval", "150ms", "--checkpoints", ck.as_str()];
+    let mut old = start_running_job(&run, &data, &common);
+    let mut new = start_two_processes(&run, &data, &common, &["--take-over", "--rate", "40000"]);
     let status = wait_ends(&mut old, "the running job", || stderr_of(&run, ""));
     assert!(status.success(), "the running job failed: {}", stderr_of(&run, "old"));
     assert!(stderr_of(&run, "old").contains("handed off"), "{}", stderr_of(&run, "old"));
@@ -172,8 +193,45 @@ fn a_one_worker_job_hands_off_to_two_processes_and_every_answer_is_written_once(
     }
     let new_err = stderr_of(&run, "new");
     assert_eq!(new_err.matches("took over at checkpoint").count(), 2, "{new_err}");
+    // It read on after taking over: the writer, with checkpoints of its own.
+    assert!(!new_err.contains("checkpoints written=0"), "{new_err}");
     let got = sorted_lines(&[run.join("out0.json"), run.join("out1.json")]);
     assert_same(&got, &want, "hand-off from -w 1 to -n 2 -w 1");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The job that took over is an ordinary writer of the directory: killed with SIGKILL after its
+/// own checkpoints and started again (without `--take-over`), it ends with the answers of a run
+/// without hand-off or crash.
+#[test]
+fn a_job_that_took_over_and_was_killed_resumes_from_its_own_checkpoints() {
+    let dir = tmp("took-over-killed");
+    let (data, want) = ticks_and_plain_answers(&dir);
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let checkpoints = run.join("checkpoints");
+    let ck = checkpoints.display().to_string();
+    let common = ["--checkpoint-interval", "150ms", "--checkpoints", ck.as_str()];
+    let mut old = start_running_job(&run, &data, &common);
+    let mut new = start_two_processes(&run, &data, &common, &["--take-over", "--rate", "20000"]);
+    assert!(wait_ends(&mut old, "the running job", || stderr_of(&run, "")).success(), "{}", stderr_of(&run, "old"));
+    let last_of_old = newest_id(&checkpoints);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while newest_id(&checkpoints) < last_of_old + 2 {
+        assert!(Instant::now() < deadline, "the new job wrote no 2 checkpoints: {}", stderr_of(&run, "new"));
+        assert!(new.iter_mut().all(|c| c.try_wait().expect("try_wait").is_none()), "{}", stderr_of(&run, "new"));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for c in &mut new {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    for (p, mut child) in start_two_processes(&run, &data, &common, &[]).into_iter().enumerate() {
+        let status = wait_ends(&mut child, &format!("process {p} restarted"), || stderr_of(&run, ""));
+        assert!(status.success(), "process {p} restarted failed: {}", stderr_of(&run, "new"));
+    }
+    let got = sorted_lines(&[run.join("out0.json"), run.join("out1.json")]);
+    assert_same(&got, &want, "hand-off, kill -9 of the new job, restart");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
