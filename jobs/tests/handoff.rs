@@ -7,10 +7,14 @@
 //! KLL answers are left out of the comparisons: Apache DataSketches' KLL compacts with an
 //! unseeded random generator, so two runs of the same input differ (see engine.rs).
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "http_common/mod.rs"]
+mod http_common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -272,5 +276,85 @@ fn a_take_over_with_no_checkpoint_or_no_running_job_is_refused() {
     let refused = run_to_end(&dir, &data, "flags", &["--take-over", "--out", &out]);
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && err.contains("--checkpoints"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// POST `body` to `/requests` at `addr`: the status line's code and the body (`None`: nothing
+/// listens there).
+fn post(addr: &str, body: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    let head =
+        format!("POST /requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n", body.len());
+    s.write_all(head.as_bytes()).and_then(|()| s.write_all(body.as_bytes())).ok()?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).ok()?;
+    let code = reply.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Some((code, reply.split("\r\n\r\n").nth(1).unwrap_or("").to_string()))
+}
+
+/// POST `body` until it is taken (a job refuses with 503 until it takes requests): how many
+/// times it was refused, and the reply.
+fn post_until_taken(addr: &str, body: &str) -> (usize, String) {
+    let mut refused = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "{addr} took no request");
+        match post(addr, body) {
+            Some((200, reply)) => return (refused, reply),
+            Some((503, _)) => refused += 1,
+            other => panic!("{addr} answered {other:?}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A live construct with its own uid (its acknowledgement names it).
+fn construct(uid: u32) -> String {
+    format!(
+        r#"{{"dataSetKey":"Forex","noOfP":1,"param":["HyperLogLog","volume","NotQueryable",0.02],"requestID":{uid},"streamID":"EURTRY","synopsisID":2,"uid":{uid}}}"#
+    )
+}
+
+/// Live requests across a hand-off: one acknowledged by the running job is applied by the new
+/// one too (from the request log) and acknowledged in the output once; the new job refuses
+/// requests (503) until it has taken over and takes them after, each acknowledged once.
+#[test]
+fn live_requests_acknowledged_before_and_after_a_hand_off_are_in_the_output_once() {
+    let dir = tmp("live");
+    let data = dir.join("ticks.jsonl");
+    generate_ticks(&data);
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let ck = run.join("checkpoints").display().to_string();
+    let out = run.join("out.json").display().to_string();
+    let common =
+        ["--checkpoint-interval", "150ms", "--checkpoints", ck.as_str(), "--out", &out, "--http", "127.0.0.1:0"];
+    let spawn = |extra: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(job_args(&run, &data)).args(common).args(extra).stdin(Stdio::null()).stdout(Stdio::null());
+        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("start saams");
+        let addr = http_common::http_address(&mut child, Duration::from_secs(60));
+        (child, addr)
+    };
+    let (mut old, old_addr) = spawn(&["-w", "1", "--rate", "10000"]);
+    let (_, reply) = post_until_taken(&old_addr, &construct(901));
+    assert!(reply.contains(r#""accepted":"construct""#), "{reply}");
+    while complete_checkpoints(&run.join("checkpoints")) < 2 {
+        assert!(old.try_wait().expect("try_wait").is_none(), "the running job ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (mut new, new_addr) = spawn(&["-w", "2", "--rate", "20000", "--take-over"]);
+    // Refused while it catches up, taken once it is the writer.
+    let (refused, reply) = post_until_taken(&new_addr, &construct(902));
+    assert!(reply.contains(r#""accepted":"construct""#), "{reply}");
+    assert!(refused > 0, "the new job took a request before it had taken over");
+    assert!(wait_ends(&mut old, "the running job", String::new).success());
+    assert!(wait_ends(&mut new, "the new job", String::new).success());
+    let text = std::fs::read_to_string(&out).expect("output");
+    for uid in [901, 902] {
+        let acks = text.lines().filter(|l| l.contains(&format!(r#""uid":{uid},"#)) && l.contains("accepted")).count();
+        assert_eq!(acks, 1, "uid {uid}: {acks} acknowledgements in the output");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
