@@ -24,10 +24,10 @@
 //! processes of one job do not exclude each other, while a second job's process `I` meets the
 //! first job's process `I` (and process 0 meets process 0 whatever `-n` each has).
 //!
-//! **Hand-off.** Any future hand-off of a directory between two jobs (a rescale, a blue-green
-//! restart) must go through this lock: the new job waits for (or is handed) the lock, and the old
-//! one writes nothing after releasing it. No other signal (a marker file, a pid in a file) says
-//! who may write.
+//! **Hand-off.** A hand-off of a directory between two jobs (`saams --take-over`,
+//! `crate::handoff`) goes through this lock: the new job waits for the lock, and the old one
+//! writes nothing after releasing it. No other signal (a marker file, a pid in a file) says who
+//! may write: the hand-off's files only ask the old job to stop soon.
 //!
 //! (`crate::kafka::lock` is unrelated: it takes a thread `Mutex` inside one process.)
 //!
