@@ -56,6 +56,9 @@ pub struct Cli {
     /// Number of processes (timely's -n).
     #[arg(short = 'n', long = "processes", default_value_t = 1)]
     pub processes: usize,
+    /// Workers holding the synopses at the start (default every worker of the job, -w × -n); `POST /rescale` changes it while the job runs.
+    #[arg(long = "active-workers")]
+    pub active_workers: Option<usize>,
     /// This process' index, 0-based (timely's -p).
     #[arg(short = 'p', long = "process", default_value_t = 0)]
     pub process: usize,

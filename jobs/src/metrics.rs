@@ -63,6 +63,14 @@ pub struct Metrics {
     pub window_lag_ms: Gauge,
     /// HTTP requests refused at the edge, by `reason` (`unauthorized`, `busy`).
     pub http_refused: crate::control::auth::Refusals,
+    /// Rescales applied (`POST /rescale`, a rescale request).
+    pub rescales: Counter,
+    /// Bins that changed worker in those rescales.
+    pub bins_moved: Counter,
+    /// Bytes of synopsis state this process' workers sent to a bin's new worker.
+    pub rescale_bytes_moved: Counter,
+    /// Workers holding the synopses now.
+    pub active_workers: Gauge,
 }
 
 impl Default for Metrics {
@@ -89,6 +97,10 @@ impl Metrics {
             raw_bytes: Counter::default(),
             window_lag_ms: Gauge::default(),
             http_refused: Family::default(),
+            rescales: Counter::default(),
+            bins_moved: Counter::default(),
+            rescale_bytes_moved: Counter::default(),
+            active_workers: Gauge::default(),
             partials_before: saams_operators::record::wire_counts(),
         };
         registry.register("tuples_in", "Valid tuples read, per worker", m.tuples_in.clone());
@@ -119,7 +131,25 @@ impl Metrics {
             "HTTP requests refused before the job saw them: reason=unauthorized (401), busy (503)",
             m.http_refused.clone(),
         );
+        registry.register("rescales", "Rescales applied (the bin map redrawn at a fence)", m.rescales.clone());
+        registry.register("bins_moved", "Bins that changed worker in rescales", m.bins_moved.clone());
+        registry.register(
+            "rescale_bytes_moved",
+            "Bytes of synopsis state sent to a bin's new worker in rescales",
+            m.rescale_bytes_moved.clone(),
+        );
+        registry.register("active_workers", "Workers holding the synopses", m.active_workers.clone());
         Metrics { registry, ..m }
+    }
+
+    /// Handles of the rescale metrics, for the process' rescale board.
+    pub fn rescale_counters(&self) -> crate::control::rescale::RescaleCounters {
+        crate::control::rescale::RescaleCounters {
+            rescales: self.rescales.clone(),
+            bins_moved: self.bins_moved.clone(),
+            bytes_moved: self.rescale_bytes_moved.clone(),
+            active_workers: self.active_workers.clone(),
+        }
     }
 
     /// The registry in Prometheus text format.

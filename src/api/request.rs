@@ -76,6 +76,13 @@ pub enum Action {
         /// File name relative to the snapshot directory.
         file: String,
     },
+    /// Run the job's synopses on its first `active_workers` workers from the fence on (the
+    /// request object `{"rescale": {"activeWorkers": N}}`, or `POST /rescale`): a change of
+    /// the bin map, agreed and logged like every live request ([`Request::rescale`]).
+    Rescale {
+        /// Workers holding bins from the fence on (1 up to the job's workers).
+        active_workers: usize,
+    },
 }
 
 /// One request, with the fields every request carries.
@@ -113,13 +120,30 @@ pub struct Request {
 }
 
 impl Request {
+    /// A rescale request: the job's synopses on its first `active_workers` workers from the
+    /// fence on. The typed form of `{"rescale": {"activeWorkers": N}}` (what `POST /rescale`
+    /// and an autoscaler submit); it names no synopsis.
+    ///
+    /// ```
+    /// use saams::api::request::{Action, Request, parse_requests};
+    /// let typed = Request::rescale(2);
+    /// assert_eq!(typed.action, Action::Rescale { active_workers: 2 });
+    /// assert_eq!(parse_requests(r#"{"rescale":{"activeWorkers":2}}"#), vec![Ok(typed)]);
+    /// ```
+    pub fn rescale(active_workers: usize) -> Request {
+        let (dataset_key, stream_id, unknown_fields) = (String::new(), String::new(), Vec::new());
+        let action = Action::Rescale { active_workers };
+        let (request_id, uid, window, synopsis_id, no_of_p) = (None, None, None, 0, 1);
+        Request { request_id, uid, dataset_key, stream_id, synopsis_id, no_of_p, action, window, unknown_fields }
+    }
+
     /// The field a request narrows its synopsis down to, if any: the field a construct builds
     /// on or a query asks, a delete's field when it names one; SAVE and LOAD name none.
     pub fn field_filter(&self) -> Option<&str> {
         match &self.action {
             Action::Construct { field, .. } | Action::Query { field, .. } => Some(field),
             Action::Delete { field } => field.as_deref(),
-            Action::Save { .. } | Action::Load { .. } => None,
+            Action::Save { .. } | Action::Load { .. } | Action::Rescale { .. } => None,
         }
     }
 
@@ -182,6 +206,9 @@ impl Request {
             Some(o) => o,
             None => return err(format!("a request must be a JSON object, got {}", short(json))),
         };
+        if let Some(rescale) = obj.get("rescale") {
+            return rescale_from_json(obj, rescale);
+        }
         let unknown_fields: Vec<String> = obj.keys().filter(|k| !KNOWN_FIELDS.contains(&k.as_str())).cloned().collect();
         let request_id = obj.get("requestID").cloned();
         let uid = obj.get("uid").cloned();
@@ -217,6 +244,23 @@ impl Request {
         };
         Ok(Request { request_id, uid, dataset_key, stream_id, synopsis_id, no_of_p, action, window, unknown_fields })
     }
+}
+
+/// `{"rescale": {"activeWorkers": N}, "requestID": …, "uid": …}`: a rescale request (whether N
+/// fits the job is the job's to say, at its fence).
+fn rescale_from_json(obj: &Map<String, Json>, rescale: &Json) -> Result<Request, RequestError> {
+    let Some(body) = rescale.as_object() else {
+        return err(format!("`rescale` must be an object like {{\"activeWorkers\": 2}}, got {}", short(rescale)));
+    };
+    let Some(n) = body.get("activeWorkers") else {
+        return err("`rescale` needs `activeWorkers`: how many workers hold the synopses from its fence on");
+    };
+    let n = whole(n, "activeWorkers")?;
+    let mut request = Request::rescale(n as usize);
+    (request.request_id, request.uid) = (obj.get("requestID").cloned(), obj.get("uid").cloned());
+    let outside = |k: &&String| !["rescale", "requestID", "uid", "activeWorkers"].contains(&k.as_str());
+    request.unknown_fields = obj.keys().chain(body.keys()).filter(outside).cloned().collect();
+    Ok(request)
 }
 
 fn short(v: &Json) -> String {

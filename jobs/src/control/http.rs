@@ -10,6 +10,7 @@
 //! | `GET /status` | [`Hub::status`]: health, and the job's ingest, lag and answer counters |
 //! | `GET /` | the page to look at ([`super::page`]) |
 //! | `GET /synopses/{id}/answers` | a live synopsis' recent continuous answers ([`super::answers`]) |
+//! | `POST /rescale` | `{"activeWorkers": N}`: the synopses on the first N workers from a fence on ([`Hub::submit_rescale`]) |
 //!
 //! A body is parsed once, here, and vetted before anything is queued (then it travels typed:
 //! [`Hub::submit`]), so a refused body changes nothing: malformed JSON
@@ -244,6 +245,7 @@ fn router(service: Service, guard: (Access, Refusals)) -> Router {
         .route("/", get(page::get_page))
         .route("/status", get(get_status))
         .route("/synopses/{id}/answers", get(get_answers))
+        .route("/rescale", post(post_rescale))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_bytes))
@@ -262,14 +264,14 @@ fn error_response(status: StatusCode, message: &str) -> Response {
 async fn not_found() -> Response {
     error_response(
         StatusCode::NOT_FOUND,
-        "not found: the endpoints are POST /requests, GET /synopses, GET /synopses/{id}/answers, GET /metrics, GET /health, GET /status and GET /",
+        "not found: the endpoints are POST /requests, POST /rescale, GET /synopses, GET /synopses/{id}/answers, GET /metrics, GET /health, GET /status and GET /",
     )
 }
 
 async fn method_not_allowed() -> Response {
     error_response(
         StatusCode::METHOD_NOT_ALLOWED,
-        "method not allowed: POST /requests; GET /synopses, /synopses/{id}/answers, /metrics, /health, /status, /",
+        "method not allowed: POST /requests, /rescale; GET /synopses, /synopses/{id}/answers, /metrics, /health, /status, /",
     )
 }
 
@@ -333,6 +335,37 @@ async fn post_requests(State(s): State<Service>, body: Result<Bytes, BytesReject
     match tokio::task::spawn_blocking(answer).await {
         Ok(response) => response,
         Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &format!("the request handler failed: {e}")),
+    }
+}
+
+/// `POST /rescale` with `{"activeWorkers": N}`: the acknowledgement once the new bin map is
+/// applied at its fence, 400 for a count the job cannot have, 409 while another rescale moves.
+async fn post_rescale(State(s): State<Service>, body: Result<Bytes, BytesRejection>) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(r) => return error_response(r.status(), &r.body_text()),
+    };
+    let n = match serde_json::from_slice::<Value>(&body) {
+        Ok(v) => match v.get("activeWorkers").and_then(Value::as_u64) {
+            Some(n) => n as usize,
+            None => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    "the body must be {\"activeWorkers\": N}, N a whole number",
+                );
+            }
+        },
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &format!("malformed JSON: {e}")),
+    };
+    let timeout = s.limits.reply_timeout;
+    let submit = move || s.hub.submit_rescale_within(n, timeout);
+    match tokio::task::spawn_blocking(submit).await {
+        Ok(Ok(ack)) => json_response(StatusCode::OK, &ack.to_json()),
+        Ok(Err(e)) => {
+            let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            error_response(status, e.message())
+        }
+        Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &format!("the rescale handler failed: {e}")),
     }
 }
 
@@ -415,7 +448,7 @@ fn vet(parsed: &Parsed, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
                 }
                 continue;
             }
-            Action::Load { .. } => continue,
+            Action::Load { .. } | Action::Rescale { .. } => continue,
             Action::Query { .. } | Action::Delete { .. } | Action::Save { .. } => {}
         }
         let live = rows.iter().any(|row| row.is_named_by(req));

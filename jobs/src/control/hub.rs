@@ -17,12 +17,13 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use saams::api::registry::LiveSynopsis;
-use saams::api::request::Parsed;
+use saams::api::request::{Parsed, Request};
 use saams_operators::introspection::Published;
 use serde_json::{Value, json};
 
 use crate::control::answers::AnswerRings;
 use crate::control::intake::Intake;
+use crate::control::rescale::{RescaleAck, RescaleBoard, RescaleError, read_reply};
 
 /// Requests that arrive while the job runs (HTTP, stdin, request topic) and the replies owed to them.
 ///
@@ -51,6 +52,8 @@ pub struct Hub {
     status: OnceLock<StatusSource>,
     /// The figures the process' workers publish per synopsis ([`crate::control::introspection`]).
     published: Arc<Published>,
+    /// The job's active workers and the rescale under way ([`Hub::submit_rescale`]).
+    rescale: RescaleBoard,
 }
 
 /// The job's counters as `GET /status` shows them: called at every request of it.
@@ -127,6 +130,7 @@ impl Hub {
             answers: AnswerRings::default(),
             status: OnceLock::new(),
             published: Arc::default(),
+            rescale: RescaleBoard::default(),
         }
     }
 
@@ -297,7 +301,53 @@ impl Hub {
         {
             into.extend(counters);
         }
+        if let (Value::Object(into), Value::Object(rescale)) = (&mut status, self.rescale.status()) {
+            into.extend(rescale);
+        }
         status
+    }
+
+    /// The job's active workers and the rescale under way, as this process knows them.
+    pub fn rescale_board(&self) -> &RescaleBoard {
+        &self.rescale
+    }
+
+    /// Run the job's synopses on its first `active_workers` workers: the typed rescale request
+    /// queued like a body of `POST /requests` (logged, agreed at a fence), and its reply, which
+    /// comes once the new bin map is applied at the fence. `POST /rescale` calls this, and so
+    /// may an autoscaler thread holding the hub.
+    ///
+    /// # Errors
+    /// 0 workers or more than the job has, another rescale still moving or waiting for its fence
+    /// (nothing moves then), a job that takes no requests, or no reply within `timeout`.
+    pub fn submit_rescale_within(&self, active_workers: usize, timeout: Duration) -> Result<RescaleAck, RescaleError> {
+        self.rescale.check(active_workers)?;
+        if !self.is_open() {
+            self.rescale.settle();
+            return Err(RescaleError::Unavailable("this process takes no requests now".into()));
+        }
+        let ticket = self.submit(vec![Ok(Request::rescale(active_workers))], 1);
+        let replies = ticket.wait(timeout);
+        let Some(line) = replies.lines.first() else {
+            self.cancel(ticket.id);
+            self.rescale.settle();
+            return Err(if replies.abandoned {
+                RescaleError::Unavailable("the job stopped before answering".into())
+            } else {
+                RescaleError::Timeout(format!("no reply within {timeout:?}; the rescale may still take effect"))
+            });
+        };
+        let ack = read_reply(line);
+        self.rescale.settle();
+        ack
+    }
+
+    /// [`Hub::submit_rescale_within`] ten seconds.
+    ///
+    /// # Errors
+    /// As [`Hub::submit_rescale_within`].
+    pub fn submit_rescale(&self, active_workers: usize) -> Result<RescaleAck, RescaleError> {
+        self.submit_rescale_within(active_workers, Duration::from_secs(10))
     }
 }
 

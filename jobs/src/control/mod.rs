@@ -15,6 +15,8 @@
 //!   acknowledged, and applied again by a restart that finds them beyond its checkpoint.
 //! - [`http`]: the HTTP interface (`--http`): requests, the live registry, metrics, health;
 //!   [`auth`] (who may do what: a bearer token) and [`tls`] (HTTPS) guard it.
+//! - [`rescale`]: what a process knows about its job's active workers and the rescale under
+//!   way, and the reply of `POST /rescale` ([`hub::Hub::submit_rescale`]).
 //! - [`answers`]: the recent continuous answers of each live synopsis (bounded rings).
 //! - [`page`]: the page at `GET /` and `GET /synopses/{id}/answers`.
 //! - [`introspection`]: `GET /synopses` rows with the figures the workers publish, `GET /synopses/{id}`.
@@ -28,6 +30,7 @@ pub mod intake;
 pub mod introspection;
 pub mod page;
 pub mod request_log;
+pub mod rescale;
 pub mod tls;
 
 use std::path::PathBuf;

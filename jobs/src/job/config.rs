@@ -42,6 +42,12 @@ pub fn timely_config(cli: &Cli) -> Result<Config, String> {
     if cli.process >= cli.processes {
         return Err(format!("-p {} is out of range for -n {}", cli.process, cli.processes));
     }
+    if let Some(n) = cli.active_workers.filter(|&n| n == 0 || n > cli.workers * cli.processes) {
+        return Err(format!(
+            "--active-workers {n}: between 1 and the job's {} workers (-w × -n)",
+            cli.workers * cli.processes
+        ));
+    }
     let communication = if cli.processes == 1 {
         CommunicationConfig::Process(cli.workers)
     } else {
@@ -424,4 +430,6 @@ pub(super) struct Settings {
     pub(super) no_synopses: bool,
     pub(super) strict_requests: bool,
     pub(super) workers_per_process: usize,
+    /// Workers holding the synopses at the start (`--active-workers`; `None`: all).
+    pub(super) active_workers: Option<usize>,
 }

@@ -121,6 +121,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             no_synopses: cli.no_synopses,
             strict_requests: cli.strict_requests,
             workers_per_process: cli.workers,
+            active_workers: cli.active_workers,
         },
     };
     let execute = move |worker: &mut timely::worker::Worker| worker::work(worker, &shared);

@@ -60,7 +60,15 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
         job.stats.request_warnings.fetch_add(intake.warnings(), Ordering::Relaxed);
     }
     let windows = (settings.window_ms, settings.default_window);
-    let mut plan = Plan::build_windowed(&requests, peers, windows, job.store.clone());
+    let active = settings.active_workers.unwrap_or(peers);
+    let mut plan = match Plan::build_active(&requests, (peers, active), windows, job.store.clone()) {
+        Ok(plan) => plan,
+        Err(e) => {
+            // Checked with the flags already; a plan cannot start otherwise.
+            eprintln!("saams: {e}");
+            std::process::exit(2);
+        }
+    };
     plan.update = !settings.no_synopses;
     // The process' workers publish their synopses' figures where its HTTP side reads them.
     plan.published = job.hub.published();
@@ -111,6 +119,7 @@ pub(super) fn take_applied(
         return false;
     }
     let changed = applied.iter().any(|a| !a.registry.is_empty());
+    note_rescales(plan, me, hub);
     if changed && me.is_multiple_of(plan.borrow().routing.workers_per_process.max(1)) {
         // Before the acknowledgements: a client that sends the next request on one (a delete
         // after its construct) finds the synopsis in the registry HTTP checks against.
@@ -141,6 +150,19 @@ pub(super) fn take_applied(
     }
     input.flush();
     changed
+}
+
+/// Tell the process' rescale board about rescales the plan applied since it last looked (the
+/// process' first worker; every process applies every rescale).
+pub(super) fn note_rescales(plan: &RefCell<Plan>, me: usize, hub: &Hub) {
+    let plan = plan.borrow();
+    if !me.is_multiple_of(plan.routing.workers_per_process.max(1)) {
+        return;
+    }
+    let board = hub.rescale_board();
+    for r in plan.routing.rescales().iter().skip(board.seen()) {
+        board.applied(r.active_workers, r.fence, r.moves);
+    }
 }
 
 /// `--requests -`: every JSON value on stdin (a request object or an array of them, on one

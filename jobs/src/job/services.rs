@@ -63,6 +63,9 @@ impl Services {
         let linger_ms = parse_duration_ms(&cli.metrics.metrics_linger)?;
         // With a request log, tickets are the logged requests' ids: numbered on from the log's.
         let hub = Arc::new(Hub::with_intake(Intake::new(cli.strict_requests)).with_first_ticket(first_ticket));
+        let workers = cli.workers * cli.processes;
+        hub.rescale_board().start(workers, cli.active_workers.unwrap_or(workers));
+        hub.rescale_board().count_into(metrics.rescale_counters());
         let server = start_metrics(cli, &metrics, stats, sink, hub.clone())?;
         if !cli.take_over {
             // (A job taking over opens it once it is the writer: `crate::handoff`.)

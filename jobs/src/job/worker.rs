@@ -368,6 +368,12 @@ impl<'a> WorkerState<'a> {
             self.epoch = low;
             self.input.advance_to(self.epoch);
             self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
+            // A rescale has moved once the job's frontier (not just this worker's input) is in
+            // its fence's window.
+            if let Some(done) = self.probe.with_frontier(|f| f.first().copied()) {
+                let window = self.plan.borrow().window_of(done.min(i64::MAX as u64) as i64);
+                self.job.hub.rescale_board().set_open_window(window as i64);
+            }
         }
     }
 
@@ -411,6 +417,8 @@ fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fen
         // The script's synopses are live from the start (GET /synopses, and what HTTP checks
         // queries against).
         hub.set_synopses(plan.borrow().live_synopses());
+        let routing = plan.borrow().routing_version();
+        hub.rescale_board().resumed(routing.active_workers(), routing.rescales().len());
     }
     let intake = intake_hub.is_some();
     let mut fences = Fences::build(worker, window_ms as u64, intake_hub);

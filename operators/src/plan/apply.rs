@@ -95,6 +95,11 @@ impl Routing {
             Action::Query { field, args, mode } => self.query(req, id, field, args, *mode, effects),
             Action::Save { file } => self.save(req, id, file, store, effects),
             Action::Load { file } => self.load(req, id, file, store, effects),
+            // In a request script: the workers holding bins from the start (a live rescale is
+            // applied by the plan, which replies to it).
+            Action::Rescale { active_workers } => {
+                self.rescale(*active_workers, effects.fence.unwrap_or(0)).map(|_| ()).map_err(|r| r.message)
+            }
         }
     }
 

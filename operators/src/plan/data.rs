@@ -243,3 +243,15 @@ pub struct DatasetRoutes {
 /// standard SipHash (DoS resistance buys nothing for names of the job's own registry, and SipHash
 /// of two short names per tuple was ~5 % of a JSON-lines ingest).
 pub type RouteMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// A rescale the plan applied: how many workers hold bins from `fence` on, and how many bins
+/// changed worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RescaleApplied {
+    /// Workers holding bins from the fence on.
+    pub active_workers: usize,
+    /// The window (start, ms) the new map takes effect in.
+    pub fence: u64,
+    /// Bins whose worker changed.
+    pub moves: usize,
+}

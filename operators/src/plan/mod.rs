@@ -26,6 +26,7 @@ pub mod apply;
 pub mod compile;
 pub mod data;
 mod pair_ask;
+pub mod rescale;
 pub mod routing;
 pub mod sequencer;
 
@@ -45,8 +46,8 @@ use crate::registry::{Entry, LiveRegistry};
 
 pub use apply::RequestEffects;
 pub use data::{
-    Applied, DatasetRoutes, Group, LiveLoad, Mode, PairQueryReg, QueryReg, RouteMap, SaveReg, SnapshotStore, SynSpec,
-    is_set_valued,
+    Applied, DatasetRoutes, Group, LiveLoad, Mode, PairQueryReg, QueryReg, RescaleApplied, RouteMap, SaveReg,
+    SnapshotStore, SynSpec, is_set_valued,
 };
 pub use routing::{BINS, Routing};
 pub use sequencer::Sequencer;
@@ -120,7 +121,32 @@ impl Plan {
         (window_ms, default_window): (i64, WindowSpec),
         store: Arc<dyn SnapshotStore>,
     ) -> Plan {
+        let routing = Routing::new(peers, window_ms);
+        Plan::build_on(routing, requests, default_window, store)
+    }
+
+    /// [`Plan::build_windowed`] with the synopses on the first `active` of the `peers` workers
+    /// (`--active-workers`): the script's streams place their groups on those.
+    ///
+    /// # Errors
+    /// When `active` is 0 or more than `peers`.
+    pub fn build_active(
+        requests: &[Result<Request, RequestError>],
+        (peers, active): (usize, usize),
+        (window_ms, default_window): (i64, WindowSpec),
+        store: Arc<dyn SnapshotStore>,
+    ) -> Result<Plan, String> {
         let mut routing = Routing::new(peers, window_ms);
+        routing.start_active(active)?;
+        Ok(Plan::build_on(routing, requests, default_window, store))
+    }
+
+    fn build_on(
+        mut routing: Routing,
+        requests: &[Result<Request, RequestError>],
+        default_window: WindowSpec,
+        store: Arc<dyn SnapshotStore>,
+    ) -> Plan {
         routing.default_window = default_window;
         let mut plan = Plan {
             routing: Rc::new(routing),
@@ -220,9 +246,8 @@ impl Plan {
         self.sequencer.effects.fence = Some(fence);
         let effects = &self.sequencer.effects;
         let (registry_from, answers_from) = (effects.registry.len(), effects.answers.len());
-        let acknowledged: Vec<Estimation> = requests.iter().filter_map(|r| self.apply_live(r, fence)).collect();
+        let mut lines: Vec<String> = requests.iter().filter_map(|r| self.apply_live(r, fence)).collect();
         Rc::make_mut(&mut self.routing).compile(&mut self.sequencer.effects.answers);
-        let mut lines: Vec<String> = acknowledged.iter().map(Estimation::to_json_line).collect();
         lines.extend(self.sequencer.effects.answers.drain(answers_from..).map(|e| e.to_json_line()));
         let asks = self.sequencer.take_fence_asks(&self.routing, origin);
         let registry: Vec<(Entry, u64, isize)> = self
@@ -240,15 +265,24 @@ impl Plan {
         Applied { origin, fence, lines: lines.into_iter().map(|l| reply_line(origin, l)).collect(), asks, registry }
     }
 
-    /// Apply one live request at `fence`: its acknowledgement or error, or `None` for an ad-hoc
-    /// query or SAVE applied (its ask answers it).
-    fn apply_live(&mut self, r: &Result<Request, RequestError>, fence: u64) -> Option<Estimation> {
+    /// Apply one live request at `fence`: its acknowledgement or error (a JSON line), or `None`
+    /// for an ad-hoc query or SAVE applied (its ask answers it).
+    fn apply_live(&mut self, r: &Result<Request, RequestError>, fence: u64) -> Option<String> {
         let generated = self.sequencer.next_generated_id();
         let req = match r {
-            Err(e) => return Some(Estimation::error(generated, None, 0, e.0.clone())),
+            Err(e) => return Some(Estimation::error(generated, None, 0, e.0.clone()).to_json_line()),
             Ok(req) => req,
         };
         let id = req.request_id.clone().unwrap_or(generated);
+        if let Action::Rescale { active_workers } = req.action {
+            let result = Rc::make_mut(&mut self.routing).rescale(active_workers, fence);
+            return Some(rescale::reply(req, id, result));
+        }
+        self.apply_tables(req, id, fence).map(|e| e.to_json_line())
+    }
+
+    /// Apply one live request other than a rescale to the routing tables at `fence`.
+    fn apply_tables(&mut self, req: &Request, id: serde_json::Value, fence: u64) -> Option<Estimation> {
         match Rc::make_mut(&mut self.routing).apply(req, id.clone(), &*self.store, &mut self.sequencer.effects) {
             Err(msg) => Some(request_error(req, id, msg)),
             Ok(()) => {
@@ -257,8 +291,8 @@ impl Plan {
                     Action::Delete { field } => ("delete", field.clone().unwrap_or_default()),
                     Action::Query { field, mode: QueryMode::Continuous, .. } => ("query", field.clone()),
                     Action::Load { .. } => ("load", String::new()),
-                    // Answered by their ask.
-                    Action::Query { .. } | Action::Save { .. } => return None,
+                    // Answered by their ask; a rescale by its own reply.
+                    Action::Query { .. } | Action::Save { .. } | Action::Rescale { .. } => return None,
                 };
                 let mut e = request_error(req, id, String::new());
                 e.field = field;

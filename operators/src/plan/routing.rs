@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use saams::api::window::WindowSpec;
 use saams::hash::hash_bytes;
 
-use super::data::{DatasetRoutes, Group, Mode, PairQueryReg, RouteMap, SynSpec};
+use super::data::{DatasetRoutes, Group, Mode, PairQueryReg, RescaleApplied, RouteMap, SynSpec};
 use crate::registry::Entry;
 
 /// Bins of the key space: a key (a stream, a synopsis' root) hashes to one of them, and
@@ -75,6 +75,11 @@ pub struct Routing {
     groups_owned: Vec<u32>,
     /// Update groups by (dataset, stream, field, mode): a synopsis constructed later joins its group.
     pub(super) group_index: HashMap<GroupKey, u32>,
+    /// The workers holding bins at the start (`--active-workers`, default all).
+    pub(super) first_active: usize,
+    /// Rescales applied, in fence order ([`super::rescale`]). Values are routed with the map of
+    /// their window.
+    pub(super) rescales: Vec<RescaleApplied>,
     /// Grows by one whenever live requests change the tables (readers that cache routes
     /// recompute them).
     pub version: u64,
@@ -103,6 +108,8 @@ impl Routing {
             bin_placed: vec![false; BINS],
             groups_owned: vec![0; peers],
             group_index: HashMap::new(),
+            first_active: peers,
+            rescales: Vec::new(),
             version: 0,
         }
     }
@@ -180,7 +187,22 @@ impl Routing {
     #[inline]
     pub fn target(&self, group: u32, seq: u64, window: u64, me: usize) -> u32 {
         let g = &self.groups[group as usize];
-        let w = self.peers as u64;
+        let w = if self.rescales.is_empty() && self.first_active == self.peers {
+            self.peers as u64
+        } else if g.mode == Mode::Owned {
+            // An owner keeps its group's merged state: it moves only with that state.
+            return (g.owner % self.peers) as u32;
+        } else {
+            // Spread partials are per window (a window-based group's per unit): from the fence
+            // on they are built on the active workers only, and meet in the merge as before.
+            let unit = match g.mode {
+                Mode::Windowed(_) if g.unit_ms > 0 => {
+                    g.unit_origin + window.saturating_sub(g.unit_origin) / g.unit_ms * g.unit_ms
+                }
+                _ => window,
+            };
+            self.active_at(unit) as u64
+        };
         let t = match g.mode {
             Mode::Owned => g.owner as u64,
             Mode::Exact { spread: 0 } => me as u64,
@@ -295,7 +317,7 @@ impl Routing {
     pub fn owner_of_stream(&mut self, hash: u64) -> usize {
         let bin = (hash % BINS as u64) as usize;
         if !self.bin_placed[bin] {
-            let fewest = (0..self.peers).min_by_key(|&w| (self.groups_owned[w], w)).unwrap_or(0);
+            let fewest = (0..self.active_workers()).min_by_key(|&w| (self.groups_owned[w], w)).unwrap_or(0);
             self.bins[bin] = fewest as u32;
             self.bin_placed[bin] = true;
         }
