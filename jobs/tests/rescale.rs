@@ -1,0 +1,301 @@
+//! Rescaling while the job runs (`POST /rescale`, `--active-workers`): the answers of every
+//! window are those of a run without a rescale (sorted, byte for byte; KLL excepted as
+//! everywhere), for 1 → 2 → 4 → 1 active workers at `-w 4` and across `-n 2 -w 2`, with
+//! order-dependent kinds (DFT, GK, Lossy Counting, window quantiles) owned and window-based,
+//! spread and partition-based kinds, a live request at a rescale's fence, and checkpoints; a
+//! `kill -9` after the rescales and a restart give the same answers; a rescale to 0 workers, to
+//! more than the job has, or while another is moving is refused (400, 409) and nothing moves.
+
+mod http_common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const GENERATOR: &str = "stocks:6:4000";
+
+/// A POST: its status and body.
+fn post(addr: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(s, "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+        .expect("write");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("read");
+    let status = reply.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, reply.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
+}
+
+fn get_json(addr: &str, path: &str) -> Value {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).expect("read");
+    serde_json::from_str(reply.split("\r\n\r\n").nth(1).unwrap_or("")).expect("JSON body")
+}
+
+/// The request script: every kind the brief names, over the generator's streams.
+fn script(dir: &Path) -> PathBuf {
+    let spec = saams_datasets::GeneratorSpec::parse(GENERATOR).expect("spec");
+    let ds = |i: usize| spec.dataset_key(i).to_string();
+    let mut lines = Vec::new();
+    let mut add = |stream: String, dataset: String, id: u64, param: &str, p: u32| {
+        let n = lines.len() + 1;
+        lines.push(format!(
+            r#"{{"streamID":"{stream}","synopsisID":{id},"dataSetKey":"{dataset}","param":{param},"noOfP":{p},"requestID":{n}}}"#
+        ));
+    };
+    // Owned order-dependent kinds, and window-based ones (noOfP 2).
+    for (i, p) in [(0, 1), (1, 2)] {
+        add(spec.stream_id(i), ds(i), 4, r#"["DFT","price","NotQueryable",1,5,20,4]"#, p);
+        add(spec.stream_id(i), ds(i), 4, r#"["coefficients","price","Queryable","Continues"]"#, 1);
+        add(spec.stream_id(i), ds(i), 10, r#"["WindowSketchQuantiles","price","NotQueryable",0.01,400]"#, p);
+        add(spec.stream_id(i), ds(i), 10, r#"[0.9,"price","Queryable","Continues"]"#, 1);
+    }
+    for (i, p) in [(2, 1), (3, 3)] {
+        add(spec.stream_id(i), ds(i), 8, r#"["GKQuantiles","price","NotQueryable",0.01]"#, p);
+        add(spec.stream_id(i), ds(i), 8, r#"[0.5,"price","Queryable","Continues"]"#, 1);
+        add(spec.stream_id(i), ds(i), 5, r#"["LossyCounting","volume","NotQueryable",0.001]"#, p);
+        add(spec.stream_id(i), ds(i), 5, r#"[0.05,"FrequentItems","volume","Queryable","Continues"]"#, 1);
+    }
+    // Spread kinds: per stream over 4 workers, and dataset-wide (partition-based).
+    add(spec.stream_id(4), ds(4), 1, r#"["CountMin","price","NotQueryable",0.01,0.99,7]"#, 4);
+    add(spec.stream_id(4), ds(4), 1, r#"[1.5,"price","Queryable","Continues"]"#, 1);
+    add(String::new(), ds(5), 2, r#"["HyperLogLog","price","NotQueryable",0.02]"#, 4);
+    add(String::new(), ds(5), 2, r#"["distinct","price","Queryable","Continues"]"#, 1);
+    let path = dir.join("requests.json");
+    std::fs::write(&path, lines.join("\n")).expect("requests");
+    path
+}
+
+/// The answers of the script's synopses in an output, sorted (acknowledgements, rescale replies
+/// and the live construct's answers left out).
+fn answers(outs: &[PathBuf]) -> Vec<String> {
+    let mut lines: Vec<String> = outs
+        .iter()
+        .flat_map(|o| std::fs::read_to_string(o).expect("output").lines().map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).expect("JSON line");
+            v["requestID"].is_number() && v.get("accepted").is_none()
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn saams(args: &[&str], out: &Path, http: bool) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_saams"));
+    cmd.args(args).args(["--progress", "0", "--out", &out.display().to_string()]);
+    if http {
+        cmd.args(["--http", "127.0.0.1:0"]);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(if http { Stdio::piped() } else { Stdio::inherit() });
+    cmd.spawn().expect("saams")
+}
+
+fn common<'a>(requests: &'a str) -> Vec<&'a str> {
+    vec!["--generate", GENERATOR, "--window", "1s", "--requests", requests]
+}
+
+/// Wait until no rescale moves (`GET /status`), then rescale to `n`: the acknowledgement.
+fn rescale(addr: &str, n: usize) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, body) = post(addr, "/rescale", &format!(r#"{{"activeWorkers":{n}}}"#));
+        if status == 200 {
+            let ack: Value = serde_json::from_str(&body).expect("ack");
+            assert_eq!(
+                (ack["accepted"].as_bool(), ack["activeWorkers"].as_u64()),
+                (Some(true), Some(n as u64)),
+                "{ack}"
+            );
+            return ack;
+        }
+        assert!(status == 409 && Instant::now() < deadline, "{status}: {body}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The reference: the same script and input at `-w 4`, no rescale.
+fn reference(dir: &Path, requests: &str) -> Vec<String> {
+    let out = dir.join("reference.jsonl");
+    let mut args = common(requests);
+    args.extend(["-w", "4"]);
+    assert!(saams(&args, &out, false).wait().expect("wait").success());
+    answers(&[out])
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("saams-rescale-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+/// 1 → 2 → 4 → 1 active workers while a job of `-w 4` runs (`--rate` keeps it running), a live
+/// construct in the same body as the rescale to 4 (one fence), and `extra` flags.
+fn rescaled_run(dir: &Path, requests: &str, extra: &[&str]) -> (Vec<String>, Vec<Value>) {
+    let out = dir.join("rescaled.jsonl");
+    let mut args = common(requests);
+    args.extend(["-w", "4", "--active-workers", "1", "--rate", "8000"]);
+    args.extend(extra);
+    let mut child = saams(&args, &out, true);
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
+    assert_eq!(get_json(&addr, "/status")["activeWorkers"], 1);
+    let mut acks = vec![rescale(&addr, 2)];
+    let spec = saams_datasets::GeneratorSpec::parse(GENERATOR).expect("spec");
+    let live = format!(
+        r#"[{{"rescale":{{"activeWorkers":4}}}},{{"streamID":"{}","synopsisID":1,"dataSetKey":"{}","param":["CountMin","volume","NotQueryable",0.01,0.99,7],"requestID":"live"}}]"#,
+        spec.stream_id(0),
+        spec.dataset_key(0)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let replies: Vec<Value> = loop {
+        if get_json(&addr, "/status")["rescaling"] == false {
+            let (status, body) = post(&addr, "/requests", &live);
+            assert_eq!(status, 200, "{body}");
+            break body.lines().map(|l| serde_json::from_str(l).expect("reply")).collect();
+        }
+        assert!(Instant::now() < deadline, "the first rescale never finished moving");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(replies[0]["activeWorkers"], 4, "{replies:?}");
+    assert_eq!(replies[1]["accepted"], "construct", "{replies:?}");
+    let construct_fence = saams::api::time::parse_timestamp(replies[1]["effectiveFrom"].as_str().expect("fence"));
+    assert_eq!(construct_fence, replies[0]["effectiveFrom"].as_i64(), "one fence for the body");
+    acks.push(replies[0].clone());
+    acks.push(rescale(&addr, 1));
+    let metrics = {
+        let mut s = TcpStream::connect(&addr).expect("connect");
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+        let mut text = String::new();
+        s.read_to_string(&mut text).expect("read");
+        text
+    };
+    assert!(metrics.contains("saams_rescales_total 3"), "{metrics}");
+    assert!(metrics.contains("saams_active_workers 1"), "{metrics}");
+    assert!(child.wait().expect("wait").success());
+    (answers(&[out]), acks)
+}
+
+#[test]
+fn one_two_four_one_active_workers_answer_as_a_run_without_rescale() {
+    let dir = temp("w4");
+    let requests = script(&dir).display().to_string();
+    let expected = reference(&dir, &requests);
+    assert!(expected.len() > 100, "the script answers: {}", expected.len());
+    let (got, acks) = rescaled_run(&dir, &requests, &[]);
+    let fences: Vec<i64> = acks.iter().map(|a| a["effectiveFrom"].as_i64().expect("fence")).collect();
+    assert!(fences.windows(2).all(|f| f[0] < f[1]) && fences.iter().all(|f| f % 1000 == 0), "{acks:?}");
+    assert_eq!(acks.iter().map(|a| a["moves"].as_u64().unwrap_or(0) > 0).collect::<Vec<_>>(), [true; 3]);
+    assert!(got == expected, "{} answers with rescales, {} without", got.len(), expected.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn with_checkpoints_a_kill_after_the_rescales_and_a_restart_answer_as_a_run_without_rescale() {
+    let dir = temp("ckpt");
+    let requests = script(&dir).display().to_string();
+    let expected = reference(&dir, &requests);
+    let checkpoints = dir.join("ckpt").display().to_string();
+    let flags = ["--checkpoints", &checkpoints, "--checkpoint-interval", "200ms"];
+    let (got, _) = rescaled_run(&dir, &requests, &flags);
+    assert!(got == expected, "checkpoints on: {} answers with rescales, {} without", got.len(), expected.len());
+    // Again, killed (-9) once the rescales are acknowledged, then the same command started
+    // again: the restart applies the logged rescales at their fences.
+    let out = dir.join("killed.jsonl");
+    let mut args = common(&requests);
+    let killed_dir = dir.join("ckpt-killed").display().to_string();
+    args.extend(["-w", "4", "--active-workers", "1", "--rate", "8000", "--checkpoints", &killed_dir]);
+    args.extend(["--checkpoint-interval", "200ms"]);
+    let mut child = saams(&args, &out, true);
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
+    rescale(&addr, 2);
+    rescale(&addr, 4);
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    let restart: Vec<&str> = args.iter().copied().filter(|a| *a != "8000" && *a != "--rate").collect();
+    assert!(saams(&restart, &out, false).wait().expect("wait").success());
+    let got = answers(&[out]);
+    assert!(got == expected, "killed and restarted: {} answers, {} without rescale", got.len(), expected.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port()
+}
+
+#[test]
+fn two_processes_of_two_workers_rescaled_answer_as_a_run_without_rescale() {
+    let dir = temp("n2");
+    let requests = script(&dir).display().to_string();
+    let expected = reference(&dir, &requests);
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hosts");
+    let hosts = hosts.display().to_string();
+    let outs: Vec<PathBuf> = (0..2).map(|p| dir.join(format!("out{p}.jsonl"))).collect();
+    let mut children: Vec<Child> = (0..2)
+        .map(|p| {
+            let p = p.to_string();
+            let mut args = common(&requests);
+            args.extend(["-w", "2", "-n", "2", "-p", &p, "-h", &hosts, "--active-workers", "1", "--rate", "8000"]);
+            saams(&args, &outs[p.parse::<usize>().expect("p")], true)
+        })
+        .collect();
+    let addrs: Vec<String> =
+        children.iter_mut().map(|c| http_common::http_address(c, Duration::from_secs(30))).collect();
+    // Each process takes one: both agree on each fence.
+    rescale(&addrs[0], 2);
+    rescale(&addrs[1], 4);
+    rescale(&addrs[0], 1);
+    for c in &mut children {
+        assert!(c.wait().expect("wait").success());
+    }
+    let got = answers(&outs);
+    assert!(got == expected, "-n 2 -w 2: {} answers with rescales, {} without", got.len(), expected.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_rescale_the_job_cannot_have_or_one_while_another_moves_is_refused_and_nothing_moves() {
+    let dir = temp("bad");
+    let requests = script(&dir).display().to_string();
+    let out = dir.join("out.jsonl");
+    let mut args = common(&requests);
+    args.extend(["-w", "2", "--rate", "4000"]);
+    let mut child = saams(&args, &out, true);
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
+    for (body, status, why) in [
+        (r#"{"activeWorkers":0}"#, 400, "between 1 and 2"),
+        (r#"{"activeWorkers":3}"#, 400, "between 1 and 2"),
+        (r#"{"activeWorkers":"two"}"#, 400, "activeWorkers"),
+        ("{not json", 400, "malformed JSON"),
+    ] {
+        let (got, reply) = post(&addr, "/rescale", body);
+        assert_eq!(got, status, "{body}: {reply}");
+        let reply: Value = serde_json::from_str(&reply).expect("error JSON");
+        assert!(reply["error"].as_str().is_some_and(|e| e.contains(why)), "{body}: {reply}");
+    }
+    let status = get_json(&addr, "/status");
+    assert_eq!((status["activeWorkers"].as_u64(), status["rescaling"].as_bool()), (Some(2), Some(false)));
+    // One rescale at a time: the second, sent while the first waits for its fence or moves, is
+    // 409 (at the latest the third is: the first may be done between two posts).
+    let first = post(&addr, "/rescale", r#"{"activeWorkers":1}"#);
+    assert_eq!(first.0, 200, "{first:?}");
+    let again: Vec<u16> = (0..3).map(|_| post(&addr, "/rescale", r#"{"activeWorkers":2}"#).0).collect();
+    assert!(again.contains(&409), "{again:?}");
+    // Nothing moved for the refused ones.
+    let applied = 1 + again.iter().filter(|&&s| s == 200).count();
+    let mut s = TcpStream::connect(&addr).expect("connect");
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+    let mut metrics = String::new();
+    s.read_to_string(&mut metrics).expect("read");
+    assert!(metrics.contains(&format!("saams_rescales_total {applied}\n")), "{applied}: {metrics}");
+    assert!(child.wait().expect("wait").success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
