@@ -348,6 +348,9 @@ impl Metrics {
         }
         self.window_lag_ms.set(t.window_lag_ms);
         self.sync_partials();
+        // Counted by the update operators as they send owned states at a rescale's fence.
+        let (_, bytes) = saams_operators::update::moved_totals();
+        self.rescale_bytes_moved.inc_by(bytes.saturating_sub(self.rescale_bytes_moved.get()));
     }
 }
 

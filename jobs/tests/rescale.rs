@@ -179,6 +179,9 @@ fn rescaled_run(dir: &Path, requests: &str, extra: &[&str]) -> (Vec<String>, Vec
     };
     assert!(metrics.contains("saams_rescales_total 3"), "{metrics}");
     assert!(metrics.contains("saams_active_workers 1"), "{metrics}");
+    // Owned synopses (DFT, GK, Lossy Counting, window quantiles) moved with their state.
+    let moved = metrics.lines().find_map(|l| l.strip_prefix("saams_rescale_bytes_moved_total "));
+    assert!(moved.and_then(|b| b.trim().parse::<u64>().ok()).is_some_and(|b| b > 0), "{metrics}");
     assert!(child.wait().expect("wait").success());
     (answers(&[out]), acks)
 }

@@ -141,6 +141,9 @@ pub struct Checkpointing {
     pub restored_latest: HashMap<u32, (Box<dyn Synopsis>, u64)>,
     /// Last answered sets to start from, by continuous set-valued query.
     pub restored_sets: HashMap<u32, Vec<String>>,
+    /// The boundary (ms) the restored states were taken at (0 for a job not resumed): the
+    /// holder of a state is its home at that window (a rescale may move it on later).
+    pub restored_boundary: u64,
 }
 
 impl Checkpointing {

@@ -102,6 +102,7 @@ impl Resume {
     /// When a state does not decode or does not belong to the synopsis it is stored for.
     pub fn fill(&self, plan: &Plan) -> Result<(), String> {
         let mut checkpoints = plan.checkpoints.borrow_mut();
+        checkpoints.restored_boundary = self.boundary_ms;
         for s in &self.states {
             let spec = plan
                 .routing

@@ -83,6 +83,19 @@ pub(super) fn generated_streams_for_worker(plan: &Plan, spec: &GeneratorSpec, me
             reader[i] = least;
         }
     }
+    // Every worker reads something while there are streams enough: a worker whose input ends
+    // stops taking requests for its process, and with the synopses on a few workers
+    // (`--active-workers`) the owners' update work can leave a worker none.
+    for idle in 0..peers.min(reader.len()) {
+        if reader.contains(&idle) {
+            continue;
+        }
+        let count = |w: usize| reader.iter().filter(|&&r| r == w).count();
+        let busiest = (0..peers).max_by_key(|&w| (count(w), std::cmp::Reverse(w))).unwrap_or(0);
+        if let Some(i) = reader.iter().rposition(|&r| r == busiest) {
+            reader[i] = idle;
+        }
+    }
     (0..owner_and_work.len()).filter(|&i| reader[i] == me).collect()
 }
 

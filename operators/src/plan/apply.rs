@@ -147,6 +147,7 @@ impl Routing {
             window_origin: effects.fence.unwrap_or(0),
             group: u32::MAX,
             home: self.worker_of(root),
+            moved: Vec::new(),
             continuous: Vec::new(),
             adhoc: Vec::new(),
             saves: Vec::new(),

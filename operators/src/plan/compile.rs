@@ -46,6 +46,7 @@ impl Routing {
                         unit_ms,
                         unit_origin,
                         owner,
+                        moved: Vec::new(),
                         synopses: Vec::new(),
                         ordered: false,
                         numeric: false,

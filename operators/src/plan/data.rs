@@ -145,6 +145,9 @@ pub struct SynSpec {
     pub group: u32,
     /// The worker holding the merged synopsis and answering its queries.
     pub home: usize,
+    /// Homes before rescales moved it: (fence, the home of the windows before it), in fence
+    /// order ([`SynSpec::home_at`]).
+    pub moved: Vec<(u64, usize)>,
     /// Continuous queries.
     pub continuous: Vec<QueryReg>,
     /// Ad-hoc queries (answered once, at the end of the input, from the final merged state).
@@ -160,7 +163,35 @@ pub struct SynSpec {
     pub(crate) deleted: bool,
 }
 
+/// The holder of window `w` given the holder now and the holders before each move.
+fn holder_at(now: usize, moved: &[(u64, usize)], w: u64) -> usize {
+    moved.iter().find(|&&(fence, _)| w < fence).map_or(now, |&(_, before)| before)
+}
+
+impl Group {
+    /// The owner of the group's values of window `w` (start, ms): rescales move owned groups at
+    /// their fences.
+    ///
+    /// ```
+    /// use saams_operators::plan::{Group, Mode};
+    /// let g = Group { dataset: "F".into(), stream: "A".into(), field: "price".into(), mode: Mode::Owned,
+    ///     unit_ms: 0, unit_origin: 0, owner: 2, moved: vec![(60_000, 0), (120_000, 1)], synopses: vec![],
+    ///     ordered: true, numeric: false };
+    /// assert_eq!((g.owner_at(0), g.owner_at(60_000), g.owner_at(120_000)), (0, 1, 2));
+    /// ```
+    #[inline]
+    pub fn owner_at(&self, w: u64) -> usize {
+        holder_at(self.owner, &self.moved, w)
+    }
+}
+
 impl SynSpec {
+    /// The worker holding the merged state of window `w` ([`Group::owner_at`] for owned ones).
+    #[inline]
+    pub fn home_at(&self, w: u64) -> usize {
+        holder_at(self.home, &self.moved, w)
+    }
+
     /// Its window and empty state, as its held state needs them ([`crate::window::Held`]).
     pub fn windowing(&self) -> Windowing<'_> {
         Windowing { window: self.window, fresh: self.fresh.as_ref(), origin: self.window_origin }
@@ -222,6 +253,9 @@ pub struct Group {
     pub unit_origin: u64,
     /// The worker owning the stream (first worker of a spread).
     pub owner: usize,
+    /// Owners before rescales moved the group: (fence, the owner of the windows before it), in
+    /// fence order ([`Group::owner_at`]).
+    pub moved: Vec<(u64, usize)>,
     /// The synopses updated from this group (indices into [`super::Routing::synopses`]).
     pub synopses: Vec<u32>,
     /// Some synopsis depends on update order: sort each window by (event time, arrival sequence).

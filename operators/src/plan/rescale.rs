@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use saams::api::request::Request;
 use serde_json::{Value as Json, json};
 
-use super::data::RescaleApplied;
+use super::data::{Mode, RescaleApplied};
 use super::routing::{BINS, Routing, spread_hash};
 
 /// Why a rescale was refused: `status` is the HTTP status that says so (400: a worker count the
@@ -155,9 +155,47 @@ impl Routing {
         let map = consistent_map(&self.bins, &self.bin_weights(), n);
         let moves = map.iter().zip(&self.bins).filter(|(a, b)| a != b).count();
         self.bins = map;
+        self.move_owned_groups(fence);
         let applied = RescaleApplied { active_workers: n, fence, moves };
         self.rescales.push(applied);
         Ok(applied)
+    }
+}
+
+impl Routing {
+    /// Owned groups follow their stream's bin from `fence` on: the owner and its synopses'
+    /// home change, the windows before the fence keep theirs ([`crate::plan::Group::owner_at`]),
+    /// and the update operator moves the merged states at the fence. Groups with a synopsis in a
+    /// query over pairs stay where they are: the pair queries' states are held where they are
+    /// answered, which does not move.
+    fn move_owned_groups(&mut self, fence: u64) {
+        let in_pairs: Vec<bool> = (0..self.synopses.len())
+            .map(|s| {
+                !self.synopses[s].snapshot_to.is_empty()
+                    || self.pair_queries.iter().any(|q| q.syn as usize == s || q.participants.contains(&(s as u32)))
+            })
+            .collect();
+        for g in 0..self.groups.len() {
+            let group = &self.groups[g];
+            if group.mode != Mode::Owned || group.synopses.iter().any(|&s| in_pairs[s as usize]) {
+                continue;
+            }
+            let to = self.worker_of(spread_hash(&[&group.dataset, &group.stream]));
+            let from = group.owner;
+            if to == from {
+                continue;
+            }
+            self.groups_owned[from] = self.groups_owned[from].saturating_sub(1);
+            self.groups_owned[to] += 1;
+            let group = &mut self.groups[g];
+            group.moved.push((fence, from));
+            group.owner = to;
+            for &s in &group.synopses.clone() {
+                let spec = &mut self.synopses[s as usize];
+                spec.moved.push((fence, spec.home));
+                spec.home = to;
+            }
+        }
     }
 }
 

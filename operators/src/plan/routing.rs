@@ -72,7 +72,7 @@ pub struct Routing {
     /// Whether a stream's update group has placed bin `b` ([`Routing::owner_of_stream`]).
     bin_placed: Vec<bool>,
     /// Per worker, the update groups it owns.
-    groups_owned: Vec<u32>,
+    pub(super) groups_owned: Vec<u32>,
     /// Update groups by (dataset, stream, field, mode): a synopsis constructed later joins its group.
     pub(super) group_index: HashMap<GroupKey, u32>,
     /// The workers holding bins at the start (`--active-workers`, default all).
@@ -134,6 +134,12 @@ impl Routing {
         self.synopses.get(syn as usize).is_some_and(|spec| spec.home == me)
     }
 
+    /// True when synopsis `syn`'s merged state of window `w` is on worker `me` (rescales move
+    /// owned synopses at their fences).
+    pub fn is_home_at(&self, syn: u32, me: usize, w: u64) -> bool {
+        self.synopses.get(syn as usize).is_some_and(|spec| spec.home_at(w) == me)
+    }
+
     /// The event-time window (its start, ms) of a time.
     #[inline]
     pub fn window_of(&self, time_ms: i64) -> u64 {
@@ -190,8 +196,8 @@ impl Routing {
         let w = if self.rescales.is_empty() && self.first_active == self.peers {
             self.peers as u64
         } else if g.mode == Mode::Owned {
-            // An owner keeps its group's merged state: it moves only with that state.
-            return (g.owner % self.peers) as u32;
+            // The owner of the window: a rescale moves the group's state at its fence.
+            return (g.owner_at(window) % self.peers) as u32;
         } else {
             // Spread partials are per window (a window-based group's per unit): from the fence
             // on they are built on the active workers only, and meet in the merge as before.

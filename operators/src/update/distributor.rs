@@ -38,8 +38,10 @@ impl RunDistributor {
     }
 
     fn target(plan: &Plan, me: usize, r: &Rec, peers: usize) -> usize {
+        // After a rescale a value goes where the map of its window says.
         let window = match plan.routing.groups[r.group as usize].mode {
             Mode::Windowed(_) => plan.window_of(r.time),
+            _ if !plan.routing.rescales().is_empty() => plan.window_of(r.time),
             _ => 0,
         };
         plan.routing.target(r.group, r.seq, window, me) as usize % peers
@@ -87,7 +89,10 @@ impl Distributor<Vec<Rec>> for RunDistributor {
             let first = &container[i];
             let target = RunDistributor::target(&plan, self.me, first, peers);
             let len = if plan.routing.groups[first.group as usize].mode == Mode::Owned {
-                1 + container[i + 1..].iter().take_while(|r| r.group == first.group).count()
+                // A run of one window, once rescales have moved owners between windows.
+                let window = (!plan.routing.rescales().is_empty()).then(|| plan.window_of(first.time));
+                let same = |r: &&Rec| r.group == first.group && window.is_none_or(|w| plan.window_of(r.time) == w);
+                1 + container[i + 1..].iter().take_while(same).count()
             } else {
                 1
             };

@@ -36,6 +36,7 @@
 //! emitted at [`Plan::close_time`] of the window, its last millisecond.
 
 mod distributor;
+mod moves;
 mod reorder;
 mod state;
 
@@ -44,15 +45,25 @@ use std::rc::Rc;
 
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
-use timely::dataflow::channels::pact::DistributorPact;
+use timely::dataflow::channels::pact::{DistributorPact, Exchange};
 use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::core::{ConnectLoop, Feedback, OkErr};
 use timely::dataflow::operators::generic::Operator;
 
 use crate::out::Out;
 use crate::plan::Plan;
 use crate::record::Rec;
 use distributor::RunDistributor;
+pub use moves::{Move, moved_totals};
 use state::{State, take_batch};
+
+/// What the update operator emits: its output, and owned states moving to their new owner at a
+/// rescale's fence (back into the operator, on the worker they go to).
+#[derive(Clone, Debug)]
+enum Emitted {
+    Out(Out),
+    Move(Move),
+}
 
 /// Extension trait: maintain the plan's synopses from a stream of routed values.
 pub trait UpdateSynopses<'scope> {
@@ -71,14 +82,22 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
         let route = shared.clone();
         // Runs on the reading worker: partition-based values stay where they were read.
         let pact = DistributorPact(move |_peers: usize| RunDistributor::new(route, me));
-        self.unary_frontier::<CapacityContainerBuilder<Vec<Out>>, _, _, _>(
+        // Moved states come back one millisecond later: a loop needs a summary above zero,
+        // and nothing waits for their frontier (the new owner counts what it expects).
+        let (handle, moved) = self.scope().feedback::<Vec<Move>>(1);
+        let to_owner = Exchange::new(|m: &Move| u64::from(m.to));
+        let emitted = self.binary_frontier::<_, CapacityContainerBuilder<Vec<Emitted>>, _, _, _, _>(
+            moved,
             pact,
+            to_owner,
             "UpdateSynopses",
-            move |mut cap, _info| {
-                cap.downgrade(&u64::MAX);
-                let mut end_cap = Some(cap);
+            move |cap, _info| {
+                let mut end_cap = Some(cap.delayed(&u64::MAX));
+                // Moves go out at the watermark: held until the input ends.
+                let mut move_cap = Some(cap);
                 let mut state = State::default();
                 state.restore(&shared.borrow(), me);
+                let mut moves = moves::Moves::after(shared.borrow().checkpoints.borrow().restored_boundary);
                 // Checkpoint boundaries before this one (exclusive) have their copies taken.
                 let mut copied_through = 0u64;
                 // Held at the frontier while anything is buffered or open: every window still to
@@ -87,8 +106,20 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 // Runs of one incoming batch: ((group, bin), length).
                 let mut runs: Vec<((u32, u64), usize)> = Vec::new();
                 let mut asked: Vec<Out> = Vec::new();
-                move |(input, frontier), output| {
-                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                move |(input, frontier), (moved, moved_frontier), output| {
+                    moved.for_each_stamp(|_, data| {
+                        let plan = shared.borrow();
+                        for m in data.flat_map(|batch| batch.drain(..)) {
+                            if let Err(e) = state.take_over(&plan, &mut moves, m) {
+                                eprintln!("saams: a rescale's moved state: {e}");
+                                std::process::exit(2);
+                            }
+                        }
+                    });
+                    moves.refresh(&shared.borrow(), me);
+                    let records = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    // Nothing at or after a fence closes before the states moved here at it.
+                    let watermark = moves.limit(records);
                     let update = shared.borrow().update;
                     input.for_each_stamp(|stamp, data| {
                         if !update {
@@ -107,11 +138,13 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             take_batch(&shared, &mut state, batch, &mut runs, at, &mut asked);
                         }
                     });
+                    moves.refresh(&shared.borrow(), me);
+                    let watermark = moves.limit(watermark);
                     if !asked.is_empty()
                         && let Some(cap) = &held
                     {
                         // Answered now: nothing waits for a window.
-                        output.session(cap).give_iterator(asked.drain(..));
+                        output.session(cap).give_iterator(asked.drain(..).map(Emitted::Out));
                     }
                     let plan = shared.borrow();
                     let plan = &*plan;
@@ -120,14 +153,20 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         if let Some(cap) = &held {
                             let at = cap.delayed(&plan.close_time(w));
                             let mut session = output.session(&at);
-                            session.give_iterator(lines.drain(..).map(Out::Line));
-                            session.give_iterator(partials.drain(..).map(Out::Partial));
-                            session.give_iterator(snapshots.drain(..).map(Out::Snapshot));
+                            session.give_iterator(lines.drain(..).map(|l| Emitted::Out(Out::Line(l))));
+                            session.give_iterator(partials.drain(..).map(|p| Emitted::Out(Out::Partial(p))));
+                            session.give_iterator(snapshots.drain(..).map(|s| Emitted::Out(Out::Snapshot(s))));
                         }
                     });
+                    if let Some(cap) = &move_cap {
+                        let given = state.give_away(plan, &mut moves);
+                        if !given.is_empty() {
+                            output.session(cap).give_iterator(given.into_iter().map(Emitted::Move));
+                        }
+                    }
                     if let Some(cap) = held.as_ref().filter(|_| !state.pair_out.is_empty()) {
                         // Pair states taken at their point (`held` is still before the window at it).
-                        output.session(cap).give_iterator(state.pair_out.drain(..));
+                        output.session(cap).give_iterator(state.pair_out.drain(..).map(Emitted::Out));
                     }
                     state.release_passed(plan, watermark);
                     if state.drained() {
@@ -137,13 +176,29 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     {
                         cap.downgrade(&watermark);
                     }
+                    if records == u64::MAX && !moves.owes() {
+                        move_cap = None;
+                    } else if let Some(cap) = move_cap.as_mut()
+                        && records > *cap.time()
+                    {
+                        cap.downgrade(&records);
+                    }
                     if frontier.is_empty()
+                        && moved_frontier.is_empty()
+                        && !moves.pending()
                         && let Some(cap) = end_cap.take()
                     {
-                        output.session(&cap).give_iterator(state.answers_at_end(plan, me).into_iter().map(Out::Line));
+                        let lines = state.answers_at_end(plan, me).into_iter().map(|l| Emitted::Out(Out::Line(l)));
+                        output.session(&cap).give_iterator(lines);
                     }
                 }
             },
-        )
+        );
+        let (out, moves) = emitted.ok_err::<Vec<Out>, _, Vec<Move>, _, _>(|e| match e {
+            Emitted::Out(o) => Ok(o),
+            Emitted::Move(m) => Err(m),
+        });
+        moves.connect_loop(handle);
+        out
     }
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use saams::api::estimation::with_as_of;
 use saams::{Datum, Synopsis};
 
+use super::moves::{Move, Moves};
 use super::reorder::Reorder;
 
 mod pair_stop;
@@ -178,12 +179,14 @@ fn feed_merged(
 }
 
 impl State {
-    /// Start the owned synopses this worker owns from a checkpoint's states.
+    /// Start the owned synopses this worker owns from a checkpoint's states (those it holds at
+    /// the checkpoint's boundary: a rescale after it moves them on at its fence).
     pub(super) fn restore(&mut self, plan: &Plan, me: usize) {
         let mut checkpoints = plan.checkpoints.borrow_mut();
+        let boundary = checkpoints.restored_boundary;
         for (s, spec) in plan.routing.synopses.iter().enumerate() {
             let s = s as u32;
-            if spec.home == me
+            if spec.home_at(boundary) == me
                 && spec.mode == Mode::Owned
                 && let Some((held, loads)) = checkpoints.restored.remove(&s)
             {
@@ -396,7 +399,7 @@ impl State {
                             bytes: state.size_bytes(),
                             last_window: w,
                             window_end: w.saturating_add(cadence),
-                            worker: spec.home,
+                            worker: spec.home_at(w),
                         };
                         plan.published.publish(s, figures);
                         for &dest in &spec.snapshot_to {
@@ -530,7 +533,9 @@ impl State {
             if let Some((p, false)) = stop {
                 self.take_pair_states(plan, p);
             } else if let Some((b, true)) = stop {
-                let copies = copy_homed(|s| plan.routing.is_home(s, me), self.merged.iter(), &self.loaded);
+                // Held here before the boundary (a rescale at it moves them after the copy).
+                let before = plan.window_of(i64::try_from(b.saturating_sub(1)).unwrap_or(i64::MAX));
+                let copies = copy_homed(|s| plan.routing.is_home_at(s, me, before), self.merged.iter(), &self.loaded);
                 plan.checkpoints.borrow_mut().hand_in(b, copies, Vec::new());
                 *copied_through = b;
             }
@@ -560,6 +565,17 @@ impl State {
         self.buffers.retain(|_, b| b.capacity() <= 4096);
         self.staged.retain(|_, v| v.capacity() <= 4096);
         true
+    }
+
+    /// Owned groups this worker gives away at a rescale's fence, now that the windows before it
+    /// are closed ([`Moves::due`]).
+    pub(super) fn give_away(&mut self, plan: &Plan, moves: &mut Moves) -> Vec<Move> {
+        moves.due(plan, self.closed_before, &mut self.merged, &mut self.loaded)
+    }
+
+    /// Install an owned group's states moved here ([`Moves::install`]).
+    pub(super) fn take_over(&mut self, plan: &Plan, moves: &mut Moves, m: Move) -> Result<(), String> {
+        moves.install(plan, m, &mut self.merged, &mut self.loaded)
     }
 
     /// The end-of-input answers of the owned synopses homed on worker `me`: the windows still
