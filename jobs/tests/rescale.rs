@@ -98,7 +98,7 @@ fn saams(args: &[&str], out: &Path, http: bool) -> Child {
     cmd.spawn().expect("saams")
 }
 
-fn common<'a>(requests: &'a str) -> Vec<&'a str> {
+fn common(requests: &str) -> Vec<&str> {
     vec!["--generate", GENERATOR, "--window", "1s", "--requests", requests]
 }
 

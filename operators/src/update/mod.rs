@@ -92,35 +92,12 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
             to_owner,
             "UpdateSynopses",
             move |cap, _info| {
-                let mut end_cap = Some(cap.delayed(&u64::MAX));
-                // Moves go out at the watermark: held until the input ends.
-                let mut move_cap = Some(cap);
-                let mut state = State::default();
-                state.restore(&shared.borrow(), me);
-                let mut moves = moves::Moves::after(shared.borrow().checkpoints.borrow().restored_boundary);
-                // Checkpoint boundaries before this one (exclusive) have their copies taken.
-                let mut copied_through = 0u64;
-                // Held at the frontier while anything is buffered or open: every window still to
-                // close ends after it, so the window's output can be emitted at its close time.
-                let mut held: Option<Capability<u64>> = None;
-                // Runs of one incoming batch: ((group, bin), length).
-                let mut runs: Vec<((u32, u64), usize)> = Vec::new();
-                let mut asked: Vec<Out> = Vec::new();
+                let mut step = Step::new(shared, me, cap);
                 move |(input, frontier), (moved, moved_frontier), output| {
-                    moved.for_each_stamp(|_, data| {
-                        let plan = shared.borrow();
-                        for m in data.flat_map(|batch| batch.drain(..)) {
-                            if let Err(e) = state.take_over(&plan, &mut moves, m) {
-                                eprintln!("saams: a rescale's moved state: {e}");
-                                std::process::exit(2);
-                            }
-                        }
-                    });
-                    moves.refresh(&shared.borrow(), me);
+                    moved.for_each_stamp(|_, data| step.take_over(data.flat_map(|batch| batch.drain(..))));
                     let records = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
-                    // Nothing at or after a fence closes before the states moved here at it.
-                    let watermark = moves.limit(records);
-                    let update = shared.borrow().update;
+                    let watermark = step.limit(records);
+                    let update = step.shared.borrow().update;
                     input.for_each_stamp(|stamp, data| {
                         if !update {
                             data.for_each(|batch| batch.clear());
@@ -130,67 +107,19 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             data.for_each(|batch| batch.clear());
                             return;
                         };
-                        if held.as_ref().is_none_or(|c| time < *c.time()) {
-                            held = stamp.retain_least(0);
+                        if step.held.as_ref().is_none_or(|c| time < *c.time()) {
+                            step.held = stamp.retain_least(0);
                         }
                         for batch in data {
-                            let at = (me, watermark, copied_through);
-                            take_batch(&shared, &mut state, batch, &mut runs, at, &mut asked);
+                            let at = (me, watermark, step.copied_through);
+                            take_batch(&step.shared, &mut step.state, batch, &mut step.runs, at, &mut step.asked);
                         }
                     });
-                    moves.refresh(&shared.borrow(), me);
-                    let watermark = moves.limit(watermark);
-                    if !asked.is_empty()
-                        && let Some(cap) = &held
-                    {
-                        // Answered now: nothing waits for a window.
-                        output.session(cap).give_iterator(asked.drain(..).map(Emitted::Out));
-                    }
-                    let plan = shared.borrow();
-                    let plan = &*plan;
-                    state.feed_staged(plan);
-                    state.close_passed(plan, me, watermark, &mut copied_through, |w, lines, partials, snapshots| {
-                        if let Some(cap) = &held {
-                            let at = cap.delayed(&plan.close_time(w));
-                            let mut session = output.session(&at);
-                            session.give_iterator(lines.drain(..).map(|l| Emitted::Out(Out::Line(l))));
-                            session.give_iterator(partials.drain(..).map(|p| Emitted::Out(Out::Partial(p))));
-                            session.give_iterator(snapshots.drain(..).map(|s| Emitted::Out(Out::Snapshot(s))));
-                        }
-                    });
-                    if let Some(cap) = &move_cap {
-                        let given = state.give_away(plan, &mut moves);
-                        if !given.is_empty() {
-                            output.session(cap).give_iterator(given.into_iter().map(Emitted::Move));
-                        }
-                    }
-                    if let Some(cap) = held.as_ref().filter(|_| !state.pair_out.is_empty()) {
-                        // Pair states taken at their point (`held` is still before the window at it).
-                        output.session(cap).give_iterator(state.pair_out.drain(..).map(Emitted::Out));
-                    }
-                    state.release_passed(plan, watermark);
-                    if state.drained() {
-                        held = None;
-                    } else if let Some(cap) = held.as_mut()
-                        && watermark > *cap.time()
-                    {
-                        cap.downgrade(&watermark);
-                    }
-                    if records == u64::MAX && !moves.owes() {
-                        move_cap = None;
-                    } else if let Some(cap) = move_cap.as_mut()
-                        && records > *cap.time()
-                    {
-                        cap.downgrade(&records);
-                    }
-                    if frontier.is_empty()
-                        && moved_frontier.is_empty()
-                        && !moves.pending()
-                        && let Some(cap) = end_cap.take()
-                    {
-                        let lines = state.answers_at_end(plan, me).into_iter().map(|l| Emitted::Out(Out::Line(l)));
-                        output.session(&cap).give_iterator(lines);
-                    }
+                    let ended = frontier.is_empty() && moved_frontier.is_empty();
+                    let mut give = |cap: &Capability<u64>, items: Vec<Emitted>| {
+                        output.session(cap).give_iterator(items.into_iter());
+                    };
+                    step.after_input((records, watermark), ended, &mut give);
                 }
             },
         );
@@ -200,5 +129,115 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
         });
         moves.connect_loop(handle);
         out
+    }
+}
+
+/// The update operator between activations: its state, its moves, and its capabilities.
+struct Step {
+    shared: Rc<RefCell<Plan>>,
+    me: usize,
+    state: State,
+    moves: moves::Moves,
+    /// Checkpoint boundaries before this one (exclusive) have their copies taken.
+    copied_through: u64,
+    /// Held at the frontier while anything is buffered or open: every window still to close
+    /// ends after it, so the window's output can be emitted at its close time.
+    held: Option<Capability<u64>>,
+    /// The end-of-input answers go out at `u64::MAX`.
+    end_cap: Option<Capability<u64>>,
+    /// Moves go out at the input's frontier: held until the input ends.
+    move_cap: Option<Capability<u64>>,
+    /// Runs of one incoming batch: ((group, bin), length).
+    runs: Vec<((u32, u64), usize)>,
+    asked: Vec<Out>,
+}
+
+impl Step {
+    fn new(shared: Rc<RefCell<Plan>>, me: usize, cap: Capability<u64>) -> Step {
+        let mut state = State::default();
+        state.restore(&shared.borrow(), me);
+        let moves = moves::Moves::after(shared.borrow().checkpoints.borrow().restored_boundary);
+        let end_cap = Some(cap.delayed(&u64::MAX));
+        let (held, move_cap, runs, asked) = (None, Some(cap), Vec::new(), Vec::new());
+        Step { shared, me, state, moves, copied_through: 0, held, end_cap, move_cap, runs, asked }
+    }
+
+    /// Install the states moved here.
+    fn take_over(&mut self, moved: impl Iterator<Item = Move>) {
+        let plan = self.shared.borrow();
+        for m in moved {
+            if let Err(e) = self.state.take_over(&plan, &mut self.moves, m) {
+                eprintln!("saams: a rescale's moved state: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    /// The watermark windows may close up to: the input's frontier, held at the oldest fence
+    /// whose moved states have not arrived here yet.
+    fn limit(&mut self, records: u64) -> u64 {
+        self.moves.refresh(&self.shared.borrow(), self.me);
+        self.moves.limit(records)
+    }
+
+    /// After the input: answer asks, close what the watermark passed, give away the states
+    /// due, release values, and at the end of everything the end-of-input answers.
+    fn after_input(
+        &mut self,
+        (records, watermark): (u64, u64),
+        ended: bool,
+        give: &mut impl FnMut(&Capability<u64>, Vec<Emitted>),
+    ) {
+        let watermark = self.limit(records).min(watermark);
+        let (me, state) = (self.me, &mut self.state);
+        if !self.asked.is_empty()
+            && let Some(cap) = &self.held
+        {
+            // Answered now: nothing waits for a window.
+            give(cap, self.asked.drain(..).map(Emitted::Out).collect());
+        }
+        let plan = self.shared.borrow();
+        let plan = &*plan;
+        state.feed_staged(plan);
+        let held = &self.held;
+        state.close_passed(plan, me, watermark, &mut self.copied_through, |w, lines, partials, snapshots| {
+            if let Some(cap) = held {
+                let mut out: Vec<Emitted> = lines.drain(..).map(|l| Emitted::Out(Out::Line(l))).collect();
+                out.extend(partials.drain(..).map(|p| Emitted::Out(Out::Partial(p))));
+                out.extend(snapshots.drain(..).map(|s| Emitted::Out(Out::Snapshot(s))));
+                give(&cap.delayed(&plan.close_time(w)), out);
+            }
+        });
+        if let Some(cap) = &self.move_cap {
+            let given = state.give_away(plan, &mut self.moves);
+            if !given.is_empty() {
+                give(cap, given.into_iter().map(Emitted::Move).collect());
+            }
+        }
+        if let Some(cap) = self.held.as_ref().filter(|_| !state.pair_out.is_empty()) {
+            // Pair states taken at their point (`held` is still before the window at it).
+            give(cap, state.pair_out.drain(..).map(Emitted::Out).collect());
+        }
+        state.release_passed(plan, watermark);
+        if state.drained() {
+            self.held = None;
+        } else if let Some(cap) = self.held.as_mut()
+            && watermark > *cap.time()
+        {
+            cap.downgrade(&watermark);
+        }
+        if records == u64::MAX && !self.moves.owes() {
+            self.move_cap = None;
+        } else if let Some(cap) = self.move_cap.as_mut()
+            && records > *cap.time()
+        {
+            cap.downgrade(&records);
+        }
+        if ended
+            && !self.moves.pending()
+            && let Some(cap) = self.end_cap.take()
+        {
+            give(&cap, state.answers_at_end(plan, me).into_iter().map(|l| Emitted::Out(Out::Line(l))).collect());
+        }
     }
 }
