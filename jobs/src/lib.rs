@@ -8,6 +8,8 @@ pub mod cluster;
 pub mod control;
 pub mod dataflow;
 pub mod duration;
+pub mod edge;
+pub mod edge_device;
 pub mod handoff;
 pub mod job;
 pub mod kafka;

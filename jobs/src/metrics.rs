@@ -260,6 +260,7 @@ pub fn record_bytes(r: &Rec) -> u64 {
     let val = match &r.val {
         Val::Num(_) => 8,
         Val::Str(s) => 8 + s.len() as u64,
+        Val::Part(b) => 8 + b.len() as u64,
     };
     4 + 8 + 8 + 4 + val
 }

@@ -69,6 +69,7 @@ pub mod answer;
 pub mod ask;
 pub mod changes;
 pub mod checkpoint;
+pub mod device_part;
 pub mod fold;
 pub mod introspection;
 pub mod merge_tree;

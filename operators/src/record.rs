@@ -19,6 +19,9 @@ pub enum Val {
     Num(f64),
     /// Text.
     Str(Box<str>),
+    /// A device's partials of its update group for one window, encoded
+    /// ([`crate::device_part::DevicePart`]): merged at the window's close, never fed as a value.
+    Part(Box<[u8]>),
 }
 
 impl Val {
@@ -28,6 +31,8 @@ impl Val {
         match self {
             Val::Num(x) => Datum::Num(*x),
             Val::Str(s) => Datum::Str(s),
+            // The update operator takes partials out of a batch before it feeds anything.
+            Val::Part(_) => Datum::Str(""),
         }
     }
 }

@@ -142,7 +142,7 @@ impl Startup {
         };
         let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
         let requests = request_script(cli, &requests_file)?;
-        let generator = if cli.data.is_empty() && cli.kafka.data_topic.is_none() {
+        let generator = if cli.data.is_empty() && cli.kafka.data_topic.is_none() && cli.kafka.partials_topic.is_none() {
             Some(GeneratorSpec::parse(&cli.generate).map_err(|e| format!("--generate: {}", e.0))?)
         } else {
             None
@@ -222,6 +222,7 @@ fn input_candidates(cli: &Cli, generator: Option<&GeneratorSpec>) -> Result<Vec<
         let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes, layout)?;
         let mut inputs = input_names(&units, generator.map(|_| cli.generate.as_str()));
         inputs.extend(cli.kafka.data_topic.as_ref().map(|t| format!("kafka:{t}")));
+        inputs.extend(cli.kafka.partials_topic.as_ref().map(|t| format!("partials:{t}")));
         candidates.push((units, inputs));
     }
     Ok(candidates)
@@ -409,6 +410,8 @@ pub(super) struct Shared {
     pub(super) dead: Option<Arc<LineSink>>,
     pub(super) hub: Arc<Hub>,
     pub(super) kafka_job: Option<Arc<KafkaJob>>,
+    /// The devices heard from over the partials topic (`--partials-topic`).
+    pub(super) devices: Option<Arc<crate::edge::devices::Devices>>,
     pub(super) requests: Option<String>,
     pub(super) store: Arc<SnapshotDir>,
     pub(super) generator: Option<GeneratorSpec>,

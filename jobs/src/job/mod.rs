@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::cli::Cli;
+use crate::edge::devices::Devices;
 use crate::handoff::{HandOff, TakeOver, start_taking_over, watch_for_take_over};
 use crate::metrics::CommFigures;
 use crate::sink::file::SnapshotDir;
@@ -92,6 +93,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let follow_stdin = start.requests_file == "-" && cli.process == 0;
     let followed = (start.kafka_job.as_ref(), request_topic, follow_stdin);
     let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
+    // A job reading a partials topic: the devices it hears from (its workers' intakes fill it).
+    let devices = start.kafka_job.as_ref().filter(|k| k.partials).map(|k| Arc::new(Devices::new(k.idle_timeout)));
     let mut services = Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed)?;
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
     let shape = (start.window_ms, requests.as_deref(), &start.inputs[..]);
@@ -107,6 +110,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         dead: outputs.dead.clone(),
         hub: services.hub.clone(),
         kafka_job: start.kafka_job.clone(),
+        devices,
         requests,
         store,
         generator: start.generator,

@@ -185,6 +185,21 @@ impl Router {
         self.accept(unit, (line, time), window, input);
     }
 
+    /// Route records made elsewhere — a device's shipment ([`crate::edge::intake`]), at event
+    /// time `time` (its window's start) — as one tuple of `unit`; returns its window.
+    pub(super) fn route_recs(
+        &mut self,
+        unit: &mut Reading,
+        (line, time): (u64, i64),
+        recs: Vec<Rec>,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) -> u64 {
+        let window = self.last_window.of(&self.plan.borrow(), time);
+        self.recs.extend(recs);
+        self.accept(unit, (line, time), window, input);
+        window
+    }
+
     fn check_time(&self, unit: &Reading, time: i64) -> Result<(), (String, bool)> {
         if time < 0 {
             return Err(("event time before 1970".into(), false));

@@ -91,6 +91,8 @@ struct WorkerState<'a> {
     kafka: Option<KafkaInput>,
     /// The `Reading` the Kafka partitions' records are routed through.
     kafka_unit: Reading,
+    /// The reader of device shipments, when the Kafka input is a partials topic.
+    intake: Option<crate::edge::intake::Intake>,
     /// The tuple input's epoch.
     epoch: u64,
     /// False once this worker's input has ended.
@@ -151,6 +153,7 @@ impl<'a> WorkerState<'a> {
             ended,
             boundaries_known: 0,
             router,
+            intake: job.devices.clone().map(crate::edge::intake::Intake::new),
             kafka,
             kafka_unit,
             epoch: 0,
@@ -284,8 +287,17 @@ impl<'a> WorkerState<'a> {
     fn read_kafka(&mut self, allowance: u64, routed_before: u64, hold_end: Option<i64>) -> Option<u64> {
         let (plan, router, input, kafka_unit) = (&self.plan, &mut self.router, &mut self.input, &mut self.kafka_unit);
         let (stats, heard, told, gossip) = (&*self.job.stats, &self.heard, &mut self.told, &mut self.gossip);
+        let intake = &mut self.intake;
         self.kafka.as_mut().map(|k| {
-            if hold_end.is_none() && allowance > router.tuples - routed_before {
+            if let Some(intake) = intake.as_mut() {
+                if hold_end.is_none() && allowance > router.tuples - routed_before {
+                    k.poll_shipments(allowance - (router.tuples - routed_before), stats, |payload, late_below| {
+                        let admitted = intake.admit(&plan.borrow(), payload, late_below)?;
+                        Ok(admitted.map(|(time, recs)| (time, router.route_recs(kafka_unit, (0, time), recs, input))))
+                    });
+                    router.send_batch(input);
+                }
+            } else if hold_end.is_none() && allowance > router.tuples - routed_before {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
                     kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
                     let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));

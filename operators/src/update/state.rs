@@ -11,6 +11,7 @@ use saams::{Datum, Synopsis};
 use super::moves::{Move, Moves};
 use super::reorder::Reorder;
 
+mod device_parts;
 mod pair_stop;
 use crate::answer;
 use crate::ask::{ASK_GROUP, Ask, AskPart, FENCE_GROUP, fence_of};
@@ -19,7 +20,7 @@ use crate::introspection::SynopsisFigures;
 use crate::out::Out;
 use crate::pair_ask::{answers_pairs, pair_of};
 use crate::plan::{Mode, Plan};
-use crate::record::{Partial, Rec, Snapshot, SynBox};
+use crate::record::{Partial, Rec, Snapshot, SynBox, Val};
 use crate::window::Held;
 
 /// Feed values of one window (in event-time order, then arrival sequence) to one synopsis:
@@ -81,6 +82,10 @@ impl Gathered {
     }
 }
 
+/// Device partials of owned groups waiting for their window's close: per window, the (group,
+/// bin) and the partials.
+type DeviceParts = BTreeMap<u64, Vec<((u32, u64), crate::device_part::DevicePart)>>;
+
 /// Merged state of owned synopses, as their windows hold it.
 type Merged = HashMap<u32, Held, foldhash::fast::RandomState>;
 
@@ -107,6 +112,8 @@ pub(super) struct State {
     pair_stops: Vec<(u64, Ask)>,
     /// Pair states taken at their point, to emit.
     pub(super) pair_out: Vec<Out>,
+    /// Device partials of owned groups, per window, waiting for its close ([`device_parts`]).
+    device_parts: DeviceParts,
 }
 
 /// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
@@ -378,6 +385,7 @@ impl State {
         self.closed_before = self.closed_before.max(w.saturating_add(plan.routing.window_ms as u64));
         // Every merged state is as at this close now (nothing of a later window is fed yet).
         self.at_close.clear();
+        self.merge_device_parts(plan, w);
         let Some(gathered) = self.windows.remove(&w) else { return };
         let cadence = plan.routing.window_ms as u64;
         for ((g, bin), mut got) in gathered {
@@ -449,6 +457,9 @@ pub(super) fn take_batch(
     }
     let plan = shared.borrow();
     let plan = &*plan;
+    if batch.iter().any(|r| matches!(r.val, Val::Part(_))) {
+        state.take_device_parts(plan, batch);
+    }
     // Values fed on arrival stay out of the copy at this boundary (the fence marker of its
     // epoch came before any value at or after it).
     let next_boundary = plan.checkpoints.borrow().next_due(copied_through, u64::MAX);

@@ -35,6 +35,14 @@ pub struct KafkaArgs {
     /// of all processes (partition p → worker p mod workers).
     #[arg(long = "data-topic")]
     pub data_topic: Option<String>,
+    /// Topic of device shipments (`saams-edge --partials-topic`): each device's partials or raw
+    /// values per window, merged like this job's own partials (instead of --data-topic).
+    #[arg(long = "partials-topic", conflicts_with = "data_topic")]
+    pub partials_topic: Option<String>,
+    /// With --partials-topic: a device without records for this long is gone, and its
+    /// partition stops holding windows open (as --idle-timeout, which it replaces).
+    #[arg(long = "device-timeout")]
+    pub device_timeout: Option<String>,
     /// Topic of requests (one JSON request or array per record), read to its end at start
     /// (after --requests, when both are given), then followed while the job runs: records
     /// produced later take effect at the next fence, like requests over HTTP.

@@ -174,6 +174,55 @@ impl KafkaInput {
         n
     }
 
+    /// [`poll`](Self::poll) for a topic of device shipments (`--partials-topic`): each record is
+    /// one shipment, handed whole to `admit(payload, late_below)`, which sends its records into
+    /// the tuple input and returns `Ok(Some((time, window)))` (the window's start and the
+    /// window), `Ok(None)` for a record that carries no values (hello, goodbye), or the reason it
+    /// was refused and whether it came late (dead-lettered like a bad tuple).
+    pub fn poll_shipments(
+        &mut self,
+        max: u64,
+        stats: &Stats,
+        mut admit: impl FnMut(&[u8], i64) -> Result<Option<(i64, u64)>, (String, bool)>,
+    ) -> usize {
+        let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
+        let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
+        let KafkaInput { job, topic, source, file_dead, marks, positions, .. } = self;
+        let records = usize::try_from(max).map_or(POLL_BATCH, |m| m.clamp(1, POLL_BATCH));
+        let polled = source.poll_with(records, wait, |r| {
+            let at = match admit(r.payload, late_below) {
+                Ok(Some((time, window))) => Some((time, window)),
+                Ok(None) => None,
+                Err((reason, late)) => {
+                    stats.dead_letters.fetch_add(1, Ordering::Relaxed);
+                    if late {
+                        stats.late.fetch_add(1, Ordering::Relaxed);
+                    }
+                    job.reject(topic, (&r, None), &reason, file_dead.as_deref());
+                    None
+                }
+            };
+            if let Some(p) = positions.as_mut() {
+                p.record(r.partition, r.offset, 0, at.map(|(time, _)| time));
+            }
+            marks.push(r.partition, r.offset, at);
+        });
+        let n = match polled {
+            Ok(n) => n,
+            Err(e) => {
+                job.set_fatal(e.to_string());
+                0
+            }
+        };
+        let KafkaTupleSource { clock, offsets, .. } = &mut self.source;
+        self.marks.drain_into(clock, offsets, Instant::now());
+        if n > 0 {
+            self.job.touch(n);
+        }
+        self.quiet = n == 0;
+        n
+    }
+
     /// Keep every partition's position at checkpoint boundary `b` (a job with `--checkpoints`).
     pub fn want(&mut self, b: u64) {
         if let Some(p) = self.positions.as_mut() {

@@ -45,9 +45,13 @@ pub(super) struct Awaited {
 pub struct KafkaJob {
     pub(super) opts: KafkaOptions,
     pub(super) data_topic: Option<String>,
+    /// The data topic holds device shipments (`--partials-topic`), not tuples.
+    pub partials: bool,
     request_topic: Option<String>,
     pub(super) lateness_ms: i64,
-    pub(super) idle_timeout: Duration,
+    /// How long a partition (with --partials-topic: a device) may be silent before it stops
+    /// holding windows open.
+    pub idle_timeout: Duration,
     exit_when_idle: Option<Duration>,
     /// The estimation producer (`--output-topic`); an input flushes it before committing.
     pub(super) out: Option<Arc<Mutex<KafkaEstimationSink>>>,
@@ -90,7 +94,8 @@ impl KafkaJob {
         let stop = stop_on_signals()?;
         Ok(Some(Arc::new(KafkaJob {
             opts,
-            data_topic: args.data_topic.clone(),
+            data_topic: args.data_topic.clone().or_else(|| args.partials_topic.clone()),
+            partials: args.partials_topic.is_some(),
             request_topic: args.request_topic.clone(),
             lateness_ms,
             idle_timeout,
@@ -385,9 +390,10 @@ impl KafkaJob {
 /// Without `--brokers`, no Kafka flag may be given: a topic flag or `--exit-when-idle` alone would
 /// otherwise be ignored silently.
 fn refuse_topics_without_brokers(args: &KafkaArgs) -> Result<(), String> {
-    let topics = [&args.data_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic];
+    let topics =
+        [&args.data_topic, &args.partials_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic];
     if topics.iter().any(|t| t.is_some()) || args.exit_when_idle.is_some() {
-        return Err("--data-topic, --request-topic, --output-topic, --dead-letter-topic and \
+        return Err("--data-topic, --partials-topic, --request-topic, --output-topic, --dead-letter-topic and \
                     --exit-when-idle need --brokers HOST:PORT"
             .into());
     }
@@ -396,7 +402,8 @@ fn refuse_topics_without_brokers(args: &KafkaArgs) -> Result<(), String> {
 
 /// `--idle-timeout` and `--exit-when-idle`, parsed.
 fn durations(args: &KafkaArgs) -> Result<(Duration, Option<Duration>), String> {
-    let idle_timeout = Duration::from_millis(parse_duration_ms(&args.idle_timeout)? as u64);
+    let idle = args.device_timeout.as_deref().unwrap_or(&args.idle_timeout);
+    let idle_timeout = Duration::from_millis(parse_duration_ms(idle)? as u64);
     let exit_when_idle = match &args.exit_when_idle {
         Some(d) => Some(Duration::from_millis(parse_duration_ms(d)? as u64)),
         None => None,
@@ -407,7 +414,7 @@ fn durations(args: &KafkaArgs) -> Result<(Duration, Option<Duration>), String> {
 /// The topics to create when missing, with `--partitions` each, except the request topic, which
 /// gets one partition: requests are a script whose order matters.
 fn topic_specs(args: &KafkaArgs) -> Vec<TopicSpec> {
-    [&args.data_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic]
+    [&args.data_topic, &args.partials_topic, &args.request_topic, &args.output_topic, &args.dead_letter_topic]
         .into_iter()
         .filter_map(|t| t.as_ref())
         .map(|t| TopicSpec::new(t, if Some(t) == args.request_topic.as_ref() { 1 } else { args.partitions }))

@@ -1,0 +1,213 @@
+//! A device's windows ([`DeviceWindows`]): the values it read, per update group of its plan, for
+//! the job window open now, and at its close the shipment — whichever of two forms is smaller:
+//!
+//! - **raw**: every group's values as compact records (time from the window's start, sequence
+//!   number, value);
+//! - **partials**: the groups whose synopses all merge exactly (Count-Min, HyperLogLog, Bloom,
+//!   AMS: [`saams::Kind::merges_exactly`]) as one partial per synopsis (zero runs packed), the
+//!   other groups raw.
+//!
+//! So a shipment never costs more than the raw form, by construction. Order-dependent kinds
+//! (DFT, LSH, window quantiles, GK, KLL, Lossy Counting, Sticky Sampling, FrequentItems, CPC)
+//! always go raw: a stream split over devices cannot feed them in event order from partials,
+//! and their partials would not merge bit for bit; the cloud feeds them in (event time,
+//! sequence) order as it feeds its own values.
+//!
+//! State is one job window of values (the raw form must be at hand to ship it), whatever the
+//! synopses: a device is as bounded as its window and rate.
+
+use std::collections::BTreeMap;
+
+use saams::api::Tuple;
+use saams::{Datum, Synopsis};
+use saams_operators::plan::Mode;
+use saams_operators::record::pack_zero_runs;
+use saams_operators::{Plan, Val};
+
+use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
+
+/// What a device counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounts {
+    /// Tuples read.
+    pub tuples: u64,
+    /// Tuples older than the open window (refused: the window was shipped).
+    pub late: u64,
+    /// Windows shipped.
+    pub windows: u64,
+    /// Windows shipped with partials (at least one group), and all raw.
+    pub partial_windows: u64,
+    /// See `partial_windows`.
+    pub raw_windows: u64,
+    /// Bytes shipped (the records as produced).
+    pub shipped_bytes: u64,
+    /// Bytes the raw form of the same windows takes.
+    pub raw_bytes: u64,
+}
+
+/// The open window of a device and what it has read in it.
+pub struct DeviceWindows {
+    device: String,
+    /// The open window (start, ms) and its values per update group.
+    open: Option<(u64, BTreeMap<u32, Vec<RawValue>>)>,
+    /// The sequence number of the next value read.
+    next_seq: u64,
+    /// Counters.
+    pub counts: DeviceCounts,
+}
+
+impl DeviceWindows {
+    /// No window open yet.
+    pub fn new(device: &str) -> DeviceWindows {
+        DeviceWindows { device: device.to_string(), open: None, next_seq: 0, counts: DeviceCounts::default() }
+    }
+
+    /// Take one tuple: its values go to the groups of `plan` it feeds. A tuple of a later window
+    /// closes the open one first: its shipment is returned.
+    pub fn push(&mut self, plan: &Plan, t: &Tuple) -> Option<Shipment> {
+        let time = t.time_ms.unwrap_or(0).max(0);
+        let window = plan.window_of(time);
+        self.counts.tuples += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let shipped = match &self.open {
+            Some((open, _)) if window < *open => {
+                self.counts.late += 1;
+                return None;
+            }
+            Some((open, _)) if window > *open => self.close(plan),
+            _ => None,
+        };
+        let (_, groups) = self.open.get_or_insert_with(|| (window, BTreeMap::new()));
+        let (per_stream, wide) = plan.routes(&t.dataset_key, &t.stream_id);
+        for &g in per_stream.iter().chain(wide) {
+            if let Some(val) = value_of(plan, g, t) {
+                groups.entry(g).or_default().push(RawValue { time, seq, val });
+            }
+        }
+        shipped
+    }
+
+    /// Close the open window (the input ended, or a later window began): its shipment, or none
+    /// when no group took a value.
+    pub fn close(&mut self, plan: &Plan) -> Option<Shipment> {
+        let (window, groups) = self.open.take()?;
+        if groups.is_empty() {
+            return None;
+        }
+        let raw = Shipment {
+            device: self.device.clone(),
+            seq: 0,
+            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, &groups) },
+        };
+        let raw_len = raw.encode().len() as u64;
+        let with_partials = partial_groups(plan, &groups).map(|groups| Shipment {
+            device: self.device.clone(),
+            seq: 0,
+            body: Body::Data { window, raw_bytes: raw_len, groups },
+        });
+        let chosen = match with_partials {
+            Some(p) if (p.encode().len() as u64) < raw_len => {
+                self.counts.partial_windows += 1;
+                p
+            }
+            _ => {
+                self.counts.raw_windows += 1;
+                let Body::Data { groups, .. } = raw.body else { return None };
+                Shipment { body: Body::Data { window, raw_bytes: raw_len, groups }, ..raw }
+            }
+        };
+        self.counts.windows += 1;
+        self.counts.raw_bytes += raw_len;
+        self.counts.shipped_bytes += chosen.encode().len() as u64;
+        Some(chosen)
+    }
+
+    /// The end of the window open now, if any.
+    pub fn open_end(&self, plan: &Plan) -> Option<u64> {
+        self.open.as_ref().map(|(w, _)| w.saturating_add(plan.routing.window_ms as u64))
+    }
+}
+
+/// The value tuple `t` gives update group `g` (the cloud's router reads it the same way).
+fn value_of(plan: &Plan, g: u32, t: &Tuple) -> Option<Val> {
+    let group = &plan.routing.groups[g as usize];
+    let datum = match group.field.as_str() {
+        "streamID" => Datum::Str(&t.stream_id),
+        "dataSetKey" => Datum::Str(&t.dataset_key),
+        f => t.field(f)?,
+    };
+    match datum {
+        Datum::Num(x) => Some(Val::Num(x)),
+        Datum::Str(s) => match saams_datasets::parse_f64(saams_datasets::trim(s)) {
+            Some(x) if x.is_finite() => Some(Val::Num(x)),
+            _ if group.numeric => None,
+            _ => Some(Val::Str(s.into())),
+        },
+    }
+}
+
+/// The synopses group `g` feeds, named by what they are.
+fn synopsis_ids(plan: &Plan, g: u32) -> Vec<SynId> {
+    plan.routing.groups[g as usize]
+        .synopses
+        .iter()
+        .map(|&s| &plan.routing.synopses[s as usize])
+        .filter(|s| !s.is_deleted())
+        .map(|s| SynId {
+            dataset: s.dataset.clone(),
+            stream: s.stream.clone(),
+            field: s.field.clone(),
+            synopsis_id: s.synopsis_id,
+            params: serde_json::to_string(&s.params).unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn raw_groups(plan: &Plan, groups: &BTreeMap<u32, Vec<RawValue>>) -> Vec<GroupShip> {
+    groups
+        .iter()
+        .map(|(&g, values)| GroupShip { synopses: synopsis_ids(plan, g), data: GroupData::Raw(values.clone()) })
+        .filter(|g| !g.synopses.is_empty())
+        .collect()
+}
+
+/// True when group `g`'s synopses can be shipped as partials (their merge is exact).
+fn mergeable(plan: &Plan, g: u32) -> bool {
+    let group = &plan.routing.groups[g as usize];
+    matches!(group.mode, Mode::Owned | Mode::Exact { .. })
+        && !group.ordered
+        && group.synopses.iter().all(|&s| plan.routing.synopses[s as usize].kind.merges_exactly())
+}
+
+/// The groups with partials where they merge exactly, raw elsewhere; `None` when no group can.
+fn partial_groups(plan: &Plan, groups: &BTreeMap<u32, Vec<RawValue>>) -> Option<Vec<GroupShip>> {
+    if !groups.keys().any(|&g| mergeable(plan, g)) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (&g, values) in groups {
+        let synopses = synopsis_ids(plan, g);
+        if synopses.is_empty() {
+            continue;
+        }
+        if !mergeable(plan, g) {
+            out.push(GroupShip { synopses, data: GroupData::Raw(values.clone()) });
+            continue;
+        }
+        let batch: Vec<Datum<'_>> = values.iter().map(|v| v.val.datum()).collect();
+        let parts = plan.routing.groups[g as usize]
+            .synopses
+            .iter()
+            .map(|&s| &plan.routing.synopses[s as usize])
+            .filter(|s| !s.is_deleted())
+            .map(|spec| {
+                let mut part: Box<dyn Synopsis> = spec.fresh.clone();
+                part.update_batch(&batch);
+                pack_zero_runs(&part.encode())
+            })
+            .collect();
+        out.push(GroupShip { synopses, data: GroupData::Partials { items: values.len() as u64, parts } });
+    }
+    Some(out)
+}

@@ -1,0 +1,148 @@
+//! The devices a cloud job hears from ([`Devices`]): who is live, how far each has shipped, what
+//! it shipped and what it would have cost raw, and what was refused — shared by the process'
+//! workers (which read the partials topic) and its HTTP side (`GET /devices`, `/metrics`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+/// One device as the cloud job sees it.
+#[derive(Clone, Debug)]
+pub struct DeviceRow {
+    /// Said hello (or shipped) and neither said goodbye nor went silent.
+    pub state: &'static str,
+    /// When the last record of it came.
+    pub last_heard: Instant,
+    /// The newest window it shipped (start, ms).
+    pub last_window: Option<u64>,
+    /// The sequence number of its newest shipment merged.
+    pub last_seq: u64,
+    /// Bytes of its records (shipments as they came over the topic).
+    pub shipped_bytes: u64,
+    /// What its windows would have cost raw (the devices' own comparison).
+    pub raw_bytes: u64,
+    /// Update groups shipped as partials, and as raw values.
+    pub partial_groups: u64,
+    /// See `partial_groups`.
+    pub raw_groups: u64,
+    /// Shipments merged.
+    pub shipments: u64,
+    /// Shipments refused because their window had closed.
+    pub late: u64,
+    /// Shipments refused as replays (a sequence number already merged).
+    pub replayed: u64,
+    /// Shipments refused for another reason (unknown synopsis, mismatch with the plan).
+    pub refused: u64,
+}
+
+impl DeviceRow {
+    fn new(now: Instant) -> DeviceRow {
+        DeviceRow {
+            state: "live",
+            last_heard: now,
+            last_window: None,
+            last_seq: 0,
+            shipped_bytes: 0,
+            raw_bytes: 0,
+            partial_groups: 0,
+            raw_groups: 0,
+            shipments: 0,
+            late: 0,
+            replayed: 0,
+            refused: 0,
+        }
+    }
+}
+
+/// The devices of one process, and the windows each covered.
+#[derive(Debug)]
+pub struct Devices {
+    rows: Mutex<BTreeMap<String, DeviceRow>>,
+    /// Per window (start, ms): the devices whose shipments for it were merged.
+    covered: Mutex<BTreeMap<u64, BTreeSet<String>>>,
+    /// Refused records whose device id could not be read (a bad CRC, not a shipment).
+    unreadable: Mutex<u64>,
+    timeout: Duration,
+}
+
+/// Windows kept in [`Devices`]' coverage (older ones are answered).
+const COVERED_WINDOWS: usize = 4096;
+
+impl Devices {
+    /// A table whose devices are `gone` after `timeout` without a record.
+    pub fn new(timeout: Duration) -> Devices {
+        Devices { rows: Mutex::default(), covered: Mutex::default(), unreadable: Mutex::new(0), timeout }
+    }
+
+    /// Change the row of `device` (created live when first heard of).
+    pub fn touch(&self, device: &str, change: impl FnOnce(&mut DeviceRow)) {
+        let now = Instant::now();
+        let mut rows = self.rows.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let row = rows.entry(device.to_string()).or_insert_with(|| DeviceRow::new(now));
+        row.last_heard = now;
+        change(row);
+    }
+
+    /// Count a record refused before its device could be read.
+    pub fn unreadable(&self) {
+        *self.unreadable.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+    }
+
+    /// Note that `device`'s shipment for `window` was merged.
+    pub fn cover(&self, window: u64, device: &str) {
+        let mut covered = self.covered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        covered.entry(window).or_default().insert(device.to_string());
+        while covered.len() > COVERED_WINDOWS {
+            covered.pop_first();
+        }
+    }
+
+    /// The devices whose shipments for `window` were merged, sorted.
+    pub fn covering(&self, window: u64) -> Vec<String> {
+        let covered = self.covered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        covered.get(&window).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The rows, with devices silent for longer than the timeout marked `gone`.
+    pub fn rows(&self) -> Vec<(String, DeviceRow)> {
+        let now = Instant::now();
+        let mut rows = self.rows.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for row in rows.values_mut() {
+            if row.state == "live" && now.duration_since(row.last_heard) > self.timeout {
+                row.state = "gone";
+            }
+        }
+        rows.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// `GET /devices`: a JSON array, one object per device; `newestWindow` is the newest window
+    /// any device shipped and `lagMs` how far behind it each device is.
+    pub fn to_json(&self) -> serde_json::Value {
+        let rows = self.rows();
+        let newest = rows.iter().filter_map(|(_, r)| r.last_window).max();
+        let unreadable = *self.unreadable.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let devices: Vec<_> = rows
+            .iter()
+            .map(|(id, r)| {
+                json!({
+                    "device": id,
+                    "state": r.state,
+                    "lastWindow": r.last_window,
+                    "lagMs": newest.zip(r.last_window).map(|(n, w)| n - w),
+                    "silentMs": r.last_heard.elapsed().as_millis() as u64,
+                    "shipments": r.shipments,
+                    "shippedBytes": r.shipped_bytes,
+                    "rawBytes": r.raw_bytes,
+                    "partialGroups": r.partial_groups,
+                    "rawGroups": r.raw_groups,
+                    "late": r.late,
+                    "replayed": r.replayed,
+                    "refused": r.refused,
+                })
+            })
+            .collect();
+        json!({ "devices": devices, "unreadable": unreadable })
+    }
+}

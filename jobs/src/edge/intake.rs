@@ -1,0 +1,194 @@
+//! The cloud job's side of the partials topic ([`Intake`]): each record is checked (CRC, device,
+//! replayed sequence, closed window, synopses this job maintains) and becomes records of the
+//! tuple input — a device's partials of an update group as one [`Val::Part`] record of the
+//! group at the window's start, its raw values as the group's values — so they meet this job's
+//! own partials in the update operator and the tree merge.
+//!
+//! Exactly once per (device, window, sequence): a device's records come in order (one
+//! partition per device), so the newest (window, sequence) merged per device is all it takes
+//! to refuse a replay (a device restarted after a kill ships its windows again). A checkpoint
+//! records the partition's offset at its boundary, so a restarted job reads again exactly the
+//! shipments whose windows it has not answered, and refuses (as late) those of windows it has.
+
+use std::collections::HashMap;
+
+use saams_operators::device_part::DevicePart;
+use saams_operators::plan::Mode;
+use saams_operators::record::unpack_zero_runs;
+use saams_operators::{Plan, Rec, Val};
+use serde_json::Value as Json;
+
+use super::devices::Devices;
+use super::shipment::{Body, GroupData, GroupShip, Shipment, SynId};
+
+/// Bit 62 marks the sequence numbers of a device's values, above 22 bits of the device id's
+/// hash and 40 bits of the device's own sequence number: they never meet those of files
+/// (unit << 40 | line) or of Kafka records (bit 63).
+const DEVICE_BIT: u64 = 1 << 62;
+
+/// Why a record was refused: the reason (for the dead letter) and whether it came late.
+pub type Refusal = (String, bool);
+
+/// One worker's reader of the partials topic.
+pub struct Intake {
+    devices: std::sync::Arc<Devices>,
+    /// Per device: the newest (window, sequence) merged.
+    merged: HashMap<String, (u64, u64)>,
+}
+
+/// The sequence-number base of `device`'s values.
+fn device_base(device: &str) -> u64 {
+    DEVICE_BIT | (saams::hash::hash_bytes(device.as_bytes(), 0xED6E) & 0x3F_FFFF) << 40
+}
+
+impl Intake {
+    /// A reader filling `devices`.
+    pub fn new(devices: std::sync::Arc<Devices>) -> Intake {
+        Intake { devices, merged: HashMap::new() }
+    }
+
+    /// Read one record: `Ok(Some((time, recs)))` to send into the tuple input at event time
+    /// `time` (the window's start), `Ok(None)` for a hello or goodbye, `Err` for a refused one
+    /// (counted per device; the caller dead-letters it). `late_below`: the oldest event time
+    /// this worker may still send (older windows are closed or closing).
+    ///
+    /// # Errors
+    /// A damaged or forged record, a replayed sequence, a closed window, a synopsis this job does
+    /// not maintain (or maintains in another update group shape).
+    pub fn admit(&mut self, plan: &Plan, payload: &[u8], late_below: i64) -> Result<Option<(i64, Vec<Rec>)>, Refusal> {
+        let ship = Shipment::decode(payload).map_err(|e| {
+            self.devices.unreadable();
+            (e, false)
+        })?;
+        let size = payload.len() as u64;
+        let (window, raw_bytes, groups) = match ship.body {
+            Body::Hello => {
+                self.devices.touch(&ship.device, |r| r.state = "live");
+                return Ok(None);
+            }
+            Body::Goodbye { .. } => {
+                self.devices.touch(&ship.device, |r| r.state = "left");
+                return Ok(None);
+            }
+            Body::Data { window, raw_bytes, groups } => (window, raw_bytes, groups),
+        };
+        let device = ship.device;
+        if let Some(&last) = self.merged.get(&device)
+            && (window, ship.seq) <= last
+        {
+            self.devices.touch(&device, |r| r.replayed += 1);
+            return Err((format!("replayed: {device} window {window} sequence {} was merged", ship.seq), false));
+        }
+        let time = i64::try_from(window).unwrap_or(i64::MAX);
+        if time < late_below {
+            self.devices.touch(&device, |r| r.late += 1);
+            let reason = format!("late: window {window} of {device} is closed ({} ms behind)", late_below - time);
+            return Err((reason, true));
+        }
+        let base = device_base(&device);
+        let mut recs = Vec::new();
+        let (mut partial_groups, mut raw_groups) = (0, 0);
+        for g in &groups {
+            match to_recs(plan, window, base | ship.seq, g, &mut recs) {
+                Ok(true) => partial_groups += 1,
+                Ok(false) => raw_groups += 1,
+                Err(e) => {
+                    self.devices.touch(&device, |r| r.refused += 1);
+                    return Err((format!("{device} window {window}: {e}"), false));
+                }
+            }
+        }
+        self.merged.insert(device.clone(), (window, ship.seq));
+        self.devices.cover(window, &device);
+        self.devices.touch(&device, |r| {
+            r.state = "live";
+            r.last_window = Some(r.last_window.map_or(window, |w| w.max(window)));
+            r.last_seq = ship.seq;
+            r.shipments += 1;
+            r.shipped_bytes += size;
+            r.raw_bytes += raw_bytes;
+            r.partial_groups += partial_groups;
+            r.raw_groups += raw_groups;
+        });
+        Ok(Some((time, recs)))
+    }
+}
+
+/// This job's synopsis named `id` (a live one first, else a deleted one), by index.
+fn find(plan: &Plan, id: &SynId) -> Option<u32> {
+    let params: Vec<Json> = serde_json::from_str(&id.params).ok()?;
+    let same = |s: &&saams_operators::plan::SynSpec| {
+        s.dataset == id.dataset
+            && s.stream == id.stream
+            && s.field == id.field
+            && s.synopsis_id == id.synopsis_id
+            && s.params == params
+            && s.group != u32::MAX
+    };
+    let specs = &plan.routing.synopses;
+    let index = |s: &saams_operators::plan::SynSpec| specs.iter().position(|x| std::ptr::eq(x, s));
+    specs
+        .iter()
+        .filter(same)
+        .find(|s| !s.is_deleted())
+        .or_else(|| specs.iter().find(same))
+        .and_then(index)
+        .map(|i| i as u32)
+}
+
+/// The records of one group of a shipment (appended to `recs`); true for partials.
+fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec>) -> Result<bool, String> {
+    let mut indices = Vec::with_capacity(g.synopses.len());
+    for id in &g.synopses {
+        let s = find(plan, id).ok_or_else(|| {
+            format!(
+                "unknown synopsis: kind {} over {}/{}/{} {}",
+                id.synopsis_id, id.dataset, id.stream, id.field, id.params
+            )
+        })?;
+        indices.push(s);
+    }
+    let Some(&first) = indices.first() else { return Err("a group without synopses".into()) };
+    let group = plan.routing.synopses[first as usize].group;
+    if indices.iter().any(|&s| plan.routing.synopses[s as usize].group != group) {
+        return Err("its synopses are in different update groups here".into());
+    }
+    let time = i64::try_from(window).unwrap_or(i64::MAX);
+    match &g.data {
+        GroupData::Raw(values) => {
+            let end = window.saturating_add(plan.routing.window_ms as u64);
+            let base = seq & !((1 << 40) - 1);
+            for v in values {
+                if v.time < time || v.time as u64 >= end || matches!(v.val, Val::Part(_)) {
+                    return Err(format!("a raw value at {} outside its window", v.time));
+                }
+                recs.push(Rec { group, time: v.time, seq: base | (v.seq & ((1 << 40) - 1)), val: v.val.clone() });
+            }
+            Ok(false)
+        }
+        GroupData::Partials { items, parts } => {
+            let mode = plan.routing.groups[group as usize].mode;
+            let ordered = plan.routing.groups[group as usize].ordered;
+            if !matches!(mode, Mode::Exact { .. } | Mode::Owned) || ordered {
+                return Err("partials of an update group whose synopses do not merge exactly here".into());
+            }
+            let mut decoded = Vec::with_capacity(parts.len());
+            for (&s, bytes) in indices.iter().zip(parts) {
+                let syn = unpack_zero_runs(bytes).and_then(|b| saams::registry::decode(&b).map_err(|e| e.to_string()));
+                let syn = syn.map_err(|e| format!("partial of synopsis {s}: {e}"))?;
+                let spec = &plan.routing.synopses[s as usize];
+                if syn.kind() != spec.kind || !spec.kind.merges_exactly() {
+                    return Err(format!(
+                        "partial of synopsis {s}: a {} where a {} is kept",
+                        syn.kind().name(),
+                        spec.kind.name()
+                    ));
+                }
+                decoded.push((s, syn));
+            }
+            let part = DevicePart { items: *items, parts: decoded };
+            recs.push(Rec { group, time, seq, val: Val::Part(part.encode().into_boxed_slice()) });
+            Ok(true)
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The continuum: devices at the edge keep partial synopses next to their data and ship them to
+//! the cloud job over Kafka, which merges them as one more source of partials.
+//!
+//! - [`shipment`]: the records of the partials topic (hello, a window's partials or raw values,
+//!   goodbye), with a CRC;
+//! - [`device`]: a device's open window and the choice, per window, of the smaller of its
+//!   partials and its raw values (never more bytes than raw);
+//! - [`intake`]: the cloud job's reader of the partials topic (exactly once per device, window
+//!   and sequence; late, replayed and forged records refused);
+//! - [`devices`]: the devices a cloud process hears from (`GET /devices`).
+//!
+//! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
+//! takes none of the job's flags (workers, processes, checkpoints, HTTP) and has a few of its
+//! own; `saams --help` stays the job's. Its loop (inputs, requests, the producer) is
+//! [`crate::edge_device`].
+
+pub mod device;
+pub mod devices;
+pub mod intake;
+pub mod shipment;

@@ -1,0 +1,282 @@
+//! What a device ships to the cloud job over the partials topic: one [`Shipment`] per Kafka
+//! record, in a small binary form with a CRC, so a forged or damaged record is refused before
+//! anything is read from it.
+//!
+//! A record is `SAED`, the format version (1), the CRC-32 of the rest, then the body: the kind
+//! (hello, data, goodbye), the device id, the sequence number and, for data, the window and per
+//! update group of the device's plan the synopses it feeds (named by what they are: dataset,
+//! stream, field, kind and construct parameters, so the cloud finds them whatever its own
+//! indices) and either their partials (the codec bytes) or the raw values as compact records
+//! (time from the window's start, sequence number and value).
+//!
+//! ```
+//! use saams_jobs::edge::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
+//! use saams_operators::Val;
+//! let syn = SynId { dataset: "F".into(), stream: "A".into(), field: "price".into(), synopsis_id: 4, params: "[8,4,1]".into() };
+//! let raw = vec![RawValue { time: 61_500, seq: 3, val: Val::Num(2.5) }];
+//! let ship = Shipment {
+//!     device: "pi-1".into(),
+//!     seq: 0,
+//!     body: Body::Data { window: 60_000, raw_bytes: 40, groups: vec![GroupShip { synopses: vec![syn], data: GroupData::Raw(raw) }] },
+//! };
+//! let bytes = ship.encode();
+//! assert_eq!(Shipment::decode(&bytes).unwrap(), ship);
+//! let mut forged = bytes.clone();
+//! *forged.last_mut().unwrap() ^= 1;
+//! assert!(Shipment::decode(&forged).unwrap_err().contains("CRC"));
+//! ```
+
+use saams::codec::{Reader, Writer};
+use saams_operators::Val;
+
+/// The first bytes of every record of a partials topic.
+pub const MAGIC: &[u8; 4] = b"SAED";
+/// The format version this build writes and reads.
+pub const VERSION: u8 = 1;
+
+/// A synopsis named by what it is, the same in the cloud's plan and the device's.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SynId {
+    /// Dataset.
+    pub dataset: String,
+    /// Stream (empty: dataset-wide).
+    pub stream: String,
+    /// Field.
+    pub field: String,
+    /// The kind's API id.
+    pub synopsis_id: u64,
+    /// The construct parameters as JSON text.
+    pub params: String,
+}
+
+/// One raw value of an update group, as the device read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawValue {
+    /// Event time (ms).
+    pub time: i64,
+    /// The device's arrival sequence number.
+    pub seq: u64,
+    /// The value.
+    pub val: Val,
+}
+
+/// What a device ships for one update group in one window.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GroupData {
+    /// The partials of every synopsis of the group (codec bytes, in the group's order) and the
+    /// values they summarize.
+    Partials {
+        /// Values summarized.
+        items: u64,
+        /// One partial per synopsis of [`GroupShip::synopses`].
+        parts: Vec<Vec<u8>>,
+    },
+    /// The raw values (the cloud updates the synopses from them).
+    Raw(Vec<RawValue>),
+}
+
+/// One update group of a shipment: the synopses it feeds and what is shipped for them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupShip {
+    /// The synopses the group feeds, in the device plan's order.
+    pub synopses: Vec<SynId>,
+    /// Partials or raw values.
+    pub data: GroupData,
+}
+
+/// What a record says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Body {
+    /// A device starts (or restarts): it is counted as live from now on.
+    Hello,
+    /// What the device read in one job window (start, ms).
+    Data {
+        /// The window's start (ms).
+        window: u64,
+        /// What shipping the window's values raw costs (the encoded raw form, in bytes): what
+        /// the device compared this record with ([`crate::edge::device`]).
+        raw_bytes: u64,
+        /// Per update group.
+        groups: Vec<GroupShip>,
+    },
+    /// A device stops cleanly after shipping every window before `through` (ms).
+    Goodbye {
+        /// The end of the last window it shipped.
+        through: u64,
+    },
+}
+
+/// One record of the partials topic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shipment {
+    /// The device's id.
+    pub device: String,
+    /// Its sequence number within the window (data), 0 otherwise.
+    pub seq: u64,
+    /// What it says.
+    pub body: Body,
+}
+
+impl Shipment {
+    /// The record's bytes: magic, version, CRC-32 of the body, body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.len_bytes(self.device.as_bytes());
+        w.varint(self.seq);
+        match &self.body {
+            Body::Hello => w.u8(0),
+            Body::Goodbye { through } => {
+                w.u8(2);
+                w.varint(*through);
+            }
+            Body::Data { window, raw_bytes, groups } => {
+                w.u8(1);
+                w.varint(*window);
+                // Fixed width: the raw form's size must not depend on the size it records.
+                w.u64(*raw_bytes);
+                w.varint(groups.len() as u64);
+                for g in groups {
+                    encode_group(&mut w, *window, g);
+                }
+            }
+        }
+        let body = w.into_inner();
+        let mut out = Vec::with_capacity(body.len() + 9);
+        out.extend_from_slice(MAGIC);
+        out.push(VERSION);
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// Read a record.
+    ///
+    /// # Errors
+    /// Not a shipment (magic), another version, a CRC that does not match, a truncated or
+    /// malformed body: the reason, for the dead letter.
+    pub fn decode(bytes: &[u8]) -> Result<Shipment, String> {
+        if bytes.len() < 9 || &bytes[..4] != MAGIC {
+            return Err("not a device shipment (no SAED header)".into());
+        }
+        if bytes[4] != VERSION {
+            return Err(format!("shipment format version {} (this build reads {VERSION})", bytes[4]));
+        }
+        let crc = u32::from_le_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]);
+        let body = &bytes[9..];
+        if crc32fast::hash(body) != crc {
+            return Err("bad CRC: the shipment was damaged or forged".into());
+        }
+        decode_body(body).map_err(|e| format!("malformed shipment: {e}"))
+    }
+}
+
+fn encode_group(w: &mut Writer, window: u64, g: &GroupShip) {
+    w.varint(g.synopses.len() as u64);
+    for s in &g.synopses {
+        for text in [&s.dataset, &s.stream, &s.field] {
+            w.len_bytes(text.as_bytes());
+        }
+        w.varint(s.synopsis_id);
+        w.len_bytes(s.params.as_bytes());
+    }
+    match &g.data {
+        GroupData::Partials { items, parts } => {
+            w.u8(0);
+            w.varint(*items);
+            for p in parts {
+                w.len_bytes(p);
+            }
+        }
+        GroupData::Raw(values) => {
+            w.u8(1);
+            w.varint(values.len() as u64);
+            let mut last_seq = 0u64;
+            for v in values {
+                // Times from the window's start, sequence numbers as deltas (they grow).
+                w.varint(u64::try_from(v.time).unwrap_or(0).saturating_sub(window));
+                w.varint(v.seq.wrapping_sub(last_seq));
+                last_seq = v.seq;
+                match &v.val {
+                    Val::Num(x) => {
+                        w.u8(0);
+                        w.f64(*x);
+                    }
+                    Val::Str(s) => {
+                        w.u8(1);
+                        w.len_bytes(s.as_bytes());
+                    }
+                    Val::Part(_) => w.u8(2),
+                }
+            }
+        }
+    }
+}
+
+fn text(r: &mut Reader<'_>) -> Result<String, String> {
+    let b = r.len_bytes().map_err(|e| e.to_string())?;
+    String::from_utf8(b.to_vec()).map_err(|_| "text is not UTF-8".to_string())
+}
+
+fn decode_body(body: &[u8]) -> Result<Shipment, String> {
+    let e = |e: saams::SynopsisError| e.to_string();
+    let mut r = Reader::new(body);
+    let device = text(&mut r)?;
+    if device.is_empty() {
+        return Err("empty device id".into());
+    }
+    let seq = r.varint().map_err(e)?;
+    let body = match r.u8().map_err(e)? {
+        0 => Body::Hello,
+        2 => Body::Goodbye { through: r.varint().map_err(e)? },
+        1 => {
+            let window = r.varint().map_err(e)?;
+            let raw_bytes = r.u64().map_err(e)?;
+            let n = r.count(2).map_err(e)?;
+            let mut groups = Vec::with_capacity(n);
+            for _ in 0..n {
+                groups.push(decode_group(&mut r, window)?);
+            }
+            Body::Data { window, raw_bytes, groups }
+        }
+        k => return Err(format!("unknown record kind {k}")),
+    };
+    r.finish().map_err(e)?;
+    Ok(Shipment { device, seq, body })
+}
+
+fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
+    let e = |e: saams::SynopsisError| e.to_string();
+    let n = r.count(5).map_err(e)?;
+    let mut synopses = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (dataset, stream, field) = (text(r)?, text(r)?, text(r)?);
+        let synopsis_id = r.varint().map_err(e)?;
+        synopses.push(SynId { dataset, stream, field, synopsis_id, params: text(r)? });
+    }
+    let data = match r.u8().map_err(e)? {
+        0 => {
+            let items = r.varint().map_err(e)?;
+            let parts = (0..n).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
+            GroupData::Partials { items, parts }
+        }
+        1 => {
+            let count = r.count(3).map_err(e)?;
+            let mut values = Vec::with_capacity(count);
+            let mut seq = 0u64;
+            for _ in 0..count {
+                let time =
+                    i64::try_from(window.saturating_add(r.varint().map_err(e)?)).map_err(|_| "time out of range")?;
+                seq = seq.wrapping_add(r.varint().map_err(e)?);
+                let val = match r.u8().map_err(e)? {
+                    0 => Val::Num(r.f64().map_err(e)?),
+                    1 => Val::Str(text(r)?.into()),
+                    k => return Err(format!("unknown value tag {k}")),
+                };
+                values.push(RawValue { time, seq, val });
+            }
+            GroupData::Raw(values)
+        }
+        k => return Err(format!("unknown group form {k}")),
+    };
+    Ok(GroupShip { synopses, data })
+}

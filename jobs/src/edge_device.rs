@@ -1,0 +1,201 @@
+//! `saams-edge`: the device side of a federated job. It reads its own tuples (files, standard
+//! input), learns the synopses from the cloud job's requests (the same request file, or the
+//! request topic read from its start), keeps the open job window's values per update group and
+//! at each window's close ships the smaller of its partials and its raw values
+//! ([`crate::edge::device`]) to the partials topic, one Kafka partition per device. It says hello when
+//! it starts and goodbye when its input ends, and prints one summary line with its byte counts.
+//!
+//! Why apart from [`crate::edge`]: the cloud job's HTTP side reads the devices table there, and
+//! the device's Kafka wiring here uses [`crate::kafka`], which uses the HTTP side's hub.
+
+use std::io::BufRead;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use saams::api::request::parse_requests;
+use saams_datasets::{Format, LineContext};
+use saams_operators::Plan;
+use saams_operators::plan::SnapshotStore;
+
+use crate::duration::parse_duration_ms;
+use crate::edge::device::{DeviceCounts, DeviceWindows};
+use crate::edge::shipment::{Body, Shipment};
+use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics, parse_setting};
+
+/// How long a shipment may take to be acknowledged by the brokers.
+const SHIP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The command line of `saams-edge`.
+#[derive(Clone, Debug, clap::Parser)]
+#[command(name = "saams-edge", about = "Maintain partial synopses next to the data and ship them to a saams job")]
+pub struct EdgeCli {
+    /// This device's id (in every shipment, `GET /devices` and the answers' `devices`).
+    #[arg(long)]
+    pub device: String,
+    /// Kafka bootstrap brokers `host:port[,…]`.
+    #[arg(long)]
+    pub brokers: String,
+    /// The topic the cloud job reads partials from (`saams --partials-topic`).
+    #[arg(long = "partials-topic")]
+    pub partials_topic: String,
+    /// The cloud job's request file (the same as its `--requests`).
+    #[arg(long, conflicts_with = "request_topic")]
+    pub requests: Option<String>,
+    /// The cloud job's request topic, read from its start to its end at the start.
+    #[arg(long = "request-topic")]
+    pub request_topic: Option<String>,
+    /// Tuple files, or `-` for standard input (repeatable; default: standard input).
+    #[arg(long)]
+    pub data: Vec<String>,
+    /// Their format (json, stock-txt, stock-csv, ais-csv, piraeus-csv).
+    #[arg(long, default_value = "json")]
+    pub format: Format,
+    /// The cloud job's `--window`: the windows shipped.
+    #[arg(long, default_value = "60s")]
+    pub window: String,
+    /// The partials topic's partition this device ships to (default: a hash of its id). Devices
+    /// on one partition share its watermark: give each its own.
+    #[arg(long)]
+    pub partition: Option<i32>,
+    /// Partitions of the partials topic if this device creates it.
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    /// A librdkafka setting `key=value` (repeatable).
+    #[arg(short = 'X', value_parser = parse_setting)]
+    pub extra: Vec<(String, String)>,
+}
+
+/// A device reads and writes no snapshot files (a LOAD is merged by the cloud job, which holds
+/// the merged state; the device's partials start empty).
+struct NoSnapshots;
+
+impl SnapshotStore for NoSnapshots {
+    fn load(&self, file: &str) -> Result<Vec<u8>, String> {
+        Err(format!("{file}: a device loads no snapshots (the cloud job does)"))
+    }
+    fn save(&self, file: &str, _: &[u8]) -> Result<(), String> {
+        Err(format!("{file}: a device saves no snapshots (the cloud job does)"))
+    }
+    fn check(&self, file: &str) -> Result<(), String> {
+        Err(format!("{file}: a device reads and writes no snapshots"))
+    }
+}
+
+/// What a device did, for its summary line.
+#[derive(Clone, Copy, Debug)]
+pub struct EdgeSummary {
+    /// Its counters.
+    pub counts: DeviceCounts,
+}
+
+impl EdgeSummary {
+    /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
+    /// raw_bytes=… late=…`.
+    pub fn line(&self, device: &str) -> String {
+        let c = &self.counts;
+        format!(
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} late={}",
+            c.tuples, c.windows, c.partial_windows, c.raw_windows, c.shipped_bytes, c.raw_bytes, c.late
+        )
+    }
+}
+
+/// The request text: the file, or the request topic from its start to its end.
+fn request_text(cli: &EdgeCli, opts: &KafkaOptions) -> Result<String, String> {
+    if let Some(file) = &cli.requests {
+        return std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"));
+    }
+    let Some(topic) = &cli.request_topic else { return Err("--requests FILE or --request-topic T is needed".into()) };
+    let mut source = KafkaBroadcastSource::new(opts, topic, 0).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    while !source.at_end() {
+        for r in source.poll_batch(1024, Duration::from_millis(100)).map_err(|e| e.to_string())? {
+            text.push_str(&String::from_utf8_lossy(&r.payload));
+            text.push('\n');
+        }
+    }
+    Ok(text)
+}
+
+/// The shipping side: a producer to one partition of the partials topic.
+struct Shipper {
+    producer: BaseProducer,
+    topic: String,
+    partition: i32,
+    device: String,
+}
+
+impl Shipper {
+    fn open(cli: &EdgeCli, opts: &KafkaOptions) -> Result<Shipper, String> {
+        ensure_topics(opts, &[TopicSpec::new(&cli.partials_topic, cli.partitions)]).map_err(|e| e.to_string())?;
+        let producer: BaseProducer = opts
+            .client_config_with(&[("acks", "all"), ("enable.idempotence", "true")])
+            .create()
+            .map_err(|e| format!("kafka producer: {e}"))?;
+        let partition = match cli.partition {
+            Some(p) => p,
+            None => {
+                let metadata = producer
+                    .client()
+                    .fetch_metadata(Some(&cli.partials_topic), Duration::from_secs(10))
+                    .map_err(|e| format!("kafka metadata: {e}"))?;
+                let n = metadata.topics().first().map_or(0, |t| t.partitions().len()).max(1);
+                (saams::hash::hash_bytes(cli.device.as_bytes(), 0xED6E) % n as u64) as i32
+            }
+        };
+        Ok(Shipper { producer, topic: cli.partials_topic.clone(), partition, device: cli.device.clone() })
+    }
+
+    /// Produce `ship` and wait until the brokers have it.
+    fn ship(&self, ship: &Shipment) -> Result<(), String> {
+        let bytes = ship.encode();
+        let record = BaseRecord::to(&self.topic).partition(self.partition).key(&self.device).payload(&bytes);
+        self.producer.send(record).map_err(|(e, _)| format!("kafka send: {e}"))?;
+        self.producer.flush(SHIP_TIMEOUT).map_err(|e| format!("kafka flush: {e}"))
+    }
+}
+
+/// Run a device until its input ends.
+///
+/// # Errors
+/// Bad flags, unreadable inputs or requests, brokers that do not take the shipments.
+pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
+    let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
+    opts.extra = cli.extra.clone();
+    let window_ms = parse_duration_ms(&cli.window)?;
+    let requests = parse_requests(&request_text(cli, &opts)?);
+    let plan = Plan::build(&requests, 1, window_ms, Arc::new(NoSnapshots));
+    let shipper = Shipper::open(cli, &opts)?;
+    shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
+    let mut windows = DeviceWindows::new(&cli.device);
+    let inputs = if cli.data.is_empty() { vec!["-".to_string()] } else { cli.data.clone() };
+    for input in &inputs {
+        let ctx = LineContext::new(cli.format, input, None).map_err(|e| e.to_string())?;
+        let reader: Box<dyn BufRead> = if input == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::io::BufReader::new(std::fs::File::open(input).map_err(|e| format!("{input}: {e}"))?))
+        };
+        for (n, line) in reader.lines().enumerate() {
+            let line = line.map_err(|e| format!("{input}: {e}"))?;
+            let tuple = match ctx.parse_line(n as u64 + 1, &line) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
+                Err(e) => {
+                    eprintln!("saams-edge: {e}");
+                    continue;
+                }
+            };
+            if let Some(ship) = windows.push(&plan, &tuple) {
+                shipper.ship(&ship)?;
+            }
+        }
+    }
+    let through = windows.open_end(&plan).unwrap_or(0);
+    if let Some(ship) = windows.close(&plan) {
+        shipper.ship(&ship)?;
+    }
+    shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Goodbye { through } })?;
+    Ok(EdgeSummary { counts: windows.counts })
+}
