@@ -18,6 +18,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use crate::control::hub::Hub;
+use crate::edge::devices::Devices;
 use crate::sink::file::LineSink;
 
 /// The tuple input: routed values (and asks and fence markers) at event-time epochs.
@@ -60,7 +61,7 @@ pub fn build(
     worker: &mut Worker,
     plan: &Rc<RefCell<Plan>>,
     sink: Arc<LineSink>,
-    hub: Arc<Hub>,
+    (hub, devices): (Arc<Hub>, Option<Arc<Devices>>),
 ) -> (RecInput, ProbeHandle<u64>) {
     let mut input: RecInput = InputHandle::new();
     let probe = ProbeHandle::new();
@@ -84,6 +85,15 @@ pub fn build(
                 if let Ok((stamp, lines)) = event {
                     let time = stamp.least().copied().unwrap_or(0);
                     let open = at.borrow().checkpoints.borrow().boundaries.keys().next().copied();
+                    if let Some(devices) = &devices {
+                        // A job merging devices' shipments: each answer names the devices.
+                        let window = at.borrow().window_of(i64::try_from(time).unwrap_or(i64::MAX));
+                        let named: Vec<String> =
+                            lines.iter().map(|l| devices.name_in(split_reply(l).1, time, window)).collect();
+                        sink.write_at(time, open, named.iter().map(String::as_str));
+                        recent.answers().record(named.iter().map(String::as_str));
+                        return;
+                    }
                     sink.write_at(time, open, lines.iter().map(|l| split_reply(l).1));
                     // The page's recent answers (kept only while HTTP serves them).
                     recent.answers().record(lines.iter().map(|l| split_reply(l).1));

@@ -71,6 +71,11 @@ pub struct Metrics {
     pub rescale_bytes_moved: Counter,
     /// Workers holding the synopses now.
     pub active_workers: Gauge,
+    /// Per device of a partials topic (`device`): the bytes its shipments took (`form` =
+    /// `shipped`) and what the same windows take raw (`form` = `raw`).
+    pub device_bytes: Family<WorkerLabels, Gauge>,
+    /// Per device: its shipments by `outcome` (`merged`, `late`, `replayed`, `refused`).
+    pub device_shipments: Family<WorkerLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -101,6 +106,8 @@ impl Metrics {
             bins_moved: Counter::default(),
             rescale_bytes_moved: Counter::default(),
             active_workers: Gauge::default(),
+            device_bytes: Family::default(),
+            device_shipments: Family::default(),
             partials_before: saams_operators::record::wire_counts(),
         };
         registry.register("tuples_in", "Valid tuples read, per worker", m.tuples_in.clone());
@@ -139,6 +146,16 @@ impl Metrics {
             m.rescale_bytes_moved.clone(),
         );
         registry.register("active_workers", "Workers holding the synopses", m.active_workers.clone());
+        registry.register(
+            "device_bytes",
+            "Per device of the partials topic: bytes shipped (form=shipped) and the same windows raw (form=raw)",
+            m.device_bytes.clone(),
+        );
+        registry.register(
+            "device_shipments",
+            "Per device: shipments merged, late, replayed or refused (outcome)",
+            m.device_shipments.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -149,6 +166,34 @@ impl Metrics {
             bins_moved: self.bins_moved.clone(),
             bytes_moved: self.rescale_bytes_moved.clone(),
             active_workers: self.active_workers.clone(),
+        }
+    }
+
+    /// Set the per-device series from the devices' table (at every scrape).
+    ///
+    /// ```
+    /// use saams_jobs::edge::devices::Devices;
+    /// let d = Devices::new(std::time::Duration::from_secs(5));
+    /// d.touch("pi-1", |r| { r.shipped_bytes = 120; r.raw_bytes = 4000; r.shipments = 2 });
+    /// let m = saams_jobs::metrics::Metrics::new();
+    /// m.publish_devices(&d.rows());
+    /// let text = m.render();
+    /// assert!(text.contains(r#"saams_device_bytes{device="pi-1",form="raw"} 4000"#), "{text}");
+    /// assert!(text.contains(r#"saams_device_shipments{device="pi-1",outcome="merged"} 2"#));
+    /// ```
+    pub fn publish_devices(&self, rows: &[(String, crate::edge::devices::DeviceRow)]) {
+        let label = |device: &str, k: &str, v: &str| {
+            vec![("device".to_string(), device.to_string()), (k.to_string(), v.to_string())]
+        };
+        let gauge = |x: u64| i64::try_from(x).unwrap_or(i64::MAX);
+        for (device, r) in rows {
+            self.device_bytes.get_or_create(&label(device, "form", "shipped")).set(gauge(r.shipped_bytes));
+            self.device_bytes.get_or_create(&label(device, "form", "raw")).set(gauge(r.raw_bytes));
+            for (outcome, n) in
+                [("merged", r.shipments), ("late", r.late), ("replayed", r.replayed), ("refused", r.refused)]
+            {
+                self.device_shipments.get_or_create(&label(device, "outcome", outcome)).set(gauge(n));
+            }
         }
     }
 

@@ -7,12 +7,18 @@
 //! time the tests show as ignored.
 
 use std::collections::BTreeSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use saams_jobs::edge::shipment::{Body, Shipment};
+use saams_jobs::kafka::KafkaOptions;
 
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
-use kafka_common::{check, declared_broker, repo, unique};
+use kafka_common::{check, declared_broker, read_topic, repo, unique};
 
 const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
 const EDGE: &str = env!("CARGO_BIN_EXE_saams-edge");
@@ -63,6 +69,52 @@ fn sorted(out: &[u8]) -> Vec<String> {
     let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
     lines.sort();
     lines
+}
+
+/// An answer of the cloud job without its `devices` field, and the devices it names.
+fn without_devices(line: &str) -> (String, Vec<String>) {
+    let at = line.rfind(",\"devices\":[").unwrap_or_else(|| panic!("no devices named in {line}"));
+    let names: Vec<String> = serde_json::from_str(&line[at + 11..line.len() - 1]).expect("a list of devices");
+    (format!("{}}}", &line[..at]), names)
+}
+
+/// The cloud job's answers without their `devices` fields (sorted), and every answer's devices.
+fn answers_and_devices(out: &Output) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+    let named: Vec<(String, Vec<String>)> = sorted(&out.stdout).iter().map(|l| without_devices(l)).collect();
+    let mut answers: Vec<String> = named.iter().map(|(a, _)| a.clone()).collect();
+    answers.sort();
+    (answers, named)
+}
+
+/// The job window (start, ms of the day) of a generated tuple line (its `time` field).
+fn window_of(line: &str) -> u64 {
+    let at = line.find("\"time\":\"").expect("a time") + 8;
+    let hms: Vec<u64> = line[at..at + 8].split(':').map(|x| x.parse().expect("a number")).collect();
+    (hms[0] * 3600 + hms[1] * 60 + hms[2]) / 600 * 600_000
+}
+
+/// Feed `lines` to a device on its standard input, then wait until `topic` holds `records`.
+fn device_fed(brokers: &str, topic: &str, id: &str, lines: &[&str], records: usize) -> Child {
+    let mut child = Command::new(EDGE)
+        .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
+        .args(["--window", WINDOW, "--partition", "0", "--data", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start saams-edge");
+    let mut stdin = child.stdin.take().expect("its stdin");
+    for line in lines {
+        writeln!(stdin, "{line}").expect("feed the device");
+    }
+    stdin.flush().expect("flush");
+    // Kept open: the device waits for more input, as a live one does.
+    std::mem::forget(stdin);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while read_topic(brokers, topic).len() < records {
+        assert!(Instant::now() < deadline, "the device did not ship its windows");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
 }
 
 /// The answers of one job reading every tuple from the file.
@@ -129,8 +181,13 @@ fn two_and_three_devices_answer_as_one_job_over_the_raw_tuples() {
         }
         assert!(chose_partials > 0, "some window was cheaper as partials");
         let out = cloud(&brokers, &topic, &dir, &[]);
-        assert_eq!(sorted(&out.stdout), expected, "{} devices: the answers of the raw run", split.len());
+        let (answers, named) = answers_and_devices(&out);
+        assert_eq!(answers, expected, "{} devices: the answers of the raw run", split.len());
         assert_eq!(figure(&out, "summary ", "dead_letters"), 0);
+        // Each answer names the devices that shipped its window: some, and all of them together.
+        let all: BTreeSet<String> = (0..split.len()).map(|i| format!("dev{i}")).collect();
+        assert!(named.iter().all(|(_, d)| !d.is_empty() && d.iter().all(|x| all.contains(x))), "{named:?}");
+        assert_eq!(named.iter().flat_map(|(_, d)| d.iter().cloned()).collect::<BTreeSet<_>>(), all);
     }
 }
 
@@ -147,11 +204,111 @@ fn a_device_shipping_everything_again_is_merged_once() {
     // dev0 restarted from the start of its input: every shipment again.
     device(&brokers, &topic, "dev0", 0, &files[0]);
     let out = cloud(&brokers, &topic, &dir, &[]);
-    assert_eq!(sorted(&out.stdout), expected, "each shipment merged once");
+    assert_eq!(answers_and_devices(&out).0, expected, "each shipment merged once");
     let replays = figure(&first, "edge ", "windows");
     assert_eq!(figure(&out, "summary ", "dead_letters"), replays, "every shipment of the second run refused");
     let dead = std::fs::read_to_string(dir.join("dead.json")).expect("dead letters");
     let reasons: BTreeSet<&str> =
         dead.lines().map(|l| if l.contains("replayed") { "replayed" } else { "other" }).collect();
     assert_eq!(reasons, BTreeSet::from(["replayed"]), "{dead}");
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_device_killed_and_restarted_is_merged_exactly_once() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("kill");
+    let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
+    let expected = raw_run(&dir);
+    let topic = unique("edge-kill");
+    let text = std::fs::read_to_string(&files[0]).expect("device 0 tuples");
+    let lines: Vec<&str> = text.lines().collect();
+    let first = window_of(lines[0]);
+    // Two windows and the first tuple of the third: the device ships two windows (hello + 2).
+    let third = lines.iter().position(|l| window_of(l) >= first + 2 * 600_000).expect("a third window");
+    let mut killed = device_fed(&brokers, &topic, "dev0", &lines[..=third], 3);
+    killed.kill().expect("kill -9 the device");
+    killed.wait().expect("reap it");
+    device(&brokers, &topic, "dev0", 0, &files[0]);
+    device(&brokers, &topic, "dev1", 1, &files[1]);
+    let out = cloud(&brokers, &topic, &dir, &[]);
+    assert_eq!(answers_and_devices(&out).0, expected, "the windows shipped before the kill merged once");
+    let dead = std::fs::read_to_string(dir.join("dead.json")).expect("dead letters");
+    assert_eq!(dead.lines().filter(|l| l.contains("replayed")).count(), 2, "{dead}");
+    assert_eq!(figure(&out, "summary ", "dead_letters"), 2);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_device_that_never_comes_back_stops_holding_windows_after_the_timeout() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("gone");
+    let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
+    let text = std::fs::read_to_string(&files[0]).expect("device 0 tuples");
+    let lines: Vec<&str> = text.lines().collect();
+    let first = window_of(lines[0]);
+    let second = lines.iter().position(|l| window_of(l) > first).expect("a second window");
+    let topic = unique("edge-gone");
+    let mut gone = device_fed(&brokers, &topic, "dev0", &lines[..=second], 2);
+    gone.kill().expect("kill -9 the device");
+    gone.wait().expect("reap it");
+    device(&brokers, &topic, "dev1", 1, &files[1]);
+    // What was merged: device 0's first window, device 1's every tuple.
+    let merged: String = lines[..second].iter().map(|l| format!("{l}\n")).collect::<String>()
+        + &std::fs::read_to_string(&files[1]).expect("device 1 tuples");
+    let mut merged_lines: Vec<&str> = merged.lines().collect();
+    // In event-time order, as the generator writes them (a stream's tuples keep their order).
+    merged_lines.sort_by_key(|l| {
+        let at = l.find("\"time\":\"").expect("a time") + 8;
+        l[at..].split('"').next().map(str::to_string)
+    });
+    std::fs::write(dir.join("all.json"), merged_lines.join("\n") + "\n").expect("write the merged tuples");
+    let expected = raw_run(&dir);
+    let out = cloud(&brokers, &topic, &dir, &[]);
+    let (answers, named) = answers_and_devices(&out);
+    assert_eq!(answers, expected, "exact for the tuples of the devices the answers name");
+    let end_of_first =
+        format!("\"end\":\"{}", saams::api::time::format_timestamp(1_546_387_200_000 + first as i64 + 600_000));
+    for (answer, devices) in &named {
+        let want: &[&str] = if answer.contains(&end_of_first) { &["dev0", "dev1"] } else { &["dev1"] };
+        assert_eq!(devices, want, "{answer}");
+    }
+    assert!(named.iter().any(|(_, d)| d.len() == 1), "windows after the timeout closed without dev0");
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn forged_replayed_and_late_shipments_are_refused_and_nothing_else_is_lost() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("forged");
+    let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
+    let expected = raw_run(&dir);
+    let topic = unique("edge-forged");
+    device(&brokers, &topic, "dev0", 0, &files[0]);
+    device(&brokers, &topic, "dev1", 1, &files[1]);
+    let shipped: Vec<Shipment> = read_topic(&brokers, &topic).iter().filter_map(|r| Shipment::decode(r).ok()).collect();
+    let data = |s: &&Shipment| s.device == "dev0" && matches!(s.body, Body::Data { .. });
+    let (first, last) = (shipped.iter().find(data).expect("a shipment"), shipped.iter().rfind(data).expect("another"));
+    let mut bad_crc = first.encode();
+    let n = bad_crc.len();
+    bad_crc[n - 3] ^= 0x40;
+    let late = Shipment { device: "forger".into(), ..first.clone() }.encode();
+    let mut unknown = Shipment { device: "forger".into(), ..last.clone() };
+    if let Body::Data { groups, .. } = &mut unknown.body {
+        groups[0].synopses[0].params = "[0.5,0.5,99]".into();
+    }
+    let producer: BaseProducer =
+        KafkaOptions::new(brokers.clone(), "forger").client_config().create().expect("producer");
+    for payload in [bad_crc, b"{\"streamID\":\"EURTRY\"}".to_vec(), first.encode(), late, unknown.encode()] {
+        producer.send(BaseRecord::<(), _>::to(&topic).partition(0).payload(&payload)).expect("send");
+    }
+    producer.flush(Duration::from_secs(30)).expect("flush");
+    let out = cloud(&brokers, &topic, &dir, &[]);
+    assert_eq!(answers_and_devices(&out).0, expected, "nothing else lost");
+    let dead = std::fs::read_to_string(dir.join("dead.json")).expect("dead letters");
+    for why in ["bad CRC", "not a device shipment", "replayed", "late", "unknown synopsis"] {
+        assert_eq!(dead.lines().filter(|l| l.contains(why)).count(), 1, "{why}: {dead}");
+    }
+    assert_eq!(figure(&out, "summary ", "dead_letters"), 5);
+    assert_eq!(figure(&out, "summary ", "late"), 1);
 }

@@ -246,6 +246,7 @@ fn router(service: Service, guard: (Access, Refusals)) -> Router {
         .route("/status", get(get_status))
         .route("/synopses/{id}/answers", get(get_answers))
         .route("/rescale", post(post_rescale))
+        .route("/devices", get(get_devices))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_bytes))
@@ -277,6 +278,13 @@ async fn method_not_allowed() -> Response {
 
 async fn get_synopses(State(s): State<Service>) -> Response {
     json_response(StatusCode::OK, &introspection::rows(&s.hub.synopses(), &s.hub.published()))
+}
+
+async fn get_devices(State(s): State<Service>) -> Response {
+    match s.hub.devices() {
+        Some(devices) => json_response(StatusCode::OK, &devices),
+        None => error_response(StatusCode::NOT_FOUND, "this job merges no devices (saams --partials-topic)"),
+    }
 }
 
 async fn get_synopsis(State(s): State<Service>, Path(id): Path<String>) -> Response {

@@ -50,6 +50,8 @@ pub struct Hub {
     answers: AnswerRings,
     /// What the job adds to [`Hub::status`] (its counters), given once it starts.
     status: OnceLock<StatusSource>,
+    /// The devices a job merging a partials topic hears from (`GET /devices`), given once.
+    devices: OnceLock<StatusSource>,
     /// The figures the process' workers publish per synopsis ([`crate::control::introspection`]).
     published: Arc<Published>,
     /// The job's active workers and the rescale under way ([`Hub::submit_rescale`]).
@@ -129,6 +131,7 @@ impl Hub {
             }),
             answers: AnswerRings::default(),
             status: OnceLock::new(),
+            devices: OnceLock::new(),
             published: Arc::default(),
             rescale: RescaleBoard::default(),
         }
@@ -283,6 +286,16 @@ impl Hub {
     /// Give the job's counters to [`Hub::status`] (once; a second source is ignored).
     pub fn set_status_source(&self, source: StatusSource) {
         let _ = self.status.set(source);
+    }
+
+    /// Give the devices' table to [`Hub::devices`] (once; a second source is ignored).
+    pub fn set_devices_source(&self, source: StatusSource) {
+        let _ = self.devices.set(source);
+    }
+
+    /// `GET /devices`: the devices of a job reading a partials topic; `None` for other jobs.
+    pub fn devices(&self) -> Option<Value> {
+        self.devices.get().map(|source| source())
     }
 
     /// `GET /status`: [`Hub::health`] and the job's counters (ingest, lag, answers), as the

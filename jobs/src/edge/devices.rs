@@ -105,6 +105,29 @@ impl Devices {
         covered.get(&window).map(|s| s.iter().cloned().collect()).unwrap_or_default()
     }
 
+    /// `line` (an answer, an acknowledgement) with the devices it covers added as `devices`
+    /// when it answers a window: those whose shipments for the job window closing at `time`
+    /// (`window`) were merged. Lines that are no window's answer (acknowledgements, errors, the
+    /// end of the input's answers at `u64::MAX`) are left as they are.
+    ///
+    /// ```
+    /// use saams_jobs::edge::devices::Devices;
+    /// let d = Devices::new(std::time::Duration::from_secs(5));
+    /// d.cover(60_000, "pi-2");
+    /// d.cover(60_000, "pi-1");
+    /// let line = d.name_in(r#"{"estimate":3,"window":{"type":"landmark"},"tuples":3}"#, 119_999, 60_000);
+    /// assert_eq!(line, r#"{"estimate":3,"window":{"type":"landmark"},"tuples":3,"devices":["pi-1","pi-2"]}"#);
+    /// assert_eq!(d.name_in(r#"{"accepted":"construct"}"#, 119_999, 60_000), r#"{"accepted":"construct"}"#);
+    /// ```
+    pub fn name_in(&self, line: &str, time: u64, window: u64) -> String {
+        let answers_window = time != u64::MAX && line.contains("\"window\":{") && line.ends_with('}');
+        if !answers_window {
+            return line.to_string();
+        }
+        let names = serde_json::to_string(&self.covering(window)).unwrap_or_else(|_| "[]".into());
+        format!("{},\"devices\":{names}}}", &line[..line.len() - 1])
+    }
+
     /// The rows, with devices silent for longer than the timeout marked `gone`.
     pub fn rows(&self) -> Vec<(String, DeviceRow)> {
         let now = Instant::now();

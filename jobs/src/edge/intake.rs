@@ -34,6 +34,9 @@ pub struct Intake {
     devices: std::sync::Arc<Devices>,
     /// Per device: the newest (window, sequence) merged.
     merged: HashMap<String, (u64, u64)>,
+    /// Per partition: the newest window merged (its watermark: an older window is late, even
+    /// inside one poll of records).
+    newest: HashMap<i32, u64>,
 }
 
 /// The sequence-number base of `device`'s values.
@@ -44,10 +47,10 @@ fn device_base(device: &str) -> u64 {
 impl Intake {
     /// A reader filling `devices`.
     pub fn new(devices: std::sync::Arc<Devices>) -> Intake {
-        Intake { devices, merged: HashMap::new() }
+        Intake { devices, merged: HashMap::new(), newest: HashMap::new() }
     }
 
-    /// Read one record: `Ok(Some((time, recs)))` to send into the tuple input at event time
+    /// Read one record of `partition`: `Ok(Some((time, recs)))` to send into the tuple input at event time
     /// `time` (the window's start), `Ok(None)` for a hello or goodbye, `Err` for a refused one
     /// (counted per device; the caller dead-letters it). `late_below`: the oldest event time
     /// this worker may still send (older windows are closed or closing).
@@ -55,7 +58,12 @@ impl Intake {
     /// # Errors
     /// A damaged or forged record, a replayed sequence, a closed window, a synopsis this job does
     /// not maintain (or maintains in another update group shape).
-    pub fn admit(&mut self, plan: &Plan, payload: &[u8], late_below: i64) -> Result<Option<(i64, Vec<Rec>)>, Refusal> {
+    pub fn admit(
+        &mut self,
+        plan: &Plan,
+        (partition, payload): (i32, &[u8]),
+        late_below: i64,
+    ) -> Result<Option<(i64, Vec<Rec>)>, Refusal> {
         let ship = Shipment::decode(payload).map_err(|e| {
             self.devices.unreadable();
             (e, false)
@@ -80,9 +88,11 @@ impl Intake {
             return Err((format!("replayed: {device} window {window} sequence {} was merged", ship.seq), false));
         }
         let time = i64::try_from(window).unwrap_or(i64::MAX);
-        if time < late_below {
+        let newest =
+            self.newest.get(&partition).map_or(late_below, |&w| late_below.max(i64::try_from(w).unwrap_or(i64::MAX)));
+        if time < newest {
             self.devices.touch(&device, |r| r.late += 1);
-            let reason = format!("late: window {window} of {device} is closed ({} ms behind)", late_below - time);
+            let reason = format!("late: window {window} of {device} is closed ({} ms behind)", newest - time);
             return Err((reason, true));
         }
         let base = device_base(&device);
@@ -99,6 +109,7 @@ impl Intake {
             }
         }
         self.merged.insert(device.clone(), (window, ship.seq));
+        self.newest.insert(partition, window.max(self.newest.get(&partition).copied().unwrap_or(0)));
         self.devices.cover(window, &device);
         self.devices.touch(&device, |r| {
             r.state = "live";

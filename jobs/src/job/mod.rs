@@ -95,7 +95,8 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
     // A job reading a partials topic: the devices it hears from (its workers' intakes fill it).
     let devices = start.kafka_job.as_ref().filter(|k| k.partials).map(|k| Arc::new(Devices::new(k.idle_timeout)));
-    let mut services = Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed)?;
+    let mut services =
+        Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed, devices.as_ref())?;
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
     let shape = (start.window_ms, requests.as_deref(), &start.inputs[..]);
     let checkpoints = open_checkpoint_job(&cli, start.recovery.as_ref(), shape, &outputs, start.kafka_job.as_ref())?;

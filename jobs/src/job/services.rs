@@ -11,6 +11,7 @@ use crate::control::http::Server;
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
+use crate::edge::devices::Devices;
 use crate::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::metrics::{Metrics, Totals};
 use crate::sink::file::LineSink;
@@ -48,6 +49,7 @@ impl Services {
         (window_ms, stats, first_ticket): (i64, &Arc<Stats>, u64),
         outputs: &Outputs,
         (kafka_job, request_topic, follow_stdin): (Option<&Arc<KafkaJob>>, Option<KafkaBroadcastSource>, bool),
+        devices: Option<&Arc<Devices>>,
     ) -> Result<Services, String> {
         let finished = Arc::new(AtomicU64::new(0));
         let progress = start_progress(cli.progress, stats.clone(), finished.clone(), window_ms);
@@ -66,7 +68,7 @@ impl Services {
         let workers = cli.workers * cli.processes;
         hub.rescale_board().start(workers, cli.active_workers.unwrap_or(workers));
         hub.rescale_board().count_into(metrics.rescale_counters());
-        let server = start_metrics(cli, &metrics, stats, sink, hub.clone())?;
+        let server = start_metrics(cli, (&metrics, devices), stats, sink, hub.clone())?;
         if !cli.take_over {
             // (A job taking over opens it once it is the writer: `crate::handoff`.)
             hub.open();
@@ -115,7 +117,7 @@ impl Services {
 /// Start the `--http` server (if asked for); it stops when the returned flag is set.
 fn start_metrics(
     cli: &Cli,
-    metrics: &Arc<Metrics>,
+    (metrics, devices): (&Arc<Metrics>, Option<&Arc<Devices>>),
     stats: &Arc<Stats>,
     sink: &Arc<LineSink>,
     hub: Arc<Hub>,
@@ -133,7 +135,17 @@ fn start_metrics(
         window_lag_ms: (stats.newest.load(Ordering::Relaxed) - stats.epoch.load(Ordering::Relaxed)).max(0),
     };
     let refused = metrics.http_refused.clone();
-    crate::control::http::start(&cli.control, hub, metrics.clone().scrape(totals), refused)
+    let mut text = metrics.clone().scrape(totals);
+    if let Some(devices) = devices {
+        let table = devices.clone();
+        hub.set_devices_source(Arc::new(move || table.to_json()));
+        let (devices, metrics, scrape) = (devices.clone(), metrics.clone(), text);
+        text = Arc::new(move || {
+            metrics.publish_devices(&devices.rows());
+            scrape()
+        });
+    }
+    crate::control::http::start(&cli.control, hub, text, refused)
 }
 
 /// `GET /status`'s counters of this process, read when asked: tuples read (published every 4096

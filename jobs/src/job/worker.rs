@@ -108,7 +108,8 @@ impl<'a> WorkerState<'a> {
         let (plan, fences, resume) = plan_and_fences(worker, job);
 
         // 2. The dataflow.
-        let (input, probe) = crate::dataflow::build(worker, &plan, job.sink.clone(), job.hub.clone());
+        let (input, probe) =
+            crate::dataflow::build(worker, &plan, job.sink.clone(), (job.hub.clone(), job.devices.clone()));
 
         // 2b. Epoch gossip for Kafka input: every worker's own epoch (while it has active
         //     partitions) reaches every worker of every process, so a process whose partitions are
@@ -291,10 +292,15 @@ impl<'a> WorkerState<'a> {
         self.kafka.as_mut().map(|k| {
             if let Some(intake) = intake.as_mut() {
                 if hold_end.is_none() && allowance > router.tuples - routed_before {
-                    k.poll_shipments(allowance - (router.tuples - routed_before), stats, |payload, late_below| {
-                        let admitted = intake.admit(&plan.borrow(), payload, late_below)?;
-                        Ok(admitted.map(|(time, recs)| (time, router.route_recs(kafka_unit, (0, time), recs, input))))
-                    });
+                    k.poll_shipments(
+                        allowance - (router.tuples - routed_before),
+                        stats,
+                        |partition, payload, late_below| {
+                            let admitted = intake.admit(&plan.borrow(), (partition, payload), late_below)?;
+                            Ok(admitted
+                                .map(|(time, recs)| (time, router.route_recs(kafka_unit, (0, time), recs, input))))
+                        },
+                    );
                     router.send_batch(input);
                 }
             } else if hold_end.is_none() && allowance > router.tuples - routed_before {

@@ -175,7 +175,7 @@ impl KafkaInput {
     }
 
     /// [`poll`](Self::poll) for a topic of device shipments (`--partials-topic`): each record is
-    /// one shipment, handed whole to `admit(payload, late_below)`, which sends its records into
+    /// one shipment, handed whole to `admit(partition, payload, late_below)`, which sends its records into
     /// the tuple input and returns `Ok(Some((time, window)))` (the window's start and the
     /// window), `Ok(None)` for a record that carries no values (hello, goodbye), or the reason it
     /// was refused and whether it came late (dead-lettered like a bad tuple).
@@ -183,14 +183,14 @@ impl KafkaInput {
         &mut self,
         max: u64,
         stats: &Stats,
-        mut admit: impl FnMut(&[u8], i64) -> Result<Option<(i64, u64)>, (String, bool)>,
+        mut admit: impl FnMut(i32, &[u8], i64) -> Result<Option<(i64, u64)>, (String, bool)>,
     ) -> usize {
         let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
         let KafkaInput { job, topic, source, file_dead, marks, positions, .. } = self;
         let records = usize::try_from(max).map_or(POLL_BATCH, |m| m.clamp(1, POLL_BATCH));
         let polled = source.poll_with(records, wait, |r| {
-            let at = match admit(r.payload, late_below) {
+            let at = match admit(r.partition, r.payload, late_below) {
                 Ok(Some((time, window))) => Some((time, window)),
                 Ok(None) => None,
                 Err((reason, late)) => {
