@@ -10,7 +10,8 @@
 
 use std::io::BufRead;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams::api::request::parse_requests;
@@ -54,6 +55,10 @@ pub struct EdgeCli {
     /// The cloud job's `--window`: the windows shipped.
     #[arg(long, default_value = "60s")]
     pub window: String,
+    /// Also ship the open window's values so far every so often of wall-clock time (e.g. 1s),
+    /// each a shipment of its own; without it, once per window.
+    #[arg(long = "ship-every")]
+    pub ship_every: Option<String>,
     /// The partials topic's partition this device ships to (default: a hash of its id). Devices
     /// on one partition share its watermark: give each its own.
     #[arg(long)]
@@ -156,6 +161,48 @@ impl Shipper {
     }
 }
 
+/// A line of the device's input, read on a thread of its own (so the device ships on time
+/// while its input is quiet), with the parser of its file.
+enum Line {
+    Tuple(Arc<LineContext>, u64, String),
+    Failed(String),
+}
+
+/// Read the inputs, one after the other, on a thread that hands their lines over.
+fn read_lines(cli: &EdgeCli) -> Result<Receiver<Line>, String> {
+    let inputs = if cli.data.is_empty() { vec!["-".to_string()] } else { cli.data.clone() };
+    let mut contexts = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        contexts.push(Arc::new(LineContext::new(cli.format, input, None).map_err(|e| e.to_string())?));
+    }
+    let (tx, rx) = sync_channel(4096);
+    std::thread::Builder::new()
+        .name("saams-edge-input".into())
+        .spawn(move || {
+            for (input, ctx) in inputs.iter().zip(contexts) {
+                let reader: Box<dyn BufRead> = if input == "-" {
+                    Box::new(std::io::stdin().lock())
+                } else {
+                    match std::fs::File::open(input) {
+                        Ok(f) => Box::new(std::io::BufReader::new(f)),
+                        Err(e) => return drop(tx.send(Line::Failed(format!("{input}: {e}")))),
+                    }
+                };
+                for (n, line) in reader.lines().enumerate() {
+                    let sent = match line {
+                        Ok(line) => tx.send(Line::Tuple(ctx.clone(), n as u64 + 1, line)),
+                        Err(e) => return drop(tx.send(Line::Failed(format!("{input}: {e}")))),
+                    };
+                    if sent.is_err() {
+                        return;
+                    }
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the input thread: {e}"))?;
+    Ok(rx)
+}
+
 /// Run a device until its input ends.
 ///
 /// # Errors
@@ -169,27 +216,34 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let mut windows = DeviceWindows::new(&cli.device);
-    let inputs = if cli.data.is_empty() { vec!["-".to_string()] } else { cli.data.clone() };
-    for input in &inputs {
-        let ctx = LineContext::new(cli.format, input, None).map_err(|e| e.to_string())?;
-        let reader: Box<dyn BufRead> = if input == "-" {
-            Box::new(std::io::stdin().lock())
-        } else {
-            Box::new(std::io::BufReader::new(std::fs::File::open(input).map_err(|e| format!("{input}: {e}"))?))
-        };
-        for (n, line) in reader.lines().enumerate() {
-            let line = line.map_err(|e| format!("{input}: {e}"))?;
-            let tuple = match ctx.parse_line(n as u64 + 1, &line) {
-                Ok(Some(t)) => t,
-                Ok(None) => continue,
-                Err(e) => {
-                    eprintln!("saams-edge: {e}");
-                    continue;
+    let every = match &cli.ship_every {
+        Some(d) => Some(Duration::from_millis(u64::try_from(parse_duration_ms(d)?).unwrap_or(0).max(1))),
+        None => None,
+    };
+    let lines = read_lines(cli)?;
+    let mut next_ship = every.map(|e| Instant::now() + e);
+    loop {
+        let wait = next_ship.map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(Instant::now()));
+        match lines.recv_timeout(wait) {
+            Ok(Line::Tuple(ctx, n, line)) => match ctx.parse_line(n, &line) {
+                Ok(Some(tuple)) => {
+                    if let Some(ship) = windows.push(&plan, &tuple) {
+                        shipper.ship(&ship)?;
+                    }
                 }
-            };
-            if let Some(ship) = windows.push(&plan, &tuple) {
+                Ok(None) => {}
+                Err(e) => eprintln!("saams-edge: {e}"),
+            },
+            Ok(Line::Failed(e)) => return Err(e),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        // Due whether the input is quiet or busy.
+        if next_ship.is_some_and(|t| Instant::now() >= t) {
+            if let Some(ship) = windows.ship_open(&plan) {
                 shipper.ship(&ship)?;
             }
+            next_ship = every.map(|e| Instant::now() + e);
         }
     }
     let through = windows.open_end(&plan).unwrap_or(0);

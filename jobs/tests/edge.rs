@@ -129,7 +129,13 @@ fn raw_run(dir: &Path) -> Vec<String> {
 
 /// Run device `id` over `data` to partition `partition` of `topic` until its input ends.
 fn device(brokers: &str, topic: &str, id: &str, partition: usize, data: &Path) -> Output {
+    device_with(brokers, topic, (id, partition), data, &[])
+}
+
+/// [`device`] with more flags.
+fn device_with(brokers: &str, topic: &str, (id, partition): (&str, usize), data: &Path, extra: &[&str]) -> Output {
     let out = Command::new(EDGE)
+        .args(extra)
         .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
         .args(["--window", WINDOW, "--partition", &partition.to_string(), "--data"])
         .arg(data)
@@ -174,7 +180,10 @@ fn two_and_three_devices_answer_as_one_job_over_the_raw_tuples() {
         let topic = unique("edge-partials");
         let mut chose_partials = 0;
         for (i, file) in files.iter().enumerate() {
-            let out = device(&brokers, &topic, &format!("dev{i}"), i, file);
+            // The last device also ships its open window every few milliseconds: several
+            // shipments (sequence numbers) per window, merged as one.
+            let every: &[&str] = if i + 1 == files.len() { &["--ship-every", "2ms"] } else { &[] };
+            let out = device_with(&brokers, &topic, (&format!("dev{i}"), i), file, every);
             let (shipped, raw) = (figure(&out, "edge ", "shipped_bytes"), figure(&out, "edge ", "raw_bytes"));
             assert!(shipped > 0 && shipped <= raw, "device {i} shipped {shipped} bytes of {raw} raw");
             chose_partials += figure(&out, "edge ", "partial_windows");

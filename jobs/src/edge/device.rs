@@ -52,6 +52,8 @@ pub struct DeviceWindows {
     open: Option<(u64, BTreeMap<u32, Vec<RawValue>>)>,
     /// The sequence number of the next value read.
     next_seq: u64,
+    /// The sequence number of the open window's next shipment (several with `--ship-every`).
+    ship_seq: u64,
     /// Counters.
     pub counts: DeviceCounts,
 }
@@ -59,7 +61,13 @@ pub struct DeviceWindows {
 impl DeviceWindows {
     /// No window open yet.
     pub fn new(device: &str) -> DeviceWindows {
-        DeviceWindows { device: device.to_string(), open: None, next_seq: 0, counts: DeviceCounts::default() }
+        DeviceWindows {
+            device: device.to_string(),
+            open: None,
+            next_seq: 0,
+            ship_seq: 0,
+            counts: DeviceCounts::default(),
+        }
     }
 
     /// Take one tuple: its values go to the groups of `plan` it feeds. A tuple of a later window
@@ -88,22 +96,40 @@ impl DeviceWindows {
         shipped
     }
 
-    /// Close the open window (the input ended, or a later window began): its shipment, or none
-    /// when no group took a value.
+    /// Close the open window (the input ended, or a later window began): its shipment (what it
+    /// read since the last one), or none when no group took a value.
     pub fn close(&mut self, plan: &Plan) -> Option<Shipment> {
         let (window, groups) = self.open.take()?;
+        let seq = std::mem::take(&mut self.ship_seq);
+        self.ship(plan, window, &groups, seq)
+    }
+
+    /// Ship what the open window read so far, and keep it open (`--ship-every`): the next
+    /// shipment of the window carries the next sequence number and only what is read after.
+    pub fn ship_open(&mut self, plan: &Plan) -> Option<Shipment> {
+        let (window, groups) = self.open.as_mut()?;
+        let (window, taken) = (*window, std::mem::take(groups));
+        let shipped = self.ship(plan, window, &taken, self.ship_seq);
+        if shipped.is_some() {
+            self.ship_seq += 1;
+        }
+        shipped
+    }
+
+    /// The smaller of the two forms of `groups`' values in `window`, as shipment `seq`.
+    fn ship(&mut self, plan: &Plan, window: u64, groups: &BTreeMap<u32, Vec<RawValue>>, seq: u64) -> Option<Shipment> {
         if groups.is_empty() {
             return None;
         }
         let raw = Shipment {
             device: self.device.clone(),
-            seq: 0,
-            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, &groups) },
+            seq,
+            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
         };
         let raw_len = raw.encode().len() as u64;
-        let with_partials = partial_groups(plan, &groups).map(|groups| Shipment {
+        let with_partials = partial_groups(plan, groups).map(|groups| Shipment {
             device: self.device.clone(),
-            seq: 0,
+            seq,
             body: Body::Data { window, raw_bytes: raw_len, groups },
         });
         let chosen = match with_partials {
