@@ -16,6 +16,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams_jobs::edge::shipment::{Body, Shipment};
 use saams_jobs::kafka::KafkaOptions;
 
+mod http_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
 use kafka_common::{check, declared_broker, read_topic, repo, unique};
@@ -247,6 +248,48 @@ fn a_device_killed_and_restarted_is_merged_exactly_once() {
     assert_eq!(figure(&out, "summary ", "dead_letters"), 2);
 }
 
+/// `GET path` of the job at `addr`: the body.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the job");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").expect("send");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("read the reply");
+    text.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
+}
+
+/// [`cloud`] with `--http`: once the job has read every shipment, `GET /devices` shows the
+/// killed device `gone` (after `--device-timeout`) and the other `left` (its goodbye), and
+/// `/metrics` their bytes.
+fn cloud_watched(brokers: &str, topic: &str) -> Output {
+    let mut child = Command::new(SAAMS)
+        .args(["--requests", &requests(), "--window", WINDOW, "-w", "2", "--progress", "0"])
+        .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
+        .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4"])
+        .args(["--http", "127.0.0.1:0", "--metrics-linger", "10s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start saams");
+    let addr = http_common::http_address(&mut child, Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let devices: serde_json::Value = serde_json::from_str(&http_get(&addr, "/devices")).expect("JSON");
+        let state = |d: &str| {
+            let rows = devices["devices"].as_array().cloned().unwrap_or_default();
+            rows.iter().find(|r| r["device"] == d).map(|r| r["state"].as_str().unwrap_or("").to_string())
+        };
+        if state("dev0").as_deref() == Some("gone") && state("dev1").as_deref() == Some("left") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "devices never showed gone and left: {devices}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let metrics = http_get(&addr, "/metrics");
+    assert!(metrics.contains("saams_device_bytes{device=\"dev1\",form=\"shipped\"}"), "{metrics}");
+    check(child.wait_with_output().expect("the job ends"), "saams --partials-topic --http")
+}
+
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_device_that_never_comes_back_stops_holding_windows_after_the_timeout() {
@@ -273,7 +316,7 @@ fn a_device_that_never_comes_back_stops_holding_windows_after_the_timeout() {
     });
     std::fs::write(dir.join("all.json"), merged_lines.join("\n") + "\n").expect("write the merged tuples");
     let expected = raw_run(&dir);
-    let out = cloud(&brokers, &topic, &dir, &[]);
+    let out = cloud_watched(&brokers, &topic);
     let (answers, named) = answers_and_devices(&out);
     assert_eq!(answers, expected, "exact for the tuples of the devices the answers name");
     let end_of_first =
