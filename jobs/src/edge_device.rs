@@ -227,7 +227,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         match lines.recv_timeout(wait) {
             Ok(Line::Tuple(ctx, n, line)) => match ctx.parse_line(n, &line) {
                 Ok(Some(tuple)) => {
-                    if let Some(ship) = windows.push(&plan, &tuple) {
+                    for ship in windows.push(&plan, &tuple) {
                         shipper.ship(&ship)?;
                     }
                 }
@@ -240,14 +240,14 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         }
         // Due whether the input is quiet or busy.
         if next_ship.is_some_and(|t| Instant::now() >= t) {
-            if let Some(ship) = windows.ship_open(&plan) {
+            for ship in windows.ship_open(&plan) {
                 shipper.ship(&ship)?;
             }
             next_ship = every.map(|e| Instant::now() + e);
         }
     }
     let through = windows.open_end(&plan).unwrap_or(0);
-    if let Some(ship) = windows.close(&plan) {
+    for ship in windows.close(&plan) {
         shipper.ship(&ship)?;
     }
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Goodbye { through } })?;

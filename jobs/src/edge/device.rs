@@ -71,8 +71,8 @@ impl DeviceWindows {
     }
 
     /// Take one tuple: its values go to the groups of `plan` it feeds. A tuple of a later window
-    /// closes the open one first: its shipment is returned.
-    pub fn push(&mut self, plan: &Plan, t: &Tuple) -> Option<Shipment> {
+    /// closes the open one first: its shipments are returned.
+    pub fn push(&mut self, plan: &Plan, t: &Tuple) -> Vec<Shipment> {
         let time = t.time_ms.unwrap_or(0).max(0);
         let window = plan.window_of(time);
         self.counts.tuples += 1;
@@ -81,10 +81,10 @@ impl DeviceWindows {
         let shipped = match &self.open {
             Some((open, _)) if window < *open => {
                 self.counts.late += 1;
-                return None;
+                return Vec::new();
             }
             Some((open, _)) if window > *open => self.close(plan),
-            _ => None,
+            _ => Vec::new(),
         };
         let (_, groups) = self.open.get_or_insert_with(|| (window, BTreeMap::new()));
         let (per_stream, wide) = plan.routes(&t.dataset_key, &t.stream_id);
@@ -98,22 +98,43 @@ impl DeviceWindows {
 
     /// Close the open window (the input ended, or a later window began): its shipment (what it
     /// read since the last one), or none when no group took a value.
-    pub fn close(&mut self, plan: &Plan) -> Option<Shipment> {
-        let (window, groups) = self.open.take()?;
-        let seq = std::mem::take(&mut self.ship_seq);
-        self.ship(plan, window, &groups, seq)
+    pub fn close(&mut self, plan: &Plan) -> Vec<Shipment> {
+        let Some((window, groups)) = self.open.take() else { return Vec::new() };
+        let mut out = Vec::new();
+        self.ship_all(plan, window, groups, &mut out);
+        self.ship_seq = 0;
+        out
     }
 
     /// Ship what the open window read so far, and keep it open (`--ship-every`): the next
     /// shipment of the window carries the next sequence number and only what is read after.
-    pub fn ship_open(&mut self, plan: &Plan) -> Option<Shipment> {
-        let (window, groups) = self.open.as_mut()?;
+    pub fn ship_open(&mut self, plan: &Plan) -> Vec<Shipment> {
+        let Some((window, groups)) = self.open.as_mut() else { return Vec::new() };
         let (window, taken) = (*window, std::mem::take(groups));
-        let shipped = self.ship(plan, window, &taken, self.ship_seq);
-        if shipped.is_some() {
-            self.ship_seq += 1;
+        let mut out = Vec::new();
+        self.ship_all(plan, window, taken, &mut out);
+        out
+    }
+
+    /// Ship `groups`' values in `window` as one shipment, or, when their raw form is over
+    /// [`MAX_RECORD_BYTES`], as the shipments of its two halves (each the smaller of its forms),
+    /// with successive sequence numbers.
+    fn ship_all(&mut self, plan: &Plan, window: u64, groups: BTreeMap<u32, Vec<RawValue>>, out: &mut Vec<Shipment>) {
+        let values: usize = groups.values().map(Vec::len).sum();
+        if values > 1 {
+            let raw = Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, &groups) };
+            let raw = Shipment { device: self.device.clone(), seq: self.ship_seq, body: raw };
+            if raw.encode().len() as u64 > MAX_RECORD_BYTES {
+                let (first, second) = halves(groups, values / 2);
+                self.ship_all(plan, window, first, out);
+                self.ship_all(plan, window, second, out);
+                return;
+            }
         }
-        shipped
+        if let Some(ship) = self.ship(plan, window, &groups, self.ship_seq) {
+            self.ship_seq += 1;
+            out.push(ship);
+        }
     }
 
     /// The smaller of the two forms of `groups`' values in `window`, as shipment `seq`.
@@ -153,6 +174,32 @@ impl DeviceWindows {
     pub fn open_end(&self, plan: &Plan) -> Option<u64> {
         self.open.as_ref().map(|(w, _)| w.saturating_add(plan.routing.window_ms as u64))
     }
+}
+
+/// A record of the partials topic stays under this many bytes (brokers refuse records over
+/// their `message.max.bytes`, 1 MB by default): a window's values beyond it are shipped in
+/// several shipments of the same window.
+pub const MAX_RECORD_BYTES: u64 = 900_000;
+
+/// `groups` split after its first `n` values (in group order).
+fn halves(
+    groups: BTreeMap<u32, Vec<RawValue>>,
+    n: usize,
+) -> (BTreeMap<u32, Vec<RawValue>>, BTreeMap<u32, Vec<RawValue>>) {
+    let (mut first, mut second, mut taken) = (BTreeMap::new(), BTreeMap::new(), 0);
+    for (g, mut values) in groups {
+        if taken >= n {
+            second.insert(g, values);
+            continue;
+        }
+        if taken + values.len() > n {
+            let rest = values.split_off(n - taken);
+            second.insert(g, rest);
+        }
+        taken += values.len();
+        first.insert(g, values);
+    }
+    (first, second)
 }
 
 /// The value tuple `t` gives update group `g` (the cloud's router reads it the same way).
