@@ -2,10 +2,9 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use crate::plots::{Series, chart};
-use crate::requests::{federated_requests, per_stream_requests};
+use crate::requests::per_stream_requests;
 use crate::runner::{Runner, write};
 use crate::settings::Args;
 
@@ -87,71 +86,5 @@ pub fn vertical(r: &Runner, a: &Args, total: u64) -> Result<(), String> {
         "tuples/s (median)",
         &[("1 process, 2 workers".into(), pts)],
         false,
-    )
-}
-
-/// Figure 11 (`federated.tsv`, `fig11-federated.png`): bytes between 2 processes when raw tuples
-/// go to each stream's owner against partials shipped per window, at each event-time window.
-pub fn federated(r: &Runner, tuples_per_stream: u64, windows: &[(&str, f64)]) -> Result<(), String> {
-    let (processes, workers) = (2, 1);
-    let gen_spec = format!("stocks:100:{tuples_per_stream}");
-    let raw_req = r.dir.join("federated-raw.json");
-    let syn_req = r.dir.join("federated-synopses.json");
-    write(&raw_req, &federated_requests(100))?;
-    write(&syn_req, &federated_requests(0))?;
-    let mut tsv = String::from(
-        "experiment\tscheme\tprocesses\tworkers_per_process\tgenerate\twindow\ttuples\tseconds\ttuples_per_s\tbytes_between_processes\traw_record_bytes\tpartial_bytes\twire_ratio_raw_over_synopses\tcodec_ratio_raw_over_partials\tpaper_ratio\n",
-    );
-    let (mut raw_pts, mut syn_pts, mut codec_pts, mut compact_pts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for &(window, secs) in windows {
-        let run = |req: &Path, scheme: &str| {
-            let args = vec![
-                "--requests".into(),
-                req.display().to_string(),
-                "--generate".into(),
-                gen_spec.clone(),
-                "--window".into(),
-                window.into(),
-            ];
-            r.median(&format!("federated {scheme} window={window}"), processes, workers, &args)
-        };
-        let raw = run(&raw_req, "raw")?;
-        let syn = run(&syn_req, "synopses")?;
-        let wire = if syn.bytes_between_processes > 0.0 {
-            raw.bytes_between_processes / syn.bytes_between_processes
-        } else {
-            0.0
-        };
-        let codec = if syn.partial_bytes > 0.0 { syn.raw_bytes / syn.partial_bytes } else { 0.0 };
-        for (scheme, m) in [("raw", &raw), ("synopses", &syn)] {
-            let _ = writeln!(
-                tsv,
-                "federated\t{scheme}\t{processes}\t{workers}\t{gen_spec}\t{window}\t{:.0}\t{:.3}\t{:.0}\t{:.0}\t{:.0}\t{:.0}\t{wire:.3}\t{codec:.3}\t28 (cloud) / 215 (continuum)",
-                m.tuples,
-                m.seconds,
-                m.rate(),
-                m.bytes_between_processes,
-                m.raw_bytes,
-                m.partial_bytes
-            );
-        }
-        raw_pts.push((secs, raw.bytes_between_processes));
-        syn_pts.push((secs, syn.bytes_between_processes));
-        codec_pts.push((secs, syn.partial_bytes));
-        compact_pts.push((secs, syn.raw_bytes));
-    }
-    write(&r.dir.join("federated.tsv"), &tsv)?;
-    chart(
-        &r.dir.join("fig11-federated.png"),
-        "Federated: bytes between 2 processes (100 streams)",
-        "event-time window (s, log)",
-        "bytes (log)",
-        &[
-            ("all tuples as compact records".into(), compact_pts),
-            ("raw tuples to owners (measured, between processes)".into(), raw_pts),
-            ("partials shipped (encoded, all processes)".into(), codec_pts),
-            ("partials (measured, between processes)".into(), syn_pts),
-        ],
-        true,
     )
 }

@@ -1,0 +1,275 @@
+//! Figure 11 across the continuum (`federated.tsv`, `fig11-federated.png`): the bytes edge devices
+//! ship to the cloud job with synopses against the raw tuples, per device count, stream rate,
+//! workload and shipping period.
+//!
+//! Each device is the edge runtime's own window logic ([`DeviceWindows`], what `saams-edge` runs):
+//! it holds its share of the streams (stream `i` on device `i mod D`; the AIS vessels by a hash of
+//! their id) and at each period's close ships the smaller of its raw values and its partials, so
+//! the bytes are the records `saams-edge` produces, counted without a broker (CI has none when
+//! the experiments run). The network side — the same devices as processes in their own network
+//! namespaces over shaped links, bytes from the links' counters — is `scripts/edge-net.sh` and
+//! `scripts/edge-net-run.sh` (docs/figures.md).
+//!
+//! Rates: the generator gives about one tuple a second per stream; a denser stream is the same
+//! tuples with event time divided by the rate (`rate` tuples a second). The paper's setting (§6,
+//! the stock data): the median instrument has 9.6×10³ ticks a session and the synopses answer
+//! continuous queries over it, so its shipping unit is one session's ticks per stream: here a
+//! 1 h period at 2.67 tuples/s (9 600 tuples per stream and period).
+//!
+//! A wall-clock period (`wall-1s`, `wall-10s`) ships what arrived during it; with the devices
+//! replaying at the stream's own rate that is the tuples of the same span of event time, so it is
+//! measured as that period of event time at that rate.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::io::BufRead;
+use std::path::Path;
+use std::sync::Arc;
+
+use saams::api::Tuple;
+use saams::api::request::parse_requests;
+use saams_datasets::{Format, GeneratorSpec, LineContext};
+use saams_jobs::edge::device::{DeviceCounts, DeviceWindows};
+use saams_operators::Plan;
+use saams_operators::plan::SnapshotStore;
+
+use crate::plots::chart;
+use crate::requests::{federated_requests, per_stream_requests};
+use crate::runner::{Runner, write};
+
+/// The paper's landmark shipping unit: one session's ticks of the median instrument.
+const PAPER_TUPLES_PER_SESSION: f64 = 9_600.0;
+/// The paper's best ratio across the continuum, the target at its setting.
+const PAPER_RATIO: f64 = 215.0;
+
+/// Devices keep no snapshots (the cloud job does).
+struct NoSnapshots;
+
+impl SnapshotStore for NoSnapshots {
+    fn load(&self, file: &str) -> Result<Vec<u8>, String> {
+        Err(format!("{file}: the experiment's devices load no snapshots"))
+    }
+    fn save(&self, file: &str, _: &[u8]) -> Result<(), String> {
+        Err(format!("{file}: the experiment's devices save no snapshots"))
+    }
+    fn check(&self, file: &str) -> Result<(), String> {
+        Err(format!("{file}: the experiment's devices keep no snapshots"))
+    }
+}
+
+/// One row of the figure.
+struct Setting<'a> {
+    /// `paper` (the paper's setting) or `sweep`.
+    kind: &'a str,
+    data: &'a str,
+    workload: &'a str,
+    requests: &'a str,
+    devices: usize,
+    rate: f64,
+    /// `window-5s`, `wall-1s`, …
+    period: String,
+    period_ms: i64,
+}
+
+/// What the devices of one setting shipped.
+#[derive(Default)]
+struct Shipped {
+    counts: DeviceCounts,
+    stream_windows: usize,
+}
+
+/// Run `setting`'s devices over `tuples` (event time already at the setting's rate).
+fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String> {
+    let plan = Plan::build(&parse_requests(setting.requests), 1, setting.period_ms, Arc::new(NoSnapshots));
+    let mut devices: Vec<DeviceWindows> =
+        (0..setting.devices).map(|d| DeviceWindows::new(&format!("device{d}"))).collect();
+    let mut stream_windows = HashSet::new();
+    for (site, t) in tuples {
+        let device = &mut devices[site % setting.devices];
+        stream_windows.insert((*site, plan.window_of(t.time_ms.unwrap_or(0).max(0))));
+        let _ = device.push(&plan, t);
+    }
+    let mut total = DeviceCounts::default();
+    for mut d in devices {
+        let _ = d.close(&plan);
+        let c = d.counts;
+        total.tuples += c.tuples;
+        total.late += c.late;
+        total.windows += c.windows;
+        total.partial_windows += c.partial_windows;
+        total.raw_windows += c.raw_windows;
+        total.shipped_bytes += c.shipped_bytes;
+        total.raw_bytes += c.raw_bytes;
+    }
+    if total.late > 0 {
+        return Err(format!(
+            "{} {}: {} tuples late on a device (input out of order)",
+            setting.workload, setting.period, total.late
+        ));
+    }
+    Ok(Shipped { counts: total, stream_windows: stream_windows.len() })
+}
+
+/// The generator's `streams` stock streams, `per_stream` tuples each, at `rate` tuples a second
+/// per stream, tagged with their stream's index.
+fn generated(streams: usize, per_stream: u64, rate: f64) -> Result<Vec<(usize, Tuple)>, String> {
+    let spec = GeneratorSpec::parse(&format!("stocks:{streams}:{per_stream}")).map_err(|e| e.0)?;
+    let index: std::collections::HashMap<String, usize> = (0..streams).map(|i| (spec.stream_id(i), i)).collect();
+    Ok(spec
+        .interleaved(0, 1)
+        .map(|mut t| {
+            t.time_ms = t.time_ms.map(|ms| (ms as f64 / rate) as i64);
+            (index.get(t.stream_id.as_str()).copied().unwrap_or(0), t)
+        })
+        .collect())
+}
+
+/// The AIS sample's reports, tagged with a hash of their vessel (devices split by vessel).
+fn ais(file: &Path, limit: usize) -> Result<Vec<(usize, Tuple)>, String> {
+    let name = file.display().to_string();
+    let reader = std::io::BufReader::new(std::fs::File::open(file).map_err(|e| format!("{name}: {e}"))?);
+    let mut lines = reader.lines();
+    let header = lines.next().transpose().map_err(|e| format!("{name}: {e}"))?.unwrap_or_default();
+    let ctx = LineContext::new(Format::AisCsv, &name, Some(&header)).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let line = line.map_err(|e| format!("{name}: {e}"))?;
+        if let Ok(Some(t)) = ctx.parse_line(n as u64 + 2, &line) {
+            let site = saams::hash::hash_bytes(t.stream_id.as_bytes(), 0xA15) as usize;
+            out.push((site, t));
+            if out.len() >= limit {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn row(tsv: &mut String, s: &Setting, shipped: &Shipped, streams: usize) -> f64 {
+    let c = &shipped.counts;
+    let ratio = if c.shipped_bytes > 0 { c.raw_bytes as f64 / c.shipped_bytes as f64 } else { 0.0 };
+    let per_window = c.tuples as f64 / shipped.stream_windows.max(1) as f64;
+    let target = if s.kind == "paper" { format!(">= {PAPER_RATIO}") } else { ">= 1".into() };
+    let _ = writeln!(
+        tsv,
+        "federated\t{}\t{}\t{}\t{}\t{streams}\t{:.2}\t{}\t{}\t{per_window:.1}\t{}\t{}\t{}\t{}\t-\t{ratio:.2}\t{target}",
+        s.kind,
+        s.data,
+        s.workload,
+        s.devices,
+        s.rate,
+        s.period,
+        c.tuples,
+        c.windows,
+        c.partial_windows,
+        c.raw_bytes,
+        c.shipped_bytes
+    );
+    ratio
+}
+
+const HEADER: &str = "experiment\tsetting\tdata\tworkload\tdevices\tstreams\ttuples_per_s_per_stream\tperiod\ttuples\ttuples_per_stream_and_period\tshipments\tpartial_shipments\traw_bytes\tshipped_bytes\tlink_bytes\traw_over_shipped\ttarget\n";
+
+/// The figure: the paper's setting on 2–5 devices, then the sweep over rates and periods on 3.
+pub fn federated(r: &Runner, quick: bool, datasets: &Path) -> Result<(), String> {
+    let (streams_paper, budget) = if quick { (20, 120_000u64) } else { (100, 1_000_000u64) };
+    let workloads = [("CM+HLL", federated_requests(100)), ("CM+HLL+DFT", per_stream_requests(100))];
+    let mut tsv = String::from(HEADER);
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut worst = f64::MAX;
+    // The paper's setting: one session's median ticks per stream and 1 h period.
+    let paper_rate = PAPER_TUPLES_PER_SESSION / 3600.0;
+    let tuples = generated(streams_paper, PAPER_TUPLES_PER_SESSION as u64, paper_rate)?;
+    for (workload, requests) in &workloads {
+        for devices in 2..=5 {
+            let s = Setting {
+                kind: "paper",
+                data: "generator",
+                workload,
+                requests,
+                devices,
+                rate: paper_rate,
+                period: "window-1h".into(),
+                period_ms: 3_600_000,
+            };
+            let shipped = ship(&s, &tuples)?;
+            let ratio = row(&mut tsv, &s, &shipped, streams_paper);
+            println!("federated: paper setting {workload} on {devices} devices: raw/shipped {ratio:.1}");
+        }
+    }
+    // The sweep: 3 devices, each rate and period.
+    let periods: [(&str, i64); 6] = [
+        ("window-1s", 1_000),
+        ("window-5s", 5_000),
+        ("window-60s", 60_000),
+        ("window-1h", 3_600_000),
+        ("wall-1s", 1_000),
+        ("wall-10s", 10_000),
+    ];
+    for (workload, requests) in &workloads {
+        let mut pts = Vec::new();
+        for (rate, streams) in [(1.0, 100usize), (10.0, 20), (100.0, 10)] {
+            let tuples = generated(streams, budget / streams as u64, rate)?;
+            for &(period, period_ms) in &periods {
+                let s = Setting {
+                    kind: "sweep",
+                    data: "generator",
+                    workload,
+                    requests,
+                    devices: 3,
+                    rate,
+                    period: period.into(),
+                    period_ms,
+                };
+                let shipped = ship(&s, &tuples)?;
+                let ratio = row(&mut tsv, &s, &shipped, streams);
+                worst = worst.min(ratio);
+                if period.starts_with("window") {
+                    pts.push((shipped.counts.tuples as f64 / shipped.stream_windows.max(1) as f64, ratio));
+                }
+            }
+        }
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push((format!("{workload} per stream, 3 devices"), pts));
+    }
+    ais_rows(&mut tsv, datasets, budget as usize)?;
+    println!("federated: smallest raw/shipped over the sweep {worst:.2} (never below 1 by construction)");
+    write(&r.dir.join("federated.tsv"), &tsv)?;
+    chart(
+        &r.dir.join("fig11-federated.png"),
+        "Federated: raw bytes / bytes shipped by the edge devices",
+        "tuples per stream and shipping period (log)",
+        "raw / shipped (log)",
+        &series,
+        true,
+    )
+}
+
+/// The AIS sample by vessel on 3 devices (dataset-wide synopses), or a visible skip.
+fn ais_rows(tsv: &mut String, datasets: &Path, limit: usize) -> Result<(), String> {
+    let file = datasets.join("ais/noaa_marinecadastre_AIS_2022-01-03_sample.csv");
+    let requests_file = Path::new("datasets/requests/ais-workload.json");
+    if !file.is_file() || !requests_file.is_file() {
+        println!("federated: AIS rows skipped: {} or {} absent", file.display(), requests_file.display());
+        let _ = writeln!(tsv, "# AIS rows skipped: {} absent ($SAAMS_DATASETS)", file.display());
+        return Ok(());
+    }
+    let requests = std::fs::read_to_string(requests_file).map_err(|e| format!("{}: {e}", requests_file.display()))?;
+    let tuples = ais(&file, limit)?;
+    for (period, period_ms) in [("window-60s", 60_000), ("window-1h", 3_600_000)] {
+        let s = Setting {
+            kind: "sweep",
+            data: "ais-by-vessel",
+            workload: "ais-workload",
+            requests: &requests,
+            devices: 3,
+            rate: 0.0,
+            period: period.into(),
+            period_ms,
+        };
+        let shipped = ship(&s, &tuples)?;
+        let ratio = row(tsv, &s, &shipped, 0);
+        println!("federated: AIS by vessel {period}: raw/shipped {ratio:.1}");
+    }
+    Ok(())
+}
