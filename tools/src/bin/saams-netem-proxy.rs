@@ -237,3 +237,72 @@ fn main() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_is_the_delay_within_the_jitter_and_a_loss_adds_one_rto() {
+        let shape = Shape { delay: Duration::from_millis(50), jitter: Duration::from_millis(5), loss: 0.0 };
+        let mut draws = Draws(7);
+        for _ in 0..1000 {
+            let h = shape.hold(&mut draws);
+            assert!(h >= Duration::from_millis(45) && h <= Duration::from_millis(55), "{h:?}");
+        }
+        let lossy = Shape { loss: 1.0, ..shape };
+        let h = lossy.hold(&mut draws);
+        assert!(h >= Duration::from_millis(45) + MIN_RTO + shape.delay, "{h:?}");
+        assert!(parse_probability("1.5").is_err() && parse_duration("-5ms").is_err());
+    }
+
+    #[test]
+    fn relayed_bytes_arrive_whole_and_in_order_both_ways() {
+        // An echo server behind the proxy: what goes up comes back down, through two relays.
+        let echo = TcpListener::bind("127.0.0.1:0").expect("bind echo");
+        let echo_addr = echo.local_addr().expect("echo address");
+        std::thread::spawn(move || {
+            let (mut s, _) = echo.accept().expect("accept");
+            let mut r = s.try_clone().expect("clone");
+            std::io::copy(&mut r, &mut s).expect("echo");
+            let _ = s.shutdown(Shutdown::Write);
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let proxy_addr = listener.local_addr().expect("proxy address");
+        let cli = Cli::parse_from([
+            "saams-netem-proxy",
+            "--listen",
+            &proxy_addr.to_string(),
+            "--to",
+            &echo_addr.to_string(),
+            "--delay",
+            "2ms",
+            "--jitter",
+            "2ms",
+            "--loss",
+            "0.05",
+        ]);
+        let totals = Arc::new(Totals::default());
+        let t = Arc::clone(&totals);
+        let proxy = std::thread::spawn(move || {
+            let (client, _) = listener.accept().expect("accept");
+            serve(client, &cli, 0, t)
+        });
+        let sent: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let mut c = TcpStream::connect(proxy_addr).expect("connect");
+        let writer = {
+            let (mut w, sent) = (c.try_clone().expect("clone"), sent.clone());
+            std::thread::spawn(move || {
+                w.write_all(&sent).expect("write");
+                w.shutdown(Shutdown::Write).expect("shutdown");
+            })
+        };
+        let mut got = Vec::new();
+        c.read_to_end(&mut got).expect("read");
+        writer.join().expect("writer");
+        proxy.join().expect("proxy").expect("serve");
+        assert_eq!(got, sent);
+        assert_eq!(totals.up.load(Ordering::Relaxed), sent.len() as u64);
+        assert_eq!(totals.down.load(Ordering::Relaxed), sent.len() as u64);
+    }
+}

@@ -234,6 +234,11 @@ pub fn federated(r: &Runner, quick: bool, datasets: &Path) -> Result<(), String>
     }
     ais_rows(&mut tsv, datasets, budget as usize)?;
     println!("federated: smallest raw/shipped over the sweep {worst:.2} (never below 1 by construction)");
+    if worst < 1.0 {
+        return Err(format!(
+            "federated: the devices shipped more than the raw tuples somewhere (raw/shipped {worst:.3})"
+        ));
+    }
     write(&r.dir.join("federated.tsv"), &tsv)?;
     chart(
         &r.dir.join("fig11-federated.png"),
