@@ -278,3 +278,42 @@ fn ais_rows(tsv: &mut String, datasets: &Path, limit: usize) -> Result<(), Strin
     }
     Ok(())
 }
+
+/// `--netns`: 2–5 `saams-edge` processes in their own network namespaces behind 1 Mbit/s, 50 ms
+/// links (`scripts/edge-net-run.sh`, which fails unless the cloud job's answers equal the raw
+/// run), one row per device count appended to `federated.tsv` with the links' transmitted bytes.
+pub fn netns_rows(r: &Runner, brokers: &str) -> Result<(), String> {
+    let (streams, per_stream) = (10usize, 3000u64);
+    let path = r.dir.join("federated.tsv");
+    let mut tsv = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for devices in 2..=5usize {
+        let out = std::process::Command::new("scripts/edge-net-run.sh")
+            .args(["--devices", &devices.to_string(), "--broker", brokers, "--streams", &streams.to_string()])
+            .args(["--tuples", &per_stream.to_string(), "--window", "600s", "--rate", "1mbit", "--delay", "50ms"])
+            .output()
+            .map_err(|e| format!("scripts/edge-net-run.sh: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!(
+                "scripts/edge-net-run.sh --devices {devices}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        // Columns: device link windows shipped_bytes raw_bytes link_tx_bytes … ms_per_shipment_link.
+        let rows: Vec<Vec<&str>> =
+            text.lines().filter(|l| l.starts_with("dev")).map(|l| l.split('\t').collect()).collect();
+        let sum = |k: usize| rows.iter().filter_map(|c| c.get(k)?.parse::<f64>().ok()).sum::<f64>();
+        let (windows, shipped, raw, link) = (sum(2), sum(3), sum(4), sum(5));
+        let lag = sum(9) / rows.len().max(1) as f64;
+        let ratio = if shipped > 0.0 { raw / shipped } else { 0.0 };
+        let _ = writeln!(
+            tsv,
+            "federated\tnetns-1mbit-50ms\tgenerator\tCM+HLL\t{devices}\t{streams}\t1.00\twindow-600s\t{}\t-\t{windows}\t-\t{raw:.0}\t{shipped:.0}\t{link:.0}\t{ratio:.2}\t>= 1 (answers equal the raw run; {lag:.0} ms per shipment)",
+            streams as u64 * per_stream
+        );
+        println!(
+            "federated: {devices} devices in namespaces: raw/shipped {ratio:.2}, link bytes {link:.0}, {lag:.0} ms per shipment"
+        );
+    }
+    write(&path, &tsv)
+}

@@ -108,6 +108,9 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if only.contains(&"federated") {
         federated::federated(&r, a.quick, &a.datasets)?;
+        if a.netns {
+            federated::netns_rows(&r, a.kafka_brokers.as_deref().unwrap_or("127.0.0.1:9092"))?;
+        }
     }
     if only.contains(&"memory") {
         memory::memory(&r, a, per_stream)?;

@@ -44,6 +44,11 @@ pub struct Args {
     /// it; `$SAAMS_DATASETS` overrides it.
     #[arg(long, env = "SAAMS_DATASETS", default_value = env!("SAAMS_DATASETS_DIR"))]
     pub datasets: PathBuf,
+    /// The federated experiment also runs real `saams-edge` devices (2–5) in network namespaces
+    /// over shaped links (`scripts/edge-net-run.sh`: root and the broker of `--kafka-brokers`),
+    /// adding rows with the links' own byte counters and checking the answers against the raw run.
+    #[arg(long, requires = "kafka_brokers")]
+    pub netns: bool,
     /// The AIS CSV setting's requests (dataset-wide synopses over the vessels and ship types).
     #[arg(long, default_value = "datasets/requests/ais-workload.json")]
     pub ais_requests: PathBuf,
