@@ -133,6 +133,7 @@ mod config;
 mod counter;
 mod error;
 pub mod fallback;
+pub mod live;
 mod local;
 mod message;
 mod quantile;

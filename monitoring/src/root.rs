@@ -226,16 +226,12 @@ impl Root {
         if !(phi > eps / 2.0 && phi <= 1.0) {
             return Err(MonitorError::BadParameter(format!("phi must be in (ε/2, 1] = ({}, 1], got {phi}", eps / 2.0)));
         }
-        let total = self.total(Channel::FrequentTotal, now) as f64;
-        let threshold = (phi - eps / 2.0) * total;
-        let mut out: Vec<u64> = self
-            .item_estimates(Channel::FrequentItems, now)
-            .into_iter()
-            .filter(|&(_, v)| v > 0 && v as f64 >= threshold)
-            .map(|(j, _)| j)
-            .collect();
-        out.sort_unstable();
-        Ok(out)
+        Ok(frequent_over(
+            self.item_estimates(Channel::FrequentItems, now),
+            self.total(Channel::FrequentTotal, now),
+            phi,
+            eps,
+        ))
     }
 
     /// Quantiles: an item whose rank is within `(φ ± ε)c` at `now`; `None` when the window is
@@ -248,20 +244,36 @@ impl Root {
             return Err(MonitorError::BadParameter(format!("phi must be in [0, 1], got {phi}")));
         }
         let _ = now;
-        let mut all: Vec<(u64, u64)> = self.summaries.iter().flat_map(|s| s.iter().map(|(&v, &w)| (v, w))).collect();
-        all.sort_unstable();
-        let total: u64 = all.iter().map(|&(_, w)| w).sum();
-        if total == 0 {
-            return Ok(None);
-        }
-        let target = phi * total as f64;
-        let mut cum = 0u64;
-        for (v, w) in all {
-            cum += w;
-            if cum as f64 >= target {
-                return Ok(Some(v));
-            }
-        }
-        Ok(None)
+        Ok(quantile_of(self.quantile_weights().collect(), phi))
     }
+}
+
+/// The seed's frequent-items rule over item estimates and an estimated total: every item whose
+/// estimate is positive and at least `(φ − ε/2)·total`, ascending. The root and the fallback
+/// coordinator (which adds the exactly held forwarded items to both sides) share it.
+pub(crate) fn frequent_over(estimates: HashMap<u64, u64>, total: u64, phi: f64, eps: f64) -> Vec<u64> {
+    let threshold = (phi - eps / 2.0) * total as f64;
+    let mut out: Vec<u64> =
+        estimates.into_iter().filter(|&(_, v)| v > 0 && v as f64 >= threshold).map(|(j, _)| j).collect();
+    out.sort_unstable();
+    out
+}
+
+/// The first value whose cumulative weight reaches `φ·Σw` over `(value, weight)` groups in any
+/// order; `None` when the weights sum to 0 (crate docs, *Quantiles*).
+pub(crate) fn quantile_of(mut groups: Vec<(u64, u64)>, phi: f64) -> Option<u64> {
+    groups.sort_unstable();
+    let total: u64 = groups.iter().map(|&(_, w)| w).sum();
+    if total == 0 {
+        return None;
+    }
+    let target = phi * total as f64;
+    let mut cum = 0u64;
+    for (v, w) in groups {
+        cum += w;
+        if cum as f64 >= target {
+            return Some(v);
+        }
+    }
+    None
 }

@@ -9,7 +9,7 @@ use crate::fallback::exact::ExactWindow;
 use crate::fallback::wire::{Envelope, SiteMessage};
 use crate::fallback::{FallbackPolicy, Mode};
 use crate::message::Channel;
-use crate::root::Root;
+use crate::root::{Root, frequent_over, quantile_of};
 
 /// What the root knows of one site.
 #[derive(Clone, Debug)]
@@ -236,16 +236,8 @@ impl Coordinator {
             return Err(MonitorError::BadParameter(format!("phi must be in (ε/2, 1] = ({}, 1], got {phi}", eps / 2.0)));
         }
         self.advance(now)?;
-        let total = (self.root.total(Channel::FrequentTotal, now) + self.exact.total()) as f64;
-        let threshold = (phi - eps / 2.0) * total;
-        let mut out: Vec<u64> = self
-            .item_estimates(Channel::FrequentItems, now)?
-            .into_iter()
-            .filter(|&(_, v)| v > 0 && v as f64 >= threshold)
-            .map(|(j, _)| j)
-            .collect();
-        out.sort_unstable();
-        Ok(out)
+        let total = self.root.total(Channel::FrequentTotal, now) + self.exact.total();
+        Ok(frequent_over(self.item_estimates(Channel::FrequentItems, now)?, total, phi, eps))
     }
 
     /// Quantiles: an item whose rank is within `(φ ± ε)c` at `now`; `None` when the window is
@@ -260,20 +252,7 @@ impl Coordinator {
         self.advance(now)?;
         let mut all: Vec<(u64, u64)> = self.root.quantile_weights().collect();
         all.extend(self.exact.values().map(|(v, c)| (v, 2 * c)));
-        all.sort_unstable();
-        let total: u64 = all.iter().map(|&(_, w)| w).sum();
-        if total == 0 {
-            return Ok(None);
-        }
-        let target = phi * total as f64;
-        let mut cum = 0u64;
-        for (v, w) in all {
-            cum += w;
-            if cum as f64 >= target {
-                return Ok(Some(v));
-            }
-        }
-        Ok(None)
+        Ok(quantile_of(all, phi))
     }
 
     /// Messages refused so far, by reason.

@@ -46,6 +46,9 @@ pub struct SimOptions {
     /// Sites forward their items when that is cheaper ([`crate::fallback`]); `None`: the
     /// protocol only.
     pub fallback: Option<FallbackPolicy>,
+    /// Keep the root's answers at every query time in [`SimReport::answers`] (a live run is
+    /// checked against them).
+    pub record_answers: bool,
 }
 
 impl Default for SimOptions {
@@ -57,6 +60,7 @@ impl Default for SimOptions {
             quantile_phis: vec![0.05, 0.25, 0.5, 0.75, 0.95],
             periodic_delta: None,
             fallback: None,
+            record_answers: false,
         }
     }
 }
@@ -70,6 +74,19 @@ pub struct Cost {
     pub words: u64,
     /// Encoded bytes ([`crate::Message::encode`]).
     pub bytes: u64,
+}
+
+/// The root's answers at one query time ([`SimOptions::record_answers`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimAnswer {
+    /// The query time.
+    pub time: i64,
+    /// Basic counting.
+    pub count: u64,
+    /// Frequent items at [`SimOptions::phi`], ascending.
+    pub frequent: Vec<u64>,
+    /// One answer per [`SimOptions::quantile_phis`].
+    pub quantiles: Vec<Option<u64>>,
 }
 
 /// A failed check.
@@ -140,6 +157,8 @@ pub struct SimReport {
     pub max_site_window_count: u64,
     /// The largest window count seen at a query time.
     pub max_window_count: u64,
+    /// The root's answers at every query time, when [`SimOptions::record_answers`].
+    pub answers: Vec<SimAnswer>,
 }
 
 impl SimReport {
@@ -367,6 +386,12 @@ pub fn simulate(cfg: Config, arrivals: &[Arrival], opts: &SimOptions) -> Result<
         }
         if tq == t {
             check(&cfg, opts, &mut root, &oracle, t, &mut report)?;
+            if opts.record_answers {
+                let quantiles =
+                    opts.quantile_phis.iter().map(|&phi| root.quantile(phi, t)).collect::<Result<_, _>>()?;
+                let (count, frequent) = (root.count(t)?, root.frequent(opts.phi, t)?);
+                report.answers.push(SimAnswer { time: t, count, frequent, quantiles });
+            }
             report.max_root_exact_items = report.max_root_exact_items.max(root.exact_items());
             for site in &sites {
                 let m = site.memory();
