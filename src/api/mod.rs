@@ -1,6 +1,7 @@
 //! The JSON API's types: data tuples, requests, estimations (see `docs/api.md`).
 
 pub mod estimation;
+pub mod monitor;
 pub mod registry;
 pub mod request;
 pub mod time;
