@@ -21,10 +21,13 @@ fn sim_input(input: &[(i64, u64, u64)], k: usize) -> Vec<Arrival> {
     v.into_iter().map(|(t, seq, item)| Arrival { site: site_of(seq, k), stamp: t, arrival: t, item }).collect()
 }
 
+/// One query time's answers: time, count, frequent items, quantiles.
+type Answers = (i64, u64, Vec<u64>, Vec<Option<u64>>);
+
 struct Run {
     words: u64,
     bytes: u64,
-    answers: Vec<(i64, u64, Vec<u64>, Vec<Option<u64>>)>,
+    answers: Vec<Answers>,
 }
 
 /// Feed the sites in watermark steps of `step`, the coordinator every envelope a step sent (in

@@ -73,6 +73,7 @@ pub mod device_part;
 pub mod fold;
 pub mod introspection;
 pub mod merge_tree;
+pub mod monitor;
 pub mod out;
 pub mod pair_ask;
 pub mod pairs;

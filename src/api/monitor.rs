@@ -23,10 +23,10 @@ pub const SLIDING_WINDOW_MONITOR_NAME: &str = "SlidingWindowMonitor";
 /// ```
 /// use saams::api::monitor::MonitorSpec;
 /// use serde_json::json;
-/// let m = MonitorSpec::from_params(&[json!("10m"), json!(0.1), json!(0.05), json!(4), json!(100)]).unwrap();
+/// let m = MonitorSpec::from_params(&[json!("10m"), json!(0.1), json!(0.2), json!(4), json!(100)]).unwrap();
 /// assert_eq!((m.window_ms, m.sites, m.scale), (600_000, 4, 100.0));
-/// assert_eq!(m.item_of(12.345), Some(1235));
-/// assert_eq!(m.value_of(1235), 12.35);
+/// assert_eq!(m.item_of(12.34), Some(1234));
+/// assert_eq!(m.value_of(1234), 12.34);
 /// assert!(m.item_of(-1.0).is_none());
 /// assert_eq!(MonitorSpec::from_params(&[json!(60_000), json!(0.1), json!(0.1), json!(2)]).unwrap().window_ms, 60_000);
 /// let e = MonitorSpec::from_params(&[json!("10m"), json!(0.1), json!(0.04), json!(4)]).unwrap_err();
@@ -89,7 +89,7 @@ impl MonitorSpec {
             return Err(format!("phi must be in (epsilon/2, 1] = ({}, 1], got {phi}", epsilon / 2.0));
         }
         let sites = number(params.get(3), "sites")?;
-        if !(sites >= 1.0 && sites <= 4096.0 && sites.fract() == 0.0) {
+        if !((1.0..=4096.0).contains(&sites) && sites.fract() == 0.0) {
             return Err(format!("sites must be a whole number from 1 to 4096, got {sites}"));
         }
         let scale = if params.len() == 5 { number(params.get(4), "scale")? } else { 1.0 };

@@ -1,0 +1,147 @@
+//! The coordinators of the monitored streams, each on its stream's home worker (`group mod W`):
+//! the sites' envelopes are applied in time order ([`LiveCoordinator`]), and the continuous
+//! queries answered at every job window close from the first message until the window `W`
+//! after the last one is empty; the script's ad-hoc queries at the end of the input, from the
+//! newest job window close whose window still held items.
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use saams_monitoring::fallback::Envelope;
+use saams_monitoring::live::LiveCoordinator;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Stream;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::generic::Operator;
+
+use super::lines::answer_line;
+use super::{MonitorPlan, Monitored, SiteOut};
+
+/// One monitored stream's coordinator and what waits for the watermark.
+struct Home {
+    live: LiveCoordinator,
+    /// Envelopes by (send time, site, sequence number): applied once the watermark passed them.
+    pending: BTreeMap<(i64, u32, u64), Vec<u8>>,
+    /// Items the sites refused.
+    refused: u64,
+    /// The send time of the newest message applied.
+    last: Option<i64>,
+    /// The next job window end to answer at (its last millisecond is the answer's time).
+    next_end: Option<i64>,
+    /// The ad-hoc answers at the newest window close with items in the window.
+    adhoc: Vec<String>,
+}
+
+/// Answers the monitored streams' queries.
+pub trait MonitorCoordinator<'scope> {
+    /// Site messages in (from [`super::MonitorSites::monitor_sites`]), answer lines out: the
+    /// continuous ones at their window's last millisecond, the ad-hoc ones at the end of the
+    /// input (`u64::MAX`). `window_ms` is the job's window.
+    fn monitor_coordinator(self, plan: Rc<MonitorPlan>, window_ms: i64) -> Stream<'scope, u64, Vec<String>>;
+}
+
+impl Home {
+    /// Apply every message and answer every window end before `watermark`, in time order;
+    /// answers at `t` see the messages sent by `t` and none later.
+    fn run(&mut self, m: &Monitored, jw: i64, watermark: u64, mut emit: impl FnMut(i64, String)) {
+        loop {
+            let message = self.pending.first_key_value().map(|(k, _)| k.0).filter(|&t| (t as u64) < watermark);
+            let answer = self.next_end.map(|e| e - 1).filter(|&a| (a as u64) < watermark);
+            match (message, answer) {
+                (Some(t), a) if a.is_none_or(|a| t <= a) => {
+                    let (_, bytes) = self.pending.pop_first().expect("a pending message");
+                    if self.live.receive(&bytes).is_ok() {
+                        self.last = Some(self.last.map_or(t, |l| l.max(t)));
+                        self.next_end.get_or_insert((t.div_euclid(jw) + 1) * jw);
+                    }
+                }
+                (_, Some(a)) => {
+                    self.answer(m, a, &mut emit);
+                    let last = self.last.unwrap_or(a);
+                    self.next_end = (a < last + m.spec.window_ms).then_some(a + 1 + jw);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn answer(&mut self, m: &Monitored, a: i64, emit: &mut impl FnMut(i64, String)) {
+        let (sent, refused) = (self.live.received(), self.refused);
+        for q in &m.continuous {
+            emit(a, answer_line(m, q, self.live.coordinator(), a, sent, refused));
+        }
+        if !m.adhoc.is_empty() && self.live.coordinator().count(a).is_ok_and(|c| c > 0) {
+            self.adhoc = m.adhoc.iter().map(|q| answer_line(m, q, self.live.coordinator(), a, sent, refused)).collect();
+        }
+    }
+}
+
+impl<'scope> MonitorCoordinator<'scope> for Stream<'scope, u64, Vec<(u32, SiteOut)>> {
+    fn monitor_coordinator(self, plan: Rc<MonitorPlan>, window_ms: i64) -> Stream<'scope, u64, Vec<String>> {
+        let jw = window_ms.max(1);
+        let to_home = Exchange::new(|(group, _): &(u32, SiteOut)| u64::from(*group));
+        self.unary_frontier::<CapacityContainerBuilder<Vec<String>>, _, _, _>(
+            to_home,
+            "MonitorCoordinator",
+            move |cap, _info| {
+                let mut held: Option<Capability<u64>> = Some(cap);
+                let mut homes: HashMap<u32, Home> = HashMap::new();
+                move |(input, frontier), output| {
+                    input.for_each_stamp(|_stamp, data| {
+                        for batch in data {
+                            for (group, out) in batch.drain(..) {
+                                let Some(m) = plan.monitored.get(group as usize) else { continue };
+                                let home = homes.entry(group).or_insert_with(|| Home {
+                                    live: LiveCoordinator::new(m.config(), m.policy()),
+                                    pending: BTreeMap::new(),
+                                    refused: 0,
+                                    last: None,
+                                    next_end: None,
+                                    adhoc: Vec::new(),
+                                });
+                                match out {
+                                    SiteOut::Stats { refused, .. } => home.refused += refused,
+                                    SiteOut::Envelope(bytes) => match Envelope::decode(&bytes) {
+                                        Ok(e) if !home.pending.contains_key(&(e.time, e.site, e.seq)) => {
+                                            home.pending.insert((e.time, e.site, e.seq), bytes);
+                                        }
+                                        // Undecodable or a duplicate: refused and counted now.
+                                        _ => {
+                                            let _ = home.live.receive(&bytes);
+                                        }
+                                    },
+                                }
+                            }
+                        }
+                    });
+                    let Some(cap) = held.as_ref() else { return };
+                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let mut lines: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+                    let mut groups: Vec<u32> = homes.keys().copied().collect();
+                    groups.sort_unstable();
+                    for group in groups {
+                        let home = homes.get_mut(&group).expect("a known group");
+                        let m = &plan.monitored[group as usize];
+                        home.run(m, jw, watermark, |t, line| {
+                            lines.entry((t.max(0) as u64).max(*cap.time())).or_default().push(line)
+                        });
+                        if frontier.is_empty() {
+                            lines.entry(u64::MAX).or_default().append(&mut home.adhoc);
+                        }
+                    }
+                    for (t, batch) in lines {
+                        output.session(&cap.delayed(&t)).give_iterator(batch.into_iter());
+                    }
+                    if frontier.is_empty() {
+                        held = None;
+                    } else if let Some(cap) = held.as_mut()
+                        && watermark > *cap.time()
+                    {
+                        cap.downgrade(&watermark);
+                    }
+                }
+            },
+        )
+    }
+}

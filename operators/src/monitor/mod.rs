@@ -1,0 +1,179 @@
+//! The sliding-window monitoring kind (`synopsisID` 14) on an operator path of its own: the
+//! job's workers are its sites, a coordinator on its home worker answers (design:
+//! `docs/design.md`, "Sliding-window monitoring in the service").
+//!
+//! - [`sites::MonitorSites::monitor_sites`]: the values of a monitored stream go to their site
+//!   (arrival sequence mod k, hosted by worker `site mod W`), which runs the protocol or forwards
+//!   as the watermark passes them and sends its messages, encoded once in the monitoring
+//!   crate's wire format ([`saams_monitoring::fallback::Envelope`]), through a timely exchange to
+//!   the home;
+//! - [`coordinator::MonitorCoordinator::monitor_coordinator`]: the home applies them in time
+//!   order and answers the continuous queries at every job window close and the ad-hoc ones at
+//!   the end of the input.
+//!
+//! It is not a [`saams::Synopsis`]: k sites and a coordinator exchanging messages are no single
+//! state that updates and merges in a tree, so the update, merge and fold operators do not fit.
+
+use saams::api::monitor::{MonitorQuery, MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
+use saams::api::request::{Action, QueryMode, Request};
+use saams_monitoring::fallback::FallbackPolicy;
+use saams_monitoring::{Config, Protocol};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+pub mod coordinator;
+mod lines;
+pub mod sites;
+
+pub use coordinator::MonitorCoordinator;
+pub use sites::MonitorSites;
+
+/// A registered query of a monitored stream.
+#[derive(Clone, Debug)]
+pub struct MonitorQueryReg {
+    /// The query request's id.
+    pub request_id: Json,
+    /// Its `uid`.
+    pub uid: Option<Json>,
+    /// The arguments as given (echoed in answers).
+    pub args: Json,
+    /// What is asked.
+    pub query: MonitorQuery,
+}
+
+/// One monitored stream and field.
+#[derive(Clone, Debug)]
+pub struct Monitored {
+    /// The construct request's id.
+    pub request_id: Json,
+    /// Dataset.
+    pub dataset: String,
+    /// Stream ("" = the whole dataset).
+    pub stream: String,
+    /// Field.
+    pub field: String,
+    /// The construct parameters.
+    pub spec: MonitorSpec,
+    /// Answered at every job window close.
+    pub continuous: Vec<MonitorQueryReg>,
+    /// Answered once, at the end of the input.
+    pub adhoc: Vec<MonitorQueryReg>,
+}
+
+impl Monitored {
+    /// The protocol's configuration: forward/backward (the cheaper of the two measured), k
+    /// sites, tardiness 0 (sites are fed in event-time order).
+    pub fn config(&self) -> Config {
+        let s = &self.spec;
+        Config::new(s.sites, s.window_ms, 0, s.epsilon, Protocol::ForwardBackward)
+            .expect("MonitorSpec::from_params checked every range Config::new checks")
+    }
+
+    /// Sites forward when that is cheaper (the monitoring crate's default policy).
+    pub fn policy(&self) -> FallbackPolicy {
+        FallbackPolicy::adaptive(&self.config())
+    }
+}
+
+/// What a site sends its coordinator: an encoded envelope (the protocol's traffic, counted in
+/// words and bytes), or the job's own bookkeeping about the site (not protocol traffic).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SiteOut {
+    /// One [`saams_monitoring::fallback::Envelope`], encoded.
+    Envelope(Vec<u8>),
+    /// Items the site refused since its last report (not numbers, negative, or later than the
+    /// watermark allowed) and the newest event time it took (sent at the end of the input:
+    /// ad-hoc queries are answered at the window holding the newest item).
+    Stats {
+        /// Refused items since the last report.
+        refused: u64,
+        /// The newest event time taken so far.
+        newest: i64,
+    },
+}
+
+/// Every monitored stream of a request script, in construct order; index `i` is the group
+/// number its values travel with ([`crate::Rec::group`]) and its home is worker `i mod W`.
+#[derive(Clone, Debug, Default)]
+pub struct MonitorPlan {
+    /// The monitored streams.
+    pub monitored: Vec<Monitored>,
+}
+
+impl MonitorPlan {
+    /// Take the requests of the monitoring kind out of a request script: constructs, queries
+    /// and deletes naming `synopsisID` 14. Returns the plan, the other requests (for
+    /// [`crate::Plan`]) and one error line per refused request.
+    pub fn split(requests: Vec<Request>) -> (MonitorPlan, Vec<Request>, Vec<String>) {
+        let mut plan = MonitorPlan::default();
+        let (mut rest, mut errors) = (Vec::new(), Vec::new());
+        for r in requests {
+            if r.synopsis_id != SLIDING_WINDOW_MONITOR_ID {
+                rest.push(r);
+                continue;
+            }
+            if let Err(e) = plan.apply(&r) {
+                errors.push(lines::error_line(&r, &e));
+            }
+        }
+        (plan, rest, errors)
+    }
+
+    fn apply(&mut self, r: &Request) -> Result<(), String> {
+        match &r.action {
+            Action::Construct { field, params, .. } => {
+                let spec = MonitorSpec::from_params(params)?;
+                if self.find(r, field).is_some() {
+                    return Err(format!("{}/{} {field} is monitored already", r.dataset_key, r.stream_id));
+                }
+                self.monitored.push(Monitored {
+                    request_id: r.request_id.clone().unwrap_or(Json::Null),
+                    dataset: r.dataset_key.clone(),
+                    stream: r.stream_id.clone(),
+                    field: field.clone(),
+                    spec,
+                    continuous: Vec::new(),
+                    adhoc: Vec::new(),
+                });
+                Ok(())
+            }
+            Action::Query { field, args, mode } => {
+                let query = MonitorQuery::parse(args)?;
+                let i = self
+                    .find(r, field)
+                    .ok_or_else(|| format!("no monitored {}/{} {field}", r.dataset_key, r.stream_id))?;
+                let reg = MonitorQueryReg {
+                    request_id: r.request_id.clone().unwrap_or(Json::Null),
+                    uid: r.uid.clone(),
+                    args: Json::Array(args.clone()),
+                    query,
+                };
+                let m = &mut self.monitored[i];
+                match mode {
+                    QueryMode::Continuous => m.continuous.push(reg),
+                    QueryMode::AdHoc => m.adhoc.push(reg),
+                }
+                Ok(())
+            }
+            Action::Delete { .. } | Action::Save { .. } | Action::Load { .. } => Err(format!(
+                "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) is constructed and queried only: it has no state to \
+                 save, load or delete in a request script"
+            )),
+        }
+    }
+
+    fn find(&self, r: &Request, field: &str) -> Option<usize> {
+        self.monitored.iter().position(|m| {
+            r.names_synopsis(&m.dataset, &m.stream, SLIDING_WINDOW_MONITOR_ID, &m.field) && m.field == field
+        })
+    }
+
+    /// The monitored streams a tuple of `dataset`/`stream` feeds: `(group, field)`.
+    pub fn routes<'a>(&'a self, dataset: &'a str, stream: &'a str) -> impl Iterator<Item = (u32, &'a str)> + 'a {
+        self.monitored
+            .iter()
+            .enumerate()
+            .filter(move |(_, m)| m.dataset == dataset && (m.stream.is_empty() || m.stream == stream))
+            .map(|(i, m)| (i as u32, m.field.as_str()))
+    }
+}

@@ -1,0 +1,121 @@
+//! The sites of the monitored streams: each value goes to its site (arrival sequence mod k),
+//! hosted by worker `site mod W`, which runs the protocol or forwards as the watermark passes
+//! its values ([`saams_monitoring::live::LiveSite`]) and sends what it has to say to the
+//! stream's home.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use saams_monitoring::live::{LiveSite, site_of};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Stream;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::operators::generic::Operator;
+
+use super::{MonitorPlan, SiteOut};
+use crate::record::{Rec, Val};
+
+/// One site's state, and what it refused since it last reported.
+struct Hosted {
+    site: LiveSite,
+    refused: u64,
+    newest: i64,
+}
+
+/// Runs the sites of every monitored stream.
+pub trait MonitorSites<'scope> {
+    /// Values of monitored streams (`group` = the index in `plan`, at a timestamp no later
+    /// than their event time) in, `(group, message)` for the coordinators out, each envelope at
+    /// its send time.
+    fn monitor_sites(self, plan: Rc<MonitorPlan>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>>;
+}
+
+/// The tracked item of a value: the spec's whole number of a number, or of text that reads as
+/// one.
+fn item(plan: &MonitorPlan, group: u32, val: &Val) -> Option<u64> {
+    let spec = &plan.monitored.get(group as usize)?.spec;
+    match val {
+        Val::Num(x) => spec.item_of(*x),
+        Val::Str(s) => s.trim().parse::<f64>().ok().and_then(|x| spec.item_of(x)),
+    }
+}
+
+impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
+    fn monitor_sites(self, plan: Rc<MonitorPlan>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>> {
+        let sites_of: Vec<usize> = plan.monitored.iter().map(|m| m.spec.sites).collect();
+        let to_site =
+            Exchange::new(move |r: &Rec| sites_of.get(r.group as usize).map_or(0, |&k| site_of(r.seq, k) as u64));
+        self.unary_frontier::<CapacityContainerBuilder<Vec<(u32, SiteOut)>>, _, _, _>(
+            to_site,
+            "MonitorSites",
+            move |cap, _info| {
+                // Held at the watermark: every message still to send is sent at or after it.
+                let mut held: Option<Capability<u64>> = Some(cap);
+                let mut hosted: BTreeMap<(u32, usize), Hosted> = BTreeMap::new();
+                move |(input, frontier), output| {
+                    input.for_each_stamp(|_stamp, data| {
+                        for batch in data {
+                            for r in batch.drain(..) {
+                                let Some(m) = plan.monitored.get(r.group as usize) else { continue };
+                                let key = (r.group, site_of(r.seq, m.spec.sites));
+                                let h = match hosted.entry(key) {
+                                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                                    std::collections::btree_map::Entry::Vacant(v) => {
+                                        let Ok(site) = LiveSite::new(m.config(), m.policy(), key.1) else { continue };
+                                        v.insert(Hosted { site, refused: 0, newest: i64::MIN })
+                                    }
+                                };
+                                let pushed = match item(&plan, r.group, &r.val) {
+                                    Some(x) if r.time >= 0 => h.site.push(r.time, r.seq, x).is_ok(),
+                                    _ => false,
+                                };
+                                if pushed {
+                                    h.newest = h.newest.max(r.time);
+                                } else {
+                                    h.refused += 1;
+                                }
+                            }
+                        }
+                    });
+                    let Some(cap) = held.as_ref() else { return };
+                    let done = frontier.is_empty();
+                    let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
+                    let mut session = output.session(cap);
+                    let mut later: BTreeMap<u64, Vec<(u32, SiteOut)>> = BTreeMap::new();
+                    for (&(group, _), h) in hosted.iter_mut() {
+                        let sent = if done {
+                            h.site.finish()
+                        } else {
+                            h.site.advance_to(watermark.min(i64::MAX as u64) as i64)
+                        };
+                        // The site refuses nothing `push` accepted; were it to, the item is counted.
+                        let sent = sent.unwrap_or_else(|_| {
+                            h.refused += 1;
+                            Vec::new()
+                        });
+                        for e in sent {
+                            let t = (e.time.max(0) as u64).max(*cap.time());
+                            later.entry(t).or_default().push((group, SiteOut::Envelope(e.encode())));
+                        }
+                        if h.refused > 0 || done {
+                            session.give((group, SiteOut::Stats { refused: h.refused, newest: h.newest }));
+                            h.refused = 0;
+                        }
+                    }
+                    drop(session);
+                    for (t, messages) in later {
+                        output.session(&cap.delayed(&t)).give_iterator(messages.into_iter());
+                    }
+                    if done {
+                        held = None;
+                    } else if let Some(cap) = held.as_mut()
+                        && watermark > *cap.time()
+                    {
+                        cap.downgrade(&watermark);
+                    }
+                }
+            },
+        )
+    }
+}
