@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use differential_dataflow::input::Input as _;
 use saams_operators::ask::{Origin, split_reply};
+use saams_operators::monitor::{MONITOR_GROUP, MonitorCoordinator as _, MonitorSites as _};
 use saams_operators::registry::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::Exchange as _;
 use timely::dataflow::operators::vec::{Broadcast, Map as _};
-use timely::dataflow::operators::{Input, Inspect, Probe};
+use timely::dataflow::operators::{Concat, Input, Inspect, OkErr, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
@@ -71,8 +72,15 @@ pub fn build(
         // The registry: a differential collection of (dataset, stream) → synopsis entries
         // that the routed values join at their window (raw tuples never enter differential).
         let (registry, entries) = scope.new_collection::<Entry, isize>();
-        let mut stream =
-            scope.input_from(&mut input).join_registry(entries, plan.clone()).update_synopses(plan.clone());
+        // Values of monitored streams go to their sites and coordinators (`monitor`).
+        let (values, monitored) = scope.input_from(&mut input).ok_err(|r: Rec| match r.group & MONITOR_GROUP {
+            0 => Ok(r),
+            _ => Err(Rec { group: r.group & !MONITOR_GROUP, ..r }),
+        });
+        let monitor = plan.borrow().monitor.clone();
+        let monitor_lines =
+            monitored.monitor_sites(monitor.clone()).monitor_coordinator(monitor, plan.borrow().routing.window_ms);
+        let mut stream = values.join_registry(entries, plan.clone()).update_synopses(plan.clone());
         for k in 1..=plan.borrow().merge_stages() {
             stream = stream.merge_stage(plan.clone(), k);
         }
@@ -80,6 +88,7 @@ pub fn build(
             .fold_partials(plan.clone())
             .answer_pairs(plan.clone())
             .set_changes(plan.clone())
+            .concat(monitor_lines)
             .inspect_core(move |event| {
                 // With checkpoints, lines at or after an open boundary wait for its commit.
                 if let Ok((stamp, lines)) = event {

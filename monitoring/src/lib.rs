@@ -1,7 +1,8 @@
 //! Communication-efficient monitoring of k distributed streams over a time-based sliding
 //! window (Chan, Lam, Lee, Ting, STACS 2010), plus the forward/backward protocol of Cormode &
 //! Yi (PODC 2011) for counts and frequent items. No timely, no I/O: the state machines here are
-//! driven by [`sim`] in tests and by `monitor-sim`, and later by edge processes over Kafka.
+//! driven by [`sim`] in tests and by `monitor-sim`, by the job's operators through [`live`]
+//! (`synopsisID` 14), and later by edge processes over Kafka.
 //!
 //! The sites can also fall back to forwarding their items whenever that costs fewer words than
 //! the protocol ([`fallback`]: per site, with hysteresis, the guarantees kept across a switch).

@@ -26,9 +26,8 @@ fn script(extra: &str) -> MonitorPlan {
 {{"streamID":"A","synopsisID":14,"dataSetKey":"D","param":["count","v","Queryable","Ad-hoc"],"requestID":4}}
 {extra}"#
     );
-    let requests: Vec<_> = parse_requests(&text).into_iter().map(|r| r.unwrap()).collect();
-    let (plan, rest, errors) = MonitorPlan::split(requests);
-    assert!(rest.is_empty() && errors.is_empty(), "{errors:?}");
+    let plan = MonitorPlan::from_script(&parse_requests(&text));
+    assert!(plan.errors.is_empty(), "{:?}", plan.errors);
     plan
 }
 
@@ -162,18 +161,15 @@ fn values_it_cannot_track_are_refused_and_counted() {
 
 #[test]
 fn bad_requests_are_refused_with_the_reason() {
-    let requests: Vec<_> = parse_requests(
+    let plan = MonitorPlan::from_script(&parse_requests(
         r#"{"streamID":"A","synopsisID":14,"dataSetKey":"D","param":["M","v","NotQueryable","10m",0.1,0.01,4]}
 {"streamID":"A","synopsisID":14,"dataSetKey":"D","param":["quantile",0.5,"v","Queryable","Continuous"]}
 {"streamID":"A","synopsisID":1,"dataSetKey":"D","param":["CountMin","v","NotQueryable",0.01,0.99,1]}"#,
-    )
-    .into_iter()
-    .map(|r| r.unwrap())
-    .collect();
-    let (plan, rest, errors) = MonitorPlan::split(requests);
+    ));
     assert!(plan.monitored.is_empty());
-    assert_eq!(rest.len(), 1);
+    let errors = &plan.errors;
     assert_eq!(errors.len(), 2);
+    assert!(errors[1].contains(r#""requestID":"req-2""#), "{}", errors[1]);
     assert!(errors[0].contains("phi must be in"), "{}", errors[0]);
     assert!(errors[0].contains(r#""kind":"SlidingWindowMonitor""#), "{}", errors[0]);
     assert!(errors[1].contains("no monitored D/A v"), "{}", errors[1]);

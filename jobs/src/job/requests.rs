@@ -76,7 +76,8 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
     if me == 0 && resume.is_none() {
         // (A resumed job wrote them before its first checkpoint.)
-        let lines: Vec<String> = plan.script_answers().iter().map(|e| e.to_json_line()).collect();
+        let mut lines: Vec<String> = plan.script_answers().iter().map(|e| e.to_json_line()).collect();
+        lines.extend(plan.monitor.errors.iter().cloned());
         job.sink.write_all(lines.iter());
     }
     if let Some((.., live)) = &job.recovery {

@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use saams::Datum;
+use saams::api::Tuple;
 use saams::checkpoint::SourcePosition;
+use saams_operators::monitor::MONITOR_GROUP;
 use saams_operators::{Plan, Rec, Val};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::InputHandle;
@@ -42,6 +44,8 @@ pub(super) struct Router {
     stats: Arc<Stats>,
     dead: Option<Arc<LineSink>>,
     recs: Vec<Rec>,
+    /// Values of monitored streams of the tuple being routed.
+    monitor_recs: Vec<Rec>,
     /// Records routed this round, sent grouped ([`GroupBatch`]).
     pub(super) batch: GroupBatch,
     pub(super) tuples: u64,
@@ -64,6 +68,7 @@ impl Router {
             stats: job.stats.clone(),
             dead: job.dead.clone(),
             recs: Vec::new(),
+            monitor_recs: Vec::new(),
             batch: GroupBatch::default(),
             tuples: 0,
             reported: 0,
@@ -181,6 +186,7 @@ impl Router {
             };
             self.recs.push(Rec { group: g, time, seq, val });
         }
+        monitor_values(&plan, t, (time, seq), &mut self.monitor_recs);
         drop(plan);
         self.accept(unit, (line, time), window, input);
     }
@@ -236,6 +242,9 @@ impl Router {
             self.flush_stats(window);
         } else if self.tuples.is_multiple_of(4096) {
             self.flush_progress(window);
+        }
+        for r in self.monitor_recs.drain(..) {
+            input.send(r);
         }
         for r in self.recs.drain(..) {
             self.counts.record(&r);
@@ -310,6 +319,20 @@ impl Router {
             }
         }
         self.accept(unit, (index, time), window, input);
+    }
+}
+
+/// The values of monitored streams ([`saams_operators::monitor`]): tagged with
+/// [`MONITOR_GROUP`], sent beside the synopses' values; a value the sites cannot track is
+/// refused and counted there.
+fn monitor_values(plan: &Plan, t: &Tuple, (time, seq): (i64, u64), recs: &mut Vec<Rec>) {
+    for (i, field) in plan.monitor.routes(&t.dataset_key, &t.stream_id) {
+        let val = match t.field(field) {
+            None => continue,
+            Some(Datum::Num(x)) => Val::Num(x),
+            Some(Datum::Str(s)) => Val::Str(s.into()),
+        };
+        recs.push(Rec { group: MONITOR_GROUP | i, time, seq, val });
     }
 }
 

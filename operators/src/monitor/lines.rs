@@ -15,10 +15,11 @@ use serde_json::Value as Json;
 use super::{MonitorQueryReg, Monitored};
 
 /// An error line for a refused request of the monitoring kind.
-pub(super) fn error_line(r: &Request, msg: &str) -> String {
-    let mut e = Estimation::error(r.request_id.clone().unwrap_or(Json::Null), r.uid.clone(), r.synopsis_id, msg);
+pub(super) fn error_line(r: &Request, id: Json, msg: &str) -> String {
+    let mut e = Estimation::error(id, r.uid.clone(), r.synopsis_id, msg);
     e.stream_id = r.stream_id.clone();
     e.dataset_key = r.dataset_key.clone();
+    e.field = r.field_filter().unwrap_or_default().to_string();
     line_with_kind(e.to_json_line(), None)
 }
 

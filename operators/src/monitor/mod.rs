@@ -15,7 +15,7 @@
 //! state that updates and merges in a tree, so the update, merge and fold operators do not fit.
 
 use saams::api::monitor::{MonitorQuery, MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
-use saams::api::request::{Action, QueryMode, Request};
+use saams::api::request::{Action, QueryMode, Request, RequestError};
 use saams_monitoring::fallback::FallbackPolicy;
 use saams_monitoring::{Config, Protocol};
 use serde::{Deserialize, Serialize};
@@ -93,33 +93,42 @@ pub enum SiteOut {
 }
 
 /// Every monitored stream of a request script, in construct order; index `i` is the group
-/// number its values travel with ([`crate::Rec::group`]) and its home is worker `i mod W`.
+/// number its values travel with ([`crate::Rec::group`], tagged with [`MONITOR_GROUP`] on the
+/// way in) and its home is worker `i mod W`.
 #[derive(Clone, Debug, Default)]
 pub struct MonitorPlan {
     /// The monitored streams.
     pub monitored: Vec<Monitored>,
+    /// One error line per request of the kind that could not be carried out.
+    pub errors: Vec<String>,
 }
 
+/// The bit that marks a routed value as one of a monitored stream (the rest of
+/// [`crate::Rec::group`] is its index in the [`MonitorPlan`]): the job sends them on the same
+/// input as the synopses' values, and the dataflow splits them off before the registry join.
+pub const MONITOR_GROUP: u32 = 1 << 31;
+
 impl MonitorPlan {
-    /// Take the requests of the monitoring kind out of a request script: constructs, queries
-    /// and deletes naming `synopsisID` 14. Returns the plan, the other requests (for
-    /// [`crate::Plan`]) and one error line per refused request.
-    pub fn split(requests: Vec<Request>) -> (MonitorPlan, Vec<Request>, Vec<String>) {
+    /// The requests of the monitoring kind (`synopsisID` 14) of a request script: constructs
+    /// and queries; every other request of the kind (and any that cannot be carried out)
+    /// becomes an error line. A request without a `requestID` gets the id [`crate::Plan`] would
+    /// give it (`req-` and its position in the script).
+    pub fn from_script(requests: &[Result<Request, RequestError>]) -> MonitorPlan {
         let mut plan = MonitorPlan::default();
-        let (mut rest, mut errors) = (Vec::new(), Vec::new());
-        for r in requests {
+        for (n, r) in requests.iter().enumerate() {
+            let Ok(r) = r else { continue };
             if r.synopsis_id != SLIDING_WINDOW_MONITOR_ID {
-                rest.push(r);
                 continue;
             }
-            if let Err(e) = plan.apply(&r) {
-                errors.push(lines::error_line(&r, &e));
+            let id = r.request_id.clone().unwrap_or_else(|| Json::from(format!("req-{}", n + 1)));
+            if let Err(e) = plan.apply(r, id.clone()) {
+                plan.errors.push(lines::error_line(r, id, &e));
             }
         }
-        (plan, rest, errors)
+        plan
     }
 
-    fn apply(&mut self, r: &Request) -> Result<(), String> {
+    fn apply(&mut self, r: &Request, id: Json) -> Result<(), String> {
         match &r.action {
             Action::Construct { field, params, .. } => {
                 let spec = MonitorSpec::from_params(params)?;
@@ -127,7 +136,7 @@ impl MonitorPlan {
                     return Err(format!("{}/{} {field} is monitored already", r.dataset_key, r.stream_id));
                 }
                 self.monitored.push(Monitored {
-                    request_id: r.request_id.clone().unwrap_or(Json::Null),
+                    request_id: id,
                     dataset: r.dataset_key.clone(),
                     stream: r.stream_id.clone(),
                     field: field.clone(),
@@ -142,12 +151,8 @@ impl MonitorPlan {
                 let i = self
                     .find(r, field)
                     .ok_or_else(|| format!("no monitored {}/{} {field}", r.dataset_key, r.stream_id))?;
-                let reg = MonitorQueryReg {
-                    request_id: r.request_id.clone().unwrap_or(Json::Null),
-                    uid: r.uid.clone(),
-                    args: Json::Array(args.clone()),
-                    query,
-                };
+                let reg =
+                    MonitorQueryReg { request_id: id, uid: r.uid.clone(), args: Json::Array(args.clone()), query };
                 let m = &mut self.monitored[i];
                 match mode {
                     QueryMode::Continuous => m.continuous.push(reg),

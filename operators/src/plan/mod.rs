@@ -35,6 +35,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use saams::api::estimation::{Answer, Estimation};
+use saams::api::monitor::SLIDING_WINDOW_MONITOR_ID;
 use saams::api::registry::LiveSynopsis;
 use saams::api::request::{Action, QueryMode, Request, RequestError};
 use saams::api::window::WindowSpec;
@@ -42,6 +43,7 @@ use saams::api::window::WindowSpec;
 use crate::ask::{Origin, reply_line};
 use crate::checkpoint::Checkpointing;
 use crate::introspection::Published;
+use crate::monitor::MonitorPlan;
 use crate::registry::{Entry, LiveRegistry};
 
 pub use apply::RequestEffects;
@@ -89,6 +91,9 @@ pub struct Plan {
     /// Where the worker holding a synopsis' merged state publishes its figures at every window
     /// close (shared by the process' workers and its HTTP side, [`crate::introspection`]).
     pub published: Arc<Published>,
+    /// The streams of the request script monitored by the sliding-window protocols
+    /// ([`crate::monitor`]), maintained on an operator path of their own.
+    pub monitor: Rc<MonitorPlan>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -156,12 +161,15 @@ impl Plan {
             store,
             update: true,
             published: Arc::default(),
+            monitor: Rc::new(MonitorPlan::from_script(requests)),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = serde_json::json!(format!("req-{}", n + 1));
             let effects = &mut plan.sequencer.effects;
             match r {
                 Err(e) => effects.answers.push(Estimation::error(generated, None, 0, e.0.clone())),
+                // The monitoring kind's requests are the monitor plan's ([`crate::monitor`]).
+                Ok(req) if req.synopsis_id == SLIDING_WINDOW_MONITOR_ID => {}
                 Ok(req) => {
                     let id = req.request_id.clone().unwrap_or(generated);
                     if let Err(msg) = Rc::make_mut(&mut plan.routing).apply(req, id.clone(), &*plan.store, effects) {
