@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use differential_dataflow::input::Input as _;
 use saams_operators::ask::{Origin, split_reply};
-use saams_operators::monitor::{MONITOR_GROUP, MonitorCoordinator as _, MonitorSites as _};
+use saams_operators::monitor::{MonitorCoordinator as _, MonitorSites as _, monitored_index};
 use saams_operators::registry::Entry;
 use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses};
 use timely::container::CapacityContainerBuilder;
@@ -73,9 +73,9 @@ pub fn build(
         // that the routed values join at their window (raw tuples never enter differential).
         let (registry, entries) = scope.new_collection::<Entry, isize>();
         // Values of monitored streams go to their sites and coordinators (`monitor`).
-        let (values, monitored) = scope.input_from(&mut input).ok_err(|r: Rec| match r.group & MONITOR_GROUP {
-            0 => Ok(r),
-            _ => Err(Rec { group: r.group & !MONITOR_GROUP, ..r }),
+        let (values, monitored) = scope.input_from(&mut input).ok_err(|r: Rec| match monitored_index(r.group) {
+            None => Ok(r),
+            Some(group) => Err(Rec { group, ..r }),
         });
         let monitor = plan.borrow().monitor.clone();
         let monitor_lines =

@@ -108,6 +108,22 @@ pub struct MonitorPlan {
 /// input as the synopses' values, and the dataflow splits them off before the registry join.
 pub const MONITOR_GROUP: u32 = 1 << 31;
 
+/// The index in the [`MonitorPlan`] of a routed value's group, if it is one of a monitored
+/// stream: tagged with [`MONITOR_GROUP`] and below the fence and ask markers
+/// ([`crate::ask::FENCE_GROUP`], which every worker's operators must see).
+///
+/// ```
+/// use saams_operators::ask::{ASK_GROUP, FENCE_GROUP};
+/// use saams_operators::monitor::{MONITOR_GROUP, monitored_index};
+/// assert_eq!(monitored_index(MONITOR_GROUP | 3), Some(3));
+/// assert_eq!(monitored_index(3), None);
+/// assert_eq!(monitored_index(ASK_GROUP), None);
+/// assert_eq!(monitored_index(FENCE_GROUP), None);
+/// ```
+pub fn monitored_index(group: u32) -> Option<u32> {
+    (MONITOR_GROUP..crate::ask::FENCE_GROUP).contains(&group).then_some(group - MONITOR_GROUP)
+}
+
 impl MonitorPlan {
     /// The requests of the monitoring kind (`synopsisID` 14) of a request script: constructs
     /// and queries; every other request of the kind (and any that cannot be carried out)
