@@ -89,7 +89,7 @@ fn a_live_run_sends_and_answers_what_the_simulator_does() {
         .map(|(seq, (t, v))| {
             let item = match v {
                 Val::Num(x) => *x as u64,
-                Val::Str(_) => unreachable!(),
+                Val::Str(_) | Val::Part(_) => unreachable!(),
             };
             Arrival { site: site_of(seq as u64, 4), stamp: *t, arrival: *t, item }
         })

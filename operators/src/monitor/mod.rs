@@ -176,6 +176,7 @@ impl MonitorPlan {
                 }
                 Ok(())
             }
+            Action::Rescale { .. } => Err("a rescale names no synopsis of the monitoring kind".to_string()),
             Action::Delete { .. } | Action::Save { .. } | Action::Load { .. } => Err(format!(
                 "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) is constructed and queried only: it has no state to \
                  save, load or delete in a request script"

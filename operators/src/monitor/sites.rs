@@ -38,6 +38,9 @@ fn item(plan: &MonitorPlan, group: u32, val: &Val) -> Option<u64> {
     match val {
         Val::Num(x) => spec.item_of(*x),
         Val::Str(s) => s.trim().parse::<f64>().ok().and_then(|x| spec.item_of(x)),
+        // A device's shipped partial summarizes values of a synopsis' group, never of a monitored
+        // stream (those are routed to the sites, not shipped as partials).
+        Val::Part(_) => None,
     }
 }
 
