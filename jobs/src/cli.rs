@@ -59,6 +59,15 @@ pub struct Cli {
     /// Workers holding the synopses at the start (default every worker of the job, -w × -n); `POST /rescale` changes it while the job runs.
     #[arg(long = "active-workers")]
     pub active_workers: Option<usize>,
+    /// Change the active workers between MIN and MAX (e.g. 2..8) from measured load: the input's lag behind the dataflow or --rate, and the active workers' busy fraction; with hysteresis and a cool-down. Each change is a rescale (as `POST /rescale`), logged with its reason, counted in /metrics and shown in GET /status.
+    #[arg(long = "autoscale", value_name = "MIN..MAX")]
+    pub autoscale: Option<String>,
+    /// Time between two load samples of --autoscale.
+    #[arg(long = "autoscale-interval", default_value = "1s", value_name = "DURATION")]
+    pub autoscale_interval: String,
+    /// After a change, --autoscale holds for this long (so one burst cannot flap the job).
+    #[arg(long = "autoscale-cooldown", default_value = "10s", value_name = "DURATION")]
+    pub autoscale_cooldown: String,
     /// This process' index, 0-based (timely's -p).
     #[arg(short = 'p', long = "process", default_value_t = 0)]
     pub process: usize,

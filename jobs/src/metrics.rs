@@ -76,6 +76,8 @@ pub struct Metrics {
     pub device_bytes: Family<WorkerLabels, Gauge>,
     /// Per device: its shipments by `outcome` (`merged`, `late`, `replayed`, `refused`).
     pub device_shipments: Family<WorkerLabels, Gauge>,
+    /// `--autoscale`'s changes, by `direction` (`up`, `down`).
+    pub autoscale_decisions: crate::control::autoscale::DecisionCounts,
 }
 
 impl Default for Metrics {
@@ -108,6 +110,7 @@ impl Metrics {
             active_workers: Gauge::default(),
             device_bytes: Family::default(),
             device_shipments: Family::default(),
+            autoscale_decisions: Family::default(),
             partials_before: saams_operators::record::wire_counts(),
         };
         registry.register("tuples_in", "Valid tuples read, per worker", m.tuples_in.clone());
@@ -155,6 +158,11 @@ impl Metrics {
             "device_shipments",
             "Per device: shipments merged, late, replayed or refused (outcome)",
             m.device_shipments.clone(),
+        );
+        registry.register(
+            "autoscale_decisions",
+            "Changes of the active workers --autoscale made, by direction (up, down)",
+            m.autoscale_decisions.clone(),
         );
         Metrics { registry, ..m }
     }

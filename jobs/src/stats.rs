@@ -26,4 +26,40 @@ pub struct Stats {
     /// Request fields outside the reference's request class (ignored, or refused with
     /// `--strict-requests`).
     pub request_warnings: AtomicU64,
+    /// Time each of this process' workers parked (the autoscaler's busy fractions).
+    pub parked: ParkedClocks,
+}
+
+/// Nanoseconds each worker of the process spent parked (waiting for input, for `--rate`'s
+/// pace, or for the dataflow to catch up): busy is the rest of the wall time. Sized once, at
+/// the start; a worker adds its own parks, the autoscaler reads them all.
+///
+/// ```
+/// use saams_jobs::stats::ParkedClocks;
+/// let clocks = ParkedClocks::default();
+/// clocks.size(2);
+/// clocks.add(1, 500);
+/// clocks.add(7, 9); // not a worker of this process: ignored
+/// assert_eq!(clocks.read(), vec![0, 500]);
+/// ```
+#[derive(Default)]
+pub struct ParkedClocks(OnceLock<Vec<AtomicU64>>);
+
+impl ParkedClocks {
+    /// The process has `workers` workers (the first call counts).
+    pub fn size(&self, workers: usize) {
+        let _ = self.0.set((0..workers).map(|_| AtomicU64::new(0)).collect());
+    }
+
+    /// Worker `local` (its index within the process) parked `nanos`.
+    pub fn add(&self, local: usize, nanos: u64) {
+        if let Some(c) = self.0.get().and_then(|v| v.get(local)) {
+            c.fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Nanoseconds parked so far, per worker of the process.
+    pub fn read(&self) -> Vec<u64> {
+        self.0.get().map_or_else(Vec::new, |v| v.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed)).collect())
+    }
 }

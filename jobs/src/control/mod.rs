@@ -17,12 +17,15 @@
 //!   [`auth`] (who may do what: a bearer token) and [`tls`] (HTTPS) guard it.
 //! - [`rescale`]: what a process knows about its job's active workers and the rescale under
 //!   way, and the reply of `POST /rescale` ([`hub::Hub::submit_rescale`]).
+//! - [`autoscale`]: `--autoscale MIN..MAX`, a thread that changes the active workers from
+//!   measured load through [`hub::Hub::submit_rescale`] (its [`autoscale::policy`] decides).
 //! - [`answers`]: the recent continuous answers of each live synopsis (bounded rings).
 //! - [`page`]: the page at `GET /` and `GET /synopses/{id}/answers`.
 //! - [`introspection`]: `GET /synopses` rows with the figures the workers publish, `GET /synopses/{id}`.
 
 pub mod answers;
 pub mod auth;
+pub mod autoscale;
 pub mod fence;
 pub mod http;
 pub mod hub;

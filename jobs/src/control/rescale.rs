@@ -219,6 +219,11 @@ impl RescaleBoard {
         self.open_window.store(window, Ordering::Relaxed);
     }
 
+    /// The oldest window the job's dataflow is in (start, ms), as the workers last published it.
+    pub fn open_window(&self) -> i64 {
+        self.open_window.load(Ordering::Relaxed)
+    }
+
     /// Whether a rescale is waiting for its fence or moving (its fence's window not yet opened
     /// at `open_window`).
     pub fn moving(&self, open_window: u64) -> bool {

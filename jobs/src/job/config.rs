@@ -48,6 +48,7 @@ pub fn timely_config(cli: &Cli) -> Result<Config, String> {
             cli.workers * cli.processes
         ));
     }
+    crate::control::autoscale::settings(cli)?;
     let communication = if cli.processes == 1 {
         CommunicationConfig::Process(cli.workers)
     } else {

@@ -7,6 +7,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::cli::Cli;
+use crate::control::autoscale::policy::parse_bounds;
+use crate::control::autoscale::{AutoscaleBoard, Meter};
 use crate::control::http::Server;
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
@@ -68,10 +70,16 @@ impl Services {
         let workers = cli.workers * cli.processes;
         hub.rescale_board().start(workers, cli.active_workers.unwrap_or(workers));
         hub.rescale_board().count_into(metrics.rescale_counters());
-        let server = start_metrics(cli, (&metrics, devices), stats, sink, hub.clone())?;
+        let autoscale = autoscale_board(cli, &metrics);
+        let server = start_metrics(cli, (&metrics, devices), stats, sink, hub.clone(), autoscale.clone())?;
         if !cli.take_over {
             // (A job taking over opens it once it is the writer: `crate::handoff`.)
             hub.open();
+        }
+        if let (Some(settings), Some(board)) = (crate::control::autoscale::settings(cli)?, autoscale) {
+            let first = cli.process * cli.workers;
+            let meter = Meter::new(window_ms, cli.rate.map(|r| r / cli.processes as f64), (first, cli.workers));
+            crate::control::autoscale::start(settings, hub.clone(), stats.clone(), (board, meter), finished.clone())?;
         }
         // Requests produced on the request topic after the start arrive while the job runs.
         let stop_following = Arc::new(AtomicBool::new(false));
@@ -121,9 +129,10 @@ fn start_metrics(
     stats: &Arc<Stats>,
     sink: &Arc<LineSink>,
     hub: Arc<Hub>,
+    autoscale: Option<Arc<AutoscaleBoard>>,
 ) -> Result<Option<Server>, String> {
     if cli.control.http.is_some() {
-        hub.set_status_source(status_source(stats.clone(), sink.clone()));
+        hub.set_status_source(status_source(stats.clone(), sink.clone(), autoscale));
     }
     let (stats, sink, intake) = (stats.clone(), sink.clone(), hub.clone());
     let totals = move || Totals {
@@ -151,7 +160,11 @@ fn start_metrics(
 /// `GET /status`'s counters of this process, read when asked: tuples read (published every 4096
 /// per worker), seconds since the first, the oldest open and the newest window read (event
 /// time) and the lag between them, answers written, dead letters and late tuples.
-fn status_source(stats: Arc<Stats>, sink: Arc<LineSink>) -> crate::control::hub::StatusSource {
+fn status_source(
+    stats: Arc<Stats>,
+    sink: Arc<LineSink>,
+    autoscale: Option<Arc<AutoscaleBoard>>,
+) -> crate::control::hub::StatusSource {
     use saams::api::time::format_timestamp;
     Arc::new(move || {
         let (open, newest) = (stats.epoch.load(Ordering::Relaxed), stats.newest.load(Ordering::Relaxed));
@@ -165,8 +178,15 @@ fn status_source(stats: Arc<Stats>, sink: Arc<LineSink>) -> crate::control::hub:
             "answers": sink.count(),
             "deadLetters": stats.dead_letters.load(Ordering::Relaxed),
             "late": stats.late.load(Ordering::Relaxed),
+            "autoscale": autoscale.as_ref().map(|a| a.status()),
         })
     })
+}
+
+/// The board of `--autoscale` (process 0 runs the autoscaler; the other processes have none).
+fn autoscale_board(cli: &Cli, metrics: &Metrics) -> Option<Arc<AutoscaleBoard>> {
+    let (min, max) = cli.autoscale.as_deref().and_then(|b| parse_bounds(b, cli.workers * cli.processes).ok())?;
+    (cli.process == 0).then(|| Arc::new(AutoscaleBoard::new(min, max, metrics.autoscale_decisions.clone())))
 }
 
 /// How often a file or stdout sink is flushed while the job runs: a service's answers (and the

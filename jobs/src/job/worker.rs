@@ -261,13 +261,13 @@ impl<'a> WorkerState<'a> {
         if self.router.tuples == routed_before && hold_end.is_none() {
             // Nothing to read right now (a quiet live input): wait for it or for the others.
             self.router.flush_counts();
-            worker.step_or_park(Some(Duration::from_millis(1)));
+            self.park(worker, Some(Duration::from_millis(1)));
         } else {
             worker.step();
         }
         pacer.settle(allowance, self.router.tuples - routed_before); // --rate: park until the next batch may be read
         if let Some(wait) = pacer.wait(Instant::now()) {
-            worker.step_or_park(Some(wait));
+            self.park(worker, Some(wait));
         }
         // Keep a bounded number of windows in flight (each holds its synopses' state until it
         // closes), and a bounded span of event time read but not processed (values queued in
@@ -276,10 +276,19 @@ impl<'a> WorkerState<'a> {
         // alone let a one-hour window queue 64 hours of values (peak RSS 1.55× that of 60 s).
         let behind = self.epoch.saturating_sub((64 * window_ms).min(MAX_LAG_MS) as u64);
         if self.probe.less_than(&behind) {
-            worker.step_or_park(Some(Duration::from_millis(1)));
+            self.park(worker, Some(Duration::from_millis(1)));
             return;
         }
         self.commit_kafka();
+    }
+
+    /// Park (stepping first) for at most `wait`, counting the time as parked for the
+    /// autoscaler's busy fractions.
+    fn park(&self, worker: &mut Worker, wait: Option<Duration>) {
+        let start = Instant::now();
+        worker.step_or_park(wait);
+        let local = self.me % self.job.settings.workers_per_process.max(1);
+        self.job.stats.parked.add(local, start.elapsed().as_nanos().min(u64::MAX as u128) as u64);
     }
 
     /// Read the Kafka partitions with what the allowance leaves (nothing while a fence is
