@@ -48,7 +48,7 @@ pub fn timely_config(cli: &Cli) -> Result<Config, String> {
             cli.workers * cli.processes
         ));
     }
-    crate::control::autoscale::settings(cli)?;
+    autoscale_settings(cli)?;
     let communication = if cli.processes == 1 {
         CommunicationConfig::Process(cli.workers)
     } else {
@@ -436,4 +436,17 @@ pub(super) struct Settings {
     pub(super) workers_per_process: usize,
     /// Workers holding the synopses at the start (`--active-workers`; `None`: all).
     pub(super) active_workers: Option<usize>,
+}
+
+/// `--autoscale`'s settings from the command line (`None` without the flag).
+///
+/// # Errors
+/// A bad `--autoscale`, `--autoscale-interval` or `--autoscale-cooldown`.
+pub(super) fn autoscale_settings(cli: &Cli) -> Result<Option<crate::control::autoscale::AutoscaleSettings>, String> {
+    crate::control::autoscale::settings(
+        cli.autoscale.as_deref(),
+        cli.workers * cli.processes,
+        &cli.autoscale_interval,
+        &cli.autoscale_cooldown,
+    )
 }

@@ -76,7 +76,7 @@ impl Services {
             // (A job taking over opens it once it is the writer: `crate::handoff`.)
             hub.open();
         }
-        if let (Some(settings), Some(board)) = (crate::control::autoscale::settings(cli)?, autoscale) {
+        if let (Some(settings), Some(board)) = (super::config::autoscale_settings(cli)?, autoscale) {
             let first = cli.process * cli.workers;
             let meter = Meter::new(window_ms, cli.rate.map(|r| r / cli.processes as f64), (first, cli.workers));
             crate::control::autoscale::start(settings, hub.clone(), stats.clone(), (board, meter), finished.clone())?;

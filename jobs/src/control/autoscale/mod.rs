@@ -42,21 +42,35 @@ pub struct AutoscaleSettings {
     pub cooldown: Duration,
 }
 
-/// `--autoscale`'s settings from the command line (`None` without the flag).
+/// `--autoscale`'s settings from its flags (`None` without `--autoscale`): the bounds `MIN..MAX`
+/// for a job of `workers` workers, `--autoscale-interval` and `--autoscale-cooldown`.
+///
+/// ```
+/// use saams_jobs::control::autoscale::settings;
+/// assert!(settings(None, 4, "1s", "10s").unwrap().is_none());
+/// assert_eq!(settings(Some("1..4"), 4, "500ms", "2s").unwrap().unwrap().max, 4);
+/// assert!(settings(Some("1..4"), 4, "0s", "2s").unwrap_err().contains("more than 0"));
+/// assert!(settings(Some("1..4"), 4, "1s", "soon").unwrap_err().contains("--autoscale-cooldown"));
+/// ```
 ///
 /// # Errors
 /// A bad `MIN..MAX` (see [`policy::parse_bounds`]) or duration, or an interval of 0.
-pub fn settings(cli: &crate::cli::Cli) -> Result<Option<AutoscaleSettings>, String> {
-    let Some(bounds) = &cli.autoscale else { return Ok(None) };
-    let (min, max) = policy::parse_bounds(bounds, cli.workers * cli.processes)?;
+pub fn settings(
+    bounds: Option<&str>,
+    workers: usize,
+    interval: &str,
+    cooldown: &str,
+) -> Result<Option<AutoscaleSettings>, String> {
+    let Some(bounds) = bounds else { return Ok(None) };
+    let (min, max) = policy::parse_bounds(bounds, workers)?;
     let ms = |flag: &str, text: &str| {
         crate::duration::parse_duration_ms(text).map_err(|e| format!("--{flag} {text}: {e}")).map(|ms| ms.max(0) as u64)
     };
-    let interval = ms("autoscale-interval", &cli.autoscale_interval)?;
+    let interval = ms("autoscale-interval", interval)?;
     if interval == 0 {
         return Err("--autoscale-interval must be more than 0".into());
     }
-    let cooldown = ms("autoscale-cooldown", &cli.autoscale_cooldown)?;
+    let cooldown = ms("autoscale-cooldown", cooldown)?;
     Ok(Some(AutoscaleSettings {
         min,
         max,
@@ -65,12 +79,15 @@ pub fn settings(cli: &crate::cli::Cli) -> Result<Option<AutoscaleSettings>, Stri
     }))
 }
 
+/// A change the autoscaler made: direction, from, to, reason, wall-clock ms.
+type Change = (Direction, usize, usize, String, i64);
+
 /// What `GET /status` shows of the autoscaler: its bounds and the last change.
 pub struct AutoscaleBoard {
     min: usize,
     max: usize,
-    /// The last change (direction, from, to, reason, wall-clock ms), and the latest hold's reason.
-    last: Mutex<(Option<(Direction, usize, usize, String, i64)>, String)>,
+    /// The last change, and the latest hold's reason.
+    last: Mutex<(Option<Change>, String)>,
     counts: DecisionCounts,
 }
 

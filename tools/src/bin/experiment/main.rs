@@ -36,6 +36,14 @@
 //!   every setting checked against the `-w 1` file run's (`ingest.tsv`, `ingest-targets.tsv`,
 //!   `ingest.png`).
 //!
+//! * rescale (`--only rescale`, not in the default set): the paper's figure 12. Synopses for
+//!   10 → 500 AIS vessels (`--generate ais:500`, synopses added live) while the parallelism
+//!   goes 3 → 6 → 9 → 12 at 50 / 100 / 180 vessels: in-job rescale (`POST /rescale` on a job of
+//!   12 workers), stop + restart from a checkpoint with the new `-w` (downtime as zero
+//!   throughput), and `--autoscale 3..12` choosing (`rescale.tsv`, `rescale-targets.tsv`,
+//!   `fig12-rescale.png`). Workers are threads on this machine's cores: the ratio and the gaps
+//!   in answers are the result.
+//!
 //! Output: `<out>/<git-commit>-<params>/` with `horizontal.tsv`, `vertical.tsv`, `federated.tsv`
 //! and one PNG per figure; the directory is printed at the end. Streams are the seeded
 //! generator's (random-walk prices, Zipf volumes), replayed as fast as possible.
@@ -47,6 +55,7 @@ mod ingest;
 mod memory;
 mod plots;
 mod requests;
+mod rescale;
 mod runner;
 mod settings;
 
@@ -87,8 +96,10 @@ fn run(a: &Args) -> Result<(), String> {
         .map_err(|_| "the embedded DejaVu Sans font did not load".to_string())?;
     let only: Vec<&str> = a.only.split(',').map(str::trim).collect();
     for o in &only {
-        if !["horizontal", "vertical", "federated", "memory", "ingest"].contains(o) {
-            return Err(format!("--only: unknown experiment {o:?} (horizontal, vertical, federated, memory, ingest)"));
+        if !["horizontal", "vertical", "federated", "memory", "ingest", "rescale"].contains(o) {
+            return Err(format!(
+                "--only: unknown experiment {o:?} (horizontal, vertical, federated, memory, ingest, rescale)"
+            ));
         }
     }
     let total = a.tuples.unwrap_or(if a.quick { 200_000 } else { 5_000_000 });
@@ -117,6 +128,9 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if only.contains(&"ingest") {
         ingest::ingest(&r, a, per_stream)?;
+    }
+    if only.contains(&"rescale") {
+        rescale::rescale(&r, a)?;
     }
     println!("experiment: results in {}", dir.display());
     Ok(())

@@ -24,8 +24,8 @@ pub struct Args {
     /// The paper's request workload (100 streams × CountMin + HyperLogLog + DFT).
     #[arg(long, default_value = "datasets/requests/paper-workload.json")]
     pub requests: PathBuf,
-    /// Experiments to run (comma separated: horizontal, vertical, federated; `memory` and
-    /// `ingest` on request).
+    /// Experiments to run (comma separated: horizontal, vertical, federated; `memory`, `ingest`
+    /// and `rescale` on request).
     #[arg(long, default_value = "horizontal,vertical,federated")]
     pub only: String,
     /// The `saams` binary (default: next to this executable).
