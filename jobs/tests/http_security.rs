@@ -147,13 +147,16 @@ fn writes_need_the_token_reads_are_open_unless_asked_and_every_refusal_is_a_coun
     // Every non-read needs it, also on paths that do not exist (yet).
     assert_eq!(status(&plain(edge.addr, &request("POST", "/rescale", b"", ""))), 401);
     assert_eq!(status(&plain(edge.addr, &request("DELETE", "/requests", b"", ""))), 401);
-    assert_eq!(status(&plain(edge.addr, &request("POST", "/rescale", &bearer(TOKEN), ""))), 404);
+    assert_eq!(status(&plain(edge.addr, &request("POST", "/not-yet", b"", ""))), 401);
+    assert_eq!(status(&plain(edge.addr, &request("POST", "/not-yet", &bearer(TOKEN), ""))), 404);
+    // With the token, a rescale without a body gets past the guard and is refused for its body.
+    assert_eq!(status(&plain(edge.addr, &request("POST", "/rescale", &bearer(TOKEN), ""))), 400);
     // Reads are open without --http-token-reads.
     for path in ["/synopses", "/health", "/metrics"] {
         assert_eq!(status(&plain(edge.addr, &request("GET", path, b"", ""))), 200, "{path}");
     }
     let metrics = plain(edge.addr, &request("GET", "/metrics", b"", ""));
-    let expected = refusals.len() + 2;
+    let expected = refusals.len() + 3;
     assert!(metrics.contains(&format!("saams_http_refused_total{{reason=\"unauthorized\"}} {expected}")), "{metrics}");
 }
 

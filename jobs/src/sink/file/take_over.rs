@@ -57,9 +57,12 @@ impl LineSink {
         self.span.1.fetch_min(boundary, Ordering::Relaxed);
     }
 
-    /// Whether a line of event time `time` is this sink's to write.
+    /// Whether a line of event time `time` is this sink's to write. With no hand-off the end
+    /// is `u64::MAX`, meaning none: lines written at the end of the input (ad-hoc answers and
+    /// SAVEs of a request file) travel at `u64::MAX` and are written too.
     pub(super) fn writes(&self, time: u64) -> bool {
-        time >= self.span.0.load(Ordering::Relaxed) && time < self.span.1.load(Ordering::Relaxed)
+        let end = self.span.1.load(Ordering::Relaxed);
+        time >= self.span.0.load(Ordering::Relaxed) && (end == u64::MAX || time < end)
     }
 
     /// The job has taken over at `from` (ms): the output is `target` (`-` for stdout), cut back
