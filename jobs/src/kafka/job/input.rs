@@ -155,22 +155,27 @@ impl KafkaInput {
                 }
             }
         });
-        let n = match polled {
-            Ok(n) => n,
-            Err(e) => {
-                job.set_fatal(e.to_string());
-                0
-            }
-        };
+        let n = self.after_poll(polled);
+        if n > 0 {
+            self.lines_per_record = (lines_read as f64 / n as f64).max(1.0);
+        }
+        n
+    }
+
+    /// What every poll does after reading: a failed poll stops the job with its error, the
+    /// records' positions go to the partitions' clocks and offsets, and a quiet topic is noted
+    /// (the next poll waits a little). The number of records read.
+    fn after_poll<E: std::fmt::Display>(&mut self, polled: Result<usize, E>) -> usize {
+        let n = polled.unwrap_or_else(|e| {
+            self.job.set_fatal(e.to_string());
+            0
+        });
         let KafkaTupleSource { clock, offsets, .. } = &mut self.source;
         self.marks.drain_into(clock, offsets, Instant::now());
         if n > 0 {
             self.job.touch(n);
         }
         self.quiet = n == 0;
-        if n > 0 {
-            self.lines_per_record = (lines_read as f64 / n as f64).max(1.0);
-        }
         n
     }
 
@@ -207,20 +212,7 @@ impl KafkaInput {
             }
             marks.push(r.partition, r.offset, at);
         });
-        let n = match polled {
-            Ok(n) => n,
-            Err(e) => {
-                job.set_fatal(e.to_string());
-                0
-            }
-        };
-        let KafkaTupleSource { clock, offsets, .. } = &mut self.source;
-        self.marks.drain_into(clock, offsets, Instant::now());
-        if n > 0 {
-            self.job.touch(n);
-        }
-        self.quiet = n == 0;
-        n
+        self.after_poll(polled)
     }
 
     /// Keep every partition's position at checkpoint boundary `b` (a job with `--checkpoints`).
