@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 const GENERATOR: &str = "stocks:6:4000";
+/// Tuples a second of the rescaled jobs: slow enough that the input (24 k tuples, 16 s) outlasts
+/// the rescales on a loaded machine, whose fences and moves take a few 1 s windows.
+const PACE: &str = "1500";
 
 /// A POST: its status and body.
 fn post(addr: &str, path: &str, body: &str) -> (u16, String) {
@@ -142,7 +145,7 @@ fn temp(name: &str) -> PathBuf {
 fn rescaled_run(dir: &Path, requests: &str, extra: &[&str]) -> (Vec<String>, Vec<Value>) {
     let out = dir.join("rescaled.jsonl");
     let mut args = common(requests);
-    args.extend(["-w", "4", "--active-workers", "1", "--rate", "3000"]);
+    args.extend(["-w", "4", "--active-workers", "1", "--rate", PACE]);
     args.extend(extra);
     let mut child = saams(&args, &out, true);
     let addr = http_common::http_address(&mut child, Duration::from_secs(30));
@@ -214,7 +217,7 @@ fn with_checkpoints_a_kill_after_the_rescales_and_a_restart_answer_as_a_run_with
     let out = dir.join("killed.jsonl");
     let mut args = common(&requests);
     let killed_dir = dir.join("ckpt-killed").display().to_string();
-    args.extend(["-w", "4", "--active-workers", "1", "--rate", "3000", "--checkpoints", &killed_dir]);
+    args.extend(["-w", "4", "--active-workers", "1", "--rate", PACE, "--checkpoints", &killed_dir]);
     args.extend(["--checkpoint-interval", "200ms"]);
     let mut child = saams(&args, &out, true);
     let addr = http_common::http_address(&mut child, Duration::from_secs(30));
@@ -222,7 +225,7 @@ fn with_checkpoints_a_kill_after_the_rescales_and_a_restart_answer_as_a_run_with
     rescale(&addr, 4);
     child.kill().expect("kill -9");
     let _ = child.wait();
-    let restart: Vec<&str> = args.iter().copied().filter(|a| *a != "3000" && *a != "--rate").collect();
+    let restart: Vec<&str> = args.iter().copied().filter(|a| *a != PACE && *a != "--rate").collect();
     assert!(saams(&restart, &out, false).wait().expect("wait").success());
     let got = answers(&[out]);
     assert!(got == expected, "killed and restarted: {} answers, {} without rescale", got.len(), expected.len());
@@ -246,7 +249,7 @@ fn two_processes_of_two_workers_rescaled_answer_as_a_run_without_rescale() {
         .map(|p| {
             let p = p.to_string();
             let mut args = common(&requests);
-            args.extend(["-w", "2", "-n", "2", "-p", &p, "-h", &hosts, "--active-workers", "1", "--rate", "3000"]);
+            args.extend(["-w", "2", "-n", "2", "-p", &p, "-h", &hosts, "--active-workers", "1", "--rate", PACE]);
             saams(&args, &outs[p.parse::<usize>().expect("p")], true)
         })
         .collect();

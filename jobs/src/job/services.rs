@@ -71,11 +71,13 @@ impl Services {
         hub.rescale_board().start(workers, cli.active_workers.unwrap_or(workers));
         hub.rescale_board().count_into(metrics.rescale_counters());
         let autoscale = autoscale_board(cli, &metrics);
-        let server = start_metrics(cli, (&metrics, devices), stats, sink, hub.clone(), autoscale.clone())?;
         if !cli.take_over {
-            // (A job taking over opens it once it is the writer: `crate::handoff`.)
+            // Open before the server says where it listens, so a client that connects as soon as
+            // it reads `http on` is never told the job takes no requests yet. (A job taking over
+            // opens it once it is the writer: `crate::handoff`.)
             hub.open();
         }
+        let server = start_metrics(cli, (&metrics, devices), stats, sink, hub.clone(), autoscale.clone())?;
         if let (Some(settings), Some(board)) = (super::config::autoscale_settings(cli)?, autoscale) {
             let first = cli.process * cli.workers;
             let meter = Meter::new(window_ms, cli.rate.map(|r| r / cli.processes as f64), (first, cli.workers));
