@@ -360,3 +360,132 @@ fn live_requests_acknowledged_before_and_after_a_hand_off_are_in_the_output_once
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[allow(dead_code)] // replay_into, declared_broker, read_topic and unique are what this file uses
+mod kafka_common;
+
+/// Where the Kafka jobs write their answers.
+#[derive(Clone, Copy)]
+enum KafkaAnswers<'a> {
+    /// Each process to its file `out<P>.json` in the run's folder.
+    Files,
+    /// To this topic.
+    Topic(&'a str),
+}
+
+/// A `saams` command reading `topic` (from its start, as group `group`) with every kind of
+/// synopsis, ending once the topic has been quiet for 3 s; stderr to a file in `run`.
+fn kafka_saams(run: &Path, (brokers, topic, group): (&str, &str, &str), name: &str, extra: &[&str]) -> Command {
+    std::fs::create_dir_all(run.join("snapshots")).expect("snapshot dir");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["--requests", &repo("datasets/requests/all-kinds.json"), "--progress", "0", "--snapshots"])
+        .arg(run.join("snapshots"))
+        .args(["--brokers", brokers, "--data-topic", topic, "--group-id", group, "--from", "earliest"])
+        .args(["--exit-when-idle", "3s"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(run.join(format!("stderr-{name}-{}", nanos()))).expect("stderr file"));
+    cmd
+}
+
+/// The answers, KLL's and GK's left out (GK's bounds depend on the order a window's values of
+/// several partitions reach it, which differs between one consumer of both and one of each).
+fn sorted_answers(lines: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = lines
+        .into_iter()
+        .filter(|l| !l.contains(r#""kind":"KLL""#) && !l.contains(r#""kind":"GKQuantiles""#))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A `-w 1` job reading a topic hands off to a `-n 2 -w 1` job: every answer is in the output
+/// once, whether it is a topic or the processes' files.
+///
+/// One partition: a worker reading two reads them unevenly (the broker fills a fetch from one
+/// partition), so its checkpoints' boundaries wait for the other to get there — the running
+/// job wrote 3 checkpoints in 12 s, and its last could come after its input's end. The new
+/// job's process 1 reads no partition (it holds synopses, and writes their answers).
+fn kafka_hand_off(answers: KafkaAnswers<'_>, name: &str) {
+    let brokers = kafka_common::declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp(name);
+    let data = dir.join("ticks.jsonl");
+    generate_ticks(&data);
+    let topic = kafka_common::unique("handoff-data");
+    kafka_common::replay_into(&brokers, &topic, &data, 1);
+    // The answers of a run without hand-off, from the same topic.
+    let plain = dir.join("plain");
+    let group = kafka_common::unique("handoff-plain");
+    let plain_out = plain.join("out.json").display().to_string();
+    let status = kafka_saams(&plain, (&brokers, &topic, &group), "plain", &["-w", "1", "--out", &plain_out])
+        .status()
+        .expect("run saams");
+    assert!(status.success(), "{}", stderr_of(&plain, "plain"));
+    let want = sorted_answers(std::fs::read_to_string(&plain_out).expect("output").lines().map(str::to_string));
+    assert!(want.len() > 1000, "expected many answers, got {}", want.len());
+
+    let run = dir.join("run");
+    let ck = run.join("checkpoints").display().to_string();
+    let group = kafka_common::unique("handoff-group");
+    let kafka = (brokers.as_str(), topic.as_str(), group.as_str());
+    let output = |p: usize| match answers {
+        KafkaAnswers::Files => vec!["--out".to_string(), run.join(format!("out{p}.json")).display().to_string()],
+        KafkaAnswers::Topic(t) => vec!["--output-topic".to_string(), t.to_string()],
+    };
+    let common = ["--checkpoint-interval", "150ms", "--checkpoints", ck.as_str()];
+    let mut old = kafka_saams(&run, kafka, "old", &["-w", "1", "--rate", "10000"])
+        .args(common)
+        .args(output(0))
+        .spawn()
+        .expect("start the running job");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while complete_checkpoints(&run.join("checkpoints")) < 2 {
+        assert!(Instant::now() < deadline, "no 2 checkpoints within 2 minutes: {}", stderr_of(&run, "old"));
+        assert!(old.try_wait().expect("try_wait").is_none(), "the running job ended early: {}", stderr_of(&run, "old"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ports: Vec<u16> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("port").port())
+        .collect();
+    let hostfile = run.join("hosts");
+    std::fs::write(&hostfile, ports.iter().map(|p| format!("127.0.0.1:{p}\n")).collect::<String>()).expect("hostfile");
+    let hosts = hostfile.display().to_string();
+    let mut new: Vec<Child> = (0..2)
+        .map(|p| {
+            let shape = ["-n", "2", "-w", "1", "-p", &p.to_string(), "-h", &hosts, "--take-over", "--rate", "40000"];
+            kafka_saams(&run, kafka, "new", &shape).args(common).args(output(p)).spawn().expect("start")
+        })
+        .collect();
+    let status = wait_ends(&mut old, "the running job", || stderr_of(&run, ""));
+    assert!(status.success(), "the running job failed: {}", stderr_of(&run, "old"));
+    assert!(stderr_of(&run, "old").contains("handed off"), "{}", stderr_of(&run, "old"));
+    for (p, child) in new.iter_mut().enumerate() {
+        let status = wait_ends(child, &format!("process {p} of the new job"), || stderr_of(&run, ""));
+        assert!(status.success(), "process {p} of the new job failed: {}", stderr_of(&run, "new"));
+    }
+    let new_err = stderr_of(&run, "new");
+    assert_eq!(new_err.matches("took over at checkpoint").count(), 2, "{new_err}");
+    assert!(!new_err.contains("checkpoints written=0"), "{new_err}");
+    let got = match answers {
+        KafkaAnswers::Files => sorted_answers(sorted_lines(&[run.join("out0.json"), run.join("out1.json")])),
+        KafkaAnswers::Topic(t) => sorted_answers(
+            kafka_common::read_topic(&brokers, t).into_iter().map(|v| String::from_utf8(v).expect("UTF-8")),
+        ),
+    };
+    assert_same(&got, &want, &format!("hand-off of a Kafka job from -w 1 to -n 2 -w 1 ({name})"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_kafka_job_hands_off_to_two_processes_and_every_answer_is_in_the_answer_topic_once() {
+    let topic = kafka_common::unique("handoff-answers");
+    kafka_hand_off(KafkaAnswers::Topic(&topic), "kafka-topic");
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_kafka_job_hands_off_to_two_processes_and_every_answer_is_in_the_files_once() {
+    kafka_hand_off(KafkaAnswers::Files, "kafka-files");
+}

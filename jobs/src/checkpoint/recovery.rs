@@ -35,6 +35,9 @@ pub struct RecoveryOptions<'a> {
     /// `--take-over`: the directory is another job's until it hands off, so nothing in it is
     /// opened for writing (the request log is opened at the hand-off, `crate::handoff`).
     pub take_over: bool,
+    /// The newest checkpoint id to resume from (`u64::MAX`: any; a process of a job taking
+    /// over resumes from the one its process 0 chose, exactly).
+    pub at_most: u64,
 }
 
 /// A job's checkpoint settings and the checkpoint it resumes from.
@@ -75,7 +78,14 @@ impl Recovery {
             return Err("--checkpoint-keep must be at least 1".into());
         }
         let store = CheckpointStore::open(dir, options.keep)?;
-        let resume = Resume::newest(&store, window_ms, script, inputs)?;
+        let resume = Resume::newest_at_most(&store, options.at_most, window_ms, script, inputs)?;
+        if options.at_most != u64::MAX && resume.as_ref().is_none_or(|r| r.id != options.at_most) {
+            return Err(format!(
+                "checkpoint {} that process 0 starts from is no longer complete in {} (removed as newer ones were written): start the take-over again",
+                options.at_most,
+                dir.display()
+            ));
+        }
         if let Some(r) = &resume {
             let at = saams::api::time::format_timestamp(r.boundary_ms.min(i64::MAX as u64) as i64);
             eprintln!("saams: resuming from checkpoint {} at {at}: values from then on are read again", r.id);

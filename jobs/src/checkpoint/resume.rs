@@ -46,7 +46,21 @@ impl Resume {
         script: Option<&str>,
         inputs: &[Vec<String>],
     ) -> Result<Option<Resume>, String> {
-        let (restored, warnings) = store.newest_with_warnings()?;
+        Resume::newest_at_most(store, u64::MAX, window_ms, script, inputs)
+    }
+
+    /// As [`Resume::newest`], among the checkpoints of ids up to `at_most`.
+    ///
+    /// # Errors
+    /// As [`Resume::newest`].
+    pub fn newest_at_most(
+        store: &CheckpointStore,
+        at_most: u64,
+        window_ms: u64,
+        script: Option<&str>,
+        inputs: &[Vec<String>],
+    ) -> Result<Option<Resume>, String> {
+        let (restored, warnings) = store.newest_at_most(at_most)?;
         for w in &warnings {
             eprintln!("saams: {w}");
         }
@@ -187,15 +201,7 @@ impl Resume {
     /// the job wrote its answers to no topic). Every answer a process produced after the
     /// checkpoint lies past its own offsets, so past these.
     pub fn output_offsets(&self) -> Option<(String, Vec<(i32, i64)>)> {
-        let mut topic = None;
-        let mut from: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
-        for o in self.manifests.iter().filter_map(|m| m.output_offsets.as_ref()) {
-            topic.get_or_insert_with(|| o.topic.clone());
-            for p in &o.offsets {
-                from.entry(p.partition).and_modify(|v| *v = (*v).min(p.offset)).or_insert(p.offset);
-            }
-        }
-        topic.map(|t| (t, from.into_iter().collect()))
+        output_offsets(&self.manifests)
     }
 
     /// Output files of processes the checkpoint had and this job has not (a job resumed with
@@ -207,4 +213,18 @@ impl Resume {
             .filter_map(|m| m.output.as_ref().map(|o| (o.path.clone(), o.bytes)))
             .collect()
     }
+}
+
+/// The answer topic the processes of one checkpoint (their `manifests`) recorded and, per
+/// partition, the smallest end offset any of them recorded (`None`: no topic).
+pub fn output_offsets(manifests: &[Manifest]) -> Option<(String, Vec<(i32, i64)>)> {
+    let mut topic = None;
+    let mut from: std::collections::BTreeMap<i32, i64> = std::collections::BTreeMap::new();
+    for o in manifests.iter().filter_map(|m| m.output_offsets.as_ref()) {
+        topic.get_or_insert_with(|| o.topic.clone());
+        for p in &o.offsets {
+            from.entry(p.partition).and_modify(|v| *v = (*v).min(p.offset)).or_insert(p.offset);
+        }
+    }
+    topic.map(|t| (t, from.into_iter().collect()))
 }

@@ -165,8 +165,18 @@ impl CheckpointStore {
     /// # Errors
     /// When the directory cannot be listed.
     pub fn newest_with_warnings(&self) -> Result<(Option<Restored>, Vec<String>), String> {
+        self.newest_at_most(u64::MAX)
+    }
+
+    /// As [`CheckpointStore::newest_with_warnings`], among the checkpoints of ids up to
+    /// `at_most` (the processes of a job taking over start from the one its process 0 chose,
+    /// while the running job writes newer ones: `crate::handoff`).
+    ///
+    /// # Errors
+    /// When the directory cannot be listed.
+    pub fn newest_at_most(&self, at_most: u64) -> Result<(Option<Restored>, Vec<String>), String> {
         let mut warnings = Vec::new();
-        for id in self.ids()?.into_iter().rev() {
+        for id in self.ids()?.into_iter().rev().filter(|&id| id <= at_most) {
             match self.load(id) {
                 Ok((manifests, parts)) => {
                     self.verified.lock().unwrap_or_else(|p| p.into_inner()).insert(id);

@@ -63,7 +63,7 @@ mod giving;
 mod taking;
 
 pub use giving::watch_for_take_over;
-pub use taking::{TakeOver, check_take_over, start_taking_over};
+pub use taking::{TakeOver, check_take_over, start_checkpoint, start_taking_over};
 
 /// The request file a job taking over writes in the checkpoint directory.
 pub const REQUEST_FILE: &str = "take-over.json";

@@ -12,10 +12,12 @@ use saams::checkpoint::{LoggedRequest, Manifest};
 use serde::{Deserialize, Serialize};
 
 use crate::atomic_file::{StagedFile, sync_dir, temp_number};
+use crate::checkpoint::resume::output_offsets;
 use crate::checkpoint::{CheckpointStore, TEMP_PREFIX, manifest_file_name};
 use crate::cli::Cli;
 use crate::control::hub::Hub;
 use crate::control::request_log::RequestLog;
+use crate::kafka::KafkaJob;
 use crate::sink::file::LineSink;
 use crate::stats::Stats;
 use crate::writer_lock::{WriterLock, lock_output_files};
@@ -50,6 +52,8 @@ pub struct TakeOver {
     pub stats: Arc<Stats>,
     /// The live requests the job applied at its start (the checkpoint's and the request logs').
     pub known: Vec<LoggedRequest>,
+    /// The Kafka side, when answers or dead letters go to topics (attached to them then).
+    pub kafka: Option<Arc<KafkaJob>>,
 }
 
 /// Refuse a take-over that cannot work, before anything is opened: inputs or outputs it does
@@ -58,11 +62,9 @@ pub struct TakeOver {
 /// # Errors
 /// The reason, and what to do instead.
 pub fn check_take_over(cli: &Cli) -> Result<(), String> {
-    let k = &cli.kafka;
-    if k.data_topic.is_some() || k.output_topic.is_some() || k.dead_letter_topic.is_some() || k.request_topic.is_some()
-    {
+    if cli.kafka.request_topic.is_some() {
         return Err(
-            "--take-over covers file and generated inputs and file or stdout outputs, not Kafka topics yet".into()
+            "--take-over covers data, answer and dead-letter topics, not --request-topic (its position is in no checkpoint yet): take live requests over HTTP".into(),
         );
     }
     if cli.requests.as_deref() == Some("-") {
@@ -86,6 +88,54 @@ pub fn check_take_over(cli: &Cli) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The file where process 0 of a job taking over names the checkpoint it starts from.
+const START_FILE: &str = "take-over-start.json";
+
+/// What `DIR/take-over-start.json` says.
+#[derive(Debug, Serialize, Deserialize)]
+struct Start {
+    /// The checkpoint process 0 resumed from.
+    id: u64,
+    /// When it was written (Unix ms).
+    unix_ms: u64,
+}
+
+/// How old a start file may be and still be this take-over's (the processes of one job are
+/// started together; the file is removed once the job has taken over).
+const START_FRESH_MS: u64 = 60_000;
+
+/// For a job taking over: the checkpoint its processes resume from — process 0 chooses the
+/// newest complete one and says so in the directory, the others wait for it to say (the
+/// running job may complete a checkpoint between their starts, and processes resumed from two
+/// would count the values between them twice). `None` for other jobs.
+///
+/// # Errors
+/// When there is no checkpoint, or process 0 does not say within a minute.
+pub fn start_checkpoint(cli: &Cli) -> Result<Option<u64>, String> {
+    let (true, Some(dir)) = (cli.take_over, &cli.checkpoints) else { return Ok(None) };
+    if cli.process == 0 {
+        let (id, _) = newest_boundary(dir).ok_or("the checkpoint directory holds no complete checkpoint")?;
+        let start = Start { id, unix_ms: now_unix_ms() };
+        write_atomically(&dir.join(START_FILE), &serde_json::to_string(&start).map_err(|e| e.to_string())?)?;
+        return Ok(Some(id));
+    }
+    let since = now_unix_ms().saturating_sub(START_FRESH_MS);
+    let waited = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(dir.join(START_FILE)).ok();
+        if let Some(start) = text.and_then(|t| serde_json::from_str::<Start>(&t).ok()).filter(|s| s.unix_ms >= since) {
+            return Ok(Some(start.id));
+        }
+        if waited.elapsed() > Duration::from_secs(60) {
+            return Err(format!(
+                "process 0 did not say within a minute which checkpoint of {} it starts from",
+                dir.display()
+            ));
+        }
+        std::thread::sleep(POLL);
+    }
 }
 
 /// The newest checkpoint of `dir` whose every process' manifest is there, by its manifests
@@ -131,7 +181,7 @@ fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
     let first = restored.manifests.first().ok_or("a checkpoint without a manifest")?;
     let boundary = first.boundary_ms;
     check_requests(&dir, &first.requests, &take.known, restored.id)?;
-    attach_outputs(take, &restored.manifests, boundary)?;
+    attach_outputs(take, (&dir, started), (restored.id, &restored.manifests), boundary)?;
     let (log, first_ticket) = RequestLog::open(&dir, take.cli.process)?;
     take.hub.continue_tickets(first_ticket);
     handoff.took_over(boundary, store.next_id(), log, locks);
@@ -147,6 +197,7 @@ fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
     eprintln!("saams: took over at checkpoint {} ({at}): answers from then on are this job's", restored.id);
     if take.cli.process == 0 {
         let _ = std::fs::remove_file(request_path(&dir));
+        let _ = std::fs::remove_file(dir.join(START_FILE));
     }
     Ok(())
 }
@@ -266,6 +317,32 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The file process `p` of the new job writes once it has read the answer topic's tail.
+fn tail_read_path(dir: &Path, p: usize) -> PathBuf {
+    dir.join(format!("take-over-tail-read-p{p}.json"))
+}
+
+/// Say this process has read the answer topic's tail, and wait until every process of the job
+/// has (since `started`, Unix ms: a file of an earlier take-over does not count).
+fn tail_read_barrier(dir: &Path, cli: &Cli, started: u64) -> Result<(), String> {
+    let done = Done { done_unix_ms: now_unix_ms() };
+    let text = serde_json::to_string(&done).map_err(|e| e.to_string())?;
+    write_atomically(&tail_read_path(dir, cli.process), &text)?;
+    wait_for(|| {
+        let waiting: Vec<usize> = (0..cli.processes)
+            .filter(|&p| {
+                let read = std::fs::read_to_string(tail_read_path(dir, p)).ok();
+                !read.and_then(|t| serde_json::from_str::<Done>(&t).ok()).is_some_and(|d| d.done_unix_ms >= started)
+            })
+            .collect();
+        if waiting.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("processes {waiting:?} did not read the answer topic's tail"))
+        }
+    })
+}
+
 /// Retry `f` until it succeeds (a lock another job still holds).
 fn wait_for<T>(mut f: impl FnMut() -> Result<T, String>) -> Result<T, String> {
     let waited = std::time::Instant::now();
@@ -302,12 +379,37 @@ fn check_requests(dir: &Path, applied: &[LoggedRequest], known: &[LoggedRequest]
 /// Cut the outputs back to the last checkpoint's lengths and write the held answers from
 /// `boundary` on; process 0 also cuts the outputs of the running job's processes this job does
 /// not have.
-fn attach_outputs(take: &TakeOver, manifests: &[Manifest], boundary: u64) -> Result<(), String> {
+fn attach_outputs(
+    take: &TakeOver,
+    (dir, started): (&Path, u64),
+    (id, manifests): (u64, &[Manifest]),
+    boundary: u64,
+) -> Result<(), String> {
     let cli = &take.cli;
     let mine = manifests.iter().find(|m| m.process as usize == cli.process);
-    let output = mine.and_then(|m| m.output.as_ref()).filter(|o| o.path == cli.out).map(|o| o.bytes);
-    take.sink.attach(&cli.out, Some(output.unwrap_or(0)), boundary)?;
-    if let (Some(dead), Some(path)) = (&take.dead, &cli.dead_letter) {
+    match take.kafka.as_ref().and_then(|k| k.estimation_writer().map(|w| (k, w))) {
+        Some((kafka, writer)) => {
+            // What the running job produced past its last checkpoint is not produced again
+            // (nothing, when it handed off: it dropped its answers from the boundary on).
+            let found = kafka.skip_delivered_after(id, output_offsets(manifests))?;
+            if found > 0 {
+                eprintln!("saams: {found} answers are in the output topic past checkpoint {id}: not produced again");
+            }
+            // Every process reads the topic's tail before any produces: a process reading it
+            // after another had produced would take that one's answers for the running job's
+            // (an answer both produce, e.g. of a synopsis kept on each, would then be skipped).
+            tail_read_barrier(dir, cli, started)?;
+            take.sink.attach_writer(writer, boundary)?;
+        }
+        None => {
+            let output = mine.and_then(|m| m.output.as_ref()).filter(|o| o.path == cli.out).map(|o| o.bytes);
+            take.sink.attach(&cli.out, Some(output.unwrap_or(0)), boundary)?;
+        }
+    }
+    if let (Some(dead), Some(writer)) = (&take.dead, take.kafka.as_ref().and_then(|k| k.dead_letter_writer())) {
+        // Dead letters are at least once: those of the records read again are produced again.
+        dead.attach_writer(writer, 0)?;
+    } else if let (Some(dead), Some(path)) = (&take.dead, &cli.dead_letter) {
         let path = path.display().to_string();
         let len = std::fs::metadata(&path).map_or(0, |m| m.len());
         let recorded = mine.and_then(|m| m.dead_letters.as_ref()).filter(|o| o.path == path).map(|o| o.bytes);

@@ -84,6 +84,7 @@ fn recovery_options(cli: &Cli) -> RecoveryOptions<'_> {
         processes: cli.processes,
         out: &cli.out,
         take_over: cli.take_over,
+        at_most: u64::MAX,
     }
 }
 
@@ -239,7 +240,11 @@ fn open_recovery(
     let recovery = match &cli.checkpoints {
         Some(dir) => {
             let names: Vec<Vec<String>> = candidates.iter().map(|(_, inputs)| inputs.clone()).collect();
-            Some(Recovery::open(&recovery_options(cli), dir, (window_ms as u64, script, &names))?)
+            // The processes of a job taking over start from the checkpoint its process 0 chose
+            // (the running job may complete another between their starts).
+            let at_most = crate::handoff::start_checkpoint(cli)?;
+            let options = RecoveryOptions { at_most: at_most.unwrap_or(u64::MAX), ..recovery_options(cli) };
+            Some(Recovery::open(&options, dir, (window_ms as u64, script, &names))?)
         }
         None => None,
     };
@@ -263,10 +268,14 @@ impl Outputs {
     /// When a file cannot be opened or cut, or the output topic cannot be read.
     pub(super) fn open(cli: &Cli, start: &Startup) -> Result<Outputs, String> {
         if cli.take_over {
-            // Nothing is opened before the running job lets go (`crate::handoff`).
-            let dead = cli.dead_letter.as_ref().map(|_| Arc::new(LineSink::detached()));
-            let dead_path = cli.dead_letter.as_ref().map(|p| p.display().to_string());
-            return Ok(Outputs { sink: Arc::new(LineSink::detached()), file_sink: true, dead, dead_path });
+            // Nothing is opened before the running job lets go (`crate::handoff`): its topics'
+            // producers are connected, and produce nothing until then.
+            let kafka = start.kafka_job.as_deref();
+            let (answer_topic, dead_topic) =
+                kafka.map_or((false, false), |k| (k.writes_answers(), k.writes_dead_letters()));
+            let dead = (dead_topic || cli.dead_letter.is_some()).then(|| Arc::new(LineSink::detached()));
+            let dead_path = cli.dead_letter.as_ref().filter(|_| !dead_topic).map(|p| p.display().to_string());
+            return Ok(Outputs { sink: Arc::new(LineSink::detached()), file_sink: !answer_topic, dead, dead_path });
         }
         let (kafka_job, recovery) = (&start.kafka_job, &start.recovery);
         let kafka_sink = kafka_job.as_ref().and_then(|k| k.estimation_writer());

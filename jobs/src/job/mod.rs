@@ -101,7 +101,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let shape = (start.window_ms, requests.as_deref(), &start.inputs[..]);
     let checkpoints = open_checkpoint_job(&cli, start.recovery.as_ref(), shape, &outputs, start.kafka_job.as_ref())?;
     let known = start.recovery.as_ref().map(|r| r.live.requests.clone()).unwrap_or_default();
-    let handoff = start_hand_off(&cli, known, &outputs, (&services, &stats));
+    let handoff = start_hand_off(&cli, (known, start.kafka_job.clone()), &outputs, (&services, &stats));
     let shared = Shared {
         checkpoints: checkpoints.clone(),
         recovery: start.recovery.as_ref().map(|r| (r.resume.clone(), r.every, r.first_id, r.live.clone())),
@@ -164,7 +164,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
 /// `--take-over`, the one that takes over from the running job (`crate::handoff`).
 fn start_hand_off(
     cli: &Cli,
-    known: Vec<saams::checkpoint::LoggedRequest>,
+    (known, kafka): (Vec<saams::checkpoint::LoggedRequest>, Option<Arc<crate::kafka::KafkaJob>>),
     outputs: &Outputs,
     (services, stats): (&Services, &Arc<Stats>),
 ) -> Option<Arc<HandOff>> {
@@ -180,6 +180,7 @@ fn start_hand_off(
             hub: services.hub.clone(),
             stats: stats.clone(),
             known,
+            kafka,
         };
         let _ = start_taking_over(take, handoff.clone());
     }

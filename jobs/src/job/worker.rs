@@ -406,6 +406,11 @@ impl<'a> WorkerState<'a> {
 
     /// Commit the Kafka partitions' offsets of the windows the dataflow is done with.
     fn commit_kafka(&mut self) {
+        if self.job.handoff.as_ref().is_some_and(|h| h.taking()) {
+            // Catching up to take over: the group's offsets are the running job's to commit
+            // (this job has written none of those windows' answers yet).
+            return;
+        }
         if let Some(k) = self.kafka.as_mut() {
             // Timestamps are event-time ms and a window's answers travel at its last ms: the
             // windows before the frontier's window are done.

@@ -120,6 +120,16 @@ impl KafkaJob {
             .map(|s| Box::new(EstimationLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
     }
 
+    /// Whether the answers go to a topic (`--output-topic`).
+    pub fn writes_answers(&self) -> bool {
+        self.out.is_some()
+    }
+
+    /// Whether the dead letters go to a topic (`--dead-letter-topic`).
+    pub fn writes_dead_letters(&self) -> bool {
+        self.dead.is_some()
+    }
+
     /// With `--output-topic` and `--checkpoints`: what reads the answer topic's end offsets into
     /// each checkpoint's manifest, after the checkpoint's answers were delivered.
     pub fn answer_offsets(&self) -> Option<OutputOffsets> {
@@ -141,13 +151,23 @@ impl KafkaJob {
     /// # Errors
     /// When the checkpoint recorded another answer topic, or the topic cannot be read.
     pub fn skip_delivered(&self, resume: &Resume) -> Result<u64, String> {
+        self.skip_delivered_after(resume.id, resume.output_offsets())
+    }
+
+    /// As [`KafkaJob::skip_delivered`], after checkpoint `id` whose manifests recorded the answer
+    /// topic's end offsets `offsets` ([`crate::checkpoint::resume::output_offsets`]): a job
+    /// taking over another's answer topic (`crate::handoff`) skips what that job produced past
+    /// its last checkpoint.
+    ///
+    /// # Errors
+    /// As [`KafkaJob::skip_delivered`].
+    pub fn skip_delivered_after(&self, id: u64, offsets: Option<(String, Vec<(i32, i64)>)>) -> Result<u64, String> {
         let Some(out) = &self.out else { return Ok(0) };
         let mut sink = lock(out);
-        let from = match resume.output_offsets() {
+        let from = match offsets {
             Some((topic, _)) if topic != sink.topic() => {
                 return Err(format!(
-                    "checkpoint {} wrote its answers to topic {topic:?}, this job to {:?}: start with the same --output-topic, or another --checkpoints directory",
-                    resume.id,
+                    "checkpoint {id} wrote its answers to topic {topic:?}, this job to {:?}: start with the same --output-topic, or another --checkpoints directory",
                     sink.topic()
                 ));
             }

@@ -22,7 +22,7 @@
 //! # std::fs::remove_file(&path).unwrap();
 //! ```
 
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
@@ -80,21 +80,52 @@ impl LineSink {
             let len = std::fs::metadata(target).map_or(0, |m| m.len());
             Some(LineSink::open_at(target, Some(keep.unwrap_or(len)))?)
         };
+        match opened {
+            Some(file) => {
+                let out = file.out.into_inner().unwrap_or_else(|p| p.into_inner());
+                self.attach_with(out, Some(file.bytes.load(Ordering::Relaxed)), file.file.into_inner(), from)
+            }
+            None => self.attach_with(Box::new(BufWriter::new(std::io::stdout())), None, None, from),
+        }
+    }
+
+    /// As [`LineSink::attach`], to any writer: a Kafka answer topic's producer (whose
+    /// deduplication of what the other job produced past its last checkpoint is the writer's,
+    /// see `crate::kafka::produce`).
+    ///
+    /// ```
+    /// use saams_jobs::sink::file::LineSink;
+    /// let sink = LineSink::detached();
+    /// sink.write_at(59_999, None, ["window 0"]);
+    /// sink.write_at(119_999, None, ["window 1"]);
+    /// sink.attach_writer(Box::new(std::io::sink()), 60_000).unwrap();
+    /// assert_eq!((sink.held_lines(), sink.count()), (0, 1));
+    /// ```
+    ///
+    /// # Errors
+    /// When the sink was not detached.
+    pub fn attach_writer(&self, out: Box<dyn Write + Send>, from: u64) -> Result<(), String> {
+        self.attach_with(out, None, None, from)
+    }
+
+    /// Write to `out` from now on (`bytes` already in it, `file` behind it to sync), and the
+    /// held lines from `from` on.
+    fn attach_with(
+        &self,
+        out: Box<dyn Write + Send>,
+        bytes: Option<u64>,
+        file: Option<std::fs::File>,
+        from: u64,
+    ) -> Result<(), String> {
         let Some(held) = &self.held else { return Err("a sink that was not detached cannot be attached".into()) };
         let mut held = lock(held);
         self.span.0.fetch_max(from, Ordering::Relaxed);
-        {
-            let mut out = lock(&self.out);
-            match opened {
-                Some(file) => {
-                    *out = file.out.into_inner().unwrap_or_else(|p| p.into_inner());
-                    self.bytes.store(file.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
-                    if let Some(f) = file.file.into_inner() {
-                        let _ = self.file.set(f);
-                    }
-                }
-                None => *out = Box::new(BufWriter::new(std::io::stdout())),
-            }
+        *lock(&self.out) = out;
+        if let Some(bytes) = bytes {
+            self.bytes.store(bytes, Ordering::Relaxed);
+        }
+        if let Some(f) = file {
+            let _ = self.file.set(f);
         }
         held.uncommitted.remove(&0);
         let before = held.uncommitted.first().copied().unwrap_or(u64::MAX);
