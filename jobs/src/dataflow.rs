@@ -136,3 +136,25 @@ pub fn gossip(worker: &mut Worker, heard: Rc<Cell<u64>>) -> InputHandle<u64, Cap
     });
     handle
 }
+
+/// A worker's load report on the wire: its global index, nanoseconds parked, bytes left in
+/// its files and its Kafka lag (`u64::MAX`: none).
+pub type LoadReport = (u64, u64, u64, u64);
+
+/// Load reports for `--autoscale`: every worker of every process sends its own
+/// ([`crate::stats::WorkerLoad`]) to worker 0, whose process keeps the latest of each in
+/// `load` (the autoscaler there decides for the whole job).
+pub fn load_reports(
+    worker: &mut Worker,
+    load: Arc<crate::stats::Stats>,
+) -> InputHandle<u64, CapacityContainerBuilder<Vec<LoadReport>>> {
+    let mut handle = InputHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        scope.input_from(&mut handle).exchange(|_: &LoadReport| 0).inspect(move |r: &LoadReport| {
+            let some = |x: u64| (x != u64::MAX).then_some(x);
+            let report = crate::stats::WorkerLoad { parked_ns: r.1, file_bytes: some(r.2), kafka_records: some(r.3) };
+            load.job_load.report(r.0 as usize, report);
+        });
+    });
+    handle
+}

@@ -28,6 +28,71 @@ pub struct Stats {
     pub request_warnings: AtomicU64,
     /// Time each of this process' workers parked (the autoscaler's busy fractions).
     pub parked: ParkedClocks,
+    /// On process 0: every worker's latest load report, by global worker index (the
+    /// autoscaler's figures for the whole job under `-n > 1`).
+    pub job_load: JobLoad,
+}
+
+impl Stats {
+    /// The counters of a process of `workers` workers, its park clocks sized before any worker
+    /// parks (unsized, every park went uncounted: the autoscaler saw every worker 100 % busy).
+    pub fn for_workers(workers: usize) -> Stats {
+        let stats = Stats::default();
+        stats.parked.size(workers);
+        stats
+    }
+}
+
+/// One worker's load, as it reports it to worker 0 (every [`LOAD_REPORT_MS`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerLoad {
+    /// Nanoseconds it has parked since it started.
+    pub parked_ns: u64,
+    /// Bytes its files (and byte ranges) have left to read; `None`: it reads none (or stdin).
+    pub file_bytes: Option<u64>,
+    /// Records its Kafka partitions lag by (high watermark less the next record it takes,
+    /// summed); `None`: it reads none, or the client has not reported yet.
+    pub kafka_records: Option<u64>,
+}
+
+/// How often a worker reports its load to worker 0 (ms).
+pub const LOAD_REPORT_MS: u64 = 250;
+
+/// The load reports worker 0 has received, by global worker index.
+///
+/// ```
+/// use saams_jobs::stats::{JobLoad, WorkerLoad};
+/// let load = JobLoad::default();
+/// load.report(1, WorkerLoad { parked_ns: 5, file_bytes: None, kafka_records: Some(700) });
+/// load.report(0, WorkerLoad { parked_ns: 9, file_bytes: None, kafka_records: Some(300) });
+/// let all = load.read();
+/// assert_eq!(all.len(), 2);
+/// assert_eq!(JobLoad::kafka_records(&all), Some(1000));
+/// assert_eq!(JobLoad::file_bytes(&all), None);
+/// ```
+#[derive(Default)]
+pub struct JobLoad(std::sync::Mutex<std::collections::BTreeMap<usize, WorkerLoad>>);
+
+impl JobLoad {
+    /// Worker `index` (global) reports `load`.
+    pub fn report(&self, index: usize, load: WorkerLoad) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(index, load);
+    }
+
+    /// The latest report of every worker heard from.
+    pub fn read(&self) -> std::collections::BTreeMap<usize, WorkerLoad> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The Kafka lag summed over the workers that know theirs (`None`: none does).
+    pub fn kafka_records(all: &std::collections::BTreeMap<usize, WorkerLoad>) -> Option<u64> {
+        all.values().filter_map(|l| l.kafka_records).reduce(|a, b| a.saturating_add(b))
+    }
+
+    /// The bytes left in files summed over the workers reading files (`None`: none does).
+    pub fn file_bytes(all: &std::collections::BTreeMap<usize, WorkerLoad>) -> Option<u64> {
+        all.values().filter_map(|l| l.file_bytes).reduce(|a, b| a.saturating_add(b))
+    }
 }
 
 /// Nanoseconds each worker of the process spent parked (waiting for input, for `--rate`'s

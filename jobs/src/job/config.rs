@@ -445,6 +445,8 @@ pub(super) struct Settings {
     pub(super) workers_per_process: usize,
     /// Workers holding the synopses at the start (`--active-workers`; `None`: all).
     pub(super) active_workers: Option<usize>,
+    /// `--autoscale`: every worker reports its load to worker 0.
+    pub(super) autoscale: bool,
 }
 
 /// `--autoscale`'s settings from the command line (`None` without the flag).

@@ -86,7 +86,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     // Held until the end of the run (released by the OS when the process ends).
     let locks = std::mem::take(&mut start.locks);
     let outputs = Outputs::open(&cli, &start)?;
-    let stats = Arc::new(Stats::default());
+    let stats = Arc::new(Stats::for_workers(cli.workers));
     let (requests, request_topic) =
         with_request_topic(start.requests.take(), start.kafka_job.as_ref(), outputs.dead.as_deref(), &stats)?;
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
@@ -127,6 +127,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             strict_requests: cli.strict_requests,
             workers_per_process: cli.workers,
             active_workers: cli.active_workers,
+            autoscale: cli.autoscale.is_some(),
         },
     };
     let execute = move |worker: &mut timely::worker::Worker| worker::work(worker, &shared);

@@ -181,7 +181,24 @@ fn status_source(
             "deadLetters": stats.dead_letters.load(Ordering::Relaxed),
             "late": stats.late.load(Ordering::Relaxed),
             "autoscale": autoscale.as_ref().map(|a| a.status()),
+            "inputLag": input_lag(&stats),
         })
+    })
+}
+
+/// `GET /status`'s `inputLag` on process 0 of a job with `--autoscale` (from every worker's load
+/// reports): `{"kafkaRecords", "fileBytes", "workersReporting"}` (a figure is null for an input
+/// the job does not read); null otherwise.
+fn input_lag(stats: &Stats) -> serde_json::Value {
+    use crate::stats::JobLoad;
+    let reports = stats.job_load.read();
+    if reports.is_empty() {
+        return serde_json::Value::Null;
+    }
+    serde_json::json!({
+        "kafkaRecords": JobLoad::kafka_records(&reports),
+        "fileBytes": JobLoad::file_bytes(&reports),
+        "workersReporting": reports.len(),
     })
 }
 

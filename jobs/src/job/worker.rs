@@ -51,6 +51,7 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
         state.apply_requests();
         state.hand_off();
         state.checkpoint();
+        state.report_load();
         let active = state.active();
         if !active && state.reading {
             state.stop_reading();
@@ -82,6 +83,8 @@ struct WorkerState<'a> {
     gossip: Option<InputHandle<u64, CapacityContainerBuilder<Vec<u64>>>>,
     /// The newest own epoch gossiped.
     told: u64,
+    /// `--autoscale`: this worker's load reports to worker 0, and when it sent the last.
+    load: Option<(InputHandle<u64, CapacityContainerBuilder<Vec<crate::dataflow::LoadReport>>>, Instant)>,
     readers: Vec<Reading>,
     /// Units that ended, with where they stood at the boundaries they reached.
     ended: Vec<(SourcePosition, SourceMarks)>,
@@ -116,6 +119,8 @@ impl<'a> WorkerState<'a> {
         //     all idle follows the others instead of holding their windows open.
         let heard = Rc::new(Cell::new(0u64));
         let gossip = job.kafka_job.is_some().then(|| crate::dataflow::gossip(worker, heard.clone()));
+        let load =
+            job.settings.autoscale.then(|| (crate::dataflow::load_reports(worker, job.stats.clone()), Instant::now()));
 
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
         //    oldest event time (ms) any unit can still produce (its newest time minus the
@@ -150,6 +155,7 @@ impl<'a> WorkerState<'a> {
             heard,
             gossip,
             told: 0,
+            load,
             readers,
             ended,
             boundaries_known: 0,
@@ -280,6 +286,32 @@ impl<'a> WorkerState<'a> {
             return;
         }
         self.commit_kafka();
+    }
+
+    /// `--autoscale`: publish the tuples routed (every round: the autoscaler's pace measure),
+    /// and every [`crate::stats::LOAD_REPORT_MS`] send worker 0 this worker's time parked, the
+    /// bytes its files have left and its Kafka partitions' lag.
+    fn report_load(&mut self) {
+        let Some((handle, last)) = self.load.as_mut() else { return };
+        // The pace measure's count, current to the round (one atomic add).
+        self.router.publish_tuples();
+        if last.elapsed() < Duration::from_millis(crate::stats::LOAD_REPORT_MS) {
+            return;
+        }
+        *last = Instant::now();
+        let local = self.me % self.job.settings.workers_per_process.max(1);
+        let parked = self.job.stats.parked.read().get(local).copied().unwrap_or(0);
+        let files = self.readers.iter().filter_map(|r| match &r.source {
+            Source::Lines(u) => u.bytes_left(),
+            _ => None,
+        });
+        let file_bytes = files.reduce(u64::saturating_add).unwrap_or(u64::MAX);
+        let kafka = self.kafka.as_ref().and_then(KafkaInput::lag).unwrap_or(u64::MAX);
+        handle.send((self.me as u64, parked, file_bytes, kafka));
+        // Advanced, not only flushed: the exchange to worker 0 holds its buffer until the time
+        // moves on (flushed alone, no report ever arrived).
+        let next = handle.time() + 1;
+        handle.advance_to(next);
     }
 
     /// Park (stepping first) for at most `wait`, counting the time as parked for the
@@ -426,6 +458,7 @@ impl<'a> WorkerState<'a> {
         debug_assert!(self.router.batch.is_empty(), "every read round sends what it routed");
         drop(self.input);
         drop(self.gossip);
+        drop(self.load);
         while !self.probe.done() {
             worker.step_or_park(Some(Duration::from_millis(1)));
         }

@@ -161,6 +161,8 @@ pub struct UnitReader {
     offset: u64,
     /// Byte offset and line number of the last line returned (where re-reading it starts).
     line_start: (u64, u64),
+    /// A whole file's path (its length says how far the reader is behind its end).
+    whole_file: Option<std::path::PathBuf>,
 }
 
 /// Standard input for a job that runs as a service: a thread reads it and hands the chunks over,
@@ -222,7 +224,9 @@ impl UnitReader {
             Input::File(p, f) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
                 let file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                Ok(UnitReader::new(ctx, Box::new(file)))
+                let mut r = UnitReader::new(ctx, Box::new(file));
+                r.whole_file = Some(p.clone());
+                Ok(r)
             }
             Input::Range(p, f, start, end) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
@@ -269,6 +273,7 @@ impl UnitReader {
                     waiting: false,
                     offset: 0,
                     line_start: (0, 0),
+                    whole_file: None,
                 };
                 Ok(r)
             }
@@ -286,6 +291,7 @@ impl UnitReader {
             waiting: false,
             offset: 0,
             line_start: (0, 0),
+            whole_file: None,
         }
     }
 
@@ -317,14 +323,25 @@ impl UnitReader {
         }
         file.seek(SeekFrom::Start(offset)).map_err(|e| format!("{}: {e}", p.display()))?;
         let mut r = UnitReader::new(ctx, Box::new(file));
-        if let Input::Range(_, _, start, _) = input {
-            r.name = format!("{}@{start}", p.display());
+        match input {
+            Input::Range(_, _, start, _) => r.name = format!("{}@{start}", p.display()),
+            _ => r.whole_file = Some(p.clone()),
         }
         r.budget = if end == u64::MAX { u64::MAX } else { end.saturating_sub(offset) };
         r.offset = offset;
         r.line_no = lines_before;
         r.line_start = (offset, lines_before);
         Ok(r)
+    }
+
+    /// Bytes of the unit not read yet: the rest of a byte range, or of a whole file as long as
+    /// it is now (it may grow); `None` for stdin (its end is not known).
+    pub fn bytes_left(&self) -> Option<u64> {
+        if self.budget != u64::MAX {
+            return Some(self.budget);
+        }
+        let len = std::fs::metadata(self.whole_file.as_ref()?).ok()?.len();
+        Some(len.saturating_sub(self.offset))
     }
 
     /// Where the next line starts: its byte offset and the number of lines before it.

@@ -8,8 +8,12 @@
 //! What it measures ([`Meter`]): how far the input is behind — the event-time windows read past
 //! the dataflow's frontier, and with `--rate` the share of the pace the readers fell short of —
 //! and each active worker's busy fraction (wall time it did not park, from
-//! [`crate::stats::ParkedClocks`]). With `-n > 1` only process 0 runs it, on its own workers'
-//! figures (one decider per job: two would race for the fences).
+//! [`crate::stats::ParkedClocks`]) — and how far the inputs are behind their ends: the Kafka
+//! partitions' lag (high watermark less the next record taken, summed) and, without `--rate`,
+//! the bytes the files have left. Every worker of every process reports its figures to worker
+//! 0 through a small dataflow of its own ([`crate::dataflow::load_reports`], as the Kafka epoch
+//! gossip travels), so under `-n > 1` process 0 — the one decider (two would race for the
+//! fences) — sees the whole job.
 
 pub mod policy;
 
@@ -22,7 +26,7 @@ use prometheus_client::metrics::family::Family;
 use serde_json::{Value, json};
 
 use crate::control::hub::Hub;
-use crate::stats::Stats;
+use crate::stats::{JobLoad, Stats};
 
 use policy::{Decision, Direction, LoadSample, Policy, PolicyConfig};
 
@@ -142,13 +146,22 @@ pub struct Meter {
     /// Workers of this process, and the first's global index.
     local: (usize, usize),
     previous: Option<(Instant, u64, Vec<u64>)>,
+    /// The workers' load reports at the previous sample (global index → parked ns).
+    previous_reports: std::collections::BTreeMap<usize, u64>,
 }
 
 impl Meter {
     /// A meter for a process whose workers are `first..first + workers` of the job, reading at
     /// most `rate` tuples/s (its share of `--rate`).
     pub fn new(window_ms: i64, rate: Option<f64>, (first, workers): (usize, usize)) -> Meter {
-        Meter { started: Instant::now(), window_ms: window_ms.max(1), rate, local: (workers, first), previous: None }
+        Meter {
+            started: Instant::now(),
+            window_ms: window_ms.max(1),
+            rate,
+            local: (workers, first),
+            previous: None,
+            previous_reports: std::collections::BTreeMap::new(),
+        }
     }
 
     /// A sample of `stats` now, with the job's `active` workers, its dataflow in `open_window`
@@ -160,15 +173,23 @@ impl Meter {
         let previous = self.previous.replace((now, tuples, parked.clone()));
         let (then, tuples_then, parked_then) = previous?;
         let wall = now.duration_since(then).as_nanos().max(1) as f64;
-        let (workers, first) = self.local;
-        // This process' workers among the job's first `active`.
-        let mine = active.saturating_sub(first).min(workers);
-        let busy = (0..mine)
-            .map(|i| {
-                let p = parked.get(i).copied().unwrap_or(0).saturating_sub(parked_then.get(i).copied().unwrap_or(0));
-                (1.0 - p as f64 / wall).clamp(0.0, 1.0)
-            })
-            .collect();
+        let reports = stats.job_load.read();
+        let reported: std::collections::BTreeMap<usize, u64> = reports.iter().map(|(&w, l)| (w, l.parked_ns)).collect();
+        let reports_then = std::mem::replace(&mut self.previous_reports, reported);
+        let busy = if reports.is_empty() {
+            self.local_busy((&parked, &parked_then), active, wall)
+        } else {
+            // Every process' active workers, from their reports (under -n > 1 too).
+            (0..active)
+                .filter_map(|w| {
+                    let (now, then) = (self.previous_reports.get(&w)?, reports_then.get(&w)?);
+                    Some((1.0 - now.saturating_sub(*then) as f64 / wall).clamp(0.0, 1.0))
+                })
+                .collect()
+        };
+        let kafka_lag = JobLoad::kafka_records(&reports);
+        // With --rate the readers are behind a file's end by design: the pace is the signal.
+        let file_behind_bytes = JobLoad::file_bytes(&reports).filter(|_| self.rate.is_none());
         let read_epoch = stats.epoch.load(Ordering::Relaxed);
         // No reading yet, or the inputs ended (their epoch is past every window): nothing behind.
         let lag_windows = if read_epoch <= 0 || read_epoch > i64::MAX / 4 || open_window <= 0 {
@@ -181,7 +202,21 @@ impl Meter {
             (1.0 - (tuples - tuples_then) as f64 / wanted).clamp(0.0, 1.0)
         });
         let at_ms = now.duration_since(self.started).as_millis() as u64;
-        Some(LoadSample { at_ms, active, lag_windows, pace_shortfall, busy, rescaling })
+        Some(LoadSample { at_ms, active, lag_windows, pace_shortfall, busy, rescaling, kafka_lag, file_behind_bytes })
+    }
+
+    /// This process' active workers' busy fractions from its own clocks (`parked` now and
+    /// then, over `wall` ns): before any load report has come.
+    fn local_busy(&self, (parked, parked_then): (&[u64], &[u64]), active: usize, wall: f64) -> Vec<f64> {
+        let (workers, first) = self.local;
+        // This process' workers among the job's first `active`.
+        let mine = active.saturating_sub(first).min(workers);
+        (0..mine)
+            .map(|i| {
+                let p = parked.get(i).copied().unwrap_or(0).saturating_sub(parked_then.get(i).copied().unwrap_or(0));
+                (1.0 - p as f64 / wall).clamp(0.0, 1.0)
+            })
+            .collect()
     }
 }
 

@@ -29,6 +29,12 @@ pub struct LoadSample {
     pub busy: Vec<f64>,
     /// A rescale is waiting for its fence or still moving.
     pub rescaling: bool,
+    /// Records the Kafka partitions lag by, summed over every worker (`None`: no Kafka input,
+    /// or not known yet).
+    pub kafka_lag: Option<u64>,
+    /// Bytes the files have left to read, summed over every worker (`None`: no file, or paced
+    /// by `--rate`, where being behind a file's end is by design).
+    pub file_behind_bytes: Option<u64>,
 }
 
 impl LoadSample {
@@ -57,6 +63,17 @@ pub struct PolicyConfig {
     pub down_lag_windows: f64,
     /// … and the pace kept up to within this share.
     pub down_shortfall: f64,
+    /// … or the Kafka lag is at least this many records and would take more than
+    /// `up_drain_s` to drain at the pace it drained since the last sample (or grew) …
+    pub up_kafka_records: u64,
+    /// … or the files have at least this many bytes left, draining as slowly.
+    pub up_file_bytes: u64,
+    /// The drain time (s) past which an input's backlog counts as falling behind.
+    pub up_drain_s: f64,
+    /// Scale down only when the Kafka lag is at most this many records …
+    pub down_kafka_records: u64,
+    /// … and the files have at most this many bytes left.
+    pub down_file_bytes: u64,
     /// Samples in a row beyond a threshold before acting.
     pub sustain: usize,
     /// No decision for this long after a change (ms).
@@ -75,6 +92,11 @@ impl PolicyConfig {
             down_busy: 0.40,
             down_lag_windows: 1.0,
             down_shortfall: 0.02,
+            up_kafka_records: 10_000,
+            up_file_bytes: 8 << 20,
+            up_drain_s: 30.0,
+            down_kafka_records: 1_000,
+            down_file_bytes: 1 << 20,
             sustain: 3,
             cooldown_ms,
         }
@@ -133,12 +155,14 @@ pub struct Policy {
     over: usize,
     under: usize,
     last_change_ms: Option<u64>,
+    /// The previous sample's time and input lags (Kafka records, file bytes): how fast they drain.
+    previous: Option<(u64, Option<u64>, Option<u64>)>,
 }
 
 impl Policy {
     /// A policy with no history.
     pub fn new(config: PolicyConfig) -> Policy {
-        Policy { config, over: 0, under: 0, last_change_ms: None }
+        Policy { config, over: 0, under: 0, last_change_ms: None, previous: None }
     }
 
     /// The thresholds.
@@ -148,6 +172,16 @@ impl Policy {
 
     /// The decision for `s` (a change starts the cool-down: the caller acts on it).
     pub fn decide(&mut self, s: &LoadSample) -> Decision {
+        let backlog = self.previous.replace((s.at_ms, s.kafka_lag, s.file_behind_bytes)).and_then(|(then, k, f)| {
+            let c = &self.config;
+            let dt = s.at_ms.saturating_sub(then);
+            let kafka = falling_behind(k, s.kafka_lag, dt, (c.up_kafka_records, c.up_drain_s));
+            let kafka = kafka.map(|why| format!("Kafka lag {} records {why}", s.kafka_lag.unwrap_or(0)));
+            let file = falling_behind(f, s.file_behind_bytes, dt, (c.up_file_bytes, c.up_drain_s));
+            kafka.or_else(|| {
+                file.map(|why| format!("files {} bytes behind their end {why}", s.file_behind_bytes.unwrap_or(0)))
+            })
+        });
         let c = &self.config;
         let hold = |reason: String| Decision { direction: Direction::Hold, to: s.active, reason };
         if s.rescaling {
@@ -174,7 +208,7 @@ impl Policy {
                 format!("{} active workers is outside {}..{}", s.active, c.min, c.max),
             );
         }
-        match (overloaded(c, s), underloaded(c, s)) {
+        match (backlog.or_else(|| overloaded(c, s)), underloaded(c, s)) {
             (Some(why), _) => {
                 self.under = 0;
                 self.over += 1;
@@ -203,9 +237,10 @@ impl Policy {
                 self.over = 0;
                 self.under = 0;
                 hold(format!(
-                    "load between the thresholds (busy {:.2}, {:.1} windows behind)",
+                    "load between the thresholds (busy {:.2}, {:.1} windows behind{})",
                     s.mean_busy(),
-                    s.lag_windows
+                    s.lag_windows,
+                    input_lag(s)
                 ))
             }
         }
@@ -231,14 +266,40 @@ fn overloaded(c: &PolicyConfig, s: &LoadSample) -> Option<String> {
     (busy >= c.up_busy).then(|| format!("active workers busy {busy:.2} (>= {})", c.up_busy))
 }
 
+/// Why an input's backlog (`now`: records or bytes; `then`, `dt_ms` before) says the job
+/// falls behind: at least `floor` and growing, or draining slower than in `drain_s` seconds.
+fn falling_behind(then: Option<u64>, now: Option<u64>, dt_ms: u64, (floor, drain_s): (u64, f64)) -> Option<String> {
+    let (then, now) = (then?, now?);
+    if now < floor || dt_ms == 0 {
+        return None;
+    }
+    if now >= then {
+        return Some(format!("(>= {floor}, not draining: {then} a sample before)"));
+    }
+    let per_s = (then - now) as f64 * 1000.0 / dt_ms as f64;
+    let secs = now as f64 / per_s;
+    (secs > drain_s).then(|| format!("(>= {floor}, {secs:.0} s to drain at {per_s:.0}/s, > {drain_s:.0} s)"))
+}
+
+/// `, Kafka lag N records, files N bytes behind` for what `s` measured.
+fn input_lag(s: &LoadSample) -> String {
+    let kafka = s.kafka_lag.map(|k| format!(", Kafka lag {k} records")).unwrap_or_default();
+    kafka + &s.file_behind_bytes.map(|f| format!(", files {f} bytes behind")).unwrap_or_default()
+}
+
 /// Why `s` is under every down threshold (`None`: it is not).
 fn underloaded(c: &PolicyConfig, s: &LoadSample) -> Option<String> {
     let busy = s.mean_busy();
     let kept_pace = s.pace_shortfall.is_none_or(|x| x <= c.down_shortfall);
-    (busy <= c.down_busy && s.lag_windows <= c.down_lag_windows && kept_pace).then(|| {
+    let caught_up = s.kafka_lag.is_none_or(|k| k <= c.down_kafka_records)
+        && s.file_behind_bytes.is_none_or(|f| f <= c.down_file_bytes);
+    (busy <= c.down_busy && s.lag_windows <= c.down_lag_windows && kept_pace && caught_up).then(|| {
         format!(
-            "active workers busy {busy:.2} (<= {}) and input {:.1} windows behind (<= {})",
-            c.down_busy, s.lag_windows, c.down_lag_windows
+            "active workers busy {busy:.2} (<= {}) and input {:.1} windows behind (<= {}){}",
+            c.down_busy,
+            s.lag_windows,
+            c.down_lag_windows,
+            input_lag(s)
         )
     })
 }
@@ -278,7 +339,55 @@ mod tests {
     use super::*;
 
     fn sample(at_ms: u64, active: usize, busy: f64, lag_windows: f64) -> LoadSample {
-        LoadSample { at_ms, active, lag_windows, pace_shortfall: None, busy: vec![busy; active], rescaling: false }
+        LoadSample { at_ms, active, lag_windows, busy: vec![busy; active], ..LoadSample::default() }
+    }
+
+    #[test]
+    fn a_kafka_lag_that_does_not_drain_scales_up_and_names_the_lag() {
+        let mut p = Policy::new(PolicyConfig::new(1, 8, 0));
+        // Workers not busy, no window behind: only the lag says the job falls behind.
+        let lag = |i: u64, records| LoadSample { kafka_lag: Some(records), ..sample(i * 1000, 2, 0.3, 0.0) };
+        let d: Vec<_> =
+            [50_000, 52_000, 54_000, 56_000].iter().enumerate().map(|(i, &r)| p.decide(&lag(i as u64, r))).collect();
+        assert_eq!(d[0].direction, Direction::Hold, "one sample has no trend");
+        assert_eq!((d[3].direction, d[3].to), (Direction::Up, 4));
+        assert!(d[3].reason.contains("Kafka lag 56000 records"), "{}", d[3].reason);
+        assert!(d[3].reason.contains("not draining"), "{}", d[3].reason);
+    }
+
+    #[test]
+    fn a_lag_draining_fast_enough_or_below_the_floor_does_not_scale_up() {
+        let mut p = Policy::new(PolicyConfig::new(1, 8, 0));
+        // 100 000 records draining 10 000 a second: 10 s to drain, under 30 s.
+        let fast = |i: u64| LoadSample { kafka_lag: Some(100_000 - i * 10_000), ..sample(i * 1000, 2, 0.6, 0.0) };
+        assert!((0..6).all(|i| p.decide(&fast(i)).direction == Direction::Hold));
+        // Draining 1 000 a second from 60 000: a minute to drain, over 30 s: up.
+        let mut p = Policy::new(PolicyConfig::new(1, 8, 0));
+        let slow = |i: u64| LoadSample { kafka_lag: Some(60_000 - i * 1_000), ..sample(i * 1000, 2, 0.6, 0.0) };
+        let d: Vec<_> = (10..14).map(|i| p.decide(&slow(i))).collect();
+        assert_eq!(d[3].direction, Direction::Up, "{}", d[3].reason);
+        assert!(d[3].reason.contains("s to drain at 1000/s"), "{}", d[3].reason);
+        // Growing, but below the floor: nothing.
+        let mut p = Policy::new(PolicyConfig::new(1, 8, 0));
+        let small = |i: u64| LoadSample { kafka_lag: Some(100 + i * 100), ..sample(i * 1000, 2, 0.6, 0.0) };
+        assert!((0..6).all(|i| p.decide(&small(i)).direction == Direction::Hold));
+    }
+
+    #[test]
+    fn files_behind_their_end_scale_up_and_a_lag_keeps_the_job_from_scaling_down() {
+        let mut p = Policy::new(PolicyConfig::new(1, 8, 0));
+        let file = |i: u64, bytes| LoadSample { file_behind_bytes: Some(bytes), ..sample(i * 1000, 2, 0.1, 0.0) };
+        let d: Vec<_> = (0..4).map(|i| p.decide(&file(i, 900_000_000 - i * 1_000_000))).collect();
+        assert_eq!(d[3].direction, Direction::Up, "{}", d[3].reason);
+        assert!(d[3].reason.contains("files 897000000 bytes behind their end"), "{}", d[3].reason);
+        // Idle workers, but a Kafka lag over the down floor (draining fast): no scale-down.
+        let mut p = Policy::new(PolicyConfig::new(1, 8, 0));
+        let lagging = |i: u64| LoadSample { kafka_lag: Some(5_000 - i * 500), ..sample(i * 1000, 4, 0.05, 0.0) };
+        assert!((0..6).all(|i| p.decide(&lagging(i)).direction == Direction::Hold));
+        let caught_up = |i: u64| LoadSample { kafka_lag: Some(200), ..sample(i * 1000, 4, 0.05, 0.0) };
+        let d: Vec<_> = (10..13).map(|i| p.decide(&caught_up(i))).collect();
+        assert_eq!(d[2].direction, Direction::Down, "{}", d[2].reason);
+        assert!(d[2].reason.contains("Kafka lag 200 records"), "{}", d[2].reason);
     }
 
     fn run(p: &mut Policy, samples: &[LoadSample]) -> Vec<Direction> {

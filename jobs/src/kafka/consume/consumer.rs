@@ -54,6 +54,9 @@ struct Reachability {
     watched: OnceLock<(String, Vec<i32>)>,
     /// Reports that found every watched partition's leader up.
     reachable_reports: AtomicU64,
+    /// One more than the watched partitions' lag in the last report: records between each
+    /// one's high watermark and the next record handed to the job, summed (0: not known yet).
+    lag_plus_one: AtomicU64,
 }
 
 impl Reachability {
@@ -66,6 +69,14 @@ impl Reachability {
 /// (`up`, by broker id).
 fn leaders_up(partitions: &[i32], leader: impl Fn(i32) -> Option<i32>, up: impl Fn(i32) -> bool) -> bool {
     partitions.iter().all(|&p| leader(p).is_some_and(|id| id >= 0 && up(id)))
+}
+
+/// A partition's lag from the client's statistics: its high watermark `hi` less the next
+/// record the job takes (`app`, one past the last handed over; before any, `next`, where
+/// fetching starts). `None` while either is unknown (negative).
+fn partition_lag(hi: i64, app: i64, next: i64) -> Option<i64> {
+    let at = if app >= 0 { app } else { next };
+    (hi >= 0 && at >= 0).then(|| (hi - at).max(0))
 }
 
 /// [`PartitionReader::in_outage`] over its state: `outage` holds the reachable reports counted at
@@ -89,6 +100,16 @@ impl ClientContext for SourceContext {
         if leaders_up(partitions, leader, up) {
             self.reach.reachable_reports.fetch_add(1, Ordering::Relaxed);
         }
+        let lags: Option<Vec<i64>> = partitions
+            .iter()
+            .map(|p| {
+                topic
+                    .and_then(|t| t.partitions.get(p))
+                    .and_then(|tp| partition_lag(tp.hi_offset, tp.app_offset, tp.next_offset))
+            })
+            .collect();
+        let lag = lags.map_or(0, |l| l.iter().map(|&x| x as u64).sum::<u64>().saturating_add(1));
+        self.reach.lag_plus_one.store(lag, Ordering::Relaxed);
     }
 }
 
@@ -448,6 +469,13 @@ impl PartitionReader {
         still_out(&mut self.outage, self.context.reach.reports(), self.reports_on)
     }
 
+    /// Records between the partitions' high watermarks and the next this reader hands over,
+    /// summed, as of the client's last statistics (every 500 ms); `None` before the first, or
+    /// without statistics.
+    pub(super) fn lag(&self) -> Option<u64> {
+        self.context.reach.lag_plus_one.load(Ordering::Relaxed).checked_sub(1)
+    }
+
     pub(super) fn at_end(&self) -> bool {
         self.at_eof.iter().all(|&e| e)
     }
@@ -493,6 +521,15 @@ fn resolve_start<C: ConsumerContext>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_lags_by_its_high_watermark_less_the_next_record_taken() {
+        assert_eq!(partition_lag(1_000, 400, 900), Some(600));
+        // Nothing handed over yet: from where fetching starts.
+        assert_eq!(partition_lag(1_000, -1001, 250), Some(750));
+        assert_eq!(partition_lag(-1001, 400, 400), None);
+        assert_eq!(partition_lag(10, 12, 12), Some(0));
+    }
 
     #[test]
     fn partitions_are_reachable_when_every_leader_is_known_and_up() {

@@ -199,6 +199,13 @@ impl KafkaTupleSource {
         self.clock.is_idle(Instant::now())
     }
 
+    /// Records between this source's partitions' high watermarks and the next it hands over,
+    /// summed, as of the client's last statistics (`None` before the first: the autoscaler's
+    /// Kafka lag).
+    pub fn lag(&self) -> Option<u64> {
+        self.reader.lag()
+    }
+
     /// True when every assigned partition has been read to its end (as of the last poll); with
     /// `--exit-when-idle` the job can then close its windows and stop.
     pub fn at_end(&self) -> bool {

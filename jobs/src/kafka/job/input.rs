@@ -97,6 +97,11 @@ impl KafkaInput {
         }
     }
 
+    /// Records this worker's partitions lag by (see [`KafkaTupleSource::lag`]).
+    pub fn lag(&self) -> Option<u64> {
+        self.source.lag()
+    }
+
     /// True while this worker should keep reading (see [`KafkaJob::running`]); a worker without
     /// partitions stops at once so it never holds windows open.
     pub fn running(&self) -> bool {
