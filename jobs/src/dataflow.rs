@@ -141,13 +141,13 @@ pub fn gossip(worker: &mut Worker, heard: Rc<Cell<u64>>) -> InputHandle<u64, Cap
 /// its files and its Kafka lag (`u64::MAX`: none).
 pub type LoadReport = (u64, u64, u64, u64);
 
+/// The input a worker sends its load reports into.
+pub type LoadInput = InputHandle<u64, CapacityContainerBuilder<Vec<LoadReport>>>;
+
 /// Load reports for `--autoscale`: every worker of every process sends its own
 /// ([`crate::stats::WorkerLoad`]) to worker 0, whose process keeps the latest of each in
 /// `load` (the autoscaler there decides for the whole job).
-pub fn load_reports(
-    worker: &mut Worker,
-    load: Arc<crate::stats::Stats>,
-) -> InputHandle<u64, CapacityContainerBuilder<Vec<LoadReport>>> {
+pub fn load_reports(worker: &mut Worker, load: Arc<crate::stats::Stats>) -> LoadInput {
     let mut handle = InputHandle::new();
     worker.dataflow::<u64, _, _>(|scope| {
         scope.input_from(&mut handle).exchange(|_: &LoadReport| 0).inspect(move |r: &LoadReport| {

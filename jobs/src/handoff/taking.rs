@@ -332,7 +332,7 @@ fn tail_read_barrier(dir: &Path, cli: &Cli, started: u64) -> Result<(), String> 
         let waiting: Vec<usize> = (0..cli.processes)
             .filter(|&p| {
                 let read = std::fs::read_to_string(tail_read_path(dir, p)).ok();
-                !read.and_then(|t| serde_json::from_str::<Done>(&t).ok()).is_some_and(|d| d.done_unix_ms >= started)
+                read.and_then(|t| serde_json::from_str::<Done>(&t).ok()).is_none_or(|d| d.done_unix_ms < started)
             })
             .collect();
         if waiting.is_empty() {

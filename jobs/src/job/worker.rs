@@ -84,7 +84,7 @@ struct WorkerState<'a> {
     /// The newest own epoch gossiped.
     told: u64,
     /// `--autoscale`: this worker's load reports to worker 0, and when it sent the last.
-    load: Option<(InputHandle<u64, CapacityContainerBuilder<Vec<crate::dataflow::LoadReport>>>, Instant)>,
+    load: Option<(crate::dataflow::LoadInput, Instant)>,
     readers: Vec<Reading>,
     /// Units that ended, with where they stood at the boundaries they reached.
     ended: Vec<(SourcePosition, SourceMarks)>,
