@@ -34,7 +34,52 @@ impl<'a> RecordLines<'a> {
 
     /// Whether the record carries more than one line (its lines are then numbered in dead letters).
     pub fn is_batch(&self) -> bool {
-        self.rest.is_some_and(|r| r.contains(&b'\n'))
+        self.rest.is_some_and(|r| memchr::memchr(b'\n', r).is_some())
+    }
+}
+
+/// The lines of a payload that is valid UTF-8 as a whole, as [`RecordLines`] splits them (one
+/// for a record of one tuple, even empty; a final newline ends the last line).
+///
+/// Why: validating a batched record's payload once, as the file reader validates a block, and
+/// splitting the text costs one pass, where validating each line on its own restarted the
+/// validation a thousand times a record. A newline is ASCII, so every line of valid text is
+/// valid text.
+///
+/// ```
+/// use saams_jobs::kafka::{RecordLines, text_lines};
+/// for payload in ["{}", "", "a\nb\n", "a\n\nb", "\n"] {
+///     let text: Vec<&[u8]> = text_lines(payload).map(str::as_bytes).collect();
+///     assert_eq!(text, RecordLines::new(payload.as_bytes()).collect::<Vec<_>>(), "{payload:?}");
+/// }
+/// ```
+pub fn text_lines(payload: &str) -> std::str::Split<'_, char> {
+    payload.strip_suffix('\n').unwrap_or(payload).split('\n')
+}
+
+/// Hands each line of `payload` after the first `skip` to `f(line number, bytes, text)`, where
+/// text is the line as UTF-8 or why it is not. The payload is validated once as a whole (see
+/// [`text_lines`]); only a payload that is not UTF-8 is split and validated line by line, so the
+/// line at fault alone is refused, with its reason.
+///
+/// ```
+/// use saams_jobs::kafka::for_each_line;
+/// let mut got = Vec::new();
+/// for_each_line(b"a\n\xff\nc\n", 1, |i, bytes, text| got.push((i, bytes.to_vec(), text.is_ok())));
+/// assert_eq!(got, [(1, b"\xff".to_vec(), false), (2, b"c".to_vec(), true)]);
+/// ```
+pub fn for_each_line(payload: &[u8], skip: usize, mut f: impl FnMut(usize, &[u8], Result<&str, std::str::Utf8Error>)) {
+    match std::str::from_utf8(payload) {
+        Ok(whole) => {
+            for (line, text) in text_lines(whole).enumerate().skip(skip) {
+                f(line, text.as_bytes(), Ok(text));
+            }
+        }
+        Err(_) => {
+            for (line, bytes) in RecordLines::new(payload).enumerate().skip(skip) {
+                f(line, bytes, std::str::from_utf8(bytes));
+            }
+        }
     }
 }
 
@@ -43,7 +88,7 @@ impl<'a> Iterator for RecordLines<'a> {
 
     fn next(&mut self) -> Option<&'a [u8]> {
         let rest = self.rest?;
-        match rest.iter().position(|&b| b == b'\n') {
+        match memchr::memchr(b'\n', rest) {
             Some(i) => {
                 self.rest = Some(&rest[i + 1..]);
                 Some(&rest[..i])

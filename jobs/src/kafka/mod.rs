@@ -27,7 +27,7 @@ pub use consume::{
     PartitionWatermarks, RecordRef, assigned_partitions,
 };
 pub use error::{AdapterError, METADATA_TIMEOUT};
-pub use format::{MAX_LINES_PER_RECORD, RecordLines};
+pub use format::{MAX_LINES_PER_RECORD, RecordLines, for_each_line, text_lines};
 pub use job::{KafkaArgs, KafkaInput, KafkaJob};
 pub use metadata::check_brokers;
 pub use options::{KafkaOptions, StartFrom, parse_setting};

@@ -6,6 +6,7 @@
 //! How the process opens it ([`KafkaJob::worker_input`]) is here too, so that this file uses the
 //! process' side and not the other way round.
 
+use std::str::Utf8Error;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use crate::checkpoint::resume::Resume;
 use crate::kafka::consume::positions::PartitionPositions;
 use crate::kafka::consume::records::RecordRef;
 use crate::kafka::consume::tuple_source::KafkaTupleSource;
-use crate::kafka::format::{MAX_LINES_PER_RECORD, RecordLines};
+use crate::kafka::format::{MAX_LINES_PER_RECORD, RecordLines, for_each_line};
 use crate::sink::file::LineSink;
 use crate::stats::Stats;
 
@@ -125,10 +126,9 @@ impl KafkaInput {
         let records = ((max as f64 / self.lines_per_record).ceil() as usize).max(1);
         let mut lines_read = 0usize;
         let polled = source.poll_with(records, wait, |r| {
-            let lines = RecordLines::new(r.payload);
             let skip = resume_skip(resume_lines, r.partition, r.offset);
-            let numbered = lines.is_batch();
-            for (line, text) in lines.enumerate().skip(skip) {
+            // One line of the record: its bytes and their text (the reason when not UTF-8).
+            let handle = |line: usize, bytes: &[u8], text: Result<&str, Utf8Error>| {
                 lines_read += 1;
                 let line = line as u64;
                 match admit(ctx, (&r, text, line), late_below) {
@@ -153,12 +153,15 @@ impl KafkaInput {
                         if late {
                             stats.late.fetch_add(1, Ordering::Relaxed);
                         }
-                        let rejected = RecordRef { payload: text, ..r };
+                        // A batched record's lines are numbered in its dead letters.
+                        let numbered = RecordLines::new(r.payload).is_batch();
+                        let rejected = RecordRef { payload: bytes, ..r };
                         job.reject(topic, (&rejected, numbered.then_some(line)), &reason, file_dead.as_deref());
                         marks.push(r.partition, r.offset, None);
                     }
                 }
-            }
+            };
+            for_each_line(r.payload, skip, handle);
         });
         let n = self.after_poll(polled);
         if n > 0 {
@@ -427,20 +430,20 @@ struct Rejected {
     late: bool,
 }
 
-/// Parses `text`, line `line` of record `r` (the whole payload of a one-tuple record), as a JSON
-/// tuple and gives it its event time (the tuple's, else the record timestamp):
+/// Parses `text`, line `line` of record `r` (the whole payload of a one-tuple record; `Err`
+/// when those bytes are not UTF-8), as a JSON tuple and gives it its event time (the tuple's, else the record timestamp):
 /// `Ok(Some((time, tuple)))` to route, `Ok(None)` for a blank line (nothing to do), `Err` for a
 /// line that is not UTF-8, not a tuple, without event time, or older than `late_below`.
 fn admit(
     ctx: &LineContext,
-    (r, text, line): (&RecordRef<'_>, &[u8], u64),
+    (r, text, line): (&RecordRef<'_>, Result<&str, Utf8Error>, u64),
     late_below: i64,
 ) -> Result<Option<(i64, Tuple)>, Rejected> {
     let refuse = |reason: String| Rejected { reason, late: false };
     if line >= MAX_LINES_PER_RECORD as u64 {
         return Err(refuse(format!("line {line} of a record: a record carries at most {MAX_LINES_PER_RECORD} lines")));
     }
-    let text = std::str::from_utf8(text).map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
+    let text = text.map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
     let Some(mut t) = ctx.parse_line(r.offset.max(0) as u64, text).map_err(|e| refuse(e.message))? else {
         return Ok(None);
     };
@@ -488,7 +491,7 @@ mod tests {
 
     /// [`admit`] of a one-tuple record.
     fn admit_record(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option<(i64, Tuple)>, Rejected> {
-        admit(ctx, (r, r.payload, 0), late_below)
+        admit(ctx, (r, std::str::from_utf8(r.payload), 0), late_below)
     }
 
     fn refusal(result: Result<Option<(i64, Tuple)>, Rejected>) -> (String, bool) {
@@ -553,12 +556,15 @@ mod tests {
         let r = record(payload, Some(5));
         let got: Vec<_> = RecordLines::new(payload)
             .enumerate()
-            .map(|(i, text)| admit(&ctx, (&r, text, i as u64), 0).map(|t| t.map(|(_, t)| t.stream_id.to_string())))
+            .map(|(i, text)| {
+                admit(&ctx, (&r, std::str::from_utf8(text), i as u64), 0)
+                    .map(|t| t.map(|(_, t)| t.stream_id.to_string()))
+            })
             .collect();
         assert!(matches!(&got[0], Ok(Some(s)) if s == "A"));
         assert!(got[1].is_err(), "the malformed line alone is refused");
         assert!(matches!(&got[2], Ok(Some(s)) if s == "B"));
-        let (reason, _) = refusal(admit(&ctx, (&r, b"{}", MAX_LINES_PER_RECORD as u64), 0));
+        let (reason, _) = refusal(admit(&ctx, (&r, Ok("{}"), MAX_LINES_PER_RECORD as u64), 0));
         assert!(reason.contains("at most"), "{reason}");
     }
 
