@@ -10,9 +10,11 @@
 #   scripts/kafka-ingest.sh [-n TUPLES_PER_STREAM] [-r ROUNDS] [-b BATCH] [-X key=value[,key=value…]]…
 #
 # Each -X adds a setting: the one-tuple topic read with those librdkafka settings (comma-separated
-# for several at once). Job CPU-seconds are the job's user+sys (/usr/bin/time); the broker's
-# CPU-seconds beside it come from /proc of the process listening on the broker's port (or
-# BROKER_PID), read before and after each Kafka run, not counted in the job's.
+# for several at once). The job's CPU-seconds (user+sys) and peak resident memory come from
+# /usr/bin/time; the broker's CPU-seconds beside them from /proc of the process listening on the
+# broker's port (or BROKER_PID), read before and after each Kafka run, not counted in the job's.
+# The summary gives the median and the lowest job CPU-seconds of each setting: on shared cores
+# other work inflates a run's CPU-seconds, never deflates them.
 #
 # Environment: BROKERS (default 127.0.0.1:9092), BROKER_PID, SAAMS_BIN (default
 # target/release), REQUESTS (default datasets/requests/paper-workload.json).
@@ -29,7 +31,7 @@ while getopts "n:r:b:X:" opt; do
     r) rounds=$OPTARG ;;
     b) batch=$OPTARG ;;
     X) tunings+=("$OPTARG") ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
   esac
 done
 brokers=${BROKERS:-127.0.0.1:9092}
@@ -68,12 +70,13 @@ run() { # name input tunings round
     for x in "${xs[@]}"; do [ -n "$x" ] && args+=(-X "$x"); done
   fi
   b0=$(broker_cpu)
-  /usr/bin/time -f "%U %S" -o "$work/time" "$bin/saams" -w 2 --progress 0 --requests "$requests" \
+  /usr/bin/time -f "%U %S %M" -o "$work/time" "$bin/saams" -w 2 --progress 0 --requests "$requests" \
     "${args[@]}" --out "$out" 2>"$work/stderr"
   b1=$(broker_cpu)
-  local tuples cpu sum
+  local tuples cpu sum rss
   tuples=$(grep -o 'summary tuples=[0-9]*' "$work/stderr" | cut -d= -f2)
   cpu=$(awk '{ print $1 + $2 }' "$work/time")
+  rss=$(awk '{ printf "%.0f", $3 / 1024 }' "$work/time")
   sum=$(sort "$out" | md5sum | cut -d' ' -f1)
   if [ "$input" = file ]; then
     echo "$sum" >"$work/want"
@@ -82,11 +85,11 @@ run() { # name input tunings round
     exit 1
   fi
   if [ "$input" = file ]; then b1=$b0; fi
-  printf '%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.0f\n' "$round" "$name" "$tuples" "$([ "$input" = file ] && echo - || echo kafka)" \
-    "$cpu" "$(echo "$b1 - $b0" | bc -l)" "$(echo "${tuples:-0} / $cpu" | bc -l)"
+  printf '%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.0f\t%s\n' "$round" "$name" "$tuples" "$([ "$input" = file ] && echo - || echo kafka)" \
+    "$cpu" "$(echo "$b1 - $b0" | bc -l)" "$(echo "${tuples:-0} / $cpu" | bc -l)" "$rss"
 }
 
-printf 'round\tsetting\ttuples\tinput\tjob_cpu_s\tbroker_cpu_s\ttuples_per_job_cpu_s\n'
+printf 'round\tsetting\ttuples\tinput\tjob_cpu_s\tbroker_cpu_s\ttuples_per_job_cpu_s\tjob_max_rss_mb\n'
 for round in $(seq 1 "$rounds"); do
   for s in "${settings[@]}"; do
     IFS='|' read -r name input tuning <<<"$s"
@@ -95,18 +98,20 @@ for round in $(seq 1 "$rounds"); do
 done | tee "$work/runs.tsv"
 
 echo
-printf 'setting\tmedian_job_cpu_s\tmedian_broker_cpu_s\ttuples_per_job_cpu_s\tover_file\tover_file_without_idle_cost\n'
+printf 'setting\tmedian_job_cpu_s\tmin_job_cpu_s\tmedian_broker_cpu_s\ttuples_per_job_cpu_s\tover_file\tover_file_without_idle_cost\tjob_max_rss_mb\n'
 python3 - "$work/runs.tsv" <<'EOF'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if not l.startswith("round")]
 names = list(dict.fromkeys(r[1] for r in rows))
 med = {n: (statistics.median(float(r[4]) for r in rows if r[1] == n),
            statistics.median(float(r[5]) for r in rows if r[1] == n),
-           statistics.median(float(r[6]) for r in rows if r[1] == n)) for n in names}
+           statistics.median(float(r[6]) for r in rows if r[1] == n),
+           min(float(r[4]) for r in rows if r[1] == n),
+           statistics.median(float(r[7]) for r in rows if r[1] == n)) for n in names}
 idle = med["kafka-idle"][0]
 tuples = max(float(r[2] or 0) for r in rows)
 for n in names:
-    cpu, broker, per = med[n]
+    cpu, broker, per, low, rss = med[n]
     net = "-" if n in ("file", "kafka-idle") else f"{tuples / (cpu - idle) / med['file'][2]:.2f}"
-    print(f"{n}\t{cpu:.2f}\t{broker:.2f}\t{per / 1e6:.2f} M\t{per / med['file'][2]:.2f}\t{net}")
+    print(f"{n}\t{cpu:.2f}\t{low:.2f}\t{broker:.2f}\t{per / 1e6:.2f} M\t{per / med['file'][2]:.2f}\t{net}\t{rss:.0f}")
 EOF
