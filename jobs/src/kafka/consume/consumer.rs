@@ -317,11 +317,13 @@ impl PartitionReader {
             ("auto.offset.reset", "earliest"),
             // Throughput: prefetch deeply and do not back off for a second once the local queue
             // is full (librdkafka's defaults stall a fast consumer); -X overrides both. Measured
-            // against these (docs/figures.md, "Kafka record formats and consumer settings"):
-            // librdkafka's queued.min.messages, 4× fetch.message.max.bytes or
-            // queued.max.messages.kbytes, and fetch.min.bytes 1 MiB with a 20 ms wait moved the
-            // job's CPU-seconds per tuple by less than the spread between rounds; batching
-            // tuples into records (`replay --batch`) took 0.61 of them.
+            // (docs/figures.md, "Kafka record formats and consumer settings"): no fetch size or
+            // wait moved the job's CPU-seconds per tuple beyond the spread between rounds. A
+            // bounded prefetch (`-X queued.min.messages=10000 -X
+            // queued.max.messages.kbytes=4096`) takes less than half the memory (a deep queue
+            // holds most of a replayed topic, an allocation per record) at no measurable CPU
+            // cost, but a replay's partitions then run dry, and go idle, whenever a loaded
+            // broker stalls for the idle timeout; so deep stays the default.
             ("queued.min.messages", "1000000"),
             ("fetch.queue.backoff.ms", "10"),
             // After a broker restart, reconnect within a second of its return: librdkafka's default
