@@ -14,14 +14,16 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use saams::api::request::parse_requests;
+use saams::api::request::{parse_requests, read_log};
 use saams_datasets::{Format, LineContext};
 use saams_operators::Plan;
 use saams_operators::plan::SnapshotStore;
 
+use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
 use crate::edge::device::{DeviceCounts, DeviceWindows};
 use crate::edge::shipment::{Body, Shipment};
+use crate::edge_follow::Follower;
 use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics, parse_setting};
 
 /// How long a shipment may take to be acknowledged by the brokers.
@@ -41,11 +43,16 @@ pub struct EdgeCli {
     #[arg(long = "partials-topic")]
     pub partials_topic: String,
     /// The cloud job's request file (the same as its `--requests`).
-    #[arg(long, conflicts_with = "request_topic")]
+    #[arg(long, conflicts_with_all = ["request_topic", "follow"])]
     pub requests: Option<String>,
     /// The cloud job's request topic, read from its start to its end at the start.
-    #[arg(long = "request-topic")]
+    #[arg(long = "request-topic", conflicts_with = "follow")]
     pub request_topic: Option<String>,
+    /// Follow the cloud job's control topic (the partials topic's name with `.control`): its
+    /// requests, and the live ones at their fences while both run. The device waits for the
+    /// job before each window it reads.
+    #[arg(long)]
+    pub follow: bool,
     /// Tuple files, or `-` for standard input (repeatable; default: standard input).
     #[arg(long)]
     pub data: Vec<String>,
@@ -92,17 +99,82 @@ impl SnapshotStore for NoSnapshots {
 pub struct EdgeSummary {
     /// Its counters.
     pub counts: DeviceCounts,
+    /// With `--follow`: what following the cloud job took.
+    pub follow: FollowCounts,
+}
+
+/// What following the cloud job's control topic took (`--follow`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FollowCounts {
+    /// Positions shipped (one per window read), and their bytes (not in `shipped_bytes`).
+    pub positions: u64,
+    /// See `positions`.
+    pub position_bytes: u64,
+    /// Live requests applied at their fences.
+    pub requests: u64,
 }
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
-    /// raw_bytes=… late=…`.
+    /// raw_bytes=… late=… positions=… position_bytes=… live_requests=…`.
     pub fn line(&self, device: &str) -> String {
-        let c = &self.counts;
+        let (c, f) = (&self.counts, &self.follow);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} late={}",
-            c.tuples, c.windows, c.partial_windows, c.raw_windows, c.shipped_bytes, c.raw_bytes, c.late
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} late={} positions={} position_bytes={} live_requests={}",
+            c.tuples,
+            c.windows,
+            c.partial_windows,
+            c.raw_windows,
+            c.shipped_bytes,
+            c.raw_bytes,
+            c.late,
+            f.positions,
+            f.position_bytes,
+            f.requests
         )
+    }
+}
+
+/// A device following the cloud job ([`crate::edge_follow`]): the window it has reached and
+/// the next live request to apply.
+struct Following {
+    follower: Follower,
+    reached: Option<u64>,
+    next_at: u64,
+    counts: FollowCounts,
+}
+
+impl Following {
+    /// Before the device reads `tuple`: if it opens a new window, ship the open one (read with
+    /// the plan of its window), ship this device's position, wait until the cloud job has
+    /// reached it, and apply the live requests whose fences have come.
+    fn before(
+        &mut self,
+        (plan, windows): (&mut Plan, &mut DeviceWindows),
+        shipper: &Shipper,
+        tuple: &saams::api::Tuple,
+    ) -> Result<(), String> {
+        let window = plan.window_of(tuple.time_ms.unwrap_or(0).max(0));
+        if self.reached.is_some_and(|w| window <= w) {
+            return Ok(());
+        }
+        for ship in windows.close(plan) {
+            shipper.ship(&ship)?;
+        }
+        let position = Body::Data { window, raw_bytes: 0, groups: Vec::new() };
+        let position = Shipment { device: shipper.device.clone(), seq: 0, body: position };
+        self.counts.positions += 1;
+        self.counts.position_bytes += position.encode().len() as u64;
+        shipper.ship(&position)?;
+        for r in self.follower.reached(window, self.next_at)? {
+            let (requests, notes) = Intake::new(false).vet(read_log(&r.text));
+            notes.iter().for_each(|n| eprintln!("saams-edge: {n}"));
+            plan.extend(&requests, r.fence, None);
+            self.next_at = r.at + 1;
+            self.counts.requests += 1;
+        }
+        self.reached = Some(window);
+        Ok(())
     }
 }
 
@@ -211,8 +283,20 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
-    let requests = parse_requests(&request_text(cli, &opts)?);
-    let plan = Plan::build(&requests, 1, window_ms, Arc::new(NoSnapshots));
+    let mut following = match cli.follow {
+        true => Some(Following {
+            follower: Follower::start(&opts, &cli.partials_topic)?,
+            reached: None,
+            next_at: 0,
+            counts: FollowCounts::default(),
+        }),
+        false => None,
+    };
+    let script = match &following {
+        Some(f) => f.follower.script()?,
+        None => request_text(cli, &opts)?,
+    };
+    let mut plan = Plan::build(&parse_requests(&script), 1, window_ms, Arc::new(NoSnapshots));
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let mut windows = DeviceWindows::new(&cli.device);
@@ -227,6 +311,9 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         match lines.recv_timeout(wait) {
             Ok(Line::Tuple(ctx, n, line)) => match ctx.parse_line(n, &line) {
                 Ok(Some(tuple)) => {
+                    if let Some(f) = following.as_mut() {
+                        f.before((&mut plan, &mut windows), &shipper, &tuple)?;
+                    }
                     for ship in windows.push(&plan, &tuple) {
                         shipper.ship(&ship)?;
                     }
@@ -251,5 +338,11 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         shipper.ship(&ship)?;
     }
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Goodbye { through } })?;
-    Ok(EdgeSummary { counts: windows.counts })
+    let follow = following.map_or_else(FollowCounts::default, |f| {
+        if f.follower.unreadable() > 0 {
+            eprintln!("saams-edge: {} records of the control topic were not control records", f.follower.unreadable());
+        }
+        f.counts
+    });
+    Ok(EdgeSummary { counts: windows.counts, follow })
 }

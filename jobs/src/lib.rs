@@ -10,6 +10,7 @@ pub mod dataflow;
 pub mod duration;
 pub mod edge;
 pub mod edge_device;
+pub mod edge_follow;
 pub mod handoff;
 pub mod job;
 pub mod kafka;

@@ -364,3 +364,146 @@ fn forged_replayed_and_late_shipments_are_refused_and_nothing_else_is_lost() {
     assert_eq!(figure(&out, "summary ", "dead_letters"), 5);
     assert_eq!(figure(&out, "summary ", "late"), 1);
 }
+
+/// `POST /requests` of `body` to the job at `addr`: its reply lines (the acknowledgements).
+fn http_post(addr: &str, body: &str) -> Vec<serde_json::Value> {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the job");
+    write!(
+        stream,
+        "POST /requests HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("read the reply");
+    assert!(text.starts_with("HTTP/1.1 200"), "{body} -> {text}");
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    body.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// The live requests of the test below: a dataset-wide Count-Min over both devices' Crypto
+/// streams (tumbling, so a window's answer is the same whenever it was constructed) with its
+/// continuous query, and the delete of the script's Count-Min of EURTRY (answered by request 3).
+const LIVE_CONSTRUCT: &str = r#"[{"dataSetKey":"Crypto","streamID":"","synopsisID":1,"param":["CountMin","price","NotQueryable",0.01,0.9,7],"window":{"type":"tumbling","size":"10s"},"requestID":101},
+{"dataSetKey":"Crypto","streamID":"","synopsisID":1,"param":[1,"price","Queryable","Continues"],"requestID":102}]"#;
+const LIVE_DELETE: &str = r#"{"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":1,"param":["CountMin","price","Delete"],"requestID":103}"#;
+
+/// The window `{start, end}` of an answer line.
+fn span(line: &str) -> (String, String) {
+    let v: serde_json::Value = serde_json::from_str(line).expect("an answer");
+    let text = |k: &str| v["window"][k].as_str().unwrap_or_default().to_string();
+    (text("start"), text("end"))
+}
+
+/// How far the cloud job at `addr` has merged each of `devices` (their `lastWindow`).
+fn merged_through(addr: &str, devices: &[&str]) -> Vec<Option<u64>> {
+    let table: serde_json::Value = serde_json::from_str(&http_get(addr, "/devices")).expect("JSON");
+    let rows = table["devices"].as_array().cloned().unwrap_or_default();
+    let window = |d: &str| rows.iter().find(|r| r["device"] == d).and_then(|r| r["lastWindow"].as_u64());
+    devices.iter().map(|d| window(d)).collect()
+}
+
+/// Wait until the cloud job at `addr` has merged a window of every device at or after `from`.
+fn wait_merged(addr: &str, from: u64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while merged_through(addr, &["dev0", "dev1"]).iter().any(|w| w.is_none_or(|w| w < from)) {
+        assert!(Instant::now() < deadline, "the devices' windows were not merged: {}", http_get(addr, "/devices"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn live_requests_reach_running_devices_at_their_fences() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("live");
+    let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
+    let topic = unique("edge-live");
+    let mut cloud = Command::new(SAAMS)
+        .args(["--requests", &requests(), "--window", "10s", "-w", "2", "--progress", "0"])
+        .args(["--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest", "--partitions", "4"])
+        .args(["--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start saams");
+    let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
+    let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples")).collect();
+    let mut devices: Vec<(Child, std::process::ChildStdin, Vec<&str>)> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut child = Command::new(EDGE)
+                .args(["--device", &format!("dev{i}"), "--brokers", &brokers, "--partials-topic", &topic, "--follow"])
+                .args(["--window", "10s", "--partition", &i.to_string(), "--data", "-"])
+                .stdin(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start saams-edge");
+            let stdin = child.stdin.take().expect("its stdin");
+            (child, stdin, text.lines().collect())
+        })
+        .collect();
+    let mut feed = |part: usize| {
+        for (_, stdin, lines) in &mut devices {
+            let third = lines.len() / 3;
+            let end = if part == 2 { lines.len() } else { (part + 1) * third };
+            for line in &lines[part * third..end] {
+                writeln!(stdin, "{line}").expect("feed the device");
+            }
+            stdin.flush().expect("flush");
+        }
+    };
+    feed(0);
+    // Mid-stream: both devices have shipped windows, and their inputs go on after the request.
+    wait_merged(&addr, 0);
+    let acks = http_post(&addr, LIVE_CONSTRUCT);
+    let constructed = acks[0]["effectiveFrom"].as_str().expect("a fence").to_string();
+    feed(1);
+    // The delete comes once both devices have shipped windows after the construct's fence.
+    wait_merged(&addr, saams::api::time::parse_timestamp(&constructed).expect("a timestamp") as u64);
+    let acks = http_post(&addr, LIVE_DELETE);
+    let deleted = acks[0]["effectiveFrom"].as_str().expect("a fence").to_string();
+    feed(2);
+    for (child, stdin, _) in devices {
+        drop(stdin);
+        let out = check(child.wait_with_output().expect("the device ends"), "saams-edge --follow");
+        assert_eq!(figure(&out, "edge ", "live_requests"), 2, "both live requests applied on the device");
+    }
+    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
+    let answers: Vec<String> =
+        sorted(&out.stdout).iter().filter(|l| !l.contains("\"accepted\"")).map(|l| without_devices(l).0).collect();
+    // One job over the raw tuples with the construct in its script, and what the fences keep
+    // of it: the live Count-Min's windows from its fence on, the deleted one's before its fence.
+    let script = std::fs::read_to_string(requests()).expect("the script")
+        + &serde_json::from_str::<Vec<serde_json::Value>>(LIVE_CONSTRUCT)
+            .expect("JSON")
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect::<String>();
+    std::fs::write(dir.join("with-live.json"), script).expect("write the script");
+    let raw = Command::new(SAAMS)
+        .args(["--window", "10s", "-w", "1", "--progress", "0", "--requests"])
+        .arg(dir.join("with-live.json"))
+        .arg("--data")
+        .arg(dir.join("all.json"))
+        .output()
+        .expect("run saams");
+    let expected: Vec<String> = sorted(&check(raw, "saams over the file").stdout)
+        .into_iter()
+        .filter(|l| {
+            let (start, end) = span(l);
+            if l.starts_with("{\"requestID\":102,") {
+                start >= constructed
+            } else if l.starts_with("{\"requestID\":3,") {
+                end <= deleted
+            } else {
+                true
+            }
+        })
+        .collect();
+    assert!(expected.iter().any(|l| l.starts_with("{\"requestID\":102,")), "the live construct answered");
+    assert!(constructed < deleted, "the delete came later: {constructed} {deleted}");
+    assert_eq!(answers, expected, "answers of the raw run with the same requests at the same fences");
+}

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::control::{Control, Publish};
+
 /// One device as the cloud job sees it.
 #[derive(Clone, Debug)]
 pub struct DeviceRow {
@@ -65,6 +67,17 @@ pub struct Devices {
     /// Refused records whose device id could not be read (a bad CRC, not a shipment).
     unreadable: Mutex<u64>,
     timeout: Duration,
+    /// Where the job writes its control records for the devices ([`super::control`]).
+    control: std::sync::OnceLock<Publisher>,
+}
+
+/// A [`Publish`] (a closure, which has no `Debug`).
+struct Publisher(Publish);
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Publisher")
+    }
 }
 
 /// Windows kept in [`Devices`]' coverage (older ones are answered).
@@ -73,7 +86,25 @@ const COVERED_WINDOWS: usize = 4096;
 impl Devices {
     /// A table whose devices are `gone` after `timeout` without a record.
     pub fn new(timeout: Duration) -> Devices {
-        Devices { rows: Mutex::default(), covered: Mutex::default(), unreadable: Mutex::new(0), timeout }
+        Devices {
+            rows: Mutex::default(),
+            covered: Mutex::default(),
+            unreadable: Mutex::new(0),
+            timeout,
+            control: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Write control records with `publish` from now on (set once; later calls are ignored).
+    pub fn set_control(&self, publish: Publish) {
+        let _ = self.control.set(Publisher(publish));
+    }
+
+    /// Write `record` to the control topic (nothing without one).
+    pub fn publish(&self, record: &Control) {
+        if let Some(p) = self.control.get() {
+            (p.0)(record);
+        }
     }
 
     /// Change the row of `device` (created live when first heard of).

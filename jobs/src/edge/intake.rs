@@ -81,6 +81,9 @@ impl Intake {
             Body::Data { window, raw_bytes, groups } => (window, raw_bytes, groups),
         };
         let device = ship.device;
+        if groups.is_empty() {
+            return Ok(self.position(partition, &device, window, late_below));
+        }
         if let Some(&last) = self.merged.get(&device)
             && (window, ship.seq) <= last
         {
@@ -122,6 +125,21 @@ impl Intake {
             r.raw_groups += raw_groups;
         });
         Ok(Some((time, recs)))
+    }
+}
+
+impl Intake {
+    /// A device's *position* (a data shipment without groups: it is about to read `window`, and
+    /// waits until a worker has routed it; [`super::control`]): routed as no values at the
+    /// window's start, so this worker's newest routed window (what fences follow) reaches it.
+    /// Nothing is merged, and a position behind what the partition merged (a restarted device
+    /// reading its windows again) is dropped: those windows were routed already.
+    fn position(&mut self, partition: i32, device: &str, window: u64, late_below: i64) -> Option<(i64, Vec<Rec>)> {
+        self.devices.touch(device, |r| r.state = "live");
+        let time = i64::try_from(window).unwrap_or(i64::MAX);
+        let newest =
+            self.newest.get(&partition).map_or(late_below, |&w| late_below.max(i64::try_from(w).unwrap_or(i64::MAX)));
+        (time >= newest).then(|| (time, Vec::new()))
     }
 }
 

@@ -7,6 +7,8 @@
 //!   partials and its raw values (never more bytes than raw);
 //! - [`intake`]: the cloud job's reader of the partials topic (exactly once per device, window
 //!   and sequence; late, replayed and forged records refused);
+//! - [`control`]: the control topic the job writes its live requests (with their fences) and
+//!   its progress to, which devices follow;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`).
 //!
 //! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
@@ -14,6 +16,7 @@
 //! own; `saams --help` stays the job's. Its loop (inputs, requests, the producer) is
 //! [`crate::edge_device`].
 
+pub mod control;
 pub mod device;
 pub mod devices;
 pub mod intake;

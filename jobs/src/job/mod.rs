@@ -93,8 +93,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let follow_stdin = start.requests_file == "-" && cli.process == 0;
     let followed = (start.kafka_job.as_ref(), request_topic, follow_stdin);
     let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
-    // A job reading a partials topic: the devices it hears from (its workers' intakes fill it).
-    let devices = start.kafka_job.as_ref().filter(|k| k.partials).map(|k| Arc::new(Devices::new(k.idle_timeout)));
+    let devices = devices_of(start.kafka_job.as_ref())?;
     let mut services =
         Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed, devices.as_ref())?;
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
@@ -159,6 +158,20 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         request_warnings: stats.request_warnings.load(Ordering::Relaxed) + services.hub.warnings(),
         comm: services.metrics.comm(),
     })
+}
+
+/// A job reading a partials topic: the devices it hears from (its workers' intakes fill it),
+/// with the control topic its workers tell them the live requests on.
+///
+/// # Errors
+/// When the control topic cannot be created or written.
+fn devices_of(kafka_job: Option<&Arc<crate::kafka::KafkaJob>>) -> Result<Option<Arc<Devices>>, String> {
+    let Some(k) = kafka_job.filter(|k| k.partials) else { return Ok(None) };
+    let devices = Arc::new(Devices::new(k.idle_timeout));
+    if let Some(publish) = k.control_publisher()? {
+        devices.set_control(publish);
+    }
+    Ok(Some(devices))
 }
 
 /// With checkpoints: the thread that watches for a job taking over from this one, and, with

@@ -19,6 +19,7 @@ use crate::checkpoint::marks::SourceMarks;
 use crate::checkpoint::resume::Resume;
 use crate::control::fence::Fences;
 use crate::dataflow::RecInput;
+use crate::edge::control::{Applied, Control};
 use crate::kafka::KafkaInput;
 
 use super::checkpoints::{want_boundaries, write_checkpoints};
@@ -49,6 +50,7 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
     let mut state = WorkerState::start(worker, job);
     loop {
         state.apply_requests();
+        state.tell_devices();
         state.hand_off();
         state.checkpoint();
         state.report_load();
@@ -102,6 +104,9 @@ struct WorkerState<'a> {
     reading: bool,
     /// A job taking over: whether this worker has seen it take over.
     took_over: bool,
+    /// A job merging devices: the live requests written to the control topic (worker 0), and
+    /// the newest window this worker said it routed.
+    told_devices: (usize, Option<u64>),
 }
 
 impl<'a> WorkerState<'a> {
@@ -166,6 +171,49 @@ impl<'a> WorkerState<'a> {
             epoch: 0,
             reading: true,
             took_over: false,
+            told_devices: (0, None),
+        }
+        .started()
+    }
+
+    /// Worker 0 of a job merging devices writes its start to the control topic: the request
+    /// script and the live requests applied before (a resumed job's); the devices build their
+    /// plans from them.
+    fn started(mut self) -> Self {
+        if let (0, Some(devices)) = (self.me, self.job.devices.as_deref()) {
+            let log = self.fences.request_log();
+            let log = log
+                .iter()
+                .enumerate()
+                .map(|(at, r)| Applied { at: at as u64, fence: r.fence_ms, text: r.text.clone() })
+                .collect();
+            devices.publish(&Control::Start { script: self.job.requests.clone().unwrap_or_default(), log });
+            self.told_devices.0 = self.fences.request_log().len();
+        }
+        self
+    }
+
+    /// A job merging devices: worker 0 writes the live requests agreed since it last did to the
+    /// control topic, and a worker that has routed a newer window says so (with the live
+    /// requests it has applied), which devices wait for before they read that window
+    /// ([`crate::edge::control`]).
+    fn tell_devices(&mut self) {
+        let Some(devices) = self.job.devices.as_deref() else { return };
+        let log = self.fences.request_log();
+        if self.me == 0 {
+            for (at, r) in log.iter().enumerate().skip(self.told_devices.0) {
+                let applied = Applied { at: at as u64, fence: r.fence_ms, text: r.text.clone() };
+                devices.publish(&Control::Request(applied));
+            }
+        }
+        self.told_devices.0 = log.len();
+        if self.router.newest < 0 {
+            return;
+        }
+        let window = self.plan.borrow().window_of(self.router.newest);
+        if self.told_devices.1.is_none_or(|w| window > w) {
+            self.told_devices.1 = Some(window);
+            devices.publish(&Control::Routed { window, applied: log.len() as u64 });
         }
     }
 
@@ -338,8 +386,15 @@ impl<'a> WorkerState<'a> {
                         stats,
                         |partition, payload, late_below| {
                             let admitted = intake.admit(&plan.borrow(), (partition, payload), late_below)?;
-                            Ok(admitted
-                                .map(|(time, recs)| (time, router.route_recs(kafka_unit, (0, time), recs, input))))
+                            Ok(admitted.map(|(time, recs)| {
+                                if recs.is_empty() {
+                                    // A device's position (`edge::control`): it waits until this
+                                    // worker has reached its window.
+                                    router.newest = router.newest.max(time);
+                                    return (time, plan.borrow().window_of(time));
+                                }
+                                (time, router.route_recs(kafka_unit, (0, time), recs, input))
+                            }))
                         },
                     );
                     router.send_batch(input);

@@ -113,6 +113,38 @@ impl KafkaJob {
         })))
     }
 
+    /// A job merging devices (`--partials-topic P`): what writes its control records to
+    /// `P.control` (one partition, created if missing; [`crate::edge::control`]), through an
+    /// idempotent producer so the devices read them in the order written. `None` otherwise.
+    ///
+    /// # Errors
+    /// When the topic cannot be created or the producer opened.
+    pub fn control_publisher(&self) -> Result<Option<crate::edge::control::Publish>, String> {
+        use rdkafka::producer::{BaseRecord, DefaultProducerContext, ThreadedProducer};
+        let (true, Some(partials)) = (self.partials, &self.data_topic) else { return Ok(None) };
+        let topic = crate::edge::control::control_topic(partials);
+        ensure_topics(&self.opts, &[TopicSpec::new(&topic, 1)]).map_err(|e| e.to_string())?;
+        let producer: ThreadedProducer<DefaultProducerContext> = self
+            .opts
+            .client_config_with(&[("acks", "all"), ("enable.idempotence", "true"), ("linger.ms", "0")])
+            .create()
+            .map_err(|e| format!("kafka producer for {topic}: {e}"))?;
+        Ok(Some(Box::new(move |record| {
+            let line = record.to_line();
+            let mut next = BaseRecord::<(), _>::to(&topic).partition(0).payload(&line);
+            // A full queue drains by itself (the producer's thread polls it): wait, never drop a
+            // record the devices wait for.
+            while let Err((e, back)) = ThreadedProducer::send(&producer, next) {
+                if !matches!(e.rdkafka_error_code(), Some(rdkafka::types::RDKafkaErrorCode::QueueFull)) {
+                    eprintln!("saams: control topic {topic}: {e}");
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+                next = back;
+            }
+        })))
+    }
+
     /// The line sink writer for estimations when `--output-topic` is given.
     pub fn estimation_writer(&self) -> Option<Box<dyn std::io::Write + Send>> {
         self.out
