@@ -22,6 +22,7 @@ use saams_operators::plan::SnapshotStore;
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
 use crate::edge::device::{DeviceCounts, DeviceWindows};
+use crate::edge::resume::Resume;
 use crate::edge::shipment::{Body, Shipment};
 use crate::edge_follow::Follower;
 use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics, parse_setting};
@@ -66,6 +67,11 @@ pub struct EdgeCli {
     /// each a shipment of its own; without it, once per window.
     #[arg(long = "ship-every")]
     pub ship_every: Option<String>,
+    /// Keep the device's state in this file (written before every shipment), so a device killed
+    /// and restarted over the same input ships every tuple exactly once, `--ship-every` included:
+    /// it skips what it shipped and ships the batch it was producing again, the same.
+    #[arg(long)]
+    pub state: Option<std::path::PathBuf>,
     /// The partials topic's partition this device ships to (default: a hash of its id). Devices
     /// on one partition share its watermark: give each its own.
     #[arg(long)]
@@ -151,15 +157,16 @@ impl Following {
     fn before(
         &mut self,
         (plan, windows): (&mut Plan, &mut DeviceWindows),
-        shipper: &Shipper,
+        (shipper, batches): (&Shipper, &mut Batches),
         tuple: &saams::api::Tuple,
     ) -> Result<(), String> {
         let window = plan.window_of(tuple.time_ms.unwrap_or(0).max(0));
         if self.reached.is_some_and(|w| window <= w) {
             return Ok(());
         }
-        for ship in windows.close(plan) {
-            shipper.ship(&ship)?;
+        if windows.open_end(plan).is_some_and(|end| window >= end) {
+            let upto = windows.read_count();
+            batches.send(shipper, windows.close(plan), (upto, false))?;
         }
         let position = Body::Data { window, raw_bytes: 0, groups: Vec::new() };
         let position = Shipment { device: shipper.device.clone(), seq: 0, body: position };
@@ -275,6 +282,64 @@ fn read_lines(cli: &EdgeCli) -> Result<Receiver<Line>, String> {
     Ok(rx)
 }
 
+/// The device's shipments in batches (those one tuple, timer or end of input makes), each
+/// recorded in the state file before it is produced (`--state`, [`crate::edge::resume`]).
+struct Batches {
+    file: Option<std::path::PathBuf>,
+    /// The device's count of tuples read when the last batch was made.
+    from: u64,
+    /// A restarted device: tuples of its input to skip (shipped before), and the count at which
+    /// it ships its open window as it did before the kill (its timer waits until then).
+    skip: u64,
+    replay_open: Option<u64>,
+}
+
+impl Batches {
+    /// The state file's batch, if any, and the windows to resume with.
+    fn open(cli: &EdgeCli) -> Result<(Batches, DeviceWindows), String> {
+        let resume = match &cli.state {
+            Some(file) => Resume::read(file)?,
+            None => None,
+        };
+        let windows = match resume {
+            Some(r) => DeviceWindows::resumed(&cli.device, r.window, r.seq, r.from),
+            None => DeviceWindows::new(&cli.device),
+        };
+        let batches = Batches {
+            file: cli.state.clone(),
+            from: resume.map_or(0, |r| r.from),
+            skip: resume.map_or(0, |r| r.from),
+            replay_open: resume.filter(|r| r.open).map(|r| r.upto),
+        };
+        Ok((batches, windows))
+    }
+
+    /// Record then produce `ships`, made of the tuples read since the last batch up to `upto`
+    /// (`open`: by shipping the open window so far).
+    fn send(&mut self, shipper: &Shipper, ships: Vec<Shipment>, (upto, open): (u64, bool)) -> Result<(), String> {
+        let Some(Body::Data { window, .. }) = ships.first().map(|s| &s.body) else { return Ok(()) };
+        if let Some(file) = &self.file {
+            Resume { window: *window, seq: ships[0].seq, from: self.from, upto, open }.write(file)?;
+        }
+        for ship in &ships {
+            shipper.ship(ship)?;
+        }
+        self.from = upto;
+        Ok(())
+    }
+
+    /// Before the device reads its next tuple: a restarted device ships its open window where
+    /// it did before the kill.
+    fn before_tuple(&mut self, shipper: &Shipper, (plan, windows): (&Plan, &mut DeviceWindows)) -> Result<(), String> {
+        if self.replay_open == Some(windows.read_count()) {
+            self.replay_open = None;
+            let upto = windows.read_count();
+            self.send(shipper, windows.ship_open(plan), (upto, true))?;
+        }
+        Ok(())
+    }
+}
+
 /// Run a device until its input ends.
 ///
 /// # Errors
@@ -299,7 +364,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut plan = Plan::build(&parse_requests(&script), 1, window_ms, Arc::new(NoSnapshots));
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
-    let mut windows = DeviceWindows::new(&cli.device);
+    let (mut batches, mut windows) = Batches::open(cli)?;
     let every = match &cli.ship_every {
         Some(d) => Some(Duration::from_millis(u64::try_from(parse_duration_ms(d)?).unwrap_or(0).max(1))),
         None => None,
@@ -310,13 +375,15 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         let wait = next_ship.map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(Instant::now()));
         match lines.recv_timeout(wait) {
             Ok(Line::Tuple(ctx, n, line)) => match ctx.parse_line(n, &line) {
+                Ok(Some(_)) if batches.skip > 0 => batches.skip -= 1,
                 Ok(Some(tuple)) => {
+                    batches.before_tuple(&shipper, (&plan, &mut windows))?;
                     if let Some(f) = following.as_mut() {
-                        f.before((&mut plan, &mut windows), &shipper, &tuple)?;
+                        f.before((&mut plan, &mut windows), (&shipper, &mut batches), &tuple)?;
                     }
-                    for ship in windows.push(&plan, &tuple) {
-                        shipper.ship(&ship)?;
-                    }
+                    let upto = windows.read_count();
+                    let ships = windows.push(&plan, &tuple);
+                    batches.send(&shipper, ships, (upto, false))?;
                 }
                 Ok(None) => {}
                 Err(e) => eprintln!("saams-edge: {e}"),
@@ -326,17 +393,16 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
             Err(RecvTimeoutError::Disconnected) => break,
         }
         // Due whether the input is quiet or busy.
-        if next_ship.is_some_and(|t| Instant::now() >= t) {
-            for ship in windows.ship_open(&plan) {
-                shipper.ship(&ship)?;
-            }
+        if next_ship.is_some_and(|t| Instant::now() >= t) && batches.replay_open.is_none() {
+            let upto = windows.read_count();
+            batches.send(&shipper, windows.ship_open(&plan), (upto, true))?;
             next_ship = every.map(|e| Instant::now() + e);
         }
     }
+    batches.before_tuple(&shipper, (&plan, &mut windows))?;
     let through = windows.open_end(&plan).unwrap_or(0);
-    for ship in windows.close(&plan) {
-        shipper.ship(&ship)?;
-    }
+    let upto = windows.read_count();
+    batches.send(&shipper, windows.close(&plan), (upto, false))?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Goodbye { through } })?;
     let follow = following.map_or_else(FollowCounts::default, |f| {
         if f.follower.unreadable() > 0 {

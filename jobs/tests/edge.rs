@@ -96,7 +96,13 @@ fn window_of(line: &str) -> u64 {
 
 /// Feed `lines` to a device on its standard input, then wait until `topic` holds `records`.
 fn device_fed(brokers: &str, topic: &str, id: &str, lines: &[&str], records: usize) -> Child {
+    device_fed_with(brokers, topic, (id, &[]), lines, records)
+}
+
+/// [`device_fed`] with more flags.
+fn device_fed_with(brokers: &str, topic: &str, (id, extra): (&str, &[&str]), lines: &[&str], records: usize) -> Child {
     let mut child = Command::new(EDGE)
+        .args(extra)
         .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
         .args(["--window", WINDOW, "--partition", "0", "--data", "-"])
         .stdin(Stdio::piped())
@@ -506,4 +512,33 @@ fn live_requests_reach_running_devices_at_their_fences() {
     assert!(expected.iter().any(|l| l.starts_with("{\"requestID\":102,")), "the live construct answered");
     assert!(constructed < deleted, "the delete came later: {constructed} {deleted}");
     assert_eq!(answers, expected, "answers of the raw run with the same requests at the same fences");
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_device_shipping_every_few_ms_killed_and_restarted_from_its_state_is_merged_exactly_once() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = tmp("state");
+    let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
+    let expected = raw_run(&dir);
+    let topic = unique("edge-state");
+    let text = std::fs::read_to_string(&files[0]).expect("device 0 tuples");
+    let lines: Vec<&str> = text.lines().collect();
+    let state = dir.join("dev0.state");
+    let state_arg = state.to_str().expect("a path");
+    // Shipping its open window every 2 ms (wall clock: a restart would cut its windows
+    // elsewhere), the device is killed while it ships, in the middle of its second window.
+    let second = lines.iter().position(|l| window_of(l) > window_of(lines[0])).expect("a second window");
+    let extra = ["--ship-every", "2ms", "--state", state_arg];
+    let mut killed = device_fed_with(&brokers, &topic, ("dev0", &extra), &lines[..second + 200], 3);
+    killed.kill().expect("kill -9 the device");
+    killed.wait().expect("reap it");
+    assert!(state.exists(), "the device wrote its state");
+    let again = device_with(&brokers, &topic, ("dev0", 0), &files[0], &extra);
+    device(&brokers, &topic, "dev1", 1, &files[1]);
+    let out = cloud(&brokers, &topic, &dir, &[]);
+    assert_eq!(answers_and_devices(&out).0, expected, "every tuple merged once across the kill");
+    let dead = std::fs::read_to_string(dir.join("dead.json")).unwrap_or_default();
+    assert!(dead.lines().all(|l| l.contains("replayed")), "only the batch being produced is sent again: {dead}");
+    assert!(figure(&again, "edge ", "tuples") < lines.len() as u64, "the restarted device skipped what it had shipped");
 }

@@ -70,6 +70,22 @@ impl DeviceWindows {
         }
     }
 
+    /// A device restarted from its state file ([`super::resume`]): `window` open with nothing
+    /// read in it yet, its next shipment numbered `seq`, its next tuple `from`.
+    pub fn resumed(device: &str, window: u64, seq: u64, from: u64) -> DeviceWindows {
+        DeviceWindows {
+            open: Some((window, BTreeMap::new())),
+            next_seq: from,
+            ship_seq: seq,
+            ..DeviceWindows::new(device)
+        }
+    }
+
+    /// How many tuples the device has read (the number of the next one).
+    pub fn read_count(&self) -> u64 {
+        self.next_seq
+    }
+
     /// Take one tuple: its values go to the groups of `plan` it feeds. A tuple of a later window
     /// closes the open one first: its shipments are returned.
     pub fn push(&mut self, plan: &Plan, t: &Tuple) -> Vec<Shipment> {

@@ -9,6 +9,8 @@
 //!   and sequence; late, replayed and forged records refused);
 //! - [`control`]: the control topic the job writes its live requests (with their fences) and
 //!   its progress to, which devices follow;
+//! - [`resume`]: a device's state file, which makes its shipments exactly once across a
+//!   restart;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`).
 //!
 //! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
@@ -20,4 +22,5 @@ pub mod control;
 pub mod device;
 pub mod devices;
 pub mod intake;
+pub mod resume;
 pub mod shipment;
