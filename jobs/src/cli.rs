@@ -59,6 +59,9 @@ pub struct Cli {
     /// Workers holding the synopses at the start (default every worker of the job, -w × -n); `POST /rescale` changes it while the job runs.
     #[arg(long = "active-workers")]
     pub active_workers: Option<usize>,
+    /// A rescale moves the owned state of this many bins (those holding update groups) per window from its fence on, not all at the fence (fluid migration: no window waits for the whole state); 0 moves every bin at the fence. A rescale request's `binsPerFence` overrides it.
+    #[arg(long = "rescale-batch", default_value_t = 0, value_name = "BINS")]
+    pub rescale_batch: u32,
     /// Change the active workers between MIN and MAX (e.g. 2..8) from measured load: the input's lag behind the dataflow or --rate, and the active workers' busy fraction; with hysteresis and a cool-down. Each change is a rescale (as `POST /rescale`), logged with its reason, counted in /metrics and shown in GET /status.
     #[arg(long = "autoscale", value_name = "MIN..MAX")]
     pub autoscale: Option<String>,

@@ -74,7 +74,8 @@ pub fn pair_of(ask: &Ask) -> Option<&PairAsk> {
 
 /// The asks for each participant of pair ask `ask` whose marker came at `time`, with the point
 /// set (the window of `time`): (participant's ask, owned), for those this worker (`me`) takes:
-/// owned ones it owns, spread ones whose home it is.
+/// owned ones it owns at the point (a state moved there at the point is taken once installed),
+/// spread ones whose home it is.
 pub fn components(plan: &Plan, me: usize, mut ask: Ask, time: i64) -> Vec<(Ask, bool)> {
     let at = plan.window_of(time);
     let AskWhat::Pair(pair) = &mut ask.what else { return Vec::new() };
@@ -84,9 +85,10 @@ pub fn components(plan: &Plan, me: usize, mut ask: Ask, time: i64) -> Vec<(Ask, 
         .into_iter()
         .filter_map(|p| {
             let spec = plan.routing.synopses.get(p as usize)?;
-            (spec.home == me).then(|| {
+            let home = spec.home_at(at);
+            (home == me).then(|| {
                 let owned = spec.mode == Mode::Owned;
-                (Ask { syn: p, home: spec.home as u32, spread: !owned, ..ask.clone() }, owned)
+                (Ask { syn: p, home: home as u32, spread: !owned, ..ask.clone() }, owned)
             })
         })
         .collect()

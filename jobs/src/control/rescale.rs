@@ -40,12 +40,16 @@ pub struct RescaleAck {
     pub effective_from: u64,
     /// Bins that changed worker.
     pub moves: usize,
+    /// The fence of the last batch of moved state (`effective_from` unless it moves a few bins
+    /// a window: `--rescale-batch`, `binsPerFence`); another rescale is refused until then.
+    pub moved_by: u64,
 }
 
 impl RescaleAck {
-    /// `{"accepted":true,"activeWorkers":N,"effectiveFrom":ms,"moves":bins}`.
+    /// `{"accepted":true,"activeWorkers":N,"effectiveFrom":ms,"moves":bins,"movedBy":ms}`.
     pub fn to_json(&self) -> Value {
-        json!({"accepted": true, "activeWorkers": self.active_workers, "effectiveFrom": self.effective_from, "moves": self.moves})
+        json!({"accepted": true, "activeWorkers": self.active_workers, "effectiveFrom": self.effective_from,
+               "moves": self.moves, "movedBy": self.moved_by})
     }
 }
 
@@ -191,7 +195,8 @@ impl RescaleBoard {
         self.pending.store(false, Ordering::Release);
     }
 
-    /// The plan applied a rescale to `active` workers at `fence`, moving `moves` bins.
+    /// The plan applied a rescale to `active` workers, moving `moves` bins by `fence` (its last
+    /// batch's: the rescale is moving until that window opens).
     pub fn applied(&self, active: usize, fence: u64, moves: usize) {
         self.seen.fetch_add(1, Ordering::Relaxed);
         self.active.store(active, Ordering::Relaxed);
@@ -253,8 +258,8 @@ impl RescaleBoard {
 ///
 /// ```
 /// use saams_jobs::control::rescale::{RescaleAck, RescaleError, read_reply};
-/// let ack = read_reply(r#"{"accepted":true,"activeWorkers":2,"effectiveFrom":60000,"moves":2048,"requestID":"req-1"}"#);
-/// assert_eq!(ack, Ok(RescaleAck { active_workers: 2, effective_from: 60_000, moves: 2048 }));
+/// let ack = read_reply(r#"{"accepted":true,"activeWorkers":2,"effectiveFrom":60000,"moves":2048,"movedBy":62000,"requestID":"req-1"}"#);
+/// assert_eq!(ack, Ok(RescaleAck { active_workers: 2, effective_from: 60_000, moves: 2048, moved_by: 62_000 }));
 /// let busy = read_reply(r#"{"error":"another rescale is still moving","status":409}"#);
 /// assert!(matches!(busy, Err(RescaleError::Busy(_))));
 /// ```
@@ -273,7 +278,8 @@ pub fn read_reply(line: &str) -> Result<RescaleAck, RescaleError> {
     let field = |k: &str| v[k].as_u64();
     match (v["accepted"].as_bool(), field("activeWorkers"), field("effectiveFrom"), field("moves")) {
         (Some(true), Some(active), Some(from), Some(moves)) => {
-            Ok(RescaleAck { active_workers: active as usize, effective_from: from, moves: moves as usize })
+            let moved_by = field("movedBy").unwrap_or(from);
+            Ok(RescaleAck { active_workers: active as usize, effective_from: from, moves: moves as usize, moved_by })
         }
         _ => Err(RescaleError::Unavailable(format!("the job's reply to a rescale is no acknowledgement: {line}"))),
     }

@@ -447,6 +447,8 @@ pub(super) struct Settings {
     pub(super) active_workers: Option<usize>,
     /// `--autoscale`: every worker reports its load to worker 0.
     pub(super) autoscale: bool,
+    /// Bins whose owned state a rescale moves per window (`--rescale-batch`; 0: all at its fence).
+    pub(super) rescale_batch: u32,
 }
 
 /// `--autoscale`'s settings from the command line (`None` without the flag).

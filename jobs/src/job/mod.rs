@@ -127,6 +127,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
             workers_per_process: cli.workers,
             active_workers: cli.active_workers,
             autoscale: cli.autoscale.is_some(),
+            rescale_batch: cli.rescale_batch,
         },
     };
     let execute = move |worker: &mut timely::worker::Worker| worker::work(worker, &shared);

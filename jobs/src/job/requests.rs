@@ -73,6 +73,7 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
     // The process' workers publish their synopses' figures where its HTTP side reads them.
     plan.published = job.hub.published();
     plan.routing_mut().workers_per_process = settings.workers_per_process;
+    plan.routing_mut().rescale_batch = settings.rescale_batch;
     let resume = job.recovery.as_ref().and_then(|(r, ..)| r.clone());
     if me == 0 && resume.is_none() {
         // (A resumed job wrote them before its first checkpoint.)
@@ -162,7 +163,8 @@ pub(super) fn note_rescales(plan: &RefCell<Plan>, me: usize, hub: &Hub) {
     }
     let board = hub.rescale_board();
     for r in plan.routing.rescales().iter().skip(board.seen()) {
-        board.applied(r.active_workers, r.fence, r.moves);
+        // Moving until its last batch's fence: another rescale is refused until then.
+        board.applied(r.active_workers, r.until, r.moves);
     }
 }
 

@@ -97,8 +97,9 @@ impl Routing {
             Action::Load { file } => self.load(req, id, file, store, effects),
             // In a request script: the workers holding bins from the start (a live rescale is
             // applied by the plan, which replies to it).
-            Action::Rescale { active_workers } => {
-                self.rescale(*active_workers, effects.fence.unwrap_or(0)).map(|_| ()).map_err(|r| r.message)
+            Action::Rescale { active_workers, bins_per_fence } => {
+                let per_fence = bins_per_fence.unwrap_or(self.rescale_batch);
+                self.rescale(*active_workers, effects.fence.unwrap_or(0), per_fence).map(|_| ()).map_err(|r| r.message)
             }
         }
     }

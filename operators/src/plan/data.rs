@@ -288,4 +288,8 @@ pub struct RescaleApplied {
     pub fence: u64,
     /// Bins whose worker changed.
     pub moves: usize,
+    /// The fence of the last batch of moved bins (window start, ms): `fence` when every bin
+    /// moves at the fence; with `binsPerFence` B, the moving bins that hold update groups go B
+    /// a window, the last of them at `until` ([`crate::plan::rescale`]).
+    pub until: u64,
 }

@@ -282,8 +282,10 @@ impl Plan {
             Ok(req) => req,
         };
         let id = req.request_id.clone().unwrap_or(generated);
-        if let Action::Rescale { active_workers } = req.action {
-            let result = Rc::make_mut(&mut self.routing).rescale(active_workers, fence);
+        if let Action::Rescale { active_workers, bins_per_fence } = req.action {
+            let routing = Rc::make_mut(&mut self.routing);
+            let per_fence = bins_per_fence.unwrap_or(routing.rescale_batch);
+            let result = routing.rescale(active_workers, fence, per_fence);
             return Some(rescale::reply(req, id, result));
         }
         self.apply_tables(req, id, fence).map(|e| e.to_json_line())

@@ -134,57 +134,91 @@ impl Routing {
         weight
     }
 
-    /// Redraw the bin map onto the first `n` workers from the window `fence` on.
+    /// Redraw the bin map onto the first `n` workers from the window `fence` on, moving the
+    /// owned state of at most `per_fence` bins a window (0: all at the fence; see
+    /// [`batch_fences`]).
     ///
     /// # Errors
-    /// `n` is 0 or more than the job's workers (400), or another rescale was applied at the same
-    /// fence, so its bins are still moving (409). Nothing changes then.
-    pub fn rescale(&mut self, n: usize, fence: u64) -> Result<RescaleApplied, RescaleRefusal> {
+    /// `n` is 0 or more than the job's workers (400), or an earlier rescale's bins are still
+    /// moving at `fence` (its last batch is at or after it: 409). Nothing changes then.
+    pub fn rescale(&mut self, n: usize, fence: u64, per_fence: u32) -> Result<RescaleApplied, RescaleRefusal> {
         check_count(n, self.peers)?;
-        if let Some(&RescaleApplied { fence: at, active_workers: to, .. }) =
-            self.rescales.last().filter(|r| r.fence >= fence)
+        if let Some(&RescaleApplied { until, active_workers: to, .. }) =
+            self.rescales.last().filter(|r| r.until >= fence)
         {
             return Err(RescaleRefusal {
                 status: 409,
                 message: format!(
-                    "another rescale (to {to} active workers, effective from {at} ms) is still moving its bins; \
+                    "another rescale (to {to} active workers) is still moving its bins until {until} ms; \
                      send this one again once it is done"
                 ),
             });
         }
-        let map = consistent_map(&self.bins, &self.bin_weights(), n);
+        let weight = self.bin_weights();
+        let map = consistent_map(&self.bins, &weight, n);
         let moves = map.iter().zip(&self.bins).filter(|(a, b)| a != b).count();
+        let at = batch_fences(&self.bins, &map, &weight, fence, self.window_ms.max(1) as u64, per_fence);
+        let until = at.iter().copied().max().unwrap_or(fence);
         self.bins = map;
-        self.move_owned_groups(fence);
-        let applied = RescaleApplied { active_workers: n, fence, moves };
+        self.move_owned_groups(&at, fence);
+        let applied = RescaleApplied { active_workers: n, fence, moves, until };
         self.rescales.push(applied);
         Ok(applied)
     }
 }
 
+/// The fence each bin's owned state moves at (window start, ms): with `per_fence` B > 0, the
+/// bins that change worker and hold update groups (`weight > 0`) go B a window, in bin order,
+/// from `fence` on; every other bin at `fence` (an unused bin holds no state, and spread
+/// partials are per window: they follow the active workers at `fence` with nothing to copy).
+///
+/// Why in batches: the new owner of a bin waits at its fence for the state (it closes no
+/// window at or after it before the state is installed), and the old owner encodes it in one
+/// activation. A batch a window bounds both by B bins' state, so no single window waits for
+/// the whole state (Megaphone's fluid migration); the price is a migration of
+/// ⌈moving bins / B⌉ windows, during which another rescale is refused.
+///
+/// ```
+/// use saams_operators::plan::rescale::batch_fences;
+/// let (from, to) = (vec![0, 0, 0, 0, 0], vec![0, 1, 1, 1, 1]);
+/// let weight = vec![1, 1, 0, 2, 1]; // bin 2 holds no group
+/// let at = batch_fences(&from, &to, &weight, 60_000, 1000, 2);
+/// assert_eq!(at, vec![60_000, 60_000, 60_000, 60_000, 61_000]);
+/// assert!(batch_fences(&from, &to, &weight, 60_000, 1000, 0).iter().all(|&f| f == 60_000));
+/// ```
+pub fn batch_fences(from: &[u32], to: &[u32], weight: &[u32], fence: u64, window_ms: u64, per_fence: u32) -> Vec<u64> {
+    let mut at = vec![fence; to.len()];
+    if per_fence == 0 {
+        return at;
+    }
+    let moving = (0..to.len()).filter(|&b| from.get(b) != to.get(b) && weight.get(b).is_some_and(|&w| w > 0));
+    for (i, b) in moving.enumerate() {
+        at[b] = fence.saturating_add((i as u64 / u64::from(per_fence)).saturating_mul(window_ms));
+    }
+    at
+}
+
 impl Routing {
-    /// Owned groups follow their stream's bin from `fence` on: the owner and its synopses'
-    /// home change, the windows before the fence keep theirs ([`crate::plan::Group::owner_at`]),
-    /// and the update operator moves the merged states at the fence. Groups with a synopsis in a
-    /// query over pairs stay where they are: the pair queries' states are held where they are
-    /// answered, which does not move.
-    fn move_owned_groups(&mut self, fence: u64) {
-        let in_pairs: Vec<bool> = (0..self.synopses.len())
-            .map(|s| {
-                !self.synopses[s].snapshot_to.is_empty()
-                    || self.pair_queries.iter().any(|q| q.syn as usize == s || q.participants.contains(&(s as u32)))
-            })
-            .collect();
+    /// Owned groups follow their stream's bin from the fence of its batch (`at[bin]`; `fence`
+    /// for a group whose owner differs from its bin's worker for another reason): the owner
+    /// and its synopses' home change, the windows before keep theirs
+    /// ([`crate::plan::Group::owner_at`]), and the update operator moves the merged states at
+    /// that fence. A synopsis in a query over pairs moves as any other: its snapshots go from
+    /// its new home to the query's, which stays where the query was registered (it holds the
+    /// latest state of every participant, of many bins, so it belongs to none of them).
+    fn move_owned_groups(&mut self, at: &[u64], fence: u64) {
         for g in 0..self.groups.len() {
             let group = &self.groups[g];
-            if group.mode != Mode::Owned || group.synopses.iter().any(|&s| in_pairs[s as usize]) {
+            if group.mode != Mode::Owned {
                 continue;
             }
-            let to = self.worker_of(spread_hash(&[&group.dataset, &group.stream]));
+            let bin = (spread_hash(&[&group.dataset, &group.stream]) % BINS as u64) as usize;
+            let to = self.bins[bin] as usize % self.peers;
             let from = group.owner;
             if to == from {
                 continue;
             }
+            let fence = at.get(bin).copied().unwrap_or(fence);
             self.groups_owned[from] = self.groups_owned[from].saturating_sub(1);
             self.groups_owned[to] += 1;
             let group = &mut self.groups[g];
@@ -200,20 +234,24 @@ impl Routing {
 }
 
 /// The reply to a live rescale request with id `id`:
-/// `{"accepted":true,"activeWorkers":N,"effectiveFrom":<fence ms>,"moves":<bins moved>}`, or
+/// `{"accepted":true,"activeWorkers":N,"effectiveFrom":<fence ms>,"moves":<bins moved>,
+/// "movedBy":<the last batch's fence ms>}`, or
 /// `{"error":…,"status":400|409}`; either with the request's `requestID` and `uid` when given.
 ///
 /// ```
 /// use saams::api::request::Request;
 /// use saams_operators::plan::{RescaleApplied, rescale::reply};
-/// let applied = RescaleApplied { active_workers: 2, fence: 120_000, moves: 2048 };
+/// let applied = RescaleApplied { active_workers: 2, fence: 120_000, moves: 2048, until: 180_000 };
 /// let line = reply(&Request::rescale(2), serde_json::json!("req-3"), Ok(applied));
-/// assert_eq!(line, r#"{"accepted":true,"activeWorkers":2,"effectiveFrom":120000,"moves":2048,"requestID":"req-3"}"#);
+/// assert_eq!(
+///     line,
+///     r#"{"accepted":true,"activeWorkers":2,"effectiveFrom":120000,"movedBy":180000,"moves":2048,"requestID":"req-3"}"#
+/// );
 /// ```
 pub fn reply(req: &Request, id: Json, result: Result<RescaleApplied, RescaleRefusal>) -> String {
     let mut line = match result {
         Ok(a) => {
-            json!({"accepted": true, "activeWorkers": a.active_workers, "effectiveFrom": a.fence, "moves": a.moves})
+            json!({"accepted": true, "activeWorkers": a.active_workers, "effectiveFrom": a.fence, "moves": a.moves, "movedBy": a.until})
         }
         Err(r) => json!({"error": r.message, "status": r.status}),
     };
@@ -272,12 +310,51 @@ mod tests {
     #[test]
     fn a_count_the_job_cannot_have_or_a_second_rescale_at_one_fence_is_refused() {
         let mut routing = Routing::new(4, 1000);
-        assert_eq!(routing.rescale(0, 5000).unwrap_err().status, 400);
-        assert_eq!(routing.rescale(5, 5000).unwrap_err().status, 400);
-        let applied = routing.rescale(2, 5000).unwrap();
+        assert_eq!(routing.rescale(0, 5000, 0).unwrap_err().status, 400);
+        assert_eq!(routing.rescale(5, 5000, 0).unwrap_err().status, 400);
+        let applied = routing.rescale(2, 5000, 0).unwrap();
         assert_eq!((applied.active_workers, applied.moves), (2, BINS / 2));
-        assert_eq!(routing.rescale(3, 5000).unwrap_err().status, 409);
+        assert_eq!(routing.rescale(3, 5000, 0).unwrap_err().status, 409);
         assert_eq!((routing.active_at(4000), routing.active_at(5000), routing.active_workers()), (4, 2, 2));
         assert!(routing.bins.iter().all(|&w| w < 2));
+    }
+
+    #[test]
+    fn batched_moves_go_a_few_bins_a_window_and_refuse_a_rescale_until_the_last() {
+        use crate::plan::{NoFiles, Plan};
+        use saams::api::request::parse_requests;
+        use saams::api::window::WindowSpec;
+        let script: String = (0..10)
+            .map(|k| {
+                format!(
+                    r#"{{"dataSetKey":"F","noOfP":1,"param":["DFT","price","NotQueryable",1,500,2000,8],"requestID":{k},"streamID":"S{k}","synopsisID":4}}
+"#
+                )
+            })
+            .collect::<String>()
+            + r#"{"dataSetKey":"F","noOfP":1,"param":[0.5,"correlation","price","Queryable","Continues"],"requestID":10,"streamID":"S0","synopsisID":4}"#;
+        let requests = parse_requests(&script);
+        let store = std::sync::Arc::new(NoFiles);
+        let plan = Plan::build_active(&requests, (4, 1), (1000, WindowSpec::Landmark), store).unwrap();
+        let mut routing = (*plan.routing).clone();
+        let applied = routing.rescale(4, 5000, 3).unwrap();
+        // Seven or eight of the ten streams leave worker 0, three a window from the fence on.
+        let fences: Vec<u64> = routing.groups.iter().filter_map(|g| g.moved.first().map(|m| m.0)).collect();
+        assert!(fences.len() >= 6, "growing 1 → 4 moves most streams: {fences:?}");
+        assert_eq!(applied.until, 5000 + (fences.len() as u64 - 1) / 3 * 1000);
+        for k in 0..=(applied.until - 5000) / 1000 {
+            let n = fences.iter().filter(|&&f| f == 5000 + k * 1000).count();
+            assert!(n >= 1 && n <= 3, "at most three bins a window: {fences:?}");
+        }
+        assert_eq!(routing.active_at(5000), 4, "spread partials follow at the fence");
+        // The correlation query's participants moved too, onto several workers; its state
+        // (every participant's latest snapshot) stays where it is answered.
+        let query = &routing.pair_queries[0];
+        assert_eq!((query.participants.len(), query.home), (10, 0));
+        let homes: std::collections::BTreeSet<usize> =
+            query.participants.iter().map(|&p| routing.synopses[p as usize].home).collect();
+        assert_eq!(homes.len(), 4, "{homes:?}");
+        assert_eq!(routing.rescale(2, applied.until, 3).unwrap_err().status, 409, "still moving at the last batch");
+        assert!(routing.rescale(2, applied.until + 1000, 3).is_ok(), "done after it");
     }
 }

@@ -80,6 +80,9 @@ pub struct Routing {
     /// Rescales applied, in fence order ([`super::rescale`]). Values are routed with the map of
     /// their window.
     pub(super) rescales: Vec<RescaleApplied>,
+    /// Bins holding update groups whose state a rescale moves per fence when its request names
+    /// none (`--rescale-batch`; 0: every bin at the rescale's fence).
+    pub rescale_batch: u32,
     /// Grows by one whenever live requests change the tables (readers that cache routes
     /// recompute them).
     pub version: u64,
@@ -110,6 +113,7 @@ impl Routing {
             group_index: HashMap::new(),
             first_active: peers,
             rescales: Vec::new(),
+            rescale_batch: 0,
             version: 0,
         }
     }

@@ -189,6 +189,7 @@ impl Step {
         give: &mut impl FnMut(&Capability<u64>, Vec<Emitted>),
     ) {
         let watermark = self.limit(records).min(watermark);
+        self.state.pair_hold = self.moves.waiting_from();
         let (me, state) = (self.me, &mut self.state);
         if !self.asked.is_empty()
             && let Some(cap) = &self.held

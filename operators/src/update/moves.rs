@@ -156,6 +156,13 @@ impl Moves {
         self.expected.keys().next().map_or(watermark, |&(fence, _)| watermark.min(fence))
     }
 
+    /// The oldest fence whose states this worker still waits for (`u64::MAX`: none): a pair
+    /// ask at or after it waits for the install ([`crate::pair_ask::components`] sends an ask
+    /// at a fence to the new owner).
+    pub(super) fn waiting_from(&self) -> u64 {
+        self.expected.keys().next().map_or(u64::MAX, |&(fence, _)| fence)
+    }
+
     /// Whether a state is still to give away (the capability it goes out at is kept for it).
     pub(super) fn owes(&self) -> bool {
         !self.owed.is_empty()

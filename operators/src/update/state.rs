@@ -112,6 +112,9 @@ pub(super) struct State {
     pair_stops: Vec<(u64, Ask)>,
     /// Pair states taken at their point, to emit.
     pub(super) pair_out: Vec<Out>,
+    /// Pair asks at or after this point wait: a state moved here at it is not installed yet
+    /// ([`Moves::waiting_from`]).
+    pub(super) pair_hold: u64,
     /// Device partials of owned groups, per window, waiting for its close ([`device_parts`]).
     device_parts: DeviceParts,
 }

@@ -31,7 +31,8 @@ impl State {
 
     /// The points of the waiting pair asks the watermark has passed, oldest first.
     pub(super) fn pair_points(&self, watermark: u64) -> Vec<u64> {
-        let mut points: Vec<u64> = self.pair_stops.iter().map(|(p, _)| *p).filter(|&p| p <= watermark).collect();
+        let due = |p: u64| p <= watermark && p < self.pair_hold;
+        let mut points: Vec<u64> = self.pair_stops.iter().map(|(p, _)| *p).filter(|&p| due(p)).collect();
         points.sort_unstable();
         points.dedup();
         points
