@@ -8,9 +8,11 @@ to 4 workers and back to 1. Per rescale it prints a TSV row: the state's size th
 the live synopses' `bytes` in `GET /synopses`), the bytes the owners sent
 (`saams_rescale_bytes_moved_total`), the time to the acknowledgement (the fence agreed, the map
 applied) and the time until `GET /status` says the move is over (`rescaling: false`: the job's
-frontier is in the fence's window, every moved state installed).
+frontier is in the last batch's window, every moved state installed). Each stream count runs
+once per `--batches` value: the job's `--rescale-batch` (0: every bin at the fence; B: the bins
+holding groups B a window).
 
-    python3 scripts/rescale-figure.py [--streams 100,500] [--rate 40000] [--bin target/release]
+    python3 scripts/rescale-figure.py [--streams 100,500] [--batches 0,8] [--rate 40000] [--bin target/release]
 """
 
 import argparse
@@ -87,7 +89,7 @@ def rescale(addr, n):
     return (t1 - t0) * 1000, (t2 - t0) * 1000, moved, ack["moves"]
 
 
-def run(binary_dir, n, rate):
+def run(binary_dir, n, rate, batch):
     pairs = streams_of(binary_dir, n)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(requests_for(pairs))
@@ -95,7 +97,7 @@ def run(binary_dir, n, rate):
     job = subprocess.Popen(
         [f"{binary_dir}/saams", "-w", "4", "--active-workers", "1", "--http", "127.0.0.1:0", "--progress", "0",
          "--requests", requests, "--generate", f"stocks:{n}", "--rate", str(rate), "--window", "1s",
-         "--out", "/dev/null"],
+         "--out", "/dev/null", "--rescale-batch", str(batch)],
         stderr=subprocess.PIPE, text=True,
     )
     addr = None
@@ -111,7 +113,7 @@ def run(binary_dir, n, rate):
         for to in (4, 1):
             state = sum(row.get("bytes", 0) for row in json.loads(get(addr, "/synopses")))
             ack_ms, moved_ms, moved, bins = rescale(addr, to)
-            rows.append((n, len(pairs) * 3, state, f"{1 if to == 4 else 4}->{to}", bins, moved, ack_ms, moved_ms))
+            rows.append((n, len(pairs) * 3, state, f"{1 if to == 4 else 4}->{to}", batch, bins, moved, ack_ms, moved_ms))
             time.sleep(2)
     finally:
         job.terminate()
@@ -122,12 +124,13 @@ def run(binary_dir, n, rate):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--streams", default="100,500")
+    p.add_argument("--batches", default="0,8")
     p.add_argument("--rate", type=int, default=40000)
     p.add_argument("--bin", default="target/release")
     a = p.parse_args()
-    print("streams\tsynopses\tstate_bytes\trescale\tbins_moved\tbytes_moved\tack_ms\tmoved_ms")
-    for n in (int(s) for s in a.streams.split(",")):
-        for row in run(a.bin, n, a.rate):
+    print("streams\tsynopses\tstate_bytes\trescale\tbins_per_fence\tbins_moved\tbytes_moved\tack_ms\tmoved_ms")
+    for n, batch in ((int(s), int(b)) for s in a.streams.split(",") for b in a.batches.split(",")):
+        for row in run(a.bin, n, a.rate, batch):
             print("\t".join(f"{v:.1f}" if isinstance(v, float) else str(v) for v in row))
             sys.stdout.flush()
 

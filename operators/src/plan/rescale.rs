@@ -9,7 +9,8 @@
 //! move; growing, the new workers take bins from the others until every worker holds as many as
 //! the others (±1). Bins where a stream placed its update groups ([`Routing::owner_of_stream`])
 //! are balanced by their groups, the unused ones by their number, so a rescale spreads the
-//! streams, not just the key space.
+//! streams, not just the key space. The state of the bins holding groups moves at the fence, or
+//! a few bins a window from it on ([`batch_fences`]: Megaphone's fluid migration).
 
 use std::collections::BTreeMap;
 
@@ -344,7 +345,7 @@ mod tests {
         assert_eq!(applied.until, 5000 + (fences.len() as u64 - 1) / 3 * 1000);
         for k in 0..=(applied.until - 5000) / 1000 {
             let n = fences.iter().filter(|&&f| f == 5000 + k * 1000).count();
-            assert!(n >= 1 && n <= 3, "at most three bins a window: {fences:?}");
+            assert!((1..=3).contains(&n), "at most three bins a window: {fences:?}");
         }
         assert_eq!(routing.active_at(5000), 4, "spread partials follow at the fence");
         // The correlation query's participants moved too, onto several workers; its state

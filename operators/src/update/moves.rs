@@ -10,10 +10,10 @@
 //! value of the fence's window to an empty state. Nothing else moves: values of windows from
 //! `F` on were routed to the new owner, and the old owner's reorder buffers hold none.
 //!
-//! All at the fence rather than a few bins at a time (Megaphone's fluid migration): the state
-//! of an owned group is the size of its synopses (a checkpoint's share), sent once, and the
-//! new owner waits only for the old owner's close of the window before the fence, which it
-//! would wait for anyway to close that window (the tree merge waits for every worker).
+//! A rescale with `binsPerFence` (`--rescale-batch`) gives each group the fence of its bin's
+//! batch ([`crate::plan::rescale::batch_fences`]): the moves here are per (fence, group), so a
+//! batched migration is the same protocol at successive fences, each new owner waiting only for
+//! the states due to it at each.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
