@@ -348,8 +348,9 @@ fn batched_moves_with_pair_queries_and_a_kill_mid_migration_answer_as_a_run_with
     let dir = temp("fluid");
     let requests = pairs_script(&dir).display().to_string();
     let base = |out: &Path, extra: &[&str]| {
-        // Windows of 30 s: the generator's event time runs ~100× the wall clock at --rate 3000,
-        // so a batch a window gives the checkpoints (every 200 ms) time to fall between two.
+        // Windows of 30 s: the generator's event time runs ~30× the wall clock at --rate 1000,
+        // so a batch a window (about a second) gives the checkpoints (every 200 ms) time to fall
+        // between two even on a loaded machine.
         let mut args = vec!["--generate", PAIRS_GENERATOR, "--window", "30s", "--requests", &requests, "-w", "4"];
         args.extend(extra);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_saams"));
@@ -367,7 +368,7 @@ fn batched_moves_with_pair_queries_and_a_kill_mid_migration_answer_as_a_run_with
         let _ = std::fs::remove_dir_all(&checkpoints);
         let out = dir.join(format!("fluid-{kill}.jsonl"));
         let mut args: Vec<&str> = fluid.to_vec();
-        args.extend(["--checkpoint-interval", "200ms", "--rate", "3000", "--http", "127.0.0.1:0"]);
+        args.extend(["--checkpoint-interval", "200ms", "--rate", "1000", "--http", "127.0.0.1:0"]);
         let mut child =
             base(&out, &args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("saams");
         let addr = http_common::http_address(&mut child, Duration::from_secs(30));
