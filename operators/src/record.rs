@@ -8,6 +8,8 @@ use saams::{Datum, Synopsis, registry};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod wire;
+
 /// A field value: numbers travel without allocation; text only when a field is text.
 ///
 /// Text is a `Box<str>` (no capacity field), which makes a [`Rec`] 40 bytes instead of 48: every
@@ -39,8 +41,9 @@ impl Val {
 
 /// One tuple's value for one update group: the compact form that crosses the exchange (no stream
 /// names, no field names: the group says which; the target worker follows from group, sequence
-/// and window, [`crate::plan::Routing::target`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// and window, [`crate::plan::Routing::target`]). Between processes it is one byte string
+/// ([`wire`]).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Rec {
     /// The update group ([`crate::plan::Routing::groups`]).
     pub group: u32,
