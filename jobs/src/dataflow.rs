@@ -8,13 +8,15 @@ use std::sync::Arc;
 
 use differential_dataflow::input::Input as _;
 use saams_operators::ask::{Origin, split_reply};
-use saams_operators::monitor::{MonitorCoordinator as _, MonitorSites as _, monitored_index};
+use saams_operators::monitor::{MonitorCoordinator as _, MonitorSites as _};
 use saams_operators::registry::Entry;
-use saams_operators::{AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, UpdateSynopses};
+use saams_operators::{
+    AnswerPairs, FoldPartials, JoinRegistry, MergeTree, Plan, Rec, SetChanges, SplitMonitored, UpdateSynopses,
+};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::Exchange as _;
 use timely::dataflow::operators::vec::{Broadcast, Map as _};
-use timely::dataflow::operators::{Concat, Input, Inspect, OkErr, Probe};
+use timely::dataflow::operators::{Concat, Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
@@ -73,10 +75,7 @@ pub fn build(
         // that the routed values join at their window (raw tuples never enter differential).
         let (registry, entries) = scope.new_collection::<Entry, isize>();
         // Values of monitored streams go to their sites and coordinators (`monitor`).
-        let (values, monitored) = scope.input_from(&mut input).ok_err(|r: Rec| match monitored_index(r.group) {
-            None => Ok(r),
-            Some(group) => Err(Rec { group, ..r }),
-        });
+        let (values, monitored) = scope.input_from(&mut input).split_monitored();
         let monitor = plan.borrow().monitor.clone();
         let monitor_lines =
             monitored.monitor_sites(monitor.clone()).monitor_coordinator(monitor, plan.borrow().routing.window_ms);

@@ -1,5 +1,7 @@
 //! Timely operators that maintain saams synopses, one operator per file:
 //!
+//! - [`split_monitored::SplitMonitored::split_monitored`]: values of monitored streams split off
+//!   the routed values, whole containers passed on;
 //! - [`registry_join::JoinRegistry::join_registry`]: routed values meet the registry (a
 //!   differential collection arranged by dataset and stream) at their window;
 //! - [`update::UpdateSynopses::update_synopses`]: routing pacts (key-, partition- and
@@ -81,6 +83,7 @@ pub mod plan;
 pub mod record;
 pub mod registry;
 pub mod registry_join;
+pub mod split_monitored;
 pub mod update;
 pub mod window;
 
@@ -93,4 +96,5 @@ pub use plan::routing::merge_stages;
 pub use plan::{Plan, SnapshotStore};
 pub use record::{Partial, Rec, Snapshot, SynBox, Val};
 pub use registry_join::JoinRegistry;
+pub use split_monitored::SplitMonitored;
 pub use update::UpdateSynopses;

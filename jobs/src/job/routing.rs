@@ -38,6 +38,8 @@ const READ_STEP_MS: i64 = 120_000;
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 pub(super) struct Router {
     plan: Rc<RefCell<Plan>>,
+    /// The worker routing.
+    me: usize,
     /// Newest event time routed (ms): the fences start after its window.
     pub(super) newest: i64,
     lateness_ms: i64,
@@ -64,6 +66,7 @@ impl Router {
     pub(super) fn new(plan: &Rc<RefCell<Plan>>, me: usize, job: &Shared) -> Router {
         Router {
             plan: plan.clone(),
+            me,
             lateness_ms: job.settings.lateness_ms,
             stats: job.stats.clone(),
             dead: job.dead.clone(),
@@ -249,7 +252,7 @@ impl Router {
         for r in self.recs.drain(..) {
             self.counts.record(&r);
             if self.batch.push(r) {
-                self.batch.send_grouped(|r| input.send(r));
+                send_staged(&mut self.batch, &self.plan, self.me, input);
             }
         }
     }
@@ -257,7 +260,7 @@ impl Router {
     /// Send the records routed since the last send (at the end of every read round: before the
     /// worker sends a fence or an ask, advances its epoch, or writes a checkpoint).
     pub(super) fn send_batch(&mut self, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) {
-        self.batch.send_grouped(|r| input.send(r));
+        send_staged(&mut self.batch, &self.plan, self.me, input);
     }
 
     /// Publish the tuples read and the newest window (progress line, metrics server).
@@ -327,6 +330,18 @@ impl Router {
         }
         self.accept(unit, (index, time), window, input);
     }
+}
+
+/// Send the records `batch` staged, read by worker `me`: a group's records whose values all go
+/// to one worker in a container of that worker's ([`GroupBatch::send_by_target`]).
+fn send_staged(
+    batch: &mut GroupBatch,
+    plan: &RefCell<Plan>,
+    me: usize,
+    input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+) {
+    let plan = plan.borrow();
+    batch.send_by_target(|r| plan.routing.group_target(r.group, me), |c| input.send_batch(c));
 }
 
 /// The values of monitored streams ([`saams_operators::monitor`]): tagged with

@@ -43,6 +43,9 @@ pub struct GroupBatch {
     groups: Vec<u32>,
     /// Indices into `staged` in the order to send.
     order: Vec<u32>,
+    /// Containers being filled by [`GroupBatch::send_by_target`]: one per target worker, and
+    /// the one of records whose targets differ.
+    outs: Vec<Vec<Rec>>,
     round: u32,
 }
 
@@ -70,24 +73,7 @@ impl GroupBatch {
     /// Hand every staged record to `send`, grouped: groups in the order first seen, each group's
     /// records in the order staged. Records already in runs of distinct groups go as they are.
     pub fn send_grouped(&mut self, mut send: impl FnMut(Rec)) {
-        if !self.count_groups() {
-            self.staged.drain(..).for_each(send);
-            return;
-        }
-        // Counts to starting slots, in first-seen order.
-        let mut at = 0u32;
-        for &g in &self.groups {
-            let n = self.slot[g as usize];
-            self.slot[g as usize] = at;
-            at += n;
-        }
-        self.order.clear();
-        self.order.resize(self.staged.len(), 0);
-        for (i, r) in self.staged.iter().enumerate() {
-            let s = &mut self.slot[r.group as usize];
-            self.order[*s as usize] = i as u32;
-            *s += 1;
-        }
+        self.order_groups();
         for &i in &self.order {
             send(std::mem::replace(
                 &mut self.staged[i as usize],
@@ -95,6 +81,103 @@ impl GroupBatch {
             ));
         }
         self.staged.clear();
+    }
+
+    /// Hand every staged record to `send` in containers, grouped as [`GroupBatch::send_grouped`]
+    /// orders them: the records of a group all going to one worker (`target_of` its first
+    /// record says which: [`saams_operators::plan::Routing::group_target`]) in that worker's
+    /// container, the others in one more. Every container sent is left empty.
+    ///
+    /// Why: the exchange hands a container that goes to one worker on whole, and splits any
+    /// other record by record (with `-w 2`, most records were copied once more there, and
+    /// each of the ~200-record containers the input's builder cut was a message of its own).
+    ///
+    /// ```
+    /// use saams_jobs::source::group_batch::GroupBatch;
+    /// use saams_operators::{Rec, Val};
+    /// let mut batch = GroupBatch::default();
+    /// for (seq, group) in [2u32, 0, 2, 1, 0, 3].into_iter().enumerate() {
+    ///     batch.push(Rec { group, time: 0, seq: seq as u64, val: Val::Num(seq as f64) });
+    /// }
+    /// // Groups 0 and 2 go to worker 1, group 1 to worker 0, group 3 value by value.
+    /// let target = |r: &Rec| [Some(1), Some(0), Some(1), None][r.group as usize];
+    /// let mut sent = Vec::new();
+    /// batch.send_by_target(target, |c| sent.push(c.drain(..).map(|r| (r.group, r.seq)).collect::<Vec<_>>()));
+    /// assert_eq!(sent, [vec![(1, 3)], vec![(2, 0), (2, 2), (0, 1), (0, 4)], vec![(3, 5)]]);
+    /// assert!(batch.is_empty());
+    /// ```
+    pub fn send_by_target(
+        &mut self,
+        mut target_of: impl FnMut(&Rec) -> Option<usize>,
+        mut send: impl FnMut(&mut Vec<Rec>),
+    ) {
+        if self.staged.is_empty() {
+            return;
+        }
+        self.order_groups();
+        // Runs of one group in sending order: (container, first index into `order`, length);
+        // container `outs.len() - 1` is the one of per-record targets.
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let mut sizes: Vec<usize> = Vec::new();
+        let mut i = 0;
+        while i < self.order.len() {
+            let first = &self.staged[self.order[i] as usize];
+            let n =
+                1 + self.order[i + 1..].iter().take_while(|&&j| self.staged[j as usize].group == first.group).count();
+            let out = target_of(first).unwrap_or(usize::MAX);
+            runs.push((out, i, n));
+            if out != usize::MAX && out >= sizes.len() {
+                sizes.resize(out + 1, 0);
+            }
+            i += n;
+        }
+        let mixed = sizes.len();
+        sizes.push(0);
+        for run in &mut runs {
+            run.0 = run.0.min(mixed);
+            sizes[run.0] += run.2;
+        }
+        self.outs.resize_with(sizes.len(), Vec::new);
+        for (out, &n) in self.outs.iter_mut().zip(&sizes) {
+            out.reserve(n);
+        }
+        for &(out, start, n) in &runs {
+            for &j in &self.order[start..start + n] {
+                let r = std::mem::replace(
+                    &mut self.staged[j as usize],
+                    Rec { group: 0, time: 0, seq: 0, val: Val::Num(0.0) },
+                );
+                self.outs[out].push(r);
+            }
+        }
+        self.staged.clear();
+        for out in self.outs.iter_mut().filter(|o| !o.is_empty()) {
+            send(out);
+            // What the receiver leaves behind is not ours to send again.
+            out.clear();
+        }
+    }
+
+    /// The staged records' sending order into `order`: grouped as [`GroupBatch::send_grouped`]
+    /// sends them (as staged where they need no reordering or cannot be sorted).
+    fn order_groups(&mut self) {
+        self.order.clear();
+        if !self.count_groups() {
+            self.order.extend(0..self.staged.len() as u32);
+            return;
+        }
+        let mut at = 0u32;
+        for &g in &self.groups {
+            let n = self.slot[g as usize];
+            self.slot[g as usize] = at;
+            at += n;
+        }
+        self.order.resize(self.staged.len(), 0);
+        for (i, r) in self.staged.iter().enumerate() {
+            let s = &mut self.slot[r.group as usize];
+            self.order[*s as usize] = i as u32;
+            *s += 1;
+        }
     }
 
     /// Count the staged records per group (into `slot`, groups into `groups`); false when they

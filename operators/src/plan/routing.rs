@@ -192,6 +192,36 @@ impl Routing {
         window.saturating_add(self.window_ms.max(1) as u64 - 1)
     }
 
+    /// The one worker every value of `group` read by worker `me` goes to, whatever its sequence
+    /// and window, if there is one: an owned group's owner while no rescale has moved owners,
+    /// the reading worker for a partition-based group. Readers send such a group's values in
+    /// a container of that worker's, which the exchange hands on whole (no per-value split).
+    ///
+    /// ```
+    /// use saams_operators::plan::{Group, Mode, Routing};
+    /// let group = |mode| Group { dataset: "F".into(), stream: "A".into(), field: "price".into(), mode,
+    ///     unit_ms: 0, unit_origin: 0, owner: 1, moved: vec![], synopses: vec![], ordered: true, numeric: false };
+    /// let mut routing = Routing::new(2, 60_000);
+    /// routing.groups = vec![group(Mode::Owned), group(Mode::Exact { spread: 0 }), group(Mode::Binned(4))];
+    /// assert_eq!(routing.group_target(0, 0), Some(1), "the owner");
+    /// assert_eq!(routing.group_target(1, 0), Some(0), "the reader");
+    /// assert_eq!(routing.group_target(2, 0), None, "per value");
+    /// assert_eq!(routing.group_target(3, 0), None, "no such group");
+    /// assert!((0..4).all(|seq| routing.target(0, seq, 60_000 * seq, 0) == 1));
+    /// ```
+    #[inline]
+    pub fn group_target(&self, group: u32, me: usize) -> Option<usize> {
+        let g = self.groups.get(group as usize)?;
+        if !self.rescales.is_empty() || self.first_active != self.peers || self.peers == 0 {
+            return None;
+        }
+        match g.mode {
+            Mode::Owned => Some(g.owner as usize % self.peers),
+            Mode::Exact { spread: 0 } => Some(me % self.peers),
+            _ => None,
+        }
+    }
+
     /// The worker a tuple of `group` with arrival sequence `seq` in `window` goes to, read by
     /// worker `me`.
     #[inline]
