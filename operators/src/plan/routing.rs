@@ -216,7 +216,7 @@ impl Routing {
             return None;
         }
         match g.mode {
-            Mode::Owned => Some(g.owner as usize % self.peers),
+            Mode::Owned => Some(g.owner % self.peers),
             Mode::Exact { spread: 0 } => Some(me % self.peers),
             _ => None,
         }
