@@ -261,6 +261,45 @@ mod tests {
         }
     }
 
+    /// Sent by target: every record once, each group's records in one container and in staged
+    /// order, a container of a worker holding only groups that go to it.
+    #[test]
+    fn every_record_is_sent_once_in_its_targets_container() {
+        let mut batch = GroupBatch::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        // Groups divisible by 5 go value by value; the others to worker group % 3.
+        let target = |r: &Rec| (!r.group.is_multiple_of(5)).then_some(r.group as usize % 3);
+        for round in 0..40u64 {
+            let mut staged = Vec::new();
+            for seq in 0..1 + (round * 131) % 900 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let group = (state % (1 + round * 2)) as u32;
+                staged.push(rec(group, seq));
+                batch.push(rec(group, seq));
+            }
+            let mut containers: Vec<Vec<Rec>> = Vec::new();
+            batch.send_by_target(target, |c| containers.push(std::mem::take(c)));
+            assert!(batch.is_empty());
+            let mut sent: Vec<Rec> = containers.iter().flatten().cloned().collect();
+            sent.sort_by_key(|r| r.seq);
+            assert_eq!(sent, staged, "round {round}: not the staged records");
+            let mut container_of = std::collections::HashMap::new();
+            for (i, c) in containers.iter().enumerate() {
+                assert!(!c.is_empty(), "round {round}: an empty container was sent");
+                let targets: std::collections::HashSet<_> = c.iter().map(target).collect();
+                assert_eq!(targets.len(), 1, "round {round}: container {i} mixes targets");
+                for w in c.windows(2).filter(|w| w[0].group == w[1].group) {
+                    assert!(w[0].seq < w[1].seq, "round {round}: group {} out of order", w[0].group);
+                }
+                for r in c {
+                    assert_eq!(*container_of.entry(r.group).or_insert(i), i, "round {round}: group {} split", r.group);
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_full_batch_asks_to_be_sent() {
         let mut batch = GroupBatch::default();
