@@ -72,6 +72,11 @@ pub struct EdgeCli {
     /// it skips what it shipped and ships the batch it was producing again, the same.
     #[arg(long)]
     pub state: Option<std::path::PathBuf>,
+    /// No other device reads the streams this one reads: keep their per-stream synopses whole
+    /// here (DFT and the other order-dependent kinds included) and ship their states instead of
+    /// raw values where smaller. The cloud refuses whole states of a stream another device ships.
+    #[arg(long = "sole-reader")]
+    pub sole_reader: bool,
     /// The partials topic's partition this device ships to (default: a hash of its id). Devices
     /// on one partition share its watermark: give each its own.
     #[arg(long)]
@@ -122,17 +127,18 @@ pub struct FollowCounts {
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
-    /// raw_bytes=… late=… positions=… position_bytes=… live_requests=…`.
+    /// raw_bytes=… whole_groups=… late=… positions=… position_bytes=… live_requests=…`.
     pub fn line(&self, device: &str) -> String {
         let (c, f) = (&self.counts, &self.follow);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} late={} positions={} position_bytes={} live_requests={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} late={} positions={} position_bytes={} live_requests={}",
             c.tuples,
             c.windows,
             c.partial_windows,
             c.raw_windows,
             c.shipped_bytes,
             c.raw_bytes,
+            c.whole_groups,
             c.late,
             f.positions,
             f.position_bytes,
@@ -297,6 +303,14 @@ struct Batches {
 impl Batches {
     /// The state file's batch, if any, and the windows to resume with.
     fn open(cli: &EdgeCli) -> Result<(Batches, DeviceWindows), String> {
+        if cli.state.is_some() && cli.sole_reader {
+            // A restarted device skips what it shipped, but a whole state is built from every
+            // value of its synopses' windows (landmarks: of all of them), skipped ones included.
+            return Err("--state and --sole-reader cannot be combined yet: a device restarted from its \
+                 state file would skip values its whole states were built from (restart a sole reader \
+                 without --state: the cloud refuses what it merged already)"
+                .into());
+        }
         let resume = match &cli.state {
             Some(file) => Resume::read(file)?,
             None => None,
@@ -365,6 +379,9 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let (mut batches, mut windows) = Batches::open(cli)?;
+    if cli.sole_reader {
+        windows = windows.sole_reader();
+    }
     let every = match &cli.ship_every {
         Some(d) => Some(Duration::from_millis(u64::try_from(parse_duration_ms(d)?).unwrap_or(0).max(1))),
         None => None,

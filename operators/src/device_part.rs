@@ -9,15 +9,23 @@
 //! time), the values summarized and the partials, which the operator merges at the window's
 //! close into the window's partial (spread synopses) or the merged state (owned ones).
 //!
+//! A device that is the only one reading a stream keeps that stream's owned groups *whole*
+//! (order-dependent kinds such as DFT included): it feeds them as the cloud's owner would and
+//! ships their state as at the window's close ([`DevicePart::whole`]), which the cloud installs
+//! in place of its own instead of merging.
+//!
 //! ```
 //! use saams::{CountMin, Datum, Synopsis};
 //! use saams_operators::device_part::DevicePart;
 //! let mut cm = CountMin::with_accuracy(0.01, 0.99, 7).unwrap();
 //! cm.update(Datum::Num(2.5));
-//! let part = DevicePart { items: 1, parts: vec![(3, Box::new(cm) as Box<dyn Synopsis>)] };
+//! let part = DevicePart { items: 1, parts: vec![(3, Box::new(cm) as Box<dyn Synopsis>)], whole: None };
 //! let back = DevicePart::decode(&part.encode()).unwrap();
 //! assert_eq!((back.items, back.parts[0].0), (1, 3));
 //! assert_eq!(back.parts[0].1.encode(), part.parts[0].1.encode());
+//! assert_eq!(back.whole, None);
+//! let whole = DevicePart { whole: Some(40), ..back };
+//! assert_eq!(DevicePart::decode(&whole.encode()).unwrap().whole, Some(40));
 //! assert!(DevicePart::decode(&[1, 2]).is_err());
 //! ```
 
@@ -31,18 +39,31 @@ pub struct DevicePart {
     pub items: u64,
     /// Per synopsis (its index in the plan): the device's partial.
     pub parts: Vec<(u32, Box<dyn Synopsis>)>,
+    /// `None`: partials, merged into the cloud's state. `Some(n)`: whole states (the device
+    /// fed them exactly as the cloud's owner feeds them, its state before this window being
+    /// the cloud's), installed in place of the cloud's at the window's close; `n` is the values
+    /// the states summarize in their open period (`Held::items`), `items` only this window's.
+    pub whole: Option<u64>,
 }
 
 impl DevicePart {
     /// The bytes carried in [`crate::Val::Part`]: the values, the number of partials, then per
-    /// partial the synopsis index and its codec bytes.
+    /// partial the synopsis index and its codec bytes, then 0 for partials or 1 and the
+    /// period's values for whole states.
     pub fn encode(&self) -> Vec<u8> {
         let mut w = Writer::new();
         w.varint(self.items);
         w.varint(self.parts.len() as u64);
         for (s, syn) in &self.parts {
             w.varint(u64::from(*s));
-            w.len_bytes(&syn.encode());
+            w.len_bytes(&if self.whole.is_some() { syn.encode_exact() } else { syn.encode() });
+        }
+        match self.whole {
+            None => w.u8(0),
+            Some(n) => {
+                w.u8(1);
+                w.varint(n);
+            }
         }
         w.into_inner()
     }
@@ -62,8 +83,13 @@ impl DevicePart {
             let syn = saams::registry::decode(r.len_bytes().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
             parts.push((s, syn));
         }
+        let whole = match r.u8().map_err(|e| e.to_string())? {
+            0 => None,
+            1 => Some(r.varint().map_err(|e| e.to_string())?),
+            k => return Err(format!("unknown device part form {k}")),
+        };
         r.finish().map_err(|e| e.to_string())?;
-        Ok(DevicePart { items, parts })
+        Ok(DevicePart { items, parts, whole })
     }
 }
 

@@ -9,19 +9,28 @@
 //!
 //! So a shipment never costs more than the raw form, by construction. Order-dependent kinds
 //! (DFT, LSH, window quantiles, GK, KLL, Lossy Counting, Sticky Sampling, FrequentItems, CPC)
-//! always go raw: a stream split over devices cannot feed them in event order from partials,
-//! and their partials would not merge bit for bit; the cloud feeds them in (event time,
-//! sequence) order as it feeds its own values.
+//! go raw by default: a stream split over devices cannot feed them in event order from
+//! partials, and their partials would not merge bit for bit; the cloud feeds them in (event
+//! time, sequence) order as it feeds its own values.
 //!
-//! State is one job window of values (the raw form must be at hand to ship it), whatever the
-//! synopses: a device is as bounded as its window and rate.
+//! A device that is its streams' only reader ([`DeviceWindows::sole_reader`], `saams-edge
+//! --sole-reader`) keeps their owned groups **whole**: at each window's close it feeds them the
+//! window's values in (event time, sequence) order, as the cloud's owner would, into states
+//! that are the cloud's (the cloud installs what the device ships, and feeds what it ships raw,
+//! so both start each window from the same state), and ships per group the smaller of the raw
+//! values and the whole states (the checkpoint codec's exact bytes). The cloud installs them in
+//! place of its own at the window's close, so its answers are those of the raw run.
+//!
+//! State is one job window of values (the raw form must be at hand to ship it) and the whole
+//! groups' synopses: a device is as bounded as its window, rate and synopses.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use saams::api::Tuple;
 use saams::{Datum, Synopsis};
 use saams_operators::plan::Mode;
 use saams_operators::record::pack_zero_runs;
+use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
@@ -43,7 +52,13 @@ pub struct DeviceCounts {
     pub shipped_bytes: u64,
     /// Bytes the raw form of the same windows takes.
     pub raw_bytes: u64,
+    /// Groups shipped as whole states (a window's group each).
+    pub whole_groups: u64,
 }
+
+/// Per group kept whole, at a window's close: the values its states summarize in their open
+/// period and the states (exact codec bytes, zero runs packed), one per synopsis shipped.
+type Wholes = BTreeMap<u32, (u64, Vec<Vec<u8>>)>;
 
 /// The open window of a device and what it has read in it.
 pub struct DeviceWindows {
@@ -56,6 +71,13 @@ pub struct DeviceWindows {
     ship_seq: u64,
     /// Counters.
     pub counts: DeviceCounts,
+    /// Keep the owned groups of the streams read whole ([`DeviceWindows::sole_reader`]).
+    sole_reader: bool,
+    /// Per synopsis of a group kept whole: its state, as the cloud's owner holds it.
+    held: HashMap<u32, Held>,
+    /// The open window's values of groups kept whole already shipped raw (`--ship-every`):
+    /// fed at the window's close with the rest.
+    shipped_open: BTreeMap<u32, Vec<RawValue>>,
 }
 
 impl DeviceWindows {
@@ -67,6 +89,9 @@ impl DeviceWindows {
             next_seq: 0,
             ship_seq: 0,
             counts: DeviceCounts::default(),
+            sole_reader: false,
+            held: HashMap::new(),
+            shipped_open: BTreeMap::new(),
         }
     }
 
@@ -84,6 +109,63 @@ impl DeviceWindows {
     /// How many tuples the device has read (the number of the next one).
     pub fn read_count(&self) -> u64 {
         self.next_seq
+    }
+
+    /// This device is the only one reading its streams: their owned groups (order-dependent
+    /// kinds included) are kept whole here and shipped as whole states where that is smaller.
+    /// The cloud refuses whole states of a stream another device ships too.
+    #[must_use]
+    pub fn sole_reader(mut self) -> DeviceWindows {
+        self.sole_reader = true;
+        self
+    }
+
+    /// True when group `g` is kept whole here.
+    fn keeps_whole(&self, plan: &Plan, g: u32) -> bool {
+        let group = &plan.routing.groups[g as usize];
+        self.sole_reader && group.mode == Mode::Owned && !group.stream.is_empty() && !mergeable(plan, g)
+    }
+
+    /// Feed window `window`'s values of the groups kept whole (those shipped raw earlier in the
+    /// window too) to their states, as the cloud's owner feeds them, and return the states as
+    /// at the window's close.
+    fn feed_whole(&mut self, plan: &Plan, window: u64, groups: &BTreeMap<u32, Vec<RawValue>>) -> Wholes {
+        let mut shipped = std::mem::take(&mut self.shipped_open);
+        let mut out = Wholes::new();
+        let cadence = plan.routing.window_ms as u64;
+        for g in groups.keys().chain(shipped.keys()).copied().collect::<std::collections::BTreeSet<u32>>() {
+            if !self.keeps_whole(plan, g) {
+                continue;
+            }
+            let mut values = shipped.remove(&g).unwrap_or_default();
+            values.extend(groups.get(&g).into_iter().flatten().cloned());
+            values.sort_by_key(|v| (v.time, v.seq));
+            let batch: Vec<Datum<'_>> = values.iter().map(|v| v.val.datum()).collect();
+            let (mut period_items, mut states) = (0, Vec::new());
+            for &s in &plan.routing.groups[g as usize].synopses {
+                let spec = &plan.routing.synopses[s as usize];
+                if spec.is_deleted() {
+                    continue;
+                }
+                let held = self.held.entry(s).or_insert_with(|| Held::new(spec.initial.as_ref()));
+                if plan.live.is_live(s, window) {
+                    held.enter(spec.windowing(), window, &mut |_, _, _| {});
+                    if spec.kind.is_order_sensitive() {
+                        values.iter().for_each(|v| held.state.update_at(v.val.datum(), v.time));
+                    } else {
+                        held.state.update_batch(&batch);
+                    }
+                    held.items += values.len() as u64;
+                }
+                period_items = held.items;
+                states.push(pack_zero_runs(&held.state.encode_exact()));
+                if plan.live.is_live(s, window) {
+                    held.close(spec.windowing(), window, cadence, &mut |_, _, _| {});
+                }
+            }
+            out.insert(g, (period_items, states));
+        }
+        out
     }
 
     /// Take one tuple: its values go to the groups of `plan` it feeds. A tuple of a later window
@@ -116,45 +198,69 @@ impl DeviceWindows {
     /// read since the last one), or none when no group took a value.
     pub fn close(&mut self, plan: &Plan) -> Vec<Shipment> {
         let Some((window, groups)) = self.open.take() else { return Vec::new() };
+        let wholes = self.feed_whole(plan, window, &groups);
         let mut out = Vec::new();
-        self.ship_all(plan, window, groups, &mut out);
+        self.ship_all(plan, window, groups, Some(&wholes), &mut out);
         self.ship_seq = 0;
         out
     }
 
     /// Ship what the open window read so far, and keep it open (`--ship-every`): the next
     /// shipment of the window carries the next sequence number and only what is read after.
+    /// Groups kept whole go raw here (their states are only the cloud's at a window's close);
+    /// their values are kept to feed them at the close.
     pub fn ship_open(&mut self, plan: &Plan) -> Vec<Shipment> {
         let Some((window, groups)) = self.open.as_mut() else { return Vec::new() };
         let (window, taken) = (*window, std::mem::take(groups));
+        for (&g, values) in &taken {
+            if self.keeps_whole(plan, g) {
+                self.shipped_open.entry(g).or_default().extend(values.iter().cloned());
+            }
+        }
         let mut out = Vec::new();
-        self.ship_all(plan, window, taken, &mut out);
+        self.ship_all(plan, window, taken, None, &mut out);
         out
     }
 
     /// Ship `groups`' values in `window` as one shipment, or, when their raw form is over
     /// [`MAX_RECORD_BYTES`], as the shipments of its two halves (each the smaller of its forms),
-    /// with successive sequence numbers.
-    fn ship_all(&mut self, plan: &Plan, window: u64, groups: BTreeMap<u32, Vec<RawValue>>, out: &mut Vec<Shipment>) {
+    /// with successive sequence numbers. `wholes`: the states of groups kept whole, at the
+    /// window's close (each shipment of a group may carry them: they cover the whole window).
+    fn ship_all(
+        &mut self,
+        plan: &Plan,
+        window: u64,
+        groups: BTreeMap<u32, Vec<RawValue>>,
+        wholes: Option<&Wholes>,
+        out: &mut Vec<Shipment>,
+    ) {
         let values: usize = groups.values().map(Vec::len).sum();
         if values > 1 {
             let raw = Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, &groups) };
             let raw = Shipment { device: self.device.clone(), seq: self.ship_seq, body: raw };
             if raw.encode().len() as u64 > MAX_RECORD_BYTES {
                 let (first, second) = halves(groups, values / 2);
-                self.ship_all(plan, window, first, out);
-                self.ship_all(plan, window, second, out);
+                self.ship_all(plan, window, first, wholes, out);
+                self.ship_all(plan, window, second, wholes, out);
                 return;
             }
         }
-        if let Some(ship) = self.ship(plan, window, &groups, self.ship_seq) {
+        if let Some(ship) = self.ship(plan, window, &groups, (self.ship_seq, wholes)) {
             self.ship_seq += 1;
             out.push(ship);
         }
     }
 
-    /// The smaller of the two forms of `groups`' values in `window`, as shipment `seq`.
-    fn ship(&mut self, plan: &Plan, window: u64, groups: &BTreeMap<u32, Vec<RawValue>>, seq: u64) -> Option<Shipment> {
+    /// `groups`' values in `window` as shipment `seq`: each group the smaller of its raw values
+    /// and its summary (partials where its synopses merge exactly, whole states where `wholes`
+    /// has them), so never more than the raw form.
+    fn ship(
+        &mut self,
+        plan: &Plan,
+        window: u64,
+        groups: &BTreeMap<u32, Vec<RawValue>>,
+        (seq, wholes): (u64, Option<&Wholes>),
+    ) -> Option<Shipment> {
         if groups.is_empty() {
             return None;
         }
@@ -164,23 +270,42 @@ impl DeviceWindows {
             body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
         };
         let raw_len = raw.encode().len() as u64;
-        let with_partials = partial_groups(plan, groups).map(|groups| Shipment {
+        let (mut chosen, mut summarized, mut whole) = (Vec::with_capacity(groups.len()), false, 0);
+        let Body::Data { groups: raw_groups, .. } = raw.body else { return None };
+        for (raw_group, (&g, values)) in
+            raw_groups.into_iter().zip(groups.iter().filter(|(g, _)| has_synopses(plan, **g)))
+        {
+            let summary = if mergeable(plan, g) {
+                Some(partials_of(plan, g, values))
+            } else {
+                wholes.and_then(|w| w.get(&g)).map(|(period_items, states)| GroupData::Whole {
+                    items: values.len() as u64,
+                    period_items: *period_items,
+                    states: states.clone(),
+                })
+            };
+            let summary = summary.map(|data| GroupShip { synopses: raw_group.synopses.clone(), data });
+            match summary {
+                Some(s) if s.encoded_len(window) < raw_group.encoded_len(window) => {
+                    summarized = true;
+                    whole += u64::from(matches!(s.data, GroupData::Whole { .. }));
+                    chosen.push(s);
+                }
+                _ => chosen.push(raw_group),
+            }
+        }
+        if summarized {
+            self.counts.partial_windows += 1;
+        } else {
+            self.counts.raw_windows += 1;
+        }
+        let chosen = Shipment {
             device: self.device.clone(),
             seq,
-            body: Body::Data { window, raw_bytes: raw_len, groups },
-        });
-        let chosen = match with_partials {
-            Some(p) if (p.encode().len() as u64) < raw_len => {
-                self.counts.partial_windows += 1;
-                p
-            }
-            _ => {
-                self.counts.raw_windows += 1;
-                let Body::Data { groups, .. } = raw.body else { return None };
-                Shipment { body: Body::Data { window, raw_bytes: raw_len, groups }, ..raw }
-            }
+            body: Body::Data { window, raw_bytes: raw_len, groups: chosen },
         };
         self.counts.windows += 1;
+        self.counts.whole_groups += whole;
         self.counts.raw_bytes += raw_len;
         self.counts.shipped_bytes += chosen.encode().len() as u64;
         Some(chosen)
@@ -253,11 +378,16 @@ fn synopsis_ids(plan: &Plan, g: u32) -> Vec<SynId> {
         .collect()
 }
 
+/// True when group `g` feeds a synopsis not deleted (a group without one is not shipped).
+fn has_synopses(plan: &Plan, g: u32) -> bool {
+    plan.routing.groups[g as usize].synopses.iter().any(|&s| !plan.routing.synopses[s as usize].is_deleted())
+}
+
 fn raw_groups(plan: &Plan, groups: &BTreeMap<u32, Vec<RawValue>>) -> Vec<GroupShip> {
     groups
         .iter()
+        .filter(|(g, _)| has_synopses(plan, **g))
         .map(|(&g, values)| GroupShip { synopses: synopsis_ids(plan, g), data: GroupData::Raw(values.clone()) })
-        .filter(|g| !g.synopses.is_empty())
         .collect()
 }
 
@@ -269,34 +399,19 @@ fn mergeable(plan: &Plan, g: u32) -> bool {
         && group.synopses.iter().all(|&s| plan.routing.synopses[s as usize].kind.merges_exactly())
 }
 
-/// The groups with partials where they merge exactly, raw elsewhere; `None` when no group can.
-fn partial_groups(plan: &Plan, groups: &BTreeMap<u32, Vec<RawValue>>) -> Option<Vec<GroupShip>> {
-    if !groups.keys().any(|&g| mergeable(plan, g)) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(groups.len());
-    for (&g, values) in groups {
-        let synopses = synopsis_ids(plan, g);
-        if synopses.is_empty() {
-            continue;
-        }
-        if !mergeable(plan, g) {
-            out.push(GroupShip { synopses, data: GroupData::Raw(values.clone()) });
-            continue;
-        }
-        let batch: Vec<Datum<'_>> = values.iter().map(|v| v.val.datum()).collect();
-        let parts = plan.routing.groups[g as usize]
-            .synopses
-            .iter()
-            .map(|&s| &plan.routing.synopses[s as usize])
-            .filter(|s| !s.is_deleted())
-            .map(|spec| {
-                let mut part: Box<dyn Synopsis> = spec.fresh.clone();
-                part.update_batch(&batch);
-                pack_zero_runs(&part.encode())
-            })
-            .collect();
-        out.push(GroupShip { synopses, data: GroupData::Partials { items: values.len() as u64, parts } });
-    }
-    Some(out)
+/// The partials of mergeable group `g`'s synopses over `values`.
+fn partials_of(plan: &Plan, g: u32, values: &[RawValue]) -> GroupData {
+    let batch: Vec<Datum<'_>> = values.iter().map(|v| v.val.datum()).collect();
+    let parts = plan.routing.groups[g as usize]
+        .synopses
+        .iter()
+        .map(|&s| &plan.routing.synopses[s as usize])
+        .filter(|s| !s.is_deleted())
+        .map(|spec| {
+            let mut part: Box<dyn Synopsis> = spec.fresh.clone();
+            part.update_batch(&batch);
+            pack_zero_runs(&part.encode())
+        })
+        .collect();
+    GroupData::Partials { items: values.len() as u64, parts }
 }

@@ -69,6 +69,9 @@ pub struct Devices {
     timeout: Duration,
     /// Where the job writes its control records for the devices ([`super::control`]).
     control: std::sync::OnceLock<Publisher>,
+    /// Per update group of one stream: the first device whose values of it were merged in this
+    /// process, and whether that device ships it whole ([`Devices::one_reader`]).
+    readers: Mutex<BTreeMap<u32, (String, bool)>>,
 }
 
 /// A [`Publish`] (a closure, which has no `Debug`).
@@ -92,6 +95,7 @@ impl Devices {
             unreadable: Mutex::new(0),
             timeout,
             control: std::sync::OnceLock::new(),
+            readers: Mutex::default(),
         }
     }
 
@@ -114,6 +118,25 @@ impl Devices {
         let row = rows.entry(device.to_string()).or_insert_with(|| DeviceRow::new(now));
         row.last_heard = now;
         change(row);
+    }
+
+    /// A stream's groups shipped whole by one device must have no other reader (the whole
+    /// states would overwrite the other's values): `Err(the first reader)` for a whole state of
+    /// a group another device shipped first, or a second device's shipment of a group one device
+    /// ships whole. Checked by every worker of the process (devices' partitions are spread over
+    /// them), not across processes.
+    pub fn one_reader(&self, group: u32, device: &str, whole: bool) -> Result<(), String> {
+        let readers = self.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match readers.get(&group) {
+            Some((first, first_whole)) if first != device && (*first_whole || whole) => Err(first.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Note that `device`'s values of stream group `group` were merged (`whole`: as whole states).
+    pub fn read_by(&self, group: u32, device: &str, whole: bool) {
+        let mut readers = self.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        readers.entry(group).or_insert_with(|| (device.to_string(), false)).1 |= whole;
     }
 
     /// Count a record refused before its device could be read.

@@ -26,6 +26,14 @@ use super::shipment::{Body, GroupData, GroupShip, Shipment, SynId};
 /// (unit << 40 | line) or of Kafka records (bit 63).
 const DEVICE_BIT: u64 = 1 << 62;
 
+/// What a group of a shipment became.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Raw,
+    Partials,
+    Whole,
+}
+
 /// Why a record was refused: the reason (for the dead letter) and whether it came late.
 pub type Refusal = (String, bool);
 
@@ -101,14 +109,24 @@ impl Intake {
         let base = device_base(&device);
         let mut recs = Vec::new();
         let (mut partial_groups, mut raw_groups) = (0, 0);
+        let mut read = Vec::new();
         for g in &groups {
-            match to_recs(plan, window, base | ship.seq, g, &mut recs) {
-                Ok(true) => partial_groups += 1,
-                Ok(false) => raw_groups += 1,
+            let checked = to_recs(plan, window, base | ship.seq, g, &mut recs)
+                .and_then(|(group, form)| self.one_reader(plan, &device, group, form).map(|()| (group, form)));
+            match checked {
+                Ok((group, form)) => {
+                    read.push((group, form));
+                    if form == Form::Raw { raw_groups += 1 } else { partial_groups += 1 }
+                }
                 Err(e) => {
                     self.devices.touch(&device, |r| r.refused += 1);
                     return Err((format!("{device} window {window}: {e}"), false));
                 }
+            }
+        }
+        for (group, form) in read {
+            if !plan.routing.groups[group as usize].stream.is_empty() {
+                self.devices.read_by(group, &device, form == Form::Whole);
             }
         }
         self.merged.insert(device.clone(), (window, ship.seq));
@@ -125,6 +143,17 @@ impl Intake {
             r.raw_groups += raw_groups;
         });
         Ok(Some((time, recs)))
+    }
+
+    /// Refuse a whole state of a stream's group that another device shipped first, and a
+    /// second device's shipment of a group one device ships whole ([`Devices::one_reader`]).
+    fn one_reader(&self, plan: &Plan, device: &str, group: u32, form: Form) -> Result<(), String> {
+        let Err(first) = self.devices.one_reader(group, device, form == Form::Whole) else { return Ok(()) };
+        let stream = &plan.routing.groups[group as usize].stream;
+        Err(format!(
+            "stream {stream} is read by {first} and {device}: its order-dependent synopses cannot be kept whole on one \
+             device (start its devices without --sole-reader)"
+        ))
     }
 }
 
@@ -165,8 +194,8 @@ fn find(plan: &Plan, id: &SynId) -> Option<u32> {
         .map(|i| i as u32)
 }
 
-/// The records of one group of a shipment (appended to `recs`); true for partials.
-fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec>) -> Result<bool, String> {
+/// The records of one group of a shipment (appended to `recs`): its update group here and its form.
+fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec>) -> Result<(u32, Form), String> {
     let mut indices = Vec::with_capacity(g.synopses.len());
     for id in &g.synopses {
         let s = find(plan, id).ok_or_else(|| {
@@ -193,7 +222,17 @@ fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec
                 }
                 recs.push(Rec { group, time: v.time, seq: base | (v.seq & ((1 << 40) - 1)), val: v.val.clone() });
             }
-            Ok(false)
+            Ok((group, Form::Raw))
+        }
+        GroupData::Whole { items, period_items, states } => {
+            let spec = &plan.routing.groups[group as usize];
+            if spec.mode != Mode::Owned || spec.stream.is_empty() {
+                return Err("whole states of an update group not owned by one worker for one stream here".into());
+            }
+            let decoded = decode_states(plan, &indices, states, |_| true)?;
+            let part = DevicePart { items: *items, parts: decoded, whole: Some(*period_items) };
+            recs.push(Rec { group, time, seq, val: Val::Part(part.encode().into_boxed_slice()) });
+            Ok((group, Form::Whole))
         }
         GroupData::Partials { items, parts } => {
             let mode = plan.routing.groups[group as usize].mode;
@@ -201,23 +240,31 @@ fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec
             if !matches!(mode, Mode::Exact { .. } | Mode::Owned) || ordered {
                 return Err("partials of an update group whose synopses do not merge exactly here".into());
             }
-            let mut decoded = Vec::with_capacity(parts.len());
-            for (&s, bytes) in indices.iter().zip(parts) {
-                let syn = unpack_zero_runs(bytes).and_then(|b| saams::registry::decode(&b).map_err(|e| e.to_string()));
-                let syn = syn.map_err(|e| format!("partial of synopsis {s}: {e}"))?;
-                let spec = &plan.routing.synopses[s as usize];
-                if syn.kind() != spec.kind || !spec.kind.merges_exactly() {
-                    return Err(format!(
-                        "partial of synopsis {s}: a {} where a {} is kept",
-                        syn.kind().name(),
-                        spec.kind.name()
-                    ));
-                }
-                decoded.push((s, syn));
-            }
-            let part = DevicePart { items: *items, parts: decoded };
+            let decoded = decode_states(plan, &indices, parts, saams::Kind::merges_exactly)?;
+            let part = DevicePart { items: *items, parts: decoded, whole: None };
             recs.push(Rec { group, time, seq, val: Val::Part(part.encode().into_boxed_slice()) });
-            Ok(true)
+            Ok((group, Form::Partials))
         }
     }
+}
+
+/// The states shipped for synopses `indices` (zero runs packed), each of the kind this job
+/// keeps and one `allowed`.
+fn decode_states(
+    plan: &Plan,
+    indices: &[u32],
+    states: &[Vec<u8>],
+    allowed: impl Fn(saams::Kind) -> bool,
+) -> Result<Vec<(u32, Box<dyn saams::Synopsis>)>, String> {
+    let mut decoded = Vec::with_capacity(states.len());
+    for (&s, bytes) in indices.iter().zip(states) {
+        let syn = unpack_zero_runs(bytes).and_then(|b| saams::registry::decode(&b).map_err(|e| e.to_string()));
+        let syn = syn.map_err(|e| format!("state of synopsis {s}: {e}"))?;
+        let spec = &plan.routing.synopses[s as usize];
+        if syn.kind() != spec.kind || !allowed(spec.kind) {
+            return Err(format!("state of synopsis {s}: a {} where a {} is kept", syn.kind().name(), spec.kind.name()));
+        }
+        decoded.push((s, syn));
+    }
+    Ok(decoded)
 }

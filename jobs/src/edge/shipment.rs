@@ -6,8 +6,9 @@
 //! (hello, data, goodbye), the device id, the sequence number and, for data, the window and per
 //! update group of the device's plan the synopses it feeds (named by what they are: dataset,
 //! stream, field, kind and construct parameters, so the cloud finds them whatever its own
-//! indices) and either their partials (the codec bytes) or the raw values as compact records
-//! (time from the window's start, sequence number and value).
+//! indices) and either their partials (the codec bytes), their whole states (the checkpoint
+//! codec's bytes, from a device that is the stream's only reader) or the raw values as compact
+//! records (time from the window's start, sequence number and value).
 //!
 //! ```
 //! use saams_jobs::edge::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
@@ -73,6 +74,28 @@ pub enum GroupData {
     },
     /// The raw values (the cloud updates the synopses from them).
     Raw(Vec<RawValue>),
+    /// The whole states of every synopsis of the group as at the window's close (exact codec
+    /// bytes, zero runs packed, in the group's order): the device is the only one reading the
+    /// stream and fed them as the cloud's owner would, so the cloud installs them in place of
+    /// its own ([`crate::edge::device`]).
+    Whole {
+        /// Values of this shipment the states cover (the window counts them).
+        items: u64,
+        /// Values the states summarize in their open period.
+        period_items: u64,
+        /// One state per synopsis of [`GroupShip::synopses`].
+        states: Vec<Vec<u8>>,
+    },
+}
+
+impl GroupShip {
+    /// The bytes this group takes in a shipment of `window`: what a device compares to choose
+    /// each group's form.
+    pub fn encoded_len(&self, window: u64) -> usize {
+        let mut w = Writer::new();
+        encode_group(&mut w, window, self);
+        w.into_inner().len()
+    }
 }
 
 /// One update group of a shipment: the synopses it feeds and what is shipped for them.
@@ -187,6 +210,14 @@ fn encode_group(w: &mut Writer, window: u64, g: &GroupShip) {
                 w.len_bytes(p);
             }
         }
+        GroupData::Whole { items, period_items, states } => {
+            w.u8(2);
+            w.varint(*items);
+            w.varint(*period_items);
+            for state in states {
+                w.len_bytes(state);
+            }
+        }
         GroupData::Raw(values) => {
             w.u8(1);
             w.varint(values.len() as u64);
@@ -258,6 +289,12 @@ fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
             let items = r.varint().map_err(e)?;
             let parts = (0..n).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
             GroupData::Partials { items, parts }
+        }
+        2 => {
+            let items = r.varint().map_err(e)?;
+            let period_items = r.varint().map_err(e)?;
+            let states = (0..n).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
+            GroupData::Whole { items, period_items, states }
         }
         1 => {
             let count = r.count(3).map_err(e)?;

@@ -3,6 +3,12 @@
 //! matter); an owned group's waits for its window's close and is merged into the merged state
 //! there, after the window's own values and before it is answered, so the answer counts them.
 //! Either way the window counts the values they summarize.
+//!
+//! A device's *whole* states of an owned group (any kinds, order-dependent ones included: the
+//! device is the only one reading the stream and fed them as this worker would) wait for the
+//! window's close the same way and are installed there in place of the merged state, after
+//! the window's own values (raw ones the device shipped earlier in the window: the whole state
+//! covers them too) and before the window is answered.
 
 use saams::Synopsis;
 
@@ -50,10 +56,11 @@ impl State {
                     }
                 }
             }
-            Mode::Owned if !group.ordered => {
+            Mode::Owned if !group.ordered || part.whole.is_some() => {
                 Gathered::counted(&mut self.windows, w, key, group.synopses.len(), items);
                 self.device_parts.entry(w).or_default().push((key, part));
             }
+            _ if part.whole.is_some() => refuse(&format!("update group {} is not owned by one worker", rec.group)),
             _ => refuse(&format!("update group {} does not merge exactly", rec.group)),
         }
     }
@@ -70,8 +77,8 @@ impl State {
                     refuse(&format!("synopsis {s} is registered at window {w} but the device did not know it"));
                 }
             }
-            for (s, syn) in &part.parts {
-                let s = *s;
+            let whole = part.whole;
+            for (s, syn) in part.parts {
                 if !group.synopses.contains(&s) || !plan.live.is_live(s, w) {
                     continue;
                 }
@@ -80,6 +87,19 @@ impl State {
                 held.enter(spec.windowing(), w, &mut |span, state, items| {
                     answer::continuous(plan, s, state, items, span, &mut gathered.owed);
                 });
+                if let Some(period_items) = whole {
+                    if syn.kind() == spec.kind {
+                        held.state = syn;
+                        held.items = period_items;
+                    } else {
+                        refuse(&format!(
+                            "synopsis {s}: a whole {} where a {} is kept",
+                            syn.kind().name(),
+                            spec.kind.name()
+                        ));
+                    }
+                    continue;
+                }
                 match held.state.merge(syn.as_ref() as &dyn Synopsis) {
                     Ok(()) => held.items += part.items,
                     Err(e) => refuse(&format!("synopsis {s}: {e}")),
