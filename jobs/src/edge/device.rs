@@ -311,6 +311,18 @@ impl DeviceWindows {
         Some(chosen)
     }
 
+    /// Per kind: the states kept whole here (how many, and the bytes each takes in a shipment
+    /// now: exact codec bytes, zero runs packed), to tell what whole shipments are made of.
+    pub fn whole_state_bytes(&self) -> BTreeMap<&'static str, (u64, u64)> {
+        let mut out: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+        for held in self.held.values() {
+            let e = out.entry(held.state.kind().name()).or_default();
+            e.0 += 1;
+            e.1 += pack_zero_runs(&held.state.encode_exact()).len() as u64;
+        }
+        out
+    }
+
     /// The end of the window open now, if any.
     pub fn open_end(&self, plan: &Plan) -> Option<u64> {
         self.open.as_ref().map(|(w, _)| w.saturating_add(plan.routing.window_ms as u64))

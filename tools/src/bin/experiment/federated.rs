@@ -4,7 +4,9 @@
 //!
 //! Each device is the edge runtime's own window logic ([`DeviceWindows`], what `saams-edge` runs):
 //! it holds its share of the streams (stream `i` on device `i mod D`; the AIS vessels by a hash of
-//! their id) and at each period's close ships the smaller of its raw values and its partials, so
+//! their id), is the only reader of its streams (`saams-edge --sole-reader`: their order-dependent
+//! synopses, the paper workload's DFT, are kept whole on it) and at each period's close ships per
+//! update group the smaller of its raw values and its partials or whole states, so
 //! the bytes are the records `saams-edge` produces, counted without a broker (CI has none when
 //! the experiments run). The network side — the same devices as processes in their own network
 //! namespaces over shaped links, bytes from the links' counters — is `scripts/edge-net.sh` and
@@ -76,13 +78,16 @@ struct Setting<'a> {
 struct Shipped {
     counts: DeviceCounts,
     stream_windows: usize,
+    /// Per kind: the states kept whole on the devices at the end (how many, their bytes as
+    /// shipped): what a whole group's shipment is made of.
+    whole_by_kind: std::collections::BTreeMap<&'static str, (u64, u64)>,
 }
 
 /// Run `setting`'s devices over `tuples` (event time already at the setting's rate).
 fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String> {
     let plan = Plan::build(&parse_requests(setting.requests), 1, setting.period_ms, Arc::new(NoSnapshots));
     let mut devices: Vec<DeviceWindows> =
-        (0..setting.devices).map(|d| DeviceWindows::new(&format!("device{d}"))).collect();
+        (0..setting.devices).map(|d| DeviceWindows::new(&format!("device{d}")).sole_reader()).collect();
     let mut stream_windows = HashSet::new();
     for (site, t) in tuples {
         let device = &mut devices[site % setting.devices];
@@ -90,8 +95,14 @@ fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String>
         let _ = device.push(&plan, t);
     }
     let mut total = DeviceCounts::default();
+    let mut whole_by_kind = std::collections::BTreeMap::new();
     for mut d in devices {
         let _ = d.close(&plan);
+        for (kind, (n, bytes)) in d.whole_state_bytes() {
+            let e: &mut (u64, u64) = whole_by_kind.entry(kind).or_default();
+            e.0 += n;
+            e.1 += bytes;
+        }
         let c = d.counts;
         total.tuples += c.tuples;
         total.late += c.late;
@@ -100,6 +111,7 @@ fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String>
         total.raw_windows += c.raw_windows;
         total.shipped_bytes += c.shipped_bytes;
         total.raw_bytes += c.raw_bytes;
+        total.whole_groups += c.whole_groups;
     }
     if total.late > 0 {
         return Err(format!(
@@ -107,7 +119,7 @@ fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String>
             setting.workload, setting.period, total.late
         ));
     }
-    Ok(Shipped { counts: total, stream_windows: stream_windows.len() })
+    Ok(Shipped { counts: total, stream_windows: stream_windows.len(), whole_by_kind })
 }
 
 /// The generator's `streams` stock streams, `per_stream` tuples each, at `rate` tuples a second
@@ -195,6 +207,20 @@ pub fn federated(r: &Runner, quick: bool, datasets: &Path) -> Result<(), String>
             let shipped = ship(&s, &tuples)?;
             let ratio = row(&mut tsv, &s, &shipped, streams_paper);
             println!("federated: paper setting {workload} on {devices} devices: raw/shipped {ratio:.1}");
+            let c = &shipped.counts;
+            let per_stream = |bytes: u64| bytes as f64 / shipped.stream_windows.max(1) as f64;
+            let kinds: Vec<String> = shipped
+                .whole_by_kind
+                .iter()
+                .map(|(kind, (n, bytes))| format!("{kind} {:.0} B", *bytes as f64 / (*n).max(1) as f64))
+                .collect();
+            println!(
+                "federated:   per stream and period: raw {:.0} B, shipped {:.0} B ({} whole groups; a whole state: {})",
+                per_stream(c.raw_bytes),
+                per_stream(c.shipped_bytes),
+                c.whole_groups,
+                if kinds.is_empty() { "none".to_string() } else { kinds.join(", ") }
+            );
         }
     }
     // The sweep: 3 devices, each rate and period.
