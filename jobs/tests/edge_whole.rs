@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod http_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
 use kafka_common::{check, declared_broker, read_topic, repo, unique};

@@ -248,6 +248,9 @@ fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec
     }
 }
 
+/// A synopsis state named by its index in this job's plan.
+type Indexed = (u32, Box<dyn saams::Synopsis>);
+
 /// The states shipped for synopses `indices` (zero runs packed), each of the kind this job
 /// keeps and one `allowed`.
 fn decode_states(
@@ -255,7 +258,7 @@ fn decode_states(
     indices: &[u32],
     states: &[Vec<u8>],
     allowed: impl Fn(saams::Kind) -> bool,
-) -> Result<Vec<(u32, Box<dyn saams::Synopsis>)>, String> {
+) -> Result<Vec<Indexed>, String> {
     let mut decoded = Vec::with_capacity(states.len());
     for (&s, bytes) in indices.iter().zip(states) {
         let syn = unpack_zero_runs(bytes).and_then(|b| saams::registry::decode(&b).map_err(|e| e.to_string()));
