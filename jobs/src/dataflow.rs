@@ -76,9 +76,8 @@ pub fn build(
         let (registry, entries) = scope.new_collection::<Entry, isize>();
         // Values of monitored streams go to their sites and coordinators (`monitor`).
         let (values, monitored) = scope.input_from(&mut input).split_monitored();
-        let monitor = plan.borrow().monitor.clone();
-        let monitor_lines =
-            monitored.monitor_sites(monitor.clone()).monitor_coordinator(monitor, plan.borrow().routing.window_ms);
+        let window_ms = plan.borrow().routing.window_ms;
+        let monitor_lines = monitored.monitor_sites(plan.clone()).monitor_coordinator(plan.clone(), window_ms);
         let mut stream = values.join_registry(entries, plan.clone()).update_synopses(plan.clone());
         for k in 1..=plan.borrow().merge_stages() {
             stream = stream.merge_stage(plan.clone(), k);

@@ -19,8 +19,9 @@ pub struct LiveSynopsis {
     pub request_id: Json,
     /// The API's id of the kind.
     pub synopsis_id: u64,
-    /// The kind.
-    pub kind: Kind,
+    /// The kind; `None` for the sliding-window monitoring kind (`synopsisID` 14,
+    /// [`crate::api::monitor`]), which is no [`Kind`] of synopsis.
+    pub kind: Option<Kind>,
     /// Stream ("" = every stream of the dataset).
     pub stream_id: String,
     /// Dataset.
@@ -45,7 +46,7 @@ impl LiveSynopsis {
     /// ```
     /// use saams::api::registry::LiveSynopsis;
     /// let row = LiveSynopsis {
-    ///     id: 0, request_id: serde_json::json!(7), synopsis_id: 1, kind: saams::Kind::CountMin,
+    ///     id: 0, request_id: serde_json::json!(7), synopsis_id: 1, kind: Some(saams::Kind::CountMin),
     ///     stream_id: "A".into(), dataset_key: "F".into(), field: "price".into(),
     ///     params: vec![serde_json::json!(0.01)], mode: "Owned".into(), home: 0, empty_bytes: 64,
     ///     effective_from_ms: 60_000,
@@ -59,7 +60,7 @@ impl LiveSynopsis {
             "id": self.id,
             "requestID": self.request_id,
             "synopsisID": self.synopsis_id,
-            "kind": self.kind.name(),
+            "kind": self.kind.map_or(crate::api::monitor::SLIDING_WINDOW_MONITOR_NAME, |k| k.name()),
             "streamID": self.stream_id,
             "dataSetKey": self.dataset_key,
             "field": self.field,

@@ -32,7 +32,7 @@ pub const DEFAULT_CAPACITY: usize = 120;
 /// use saams_jobs::control::answers::AnswerRings;
 /// let rings = AnswerRings::new(2);
 /// let row = saams::api::registry::LiveSynopsis {
-///     id: 4, request_id: serde_json::json!(1), synopsis_id: 2, kind: saams::Kind::HyperLogLog,
+///     id: 4, request_id: serde_json::json!(1), synopsis_id: 2, kind: Some(saams::Kind::HyperLogLog),
 ///     stream_id: "A".into(), dataset_key: "F".into(), field: "price".into(), params: vec![],
 ///     mode: "Owned".into(), home: 0, empty_bytes: 64, effective_from_ms: 0,
 /// };

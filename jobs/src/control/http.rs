@@ -42,6 +42,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use saams::api::monitor::{MonitorQuery, MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
 use saams::api::registry::LiveSynopsis;
 use saams::api::request::{Action, Parsed, Request, parse_requests};
 use saams::error::SynopsisError;
@@ -445,7 +446,11 @@ fn vet(parsed: &Parsed, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
     let requests: Vec<&Request> = parsed.iter().filter_map(|r| r.as_ref().ok()).collect();
     for (i, req) in requests.iter().enumerate() {
         let n = i + 1;
+        if let Err(message) = vet_monitor(req) {
+            return Err(refuse(StatusCode::BAD_REQUEST, format!("request {n}: {message}")));
+        }
         match &req.action {
+            Action::Construct { .. } if req.synopsis_id == SLIDING_WINDOW_MONITOR_ID => continue,
             Action::Construct { params, .. } => {
                 if let Err(e) = saams::registry::construct(req.synopsis_id, params) {
                     let message = match e {
@@ -471,6 +476,19 @@ fn vet(parsed: &Parsed, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
         }
     }
     Ok(requests.len())
+}
+
+/// A request of the monitoring kind (`synopsisID` 14, no synopsis of the library): its
+/// construct parameters or query arguments, checked as the plan will.
+fn vet_monitor(req: &Request) -> Result<(), String> {
+    if req.synopsis_id != SLIDING_WINDOW_MONITOR_ID {
+        return Ok(());
+    }
+    match &req.action {
+        Action::Construct { params, .. } => MonitorSpec::from_params(params).map(|_| ()),
+        Action::Query { args, .. } => MonitorQuery::parse(args).map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `earlier` constructs a synopsis `req` names.

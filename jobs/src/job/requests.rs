@@ -120,7 +120,7 @@ pub(super) fn take_applied(
     if applied.is_empty() {
         return false;
     }
-    let changed = applied.iter().any(|a| !a.registry.is_empty());
+    let changed = applied.iter().any(|a| !a.registry.is_empty() || a.monitors_changed);
     note_rescales(plan, me, hub);
     if changed && me.is_multiple_of(plan.borrow().routing.workers_per_process.max(1)) {
         // Before the acknowledgements: a client that sends the next request on one (a delete

@@ -327,6 +327,7 @@ impl Router {
                 };
                 self.recs.push(Rec { group: g, time, seq, val });
             }
+            monitor_generated(&self.plan.borrow(), gen_stream, values, (time, seq), &mut self.monitor_recs);
         }
         self.accept(unit, (index, time), window, input);
     }
@@ -344,11 +345,27 @@ fn send_staged(
     batch.send_by_target(|r| plan.routing.group_target(r.group, me), |c| input.send_batch(c));
 }
 
+/// The values of monitored streams of a generated tuple ([`monitor_values`]'s generator path):
+/// the generator's fields by name; `streamID`/`dataSetKey` are no numbers to track.
+fn monitor_generated(
+    plan: &Plan,
+    g: &crate::source::generated::Generated,
+    values: &[f64; 6],
+    (time, seq): (i64, u64),
+    recs: &mut Vec<Rec>,
+) {
+    for (i, field) in plan.monitor.routes(&g.dataset_key, &g.stream_id, time) {
+        if let Some(k) = g.fields.iter().position(|f| *f == field) {
+            recs.push(Rec { group: MONITOR_GROUP | i, time, seq, val: Val::Num(values[k]) });
+        }
+    }
+}
+
 /// The values of monitored streams ([`saams_operators::monitor`]): tagged with
 /// [`MONITOR_GROUP`], sent beside the synopses' values; a value the sites cannot track is
 /// refused and counted there.
 fn monitor_values(plan: &Plan, t: &Tuple, (time, seq): (i64, u64), recs: &mut Vec<Rec>) {
-    for (i, field) in plan.monitor.routes(&t.dataset_key, &t.stream_id) {
+    for (i, field) in plan.monitor.routes(&t.dataset_key, &t.stream_id, time) {
         let val = match t.field(field) {
             None => continue,
             Some(Datum::Num(x)) => Val::Num(x),

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use saams::checkpoint::SourcePosition;
 use saams_operators::Plan;
 use saams_operators::ask::{fence_marker, to_every_worker};
+use saams_operators::monitor::monitor_fence_marker;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
@@ -224,6 +225,8 @@ impl<'a> WorkerState<'a> {
             if self.reading {
                 // Before any value routed with the new plan: see `control::fence`.
                 for copy in to_every_worker(fence_marker(request_epoch, fence, self.epoch as i64), self.peers) {
+                    // And to the monitored streams' sites (`saams_operators::monitor`).
+                    self.input.send(monitor_fence_marker(copy.clone()));
                     self.input.send(copy);
                 }
             }

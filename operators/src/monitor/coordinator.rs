@@ -2,8 +2,10 @@
 //! the sites' envelopes are applied in time order ([`LiveCoordinator`]), and the continuous
 //! queries answered at every job window close from the first message until the window `W`
 //! after the last one is empty; the script's ad-hoc queries at the end of the input, from the
-//! newest job window close whose window still held items.
+//! newest job window close whose window still held items; a live ad-hoc query at the close of
+//! its fence's window, for whoever waits for it.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
@@ -16,7 +18,9 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use super::lines::answer_line;
-use super::{MonitorPlan, Monitored, SiteOut};
+use super::{Monitored, SiteOut};
+use crate::Plan;
+use crate::ask::reply_line;
 
 /// One monitored stream's coordinator and what waits for the watermark.
 struct Home {
@@ -31,24 +35,61 @@ struct Home {
     next_end: Option<i64>,
     /// The ad-hoc answers at the newest window close with items in the window.
     adhoc: Vec<String>,
+    /// The live ad-hoc queries ([`Monitored::asks`]) answered so far.
+    asked: usize,
 }
 
 /// Answers the monitored streams' queries.
 pub trait MonitorCoordinator<'scope> {
     /// Site messages in (from [`super::MonitorSites::monitor_sites`]), answer lines out: the
-    /// continuous ones at their window's last millisecond, the ad-hoc ones at the end of the
-    /// input (`u64::MAX`). `window_ms` is the job's window.
-    fn monitor_coordinator(self, plan: Rc<MonitorPlan>, window_ms: i64) -> Stream<'scope, u64, Vec<String>>;
+    /// continuous ones at their window's last millisecond, the script's ad-hoc ones at the end
+    /// of the input (`u64::MAX`). `window_ms` is the job's window; the monitored streams are
+    /// the plan's, read as live requests change them.
+    fn monitor_coordinator(self, plan: Rc<RefCell<Plan>>, window_ms: i64) -> Stream<'scope, u64, Vec<String>>;
 }
 
 impl Home {
-    /// Apply every message and answer every window end before `watermark`, in time order;
-    /// answers at `t` see the messages sent by `t` and none later.
+    fn new(m: &Monitored) -> Home {
+        Home {
+            live: LiveCoordinator::new(m.config(), m.policy()),
+            pending: BTreeMap::new(),
+            refused: 0,
+            last: None,
+            next_end: None,
+            adhoc: Vec::new(),
+            asked: 0,
+        }
+    }
+
+    /// Take one message of a site: its bookkeeping now, an envelope once the watermark passed
+    /// its send time (undecodable or a duplicate: refused and counted now).
+    fn take(&mut self, out: SiteOut) {
+        match out {
+            SiteOut::Stats { refused, .. } => self.refused += refused,
+            SiteOut::Envelope(bytes) => match Envelope::decode(&bytes) {
+                Ok(e) if !self.pending.contains_key(&(e.time, e.site, e.seq)) => {
+                    self.pending.insert((e.time, e.site, e.seq), bytes);
+                }
+                _ => {
+                    let _ = self.live.receive(&bytes);
+                }
+            },
+        }
+    }
+
+    /// Apply every message and answer every window end (and live ad-hoc query) before
+    /// `watermark`, in time order; answers at `t` see the messages sent by `t` and none later.
     fn run(&mut self, m: &Monitored, jw: i64, watermark: u64, mut emit: impl FnMut(i64, String)) {
         loop {
             let message = self.pending.first_key_value().map(|(k, _)| k.0).filter(|&t| (t as u64) < watermark);
+            // A live ad-hoc query is answered at the last millisecond of its fence's window.
+            let ask = m.asks.get(self.asked).map(|q| q.from as i64 + jw - 1).filter(|&a| (a as u64) < watermark);
             let answer = self.next_end.map(|e| e - 1).filter(|&a| (a as u64) < watermark);
-            match (message, answer) {
+            let first_answer = match (answer, ask) {
+                (Some(a), Some(q)) => Some(a.min(q)),
+                (a, q) => a.or(q),
+            };
+            match (message, first_answer) {
                 (Some(t), a) if a.is_none_or(|a| t <= a) => {
                     let (_, bytes) = self.pending.pop_first().expect("a pending message");
                     if self.live.receive(&bytes).is_ok() {
@@ -57,18 +98,36 @@ impl Home {
                     }
                 }
                 (_, Some(a)) => {
-                    self.answer(m, a, &mut emit);
-                    let last = self.last.unwrap_or(a);
-                    self.next_end = (a < last + m.spec.window_ms).then_some(a + 1 + jw);
+                    while m.asks.get(self.asked).is_some_and(|q| q.from as i64 + jw - 1 == a) {
+                        self.answer_ask(m, a, &mut emit);
+                    }
+                    if answer == Some(a) {
+                        self.answer(m, a, &mut emit);
+                        let last = self.last.unwrap_or(a);
+                        self.next_end = (a < last + m.spec.window_ms).then_some(a + 1 + jw);
+                    }
                 }
                 _ => break,
             }
         }
     }
 
+    /// Answer the next live ad-hoc query at `a`, for whoever waits for it.
+    fn answer_ask(&mut self, m: &Monitored, a: i64, emit: &mut impl FnMut(i64, String)) {
+        let q = &m.asks[self.asked];
+        self.asked += 1;
+        let sent = self.live.received();
+        let line = answer_line(m, q, self.live.coordinator(), a, sent, self.refused);
+        emit(a, reply_line(q.origin, line));
+    }
+
     fn answer(&mut self, m: &Monitored, a: i64, emit: &mut impl FnMut(i64, String)) {
+        if m.until.is_some_and(|u| a as u64 >= u) {
+            // Deleted: the windows before its delete's fence only.
+            return;
+        }
         let (sent, refused) = (self.live.received(), self.refused);
-        for q in &m.continuous {
+        for q in m.continuous.iter().filter(|q| q.from as i64 <= a) {
             emit(a, answer_line(m, q, self.live.coordinator(), a, sent, refused));
         }
         if !m.adhoc.is_empty() && self.live.coordinator().count(a).is_ok_and(|c| c > 0) {
@@ -78,8 +137,9 @@ impl Home {
 }
 
 impl<'scope> MonitorCoordinator<'scope> for Stream<'scope, u64, Vec<(u32, SiteOut)>> {
-    fn monitor_coordinator(self, plan: Rc<MonitorPlan>, window_ms: i64) -> Stream<'scope, u64, Vec<String>> {
+    fn monitor_coordinator(self, shared: Rc<RefCell<Plan>>, window_ms: i64) -> Stream<'scope, u64, Vec<String>> {
         let jw = window_ms.max(1);
+        let (me, peers) = (self.scope().index(), self.scope().peers().max(1));
         let to_home = Exchange::new(|(group, _): &(u32, SiteOut)| u64::from(*group));
         self.unary_frontier::<CapacityContainerBuilder<Vec<String>>, _, _, _>(
             to_home,
@@ -87,34 +147,30 @@ impl<'scope> MonitorCoordinator<'scope> for Stream<'scope, u64, Vec<(u32, SiteOu
             move |cap, _info| {
                 let mut held: Option<Capability<u64>> = Some(cap);
                 let mut homes: HashMap<u32, Home> = HashMap::new();
+                // Messages of a stream constructed live that came before this worker applied
+                // its construct (another worker's site sent them): taken once it has.
+                let mut early: Vec<(u32, SiteOut)> = Vec::new();
                 move |(input, frontier), output| {
+                    let plan = shared.borrow().monitor.clone();
+                    let mut arrived = std::mem::take(&mut early);
                     input.for_each_stamp(|_stamp, data| {
                         for batch in data {
-                            for (group, out) in batch.drain(..) {
-                                let Some(m) = plan.monitored.get(group as usize) else { continue };
-                                let home = homes.entry(group).or_insert_with(|| Home {
-                                    live: LiveCoordinator::new(m.config(), m.policy()),
-                                    pending: BTreeMap::new(),
-                                    refused: 0,
-                                    last: None,
-                                    next_end: None,
-                                    adhoc: Vec::new(),
-                                });
-                                match out {
-                                    SiteOut::Stats { refused, .. } => home.refused += refused,
-                                    SiteOut::Envelope(bytes) => match Envelope::decode(&bytes) {
-                                        Ok(e) if !home.pending.contains_key(&(e.time, e.site, e.seq)) => {
-                                            home.pending.insert((e.time, e.site, e.seq), bytes);
-                                        }
-                                        // Undecodable or a duplicate: refused and counted now.
-                                        _ => {
-                                            let _ = home.live.receive(&bytes);
-                                        }
-                                    },
-                                }
-                            }
+                            arrived.append(batch);
                         }
                     });
+                    for (group, out) in arrived {
+                        let Some(m) = plan.monitored.get(group as usize) else {
+                            early.push((group, out));
+                            continue;
+                        };
+                        homes.entry(group).or_insert_with(|| Home::new(m)).take(out);
+                    }
+                    // Homes of this worker with live ad-hoc queries to answer, messages or not.
+                    for (i, m) in plan.monitored.iter().enumerate().filter(|(i, _)| i % peers == me) {
+                        if !m.asks.is_empty() {
+                            homes.entry(i as u32).or_insert_with(|| Home::new(m));
+                        }
+                    }
                     let Some(cap) = held.as_ref() else { return };
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
                     let mut lines: BTreeMap<u64, Vec<String>> = BTreeMap::new();

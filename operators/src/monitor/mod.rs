@@ -21,8 +21,11 @@ use saams_monitoring::{Config, Protocol};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use crate::record::Rec;
+
 pub mod coordinator;
 mod lines;
+pub mod live;
 pub mod sites;
 
 pub use coordinator::MonitorCoordinator;
@@ -39,6 +42,11 @@ pub struct MonitorQueryReg {
     pub args: Json,
     /// What is asked.
     pub query: MonitorQuery,
+    /// The first time (ms, a window start) it is answered at: its fence, 0 in a request script.
+    pub from: u64,
+    /// Who waits for the answer of a live ad-hoc query (answered once, at the close of its
+    /// fence's window, [`crate::ask::reply_line`]).
+    pub origin: Option<crate::ask::Origin>,
 }
 
 /// One monitored stream and field.
@@ -58,6 +66,15 @@ pub struct Monitored {
     pub continuous: Vec<MonitorQueryReg>,
     /// Answered once, at the end of the input.
     pub adhoc: Vec<MonitorQueryReg>,
+    /// Live ad-hoc queries, in fence order: each answered once, at the close of the window
+    /// starting at its fence.
+    pub asks: Vec<MonitorQueryReg>,
+    /// The first time (ms, a window start) whose values it monitors: its fence, 0 in a
+    /// request script.
+    pub from: u64,
+    /// The fence of the live delete that ended it: values from it on are not monitored, and
+    /// no answer is given at or after it.
+    pub until: Option<u64>,
 }
 
 impl Monitored {
@@ -124,6 +141,27 @@ pub fn monitored_index(group: u32) -> Option<u32> {
     (MONITOR_GROUP..crate::ask::FENCE_GROUP).contains(&group).then_some(group - MONITOR_GROUP)
 }
 
+/// The index ([`monitored_index`]) of the monitored-stream copies of fence markers: the last
+/// below the fence markers, never a monitored stream's.
+pub const MONITOR_FENCE_INDEX: u32 = crate::ask::FENCE_GROUP - 1 - MONITOR_GROUP;
+
+/// The copy of a fence marker ([`crate::ask::fence_marker`]) for the monitored streams' path:
+/// every worker still reading sends one to every worker beside the fence marker itself, so the
+/// sites apply the live requests before they see a value routed with them (values of a
+/// stream monitored from the fence on), and before their frontier passes the fence.
+///
+/// ```
+/// use saams_operators::ask::{fence_marker, to_every_worker};
+/// use saams_operators::monitor::{MONITOR_FENCE_INDEX, monitor_fence_marker, monitored_index};
+/// let m = monitor_fence_marker(fence_marker(4, 120_000, 61_000));
+/// assert_eq!(monitored_index(m.group), Some(MONITOR_FENCE_INDEX));
+/// let as_fence = saams_operators::Rec { group: saams_operators::ask::FENCE_GROUP, ..m };
+/// assert_eq!(saams_operators::ask::fence_of(&as_fence), Some((4, 120_000)));
+/// ```
+pub fn monitor_fence_marker(fence_marker: Rec) -> Rec {
+    Rec { group: MONITOR_GROUP | MONITOR_FENCE_INDEX, ..fence_marker }
+}
+
 impl MonitorPlan {
     /// The requests of the monitoring kind (`synopsisID` 14) of a request script: constructs
     /// and queries; every other request of the kind (and any that cannot be carried out)
@@ -159,6 +197,9 @@ impl MonitorPlan {
                     spec,
                     continuous: Vec::new(),
                     adhoc: Vec::new(),
+                    asks: Vec::new(),
+                    from: 0,
+                    until: None,
                 });
                 Ok(())
             }
@@ -167,8 +208,14 @@ impl MonitorPlan {
                 let i = self
                     .find(r, field)
                     .ok_or_else(|| format!("no monitored {}/{} {field}", r.dataset_key, r.stream_id))?;
-                let reg =
-                    MonitorQueryReg { request_id: id, uid: r.uid.clone(), args: Json::Array(args.clone()), query };
+                let reg = MonitorQueryReg {
+                    request_id: id,
+                    uid: r.uid.clone(),
+                    args: Json::Array(args.clone()),
+                    query,
+                    from: 0,
+                    origin: None,
+                };
                 let m = &mut self.monitored[i];
                 match mode {
                     QueryMode::Continuous => m.continuous.push(reg),
@@ -184,18 +231,30 @@ impl MonitorPlan {
         }
     }
 
+    /// The monitored stream (not deleted) `r` names on `field`.
     fn find(&self, r: &Request, field: &str) -> Option<usize> {
         self.monitored.iter().position(|m| {
-            r.names_synopsis(&m.dataset, &m.stream, SLIDING_WINDOW_MONITOR_ID, &m.field) && m.field == field
+            m.until.is_none()
+                && r.names_synopsis(&m.dataset, &m.stream, SLIDING_WINDOW_MONITOR_ID, &m.field)
+                && m.field == field
         })
     }
 
-    /// The monitored streams a tuple of `dataset`/`stream` feeds: `(group, field)`.
-    pub fn routes<'a>(&'a self, dataset: &'a str, stream: &'a str) -> impl Iterator<Item = (u32, &'a str)> + 'a {
+    /// The monitored streams a tuple of `dataset`/`stream` at event time `time` (ms) feeds:
+    /// `(group, field)`; a stream constructed live counts from its fence on, one deleted live
+    /// up to its delete's fence.
+    pub fn routes<'a>(
+        &'a self,
+        dataset: &'a str,
+        stream: &'a str,
+        time: i64,
+    ) -> impl Iterator<Item = (u32, &'a str)> + 'a {
+        let time = time.max(0) as u64;
         self.monitored
             .iter()
             .enumerate()
             .filter(move |(_, m)| m.dataset == dataset && (m.stream.is_empty() || m.stream == stream))
+            .filter(move |(_, m)| m.from <= time && m.until.is_none_or(|u| time < u))
             .map(|(i, m)| (i as u32, m.field.as_str()))
     }
 }

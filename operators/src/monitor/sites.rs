@@ -3,6 +3,7 @@
 //! its values ([`saams_monitoring::live::LiveSite`]) and sends what it has to say to the
 //! stream's home.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -13,7 +14,9 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
-use super::{MonitorPlan, SiteOut};
+use super::{MONITOR_FENCE_INDEX, MonitorPlan, SiteOut};
+use crate::Plan;
+use crate::ask::{FENCE_GROUP, destination_of, fence_of};
 use crate::record::{Rec, Val};
 
 /// One site's state, and what it refused since it last reported.
@@ -25,10 +28,11 @@ struct Hosted {
 
 /// Runs the sites of every monitored stream.
 pub trait MonitorSites<'scope> {
-    /// Values of monitored streams (`group` = the index in `plan`, at a timestamp no later
-    /// than their event time) in, `(group, message)` for the coordinators out, each envelope at
-    /// its send time.
-    fn monitor_sites(self, plan: Rc<MonitorPlan>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>>;
+    /// Values of monitored streams (`group` = the index in the plan's [`MonitorPlan`], at a
+    /// timestamp no later than their event time) and the monitored path's fence markers
+    /// ([`super::monitor_fence_marker`]) in, `(group, message)` for the coordinators out, each
+    /// envelope at its send time.
+    fn monitor_sites(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>>;
 }
 
 /// The tracked item of a value: the spec's whole number of a number, or of text that reads as
@@ -45,10 +49,17 @@ fn item(plan: &MonitorPlan, group: u32, val: &Val) -> Option<u64> {
 }
 
 impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
-    fn monitor_sites(self, plan: Rc<MonitorPlan>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>> {
-        let sites_of: Vec<usize> = plan.monitored.iter().map(|m| m.spec.sites).collect();
-        let to_site =
-            Exchange::new(move |r: &Rec| sites_of.get(r.group as usize).map_or(0, |&k| site_of(r.seq, k) as u64));
+    fn monitor_sites(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>> {
+        // Read by the exchange as values are sent: the sender routed a value of a group with a
+        // plan that has it, and its own plan is this one.
+        let sites_of = shared.clone();
+        let to_site = Exchange::new(move |r: &Rec| {
+            if r.group == MONITOR_FENCE_INDEX {
+                return destination_of(r) as u64;
+            }
+            let plan = sites_of.borrow();
+            plan.monitor.monitored.get(r.group as usize).map_or(0, |m| site_of(r.seq, m.spec.sites) as u64)
+        });
         self.unary_frontier::<CapacityContainerBuilder<Vec<(u32, SiteOut)>>, _, _, _>(
             to_site,
             "MonitorSites",
@@ -59,8 +70,23 @@ impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 move |(input, frontier), output| {
                     input.for_each_stamp(|_stamp, data| {
                         for batch in data {
+                            // The live requests first: values routed with them follow their marker.
+                            if batch.iter().any(|r| r.group == MONITOR_FENCE_INDEX) {
+                                let mut plan = shared.borrow_mut();
+                                for r in batch.iter().filter(|r| r.group == MONITOR_FENCE_INDEX) {
+                                    if let Some((epoch, fence)) = fence_of(&Rec { group: FENCE_GROUP, ..r.clone() }) {
+                                        plan.apply_through(epoch, fence);
+                                    }
+                                }
+                                batch.retain(|r| r.group != MONITOR_FENCE_INDEX);
+                            }
+                            let plan = shared.borrow().monitor.clone();
                             for r in batch.drain(..) {
-                                let Some(m) = plan.monitored.get(r.group as usize) else { continue };
+                                let Some(m) = plan.monitored.get(r.group as usize) else {
+                                    // Routed with a plan this worker does not have: cannot be
+                                    // (the marker comes first); counted nowhere, as no stream has it.
+                                    continue;
+                                };
                                 let key = (r.group, site_of(r.seq, m.spec.sites));
                                 let h = match hosted.entry(key) {
                                     std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),

@@ -100,6 +100,9 @@ pub struct Applied {
     pub asks: Vec<Ask>,
     /// Registry changes (constructs +1, deletes −1) at the fence, applied to [`super::Plan::live`].
     pub registry: Vec<(Entry, u64, isize)>,
+    /// Whether a monitored stream ([`crate::monitor`]) was constructed or deleted: the live
+    /// registry's rows changed though [`Applied::registry`] may be empty.
+    pub monitors_changed: bool,
 }
 
 /// A registered SAVE.

@@ -44,6 +44,7 @@ use crate::ask::{Origin, reply_line};
 use crate::checkpoint::Checkpointing;
 use crate::introspection::Published;
 use crate::monitor::MonitorPlan;
+use crate::monitor::live::MonitorApplied;
 use crate::registry::{Entry, LiveRegistry};
 
 pub use apply::RequestEffects;
@@ -254,7 +255,9 @@ impl Plan {
         self.sequencer.effects.fence = Some(fence);
         let effects = &self.sequencer.effects;
         let (registry_from, answers_from) = (effects.registry.len(), effects.answers.len());
-        let mut lines: Vec<String> = requests.iter().filter_map(|r| self.apply_live(r, fence)).collect();
+        let monitors_before = self.monitor.live_rows().len() + self.monitor.monitored.len();
+        let mut lines: Vec<String> = requests.iter().filter_map(|r| self.apply_live(r, fence, origin)).collect();
+        let monitors_changed = monitors_before != self.monitor.live_rows().len() + self.monitor.monitored.len();
         Rc::make_mut(&mut self.routing).compile(&mut self.sequencer.effects.answers);
         lines.extend(self.sequencer.effects.answers.drain(answers_from..).map(|e| e.to_json_line()));
         let asks = self.sequencer.take_fence_asks(&self.routing, origin);
@@ -270,18 +273,22 @@ impl Plan {
         }
         Rc::make_mut(&mut self.routing).version += 1;
         self.sequencer.effects.fence = None;
-        Applied { origin, fence, lines: lines.into_iter().map(|l| reply_line(origin, l)).collect(), asks, registry }
+        let lines = lines.into_iter().map(|l| reply_line(origin, l)).collect();
+        Applied { origin, fence, lines, asks, registry, monitors_changed }
     }
 
     /// Apply one live request at `fence`: its acknowledgement or error (a JSON line), or `None`
     /// for an ad-hoc query or SAVE applied (its ask answers it).
-    fn apply_live(&mut self, r: &Result<Request, RequestError>, fence: u64) -> Option<String> {
+    fn apply_live(&mut self, r: &Result<Request, RequestError>, fence: u64, origin: Option<Origin>) -> Option<String> {
         let generated = self.sequencer.next_generated_id();
         let req = match r {
             Err(e) => return Some(Estimation::error(generated, None, 0, e.0.clone()).to_json_line()),
             Ok(req) => req,
         };
         let id = req.request_id.clone().unwrap_or(generated);
+        if req.synopsis_id == SLIDING_WINDOW_MONITOR_ID {
+            return self.apply_monitor(req, id, fence, origin);
+        }
         if let Action::Rescale { active_workers, bins_per_fence } = req.action {
             let routing = Rc::make_mut(&mut self.routing);
             let per_fence = bins_per_fence.unwrap_or(routing.rescale_batch);
@@ -312,8 +319,30 @@ impl Plan {
         }
     }
 
+    /// Apply one live request of the monitoring kind at `fence` ([`MonitorPlan::apply_live`]):
+    /// its acknowledgement or error, or `None` for an ad-hoc query (its answer replies).
+    fn apply_monitor(
+        &mut self,
+        req: &Request,
+        id: serde_json::Value,
+        fence: u64,
+        origin: Option<Origin>,
+    ) -> Option<String> {
+        match Rc::make_mut(&mut self.monitor).apply_live(req, id.clone(), fence, origin) {
+            Err(msg) => Some(monitor_line(request_error(req, id, msg))),
+            Ok(MonitorApplied::Asked) => None,
+            Ok(MonitorApplied::Accepted(action)) => {
+                let mut e = request_error(req, id, String::new());
+                e.field = req.field_filter().unwrap_or_default().to_string();
+                e.answer = Answer::Accepted { action: action.into(), from_window: fence as i64 };
+                Some(monitor_line(e))
+            }
+        }
+    }
+
     /// True for requests that only read state (ad-hoc queries and SAVEs): they need no fence
-    /// and are answered at once ([`Plan::ask_now`]).
+    /// and are answered at once ([`Plan::ask_now`]). Ad-hoc queries of the monitoring kind
+    /// are not: their coordinator answers them at the close of their fence's window.
     ///
     /// ```
     /// use saams_operators::Plan;
@@ -328,7 +357,8 @@ impl Plan {
             && requests.iter().all(|r| {
                 matches!(
                     r,
-                    Ok(Request { action: Action::Query { mode: QueryMode::AdHoc, .. } | Action::Save { .. }, .. })
+                    Ok(Request { action: Action::Query { mode: QueryMode::AdHoc, .. } | Action::Save { .. }, synopsis_id, .. })
+                        if *synopsis_id != SLIDING_WINDOW_MONITOR_ID
                 )
             })
     }
@@ -350,7 +380,7 @@ impl Plan {
         }
         self.sequencer.effects.fence = None;
         let asks = self.sequencer.take_asks_now(&self.routing, origin);
-        Applied { origin: Some(origin), fence: 0, lines, asks, registry: Vec::new() }
+        Applied { origin: Some(origin), fence: 0, lines, asks, registry: Vec::new(), monitors_changed: false }
     }
 
     /// Keep the requests of request epoch `epoch` (taken by `origin`) until their fence is agreed.
@@ -457,7 +487,7 @@ impl Plan {
                 id: i as u32,
                 request_id: s.request_id.clone(),
                 synopsis_id: s.synopsis_id,
-                kind: s.kind,
+                kind: Some(s.kind),
                 stream_id: s.stream.clone(),
                 dataset_key: s.dataset.clone(),
                 field: s.field.clone(),
@@ -467,6 +497,7 @@ impl Plan {
                 empty_bytes: s.fresh.size_bytes(),
                 effective_from_ms: self.live.registered_from(i as u32).unwrap_or(0),
             })
+            .chain(self.monitor.live_rows_on(self.routing.peers))
             .collect()
     }
 
@@ -498,6 +529,14 @@ impl Plan {
     pub fn merge_stages(&self) -> u32 {
         self.routing.merge_stages()
     }
+}
+
+/// An acknowledgement or error line of the monitoring kind, naming the kind (it is no
+/// [`saams::Kind`], so the estimation's own `kind` is empty).
+fn monitor_line(e: Estimation) -> String {
+    let id = format!("\"synopsisID\":{SLIDING_WINDOW_MONITOR_ID}");
+    let named = format!("{id},\"kind\":\"{}\"", saams::api::monitor::SLIDING_WINDOW_MONITOR_NAME);
+    e.to_json_line().replacen(&id, &named, 1)
 }
 
 /// The error answer to a request, with the stream and dataset it named.
