@@ -17,6 +17,21 @@ use timely::dataflow::operators::core::Inspect;
 
 const JOB_WINDOW: i64 = 100;
 
+/// The plan's snapshot store: the monitoring kind saves no snapshots.
+struct NoFiles;
+
+impl saams_operators::SnapshotStore for NoFiles {
+    fn load(&self, f: &str) -> Result<Vec<u8>, String> {
+        Err(f.into())
+    }
+    fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
+        Err(f.into())
+    }
+    fn check(&self, f: &str) -> Result<(), String> {
+        Err(f.into())
+    }
+}
+
 fn script(extra: &str) -> MonitorPlan {
     let text = format!(
         r#"{{"streamID":"A","synopsisID":14,"dataSetKey":"D","param":["SlidingWindowMonitor","v","NotQueryable","200ms",0.1,0.1,4]}}
@@ -40,7 +55,9 @@ fn run(plan: MonitorPlan, workers: usize, input: Vec<(i64, Val)>) -> Vec<(u64, S
     let plan = Arc::new(plan);
     timely::execute(timely::Config::process(workers), move |worker| {
         let (me, peers) = (worker.index(), worker.peers());
-        let plan = Rc::new((*plan).clone());
+        let mut whole = saams_operators::Plan::build(&[], peers, JOB_WINDOW, Arc::new(NoFiles));
+        whole.monitor = Rc::new((*plan).clone());
+        let plan = Rc::new(std::cell::RefCell::new(whole));
         let sink = sink.clone();
         let mut handle: InputHandle<u64, _> = InputHandle::new();
         worker.dataflow::<u64, _, _>(|scope| {

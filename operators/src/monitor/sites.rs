@@ -48,6 +48,43 @@ fn item(plan: &MonitorPlan, group: u32, val: &Val) -> Option<u64> {
     }
 }
 
+/// Take one incoming batch: the monitored path's fence markers first (the live requests take
+/// effect before any value routed with them is looked at: the marker came first on its
+/// channel), then each value to its site, made at its first value.
+fn take_batch(shared: &RefCell<Plan>, batch: &mut Vec<Rec>, hosted: &mut BTreeMap<(u32, usize), Hosted>) {
+    if batch.iter().any(|r| r.group == MONITOR_FENCE_INDEX) {
+        let mut plan = shared.borrow_mut();
+        for r in batch.iter().filter(|r| r.group == MONITOR_FENCE_INDEX) {
+            if let Some((epoch, fence)) = fence_of(&Rec { group: FENCE_GROUP, ..r.clone() }) {
+                plan.apply_through(epoch, fence);
+            }
+        }
+        batch.retain(|r| r.group != MONITOR_FENCE_INDEX);
+    }
+    let plan = shared.borrow().monitor.clone();
+    for r in batch.drain(..) {
+        // A value of a group this worker's plan has not: cannot be (the marker comes first).
+        let Some(m) = plan.monitored.get(r.group as usize) else { continue };
+        let key = (r.group, site_of(r.seq, m.spec.sites));
+        let h = match hosted.entry(key) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let Ok(site) = LiveSite::new(m.config(), m.policy(), key.1) else { continue };
+                v.insert(Hosted { site, refused: 0, newest: i64::MIN })
+            }
+        };
+        let pushed = match item(&plan, r.group, &r.val) {
+            Some(x) if r.time >= 0 => h.site.push(r.time, r.seq, x).is_ok(),
+            _ => false,
+        };
+        if pushed {
+            h.newest = h.newest.max(r.time);
+        } else {
+            h.refused += 1;
+        }
+    }
+}
+
 impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
     fn monitor_sites(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>> {
         // Read by the exchange as values are sent: the sender routed a value of a group with a
@@ -70,41 +107,7 @@ impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
                 move |(input, frontier), output| {
                     input.for_each_stamp(|_stamp, data| {
                         for batch in data {
-                            // The live requests first: values routed with them follow their marker.
-                            if batch.iter().any(|r| r.group == MONITOR_FENCE_INDEX) {
-                                let mut plan = shared.borrow_mut();
-                                for r in batch.iter().filter(|r| r.group == MONITOR_FENCE_INDEX) {
-                                    if let Some((epoch, fence)) = fence_of(&Rec { group: FENCE_GROUP, ..r.clone() }) {
-                                        plan.apply_through(epoch, fence);
-                                    }
-                                }
-                                batch.retain(|r| r.group != MONITOR_FENCE_INDEX);
-                            }
-                            let plan = shared.borrow().monitor.clone();
-                            for r in batch.drain(..) {
-                                let Some(m) = plan.monitored.get(r.group as usize) else {
-                                    // Routed with a plan this worker does not have: cannot be
-                                    // (the marker comes first); counted nowhere, as no stream has it.
-                                    continue;
-                                };
-                                let key = (r.group, site_of(r.seq, m.spec.sites));
-                                let h = match hosted.entry(key) {
-                                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                                    std::collections::btree_map::Entry::Vacant(v) => {
-                                        let Ok(site) = LiveSite::new(m.config(), m.policy(), key.1) else { continue };
-                                        v.insert(Hosted { site, refused: 0, newest: i64::MIN })
-                                    }
-                                };
-                                let pushed = match item(&plan, r.group, &r.val) {
-                                    Some(x) if r.time >= 0 => h.site.push(r.time, r.seq, x).is_ok(),
-                                    _ => false,
-                                };
-                                if pushed {
-                                    h.newest = h.newest.max(r.time);
-                                } else {
-                                    h.refused += 1;
-                                }
-                            }
+                            take_batch(&shared, batch, &mut hosted);
                         }
                     });
                     let Some(cap) = held.as_ref() else { return };
