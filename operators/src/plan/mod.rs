@@ -474,7 +474,7 @@ impl Plan {
     /// let plan = Plan::build(&script, 2, 60_000, Arc::new(NoFiles));
     /// let live = plan.live_synopses();
     /// assert_eq!(live.len(), 1);
-    /// assert_eq!((live[0].kind, live[0].stream_id.as_str(), live[0].field.as_str()), (saams::Kind::CountMin, "A", "price"));
+    /// assert_eq!((live[0].kind, live[0].stream_id.as_str(), live[0].field.as_str()), (Some(saams::Kind::CountMin), "A", "price"));
     /// let query = saams::api::request::parse_requests(
     ///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","Ad-hoc"]}"#);
     /// assert!(live[0].is_named_by(query[0].as_ref().unwrap()));
