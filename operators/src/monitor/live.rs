@@ -6,12 +6,12 @@
 //! Groups only grow: a monitored stream's index (the group its values travel with) never
 //! changes, and a deleted one keeps its place with the fence it ended at.
 
-use saams::api::monitor::{MonitorQuery, MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
+use saams::api::monitor::{MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
 use saams::api::registry::LiveSynopsis;
 use saams::api::request::{Action, QueryMode, Request};
 use serde_json::Value as Json;
 
-use super::{MONITOR_GROUP, MonitorPlan, MonitorQueryReg, Monitored};
+use super::{MONITOR_GROUP, MonitorPlan};
 use crate::ask::Origin;
 
 /// What a live request of the monitoring kind did once applied at its fence.
@@ -61,22 +61,7 @@ impl MonitorPlan {
     ) -> Result<MonitorApplied, String> {
         match &r.action {
             Action::Construct { field, params, .. } => {
-                let spec = MonitorSpec::from_params(params)?;
-                if self.find(r, field).is_some() {
-                    return Err(format!("{}/{} {field} is monitored already", r.dataset_key, r.stream_id));
-                }
-                self.monitored.push(Monitored {
-                    request_id: id,
-                    dataset: r.dataset_key.clone(),
-                    stream: r.stream_id.clone(),
-                    field: field.clone(),
-                    spec,
-                    continuous: Vec::new(),
-                    adhoc: Vec::new(),
-                    asks: Vec::new(),
-                    from: fence,
-                    until: None,
-                });
+                self.construct(r, id, (field, params), fence)?;
                 Ok(MonitorApplied::Accepted("construct"))
             }
             Action::Delete { .. } => {
@@ -96,18 +81,7 @@ impl MonitorPlan {
                 Ok(MonitorApplied::Accepted("delete"))
             }
             Action::Query { field, args, mode } => {
-                let query = MonitorQuery::parse(args)?;
-                let i = self
-                    .find(r, field)
-                    .ok_or_else(|| format!("no monitored {}/{} {field}", r.dataset_key, r.stream_id))?;
-                let reg = MonitorQueryReg {
-                    request_id: id,
-                    uid: r.uid.clone(),
-                    args: Json::Array(args.clone()),
-                    query,
-                    from: fence,
-                    origin,
-                };
+                let (i, reg) = self.query_reg(r, id, (field, args), (fence, origin))?;
                 let m = &mut self.monitored[i];
                 match mode {
                     QueryMode::Continuous => {
@@ -122,8 +96,8 @@ impl MonitorPlan {
             }
             Action::Rescale { .. } => Err("a rescale names no synopsis of the monitoring kind".to_string()),
             Action::Save { .. } | Action::Load { .. } => Err(format!(
-                "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) has no state to save or load (its sites' and \
-                 coordinator's state is in the job's checkpoints)"
+                "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) has no state to save or load (nor, yet, \
+                 in the job's checkpoints: a resumed job's monitors start empty)"
             )),
         }
     }

@@ -184,38 +184,9 @@ impl MonitorPlan {
 
     fn apply(&mut self, r: &Request, id: Json) -> Result<(), String> {
         match &r.action {
-            Action::Construct { field, params, .. } => {
-                let spec = MonitorSpec::from_params(params)?;
-                if self.find(r, field).is_some() {
-                    return Err(format!("{}/{} {field} is monitored already", r.dataset_key, r.stream_id));
-                }
-                self.monitored.push(Monitored {
-                    request_id: id,
-                    dataset: r.dataset_key.clone(),
-                    stream: r.stream_id.clone(),
-                    field: field.clone(),
-                    spec,
-                    continuous: Vec::new(),
-                    adhoc: Vec::new(),
-                    asks: Vec::new(),
-                    from: 0,
-                    until: None,
-                });
-                Ok(())
-            }
+            Action::Construct { field, params, .. } => self.construct(r, id, (field, params), 0),
             Action::Query { field, args, mode } => {
-                let query = MonitorQuery::parse(args)?;
-                let i = self
-                    .find(r, field)
-                    .ok_or_else(|| format!("no monitored {}/{} {field}", r.dataset_key, r.stream_id))?;
-                let reg = MonitorQueryReg {
-                    request_id: id,
-                    uid: r.uid.clone(),
-                    args: Json::Array(args.clone()),
-                    query,
-                    from: 0,
-                    origin: None,
-                };
+                let (i, reg) = self.query_reg(r, id, (field, args), (0, None))?;
                 let m = &mut self.monitored[i];
                 match mode {
                     QueryMode::Continuous => m.continuous.push(reg),
@@ -229,6 +200,50 @@ impl MonitorPlan {
                  save, load or delete in a request script"
             )),
         }
+    }
+
+    /// Start monitoring the stream `r` names on `field` from window `from` (a script's
+    /// construct: 0; a live one: its fence).
+    fn construct(&mut self, r: &Request, id: Json, (field, params): (&str, &[Json]), from: u64) -> Result<(), String> {
+        let spec = MonitorSpec::from_params(params)?;
+        if self.find(r, field).is_some() {
+            return Err(format!("{}/{} {field} is monitored already", r.dataset_key, r.stream_id));
+        }
+        self.monitored.push(Monitored {
+            request_id: id,
+            dataset: r.dataset_key.clone(),
+            stream: r.stream_id.clone(),
+            field: field.to_string(),
+            spec,
+            continuous: Vec::new(),
+            adhoc: Vec::new(),
+            asks: Vec::new(),
+            from,
+            until: None,
+        });
+        Ok(())
+    }
+
+    /// Query `r`'s registration on the monitored stream it names (its index), answered from
+    /// window `from` to `origin` (a script's: 0 and nobody waiting).
+    fn query_reg(
+        &self,
+        r: &Request,
+        id: Json,
+        (field, args): (&str, &[Json]),
+        (from, origin): (u64, Option<crate::ask::Origin>),
+    ) -> Result<(usize, MonitorQueryReg), String> {
+        let query = MonitorQuery::parse(args)?;
+        let i = self.find(r, field).ok_or_else(|| format!("no monitored {}/{} {field}", r.dataset_key, r.stream_id))?;
+        let reg = MonitorQueryReg {
+            request_id: id,
+            uid: r.uid.clone(),
+            args: Json::Array(args.to_vec()),
+            query,
+            from,
+            origin,
+        };
+        Ok((i, reg))
     }
 
     /// The monitored stream (not deleted) `r` names on `field`.
