@@ -5,28 +5,13 @@
 
 mod http_common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use http_common::call;
+
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-/// Status and body of `method path` with `body`.
-fn call(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("write");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("read");
-    let status = reply.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, reply.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
-}
 
 fn json(addr: &str, method: &str, path: &str, body: &str) -> Value {
     let (status, text) = call(addr, method, path, body);

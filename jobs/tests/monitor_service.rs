@@ -8,8 +8,8 @@
 
 mod http_common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use http_common::call as http;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -19,22 +19,6 @@ use serde_json::Value;
 const START_MS: i64 = 1_600_000_000_000;
 const TUPLES: i64 = 20_000;
 const MINUTE: i64 = 60_000;
-
-/// A request of method `method` to `path` with `body`: the status and the body.
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("write");
-    let mut reply = String::new();
-    s.read_to_string(&mut reply).expect("read");
-    let status = reply.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, reply.split("\r\n\r\n").nth(1).unwrap_or("").to_string())
-}
 
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("JSON line")).collect()
