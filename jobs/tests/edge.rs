@@ -16,160 +16,58 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams_jobs::edge::shipment::{Body, Shipment};
 use saams_jobs::kafka::KafkaOptions;
 
+mod edge_common;
 mod http_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
-use kafka_common::{check, declared_broker, read_topic, repo, unique};
+use edge_common::{EDGE, Edge, SAAMS, answers_and_devices, figure, sorted, stream_of, without_devices};
+use kafka_common::{check, declared_broker, read_topic, unique};
 
-const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
-const EDGE: &str = env!("CARGO_BIN_EXE_saams-edge");
-const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
-const WINDOW: &str = "600s";
+/// The script and window of these tests.
+fn edge() -> Edge {
+    Edge::new("jobs/tests/edge_data/requests.json", "600s")
+}
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("saams-edge-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create temp dir");
-    d
+    edge_common::tmp("edge", name)
 }
 
 fn requests() -> String {
-    repo("jobs/tests/edge_data/requests.json")
+    edge().requests
 }
 
-/// Six generated streams (1500 tuples each, about one a second): `all.json`, and one file per
-/// device holding the streams `split` gives it.
+/// Six generated streams: `all.json`, and one file per device holding the streams `split` gives
+/// it.
 fn data(dir: &Path, split: &[&[&str]]) -> Vec<PathBuf> {
-    let all = dir.join("all.json");
-    check(
-        Command::new(REPLAY)
-            .args(["--generate", "stocks:6:1500", "--progress", "none", "-o"])
-            .arg(&all)
-            .output()
-            .expect("run replay"),
-        "replay --generate",
-    );
-    let text = std::fs::read_to_string(&all).expect("read generated tuples");
-    split
-        .iter()
-        .enumerate()
-        .map(|(i, streams)| {
-            let path = dir.join(format!("device{i}.json"));
-            let mine: String = text
-                .lines()
-                .filter(|l| streams.iter().any(|s| l.contains(&format!("\"streamID\":\"{s}\""))))
-                .map(|l| format!("{l}\n"))
-                .collect();
-            std::fs::write(&path, mine).expect("write device tuples");
-            path
-        })
-        .collect()
+    edge_common::data(dir, split.len(), |d, l| split[d].contains(&stream_of(l)))
 }
 
-fn sorted(out: &[u8]) -> Vec<String> {
-    let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
-    lines.sort();
-    lines
-}
-
-/// An answer of the cloud job without its `devices` field, and the devices it names.
-fn without_devices(line: &str) -> (String, Vec<String>) {
-    let at = line.rfind(",\"devices\":[").unwrap_or_else(|| panic!("no devices named in {line}"));
-    let names: Vec<String> = serde_json::from_str(&line[at + 11..line.len() - 1]).expect("a list of devices");
-    (format!("{}}}", &line[..at]), names)
-}
-
-/// The cloud job's answers without their `devices` fields (sorted), and every answer's devices.
-fn answers_and_devices(out: &Output) -> (Vec<String>, Vec<(String, Vec<String>)>) {
-    let named: Vec<(String, Vec<String>)> = sorted(&out.stdout).iter().map(|l| without_devices(l)).collect();
-    let mut answers: Vec<String> = named.iter().map(|(a, _)| a.clone()).collect();
-    answers.sort();
-    (answers, named)
-}
-
-/// The job window (start, ms of the day) of a generated tuple line (its `time` field).
 fn window_of(line: &str) -> u64 {
-    let at = line.find("\"time\":\"").expect("a time") + 8;
-    let hms: Vec<u64> = line[at..at + 8].split(':').map(|x| x.parse().expect("a number")).collect();
-    (hms[0] * 3600 + hms[1] * 60 + hms[2]) / 600 * 600_000
+    edge().window_of(line)
+}
+
+fn raw_run(dir: &Path) -> Vec<String> {
+    edge().raw_run(dir)
 }
 
 /// Feed `lines` to a device on its standard input, then wait until `topic` holds `records`.
 fn device_fed(brokers: &str, topic: &str, id: &str, lines: &[&str], records: usize) -> Child {
-    device_fed_with(brokers, topic, (id, &[]), lines, records)
-}
-
-/// [`device_fed`] with more flags.
-fn device_fed_with(brokers: &str, topic: &str, (id, extra): (&str, &[&str]), lines: &[&str], records: usize) -> Child {
-    let mut child = Command::new(EDGE)
-        .args(extra)
-        .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
-        .args(["--window", WINDOW, "--partition", "0", "--data", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start saams-edge");
-    let mut stdin = child.stdin.take().expect("its stdin");
-    for line in lines {
-        writeln!(stdin, "{line}").expect("feed the device");
-    }
-    stdin.flush().expect("flush");
-    // Kept open: the device waits for more input, as a live one does.
-    std::mem::forget(stdin);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while read_topic(brokers, topic).len() < records {
-        assert!(Instant::now() < deadline, "the device did not ship its windows");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child
-}
-
-/// The answers of one job reading every tuple from the file.
-fn raw_run(dir: &Path) -> Vec<String> {
-    let out = Command::new(SAAMS)
-        .args(["--requests", &requests(), "--window", WINDOW, "-w", "1", "--progress", "0", "--data"])
-        .arg(dir.join("all.json"))
-        .output()
-        .expect("run saams");
-    sorted(&check(out, "saams over the file").stdout)
+    edge().device_fed(brokers, topic, (id, &[]), lines, records)
 }
 
 /// Run device `id` over `data` to partition `partition` of `topic` until its input ends.
 fn device(brokers: &str, topic: &str, id: &str, partition: usize, data: &Path) -> Output {
-    device_with(brokers, topic, (id, partition), data, &[])
+    edge().device(brokers, topic, (id, partition), data, &[])
 }
 
 /// [`device`] with more flags.
-fn device_with(brokers: &str, topic: &str, (id, partition): (&str, usize), data: &Path, extra: &[&str]) -> Output {
-    let out = Command::new(EDGE)
-        .args(extra)
-        .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
-        .args(["--window", WINDOW, "--partition", &partition.to_string(), "--data"])
-        .arg(data)
-        .output()
-        .expect("run saams-edge");
-    check(out, "saams-edge")
-}
-
-/// A figure of a `key=value` summary line on stderr starting with `prefix`.
-fn figure(out: &Output, prefix: &str, key: &str) -> u64 {
-    let err = String::from_utf8_lossy(&out.stderr);
-    let line = err.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line in {err}"));
-    let field = line.split(' ').find_map(|kv| kv.strip_prefix(&format!("{key}="))).expect("the figure");
-    field.parse().expect("a number")
+fn device_with(brokers: &str, topic: &str, at: (&str, usize), data: &Path, extra: &[&str]) -> Output {
+    edge().device(brokers, topic, at, data, extra)
 }
 
 /// The cloud job over `topic`, to the end of what the devices shipped.
 fn cloud(brokers: &str, topic: &str, dir: &Path, extra: &[&str]) -> Output {
-    let out = Command::new(SAAMS)
-        .args(["--requests", &requests(), "--window", WINDOW, "-w", "2", "--progress", "0"])
-        .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
-        .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4", "--dead-letter"])
-        .arg(dir.join("dead.json"))
-        .args(extra)
-        .output()
-        .expect("run saams");
-    check(out, "saams --partials-topic")
+    edge().cloud(brokers, topic, dir, extra)
 }
 
 #[test]
@@ -267,11 +165,9 @@ fn http_get(addr: &str, path: &str) -> String {
 /// [`cloud`] with `--http`: once the job has read every shipment, `GET /devices` shows the
 /// killed device `gone` (after `--device-timeout`) and the other `left` (its goodbye), and
 /// `/metrics` their bytes.
-fn cloud_watched(brokers: &str, topic: &str) -> Output {
-    let mut child = Command::new(SAAMS)
-        .args(["--requests", &requests(), "--window", WINDOW, "-w", "2", "--progress", "0"])
-        .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
-        .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4"])
+fn cloud_watched(brokers: &str, topic: &str, dir: &Path) -> Output {
+    let mut child = edge()
+        .cloud_command(brokers, topic, dir)
         .args(["--http", "127.0.0.1:0", "--metrics-linger", "10s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -322,7 +218,7 @@ fn a_device_that_never_comes_back_stops_holding_windows_after_the_timeout() {
     });
     std::fs::write(dir.join("all.json"), merged_lines.join("\n") + "\n").expect("write the merged tuples");
     let expected = raw_run(&dir);
-    let out = cloud_watched(&brokers, &topic);
+    let out = cloud_watched(&brokers, &topic, &dir);
     let (answers, named) = answers_and_devices(&out);
     assert_eq!(answers, expected, "exact for the tuples of the devices the answers name");
     let end_of_first =
@@ -530,7 +426,7 @@ fn a_device_shipping_every_few_ms_killed_and_restarted_from_its_state_is_merged_
     // elsewhere), the device is killed while it ships, in the middle of its second window.
     let second = lines.iter().position(|l| window_of(l) > window_of(lines[0])).expect("a second window");
     let extra = ["--ship-every", "2ms", "--state", state_arg];
-    let mut killed = device_fed_with(&brokers, &topic, ("dev0", &extra), &lines[..second + 200], 3);
+    let mut killed = edge().device_fed(&brokers, &topic, ("dev0", &extra), &lines[..second + 200], 3);
     killed.kill().expect("kill -9 the device");
     killed.wait().expect("reap it");
     assert!(state.exists(), "the device wrote its state");

@@ -8,65 +8,32 @@
 //! restarted is merged exactly once. Where the variable was unset at build time the tests show
 //! as ignored.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Output};
 
+mod edge_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
-use kafka_common::{check, declared_broker, read_topic, repo, unique};
+use edge_common::{Edge, answers_and_devices, figure, stream_of};
+use kafka_common::{declared_broker, unique};
 
-const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
-const EDGE: &str = env!("CARGO_BIN_EXE_saams-edge");
-const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
-const WINDOW: &str = "120s";
 const WINDOW_MS: u64 = 120_000;
 
+/// The script and window of these tests.
+fn edge() -> Edge {
+    Edge::new("jobs/tests/edge_whole_data/requests.json", "120s")
+}
+
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("saams-edge-whole-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create temp dir");
-    d
+    edge_common::tmp("edge-whole", name)
 }
 
-fn requests() -> String {
-    repo("jobs/tests/edge_whole_data/requests.json")
-}
-
-/// The job window (start, ms of the day) of a generated tuple line (its `time` field).
 fn window_of(line: &str) -> u64 {
-    let at = line.find("\"time\":\"").expect("a time") + 8;
-    let hms: Vec<u64> = line[at..at + 8].split(':').map(|x| x.parse().expect("a number")).collect();
-    (hms[0] * 3600 + hms[1] * 60 + hms[2]) * 1000 / WINDOW_MS * WINDOW_MS
+    edge().window_of(line)
 }
 
-fn stream_of(line: &str) -> &str {
-    let at = line.find("\"streamID\":\"").expect("a stream") + 12;
-    &line[at..at + line[at..].find('"').expect("its end")]
-}
-
-/// Six generated streams (1500 tuples each, about one a second) in `all.json`, and one file per
-/// device: `pick(device, line)` says whether the device reads the line.
 fn data(dir: &Path, devices: usize, pick: impl Fn(usize, &str) -> bool) -> Vec<PathBuf> {
-    let all = dir.join("all.json");
-    check(
-        Command::new(REPLAY)
-            .args(["--generate", "stocks:6:1500", "--progress", "none", "-o"])
-            .arg(&all)
-            .output()
-            .expect("run replay"),
-        "replay --generate",
-    );
-    let text = std::fs::read_to_string(&all).expect("read generated tuples");
-    (0..devices)
-        .map(|d| {
-            let path = dir.join(format!("device{d}.json"));
-            let mine: String = text.lines().filter(|l| pick(d, l)).map(|l| format!("{l}\n")).collect();
-            std::fs::write(&path, mine).expect("write device tuples");
-            path
-        })
-        .collect()
+    edge_common::data(dir, devices, pick)
 }
 
 /// EURTRY and XAUUSD on device 0, IBM and SPY on device 1 (the other streams feed nothing).
@@ -75,90 +42,29 @@ fn by_stream(d: usize, line: &str) -> bool {
     if d == 0 { ["EURTRY", "XAUUSD"].contains(&stream) } else { ["IBM", "SPY"].contains(&stream) }
 }
 
-fn sorted(out: &[u8]) -> Vec<String> {
-    let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
-    lines.sort();
-    lines
-}
-
 /// The cloud job's answers without their `devices` field, sorted.
 fn answers(out: &Output) -> Vec<String> {
-    let mut lines: Vec<String> = sorted(&out.stdout)
-        .iter()
-        .map(|l| {
-            let at = l.rfind(",\"devices\":[").unwrap_or_else(|| panic!("no devices named in {l}"));
-            format!("{}}}", &l[..at])
-        })
-        .collect();
-    lines.sort();
-    lines
+    answers_and_devices(out).0
 }
 
-/// The answers of one job reading every tuple from the file.
 fn raw_run(dir: &Path) -> Vec<String> {
-    let out = Command::new(SAAMS)
-        .args(["--requests", &requests(), "--window", WINDOW, "-w", "1", "--progress", "0", "--data"])
-        .arg(dir.join("all.json"))
-        .output()
-        .expect("run saams");
-    sorted(&check(out, "saams over the file").stdout)
+    edge().raw_run(dir)
 }
 
 /// Run device `id` over `data` to partition `partition` of `topic` until its input ends.
-fn device(brokers: &str, topic: &str, (id, partition): (&str, usize), data: &Path, extra: &[&str]) -> Output {
-    let out = Command::new(EDGE)
-        .args(extra)
-        .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
-        .args(["--window", WINDOW, "--partition", &partition.to_string(), "--data"])
-        .arg(data)
-        .output()
-        .expect("run saams-edge");
-    check(out, "saams-edge")
+fn device(brokers: &str, topic: &str, at: (&str, usize), data: &Path, extra: &[&str]) -> Output {
+    edge().device(brokers, topic, at, data, extra)
 }
 
 /// Feed `lines` to a sole-reader device on its standard input, then wait until `topic` holds
 /// `records`.
 fn device_fed(brokers: &str, topic: &str, id: &str, lines: &[&str], records: usize) -> Child {
-    let mut child = Command::new(EDGE)
-        .args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--requests", &requests()])
-        .args(["--window", WINDOW, "--partition", "0", "--sole-reader", "--data", "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start saams-edge");
-    let mut stdin = child.stdin.take().expect("its stdin");
-    for line in lines {
-        writeln!(stdin, "{line}").expect("feed the device");
-    }
-    stdin.flush().expect("flush");
-    // Kept open: the device waits for more input, as a live one does.
-    std::mem::forget(stdin);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while read_topic(brokers, topic).len() < records {
-        assert!(Instant::now() < deadline, "the device did not ship its windows");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child
-}
-
-/// A figure of a `key=value` summary line on stderr starting with `prefix`.
-fn figure(out: &Output, prefix: &str, key: &str) -> u64 {
-    let err = String::from_utf8_lossy(&out.stderr);
-    let line = err.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line in {err}"));
-    let field = line.split(' ').find_map(|kv| kv.strip_prefix(&format!("{key}="))).expect("the figure");
-    field.parse().expect("a number")
+    edge().device_fed(brokers, topic, (id, &["--sole-reader"]), lines, records)
 }
 
 /// The cloud job over `topic`, to the end of what the devices shipped.
 fn cloud(brokers: &str, topic: &str, dir: &Path) -> Output {
-    let out = Command::new(SAAMS)
-        .args(["--requests", &requests(), "--window", WINDOW, "-w", "2", "--progress", "0"])
-        .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
-        .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4", "--dead-letter"])
-        .arg(dir.join("dead.json"))
-        .output()
-        .expect("run saams");
-    check(out, "saams --partials-topic")
+    edge().cloud(brokers, topic, dir, &[])
 }
 
 #[test]

@@ -1,0 +1,201 @@
+//! Helpers shared by the tests that run `saams-edge` devices and a cloud job (`saams
+//! --partials-topic`) against a real broker (`edge.rs`, `edge_whole.rs`): generated tuples split
+//! over devices, the devices (to their input's end, or fed and left running to be killed), the
+//! cloud job, the raw run whose answers the cloud's must equal, and the figures of their summary
+//! lines. A test file declares `mod kafka_common;` beside `mod edge_common;` (this module reads
+//! topics and checks commands through it).
+#![allow(dead_code)] // Not every test that includes this module calls every helper.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::kafka_common::{check, read_topic, repo};
+
+pub const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
+pub const EDGE: &str = env!("CARGO_BIN_EXE_saams-edge");
+pub const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
+
+/// A fresh temporary directory for the test `name` of the file `file` (emptied if it existed).
+pub fn tmp(file: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("saams-{file}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+/// Six generated streams (1500 tuples each, about one a second) in `dir/all.json`, and one file
+/// per device (`dir/device{d}.json`): `pick(device, line)` says whether the device reads the line.
+pub fn data(dir: &Path, devices: usize, pick: impl Fn(usize, &str) -> bool) -> Vec<PathBuf> {
+    let all = dir.join("all.json");
+    check(
+        Command::new(REPLAY)
+            .args(["--generate", "stocks:6:1500", "--progress", "none", "-o"])
+            .arg(&all)
+            .output()
+            .expect("run replay"),
+        "replay --generate",
+    );
+    let text = std::fs::read_to_string(&all).expect("read generated tuples");
+    (0..devices)
+        .map(|d| {
+            let path = dir.join(format!("device{d}.json"));
+            let mine: String = text.lines().filter(|l| pick(d, l)).map(|l| format!("{l}\n")).collect();
+            std::fs::write(&path, mine).expect("write device tuples");
+            path
+        })
+        .collect()
+}
+
+/// The stream of a generated tuple line (its `streamID`).
+pub fn stream_of(line: &str) -> &str {
+    let at = line.find("\"streamID\":\"").expect("a stream") + 12;
+    &line[at..at + line[at..].find('"').expect("its end")]
+}
+
+/// The lines of `out`, sorted.
+pub fn sorted(out: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+/// An answer of the cloud job without its `devices` field, and the devices it names.
+pub fn without_devices(line: &str) -> (String, Vec<String>) {
+    let at = line.rfind(",\"devices\":[").unwrap_or_else(|| panic!("no devices named in {line}"));
+    let names: Vec<String> = serde_json::from_str(&line[at + 11..line.len() - 1]).expect("a list of devices");
+    (format!("{}}}", &line[..at]), names)
+}
+
+/// The cloud job's answers without their `devices` fields (sorted), and every answer's devices.
+pub fn answers_and_devices(out: &Output) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+    let named: Vec<(String, Vec<String>)> = sorted(&out.stdout).iter().map(|l| without_devices(l)).collect();
+    let mut answers: Vec<String> = named.iter().map(|(a, _)| a.clone()).collect();
+    answers.sort();
+    (answers, named)
+}
+
+/// A figure of a `key=value` summary line on stderr starting with `prefix`.
+pub fn figure(out: &Output, prefix: &str, key: &str) -> u64 {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line in {err}"));
+    let field = line.split(' ').find_map(|kv| kv.strip_prefix(&format!("{key}="))).expect("the figure");
+    field.parse().expect("a number")
+}
+
+/// One test file's setting: its request script and job window, which the devices, the cloud job
+/// and the raw run share.
+pub struct Edge {
+    /// The request script (a path).
+    pub requests: String,
+    /// The job window, as the flag takes it (`600s`).
+    pub window: &'static str,
+    /// The same in ms.
+    pub window_ms: u64,
+}
+
+impl Edge {
+    /// The setting of the script `requests` (a path in the repository) with windows of `window_s`
+    /// seconds.
+    pub fn new(requests: &str, window: &'static str) -> Edge {
+        let secs: u64 = window.strip_suffix('s').and_then(|s| s.parse().ok()).expect("a window in seconds");
+        Edge { requests: repo(requests), window, window_ms: secs * 1000 }
+    }
+
+    /// The job window (start, ms of the day) of a generated tuple line (its `time` field).
+    pub fn window_of(&self, line: &str) -> u64 {
+        let at = line.find("\"time\":\"").expect("a time") + 8;
+        let hms: Vec<u64> = line[at..at + 8].split(':').map(|x| x.parse().expect("a number")).collect();
+        (hms[0] * 3600 + hms[1] * 60 + hms[2]) * 1000 / self.window_ms * self.window_ms
+    }
+
+    /// The answers of one job reading every tuple of `dir/all.json`, sorted.
+    pub fn raw_run(&self, dir: &Path) -> Vec<String> {
+        let out = Command::new(SAAMS)
+            .args(["--requests", &self.requests, "--window", self.window, "-w", "1", "--progress", "0", "--data"])
+            .arg(dir.join("all.json"))
+            .output()
+            .expect("run saams");
+        sorted(&check(out, "saams over the file").stdout)
+    }
+
+    /// A device command: `id` shipping to `partition` of `topic`, with `extra` flags first (with
+    /// `--follow` among them it learns its requests from the cloud job, else from the script).
+    fn device_command(&self, brokers: &str, topic: &str, (id, partition): (&str, usize), extra: &[&str]) -> Command {
+        let mut command = Command::new(EDGE);
+        command.args(extra).args(["--device", id, "--brokers", brokers, "--partials-topic", topic]);
+        if !extra.contains(&"--follow") {
+            command.args(["--requests", &self.requests]);
+        }
+        command.args(["--window", self.window, "--partition", &partition.to_string(), "--data"]);
+        command
+    }
+
+    /// Device `id` shipping to `partition` of `topic`, reading its standard input (piped).
+    pub fn device_on_stdin(&self, brokers: &str, topic: &str, at: (&str, usize), extra: &[&str]) -> Child {
+        self.device_command(brokers, topic, at, extra)
+            .arg("-")
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start saams-edge")
+    }
+
+    /// Run device `id` over `data` to `partition` of `topic` until its input ends.
+    pub fn device(&self, brokers: &str, topic: &str, at: (&str, usize), data: &Path, extra: &[&str]) -> Output {
+        let out = self.device_command(brokers, topic, at, extra).arg(data).output().expect("run saams-edge");
+        check(out, "saams-edge")
+    }
+
+    /// Feed `lines` to device `id` (partition 0, `extra` flags) on its standard input, then wait
+    /// until `topic` holds `records`; the device is left running (its input open, as a live
+    /// one's), to be killed.
+    pub fn device_fed(
+        &self,
+        brokers: &str,
+        topic: &str,
+        (id, extra): (&str, &[&str]),
+        lines: &[&str],
+        records: usize,
+    ) -> Child {
+        let mut child = self
+            .device_command(brokers, topic, (id, 0), extra)
+            .arg("-")
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start saams-edge");
+        let mut stdin = child.stdin.take().expect("its stdin");
+        for line in lines {
+            writeln!(stdin, "{line}").expect("feed the device");
+        }
+        stdin.flush().expect("flush");
+        // Kept open: the device waits for more input, as a live one does.
+        std::mem::forget(stdin);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while read_topic(brokers, topic).len() < records {
+            assert!(Instant::now() < deadline, "the device did not ship its windows");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        child
+    }
+
+    /// The cloud job command over `topic` (2 workers, from its start, `--device-timeout 2s`, dead
+    /// letters to `dir/dead.json`), to the end of what the devices shipped (3 s idle).
+    pub fn cloud_command(&self, brokers: &str, topic: &str, dir: &Path) -> Command {
+        let mut command = Command::new(SAAMS);
+        command
+            .args(["--requests", &self.requests, "--window", self.window, "-w", "2", "--progress", "0"])
+            .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
+            .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4", "--dead-letter"])
+            .arg(dir.join("dead.json"));
+        command
+    }
+
+    /// [`Edge::cloud_command`] with `extra` flags, run to its end.
+    pub fn cloud(&self, brokers: &str, topic: &str, dir: &Path, extra: &[&str]) -> Output {
+        let out = self.cloud_command(brokers, topic, dir).args(extra).output().expect("run saams");
+        check(out, "saams --partials-topic")
+    }
+}
