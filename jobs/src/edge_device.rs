@@ -54,6 +54,11 @@ pub struct EdgeCli {
     /// job before each window it reads.
     #[arg(long)]
     pub follow: bool,
+    /// With --follow: how long the device waits for the cloud job (its start, or its routing
+    /// of the window the device is about to read) before it gives up with an error; 0 waits
+    /// for ever.
+    #[arg(long = "cloud-timeout", default_value = "5m")]
+    pub cloud_timeout: String,
     /// Tuple files, or `-` for standard input (repeatable; default: standard input).
     #[arg(long)]
     pub data: Vec<String>,
@@ -362,9 +367,13 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
+    let cloud_timeout = match parse_duration_ms(&cli.cloud_timeout)? {
+        0 => None,
+        ms => Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+    };
     let mut following = match cli.follow {
         true => Some(Following {
-            follower: Follower::start(&opts, &cli.partials_topic)?,
+            follower: Follower::start(&opts, &cli.partials_topic, cloud_timeout)?,
             reached: None,
             next_at: 0,
             counts: FollowCounts::default(),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::edge::control::{Applied, Control, control_topic};
 use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics};
@@ -67,15 +67,18 @@ impl Heard {
 pub struct Follower {
     heard: Arc<(Mutex<Heard>, Condvar)>,
     topic: String,
+    /// How long one wait for the cloud job may last (`None`: for ever).
+    timeout: Option<Duration>,
 }
 
 impl Follower {
     /// Read the control topic of `partials` from its start, on a thread, for as long as the
-    /// device runs (the topic is created if the job has not started yet).
+    /// device runs (the topic is created if the job has not started yet). A wait for the cloud
+    /// job that lasts longer than `timeout` fails (`None`: waits for ever).
     ///
     /// # Errors
     /// The brokers cannot be reached or the topic read.
-    pub fn start(opts: &KafkaOptions, partials: &str) -> Result<Follower, String> {
+    pub fn start(opts: &KafkaOptions, partials: &str, timeout: Option<Duration>) -> Result<Follower, String> {
         let topic = control_topic(partials);
         ensure_topics(opts, &[TopicSpec::new(&topic, 1)]).map_err(|e| e.to_string())?;
         let mut source = KafkaBroadcastSource::new(opts, &topic, 0).map_err(|e| format!("{topic}: {e}"))?;
@@ -107,13 +110,17 @@ impl Follower {
                 }
             })
             .map_err(|e| format!("cannot start the control thread: {e}"))?;
-        Ok(Follower { heard, topic })
+        Ok(Follower { heard, topic, timeout })
     }
 
-    /// Wait until `ready` holds of what was heard, saying every so often what it waits for.
+    /// Wait until `ready` holds of what was heard, saying every so often what it waits for;
+    /// an error once the wait has lasted the timeout (the cloud job is down, or does not read
+    /// this device's partition): a device that waited for ever would hold its input unread and
+    /// say nothing but a note every [`WAIT_NOTE`].
     fn wait<T>(&self, what: &str, mut ready: impl FnMut(&Heard) -> Option<T>) -> Result<T, String> {
         let (lock, changed) = &*self.heard;
         let mut heard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let started = Instant::now();
         loop {
             if let Some(t) = ready(&heard) {
                 return Ok(t);
@@ -121,9 +128,19 @@ impl Follower {
             if let Some(e) = &heard.failed {
                 return Err(format!("{}: {e}", self.topic));
             }
-            let (next, timeout) = changed.wait_timeout(heard, WAIT_NOTE).unwrap_or_else(PoisonError::into_inner);
+            let left = self.timeout.map(|t| t.saturating_sub(started.elapsed()));
+            if left.is_some_and(|l| l.is_zero()) {
+                return Err(format!(
+                    "the cloud job did not answer on {} within --cloud-timeout {:?}: it is not running, or does not \
+                     read this device's partials (waiting {what})",
+                    self.topic,
+                    self.timeout.unwrap_or_default()
+                ));
+            }
+            let nap = left.map_or(WAIT_NOTE, |l| l.min(WAIT_NOTE));
+            let (next, timeout) = changed.wait_timeout(heard, nap).unwrap_or_else(PoisonError::into_inner);
             heard = next;
-            if timeout.timed_out() && ready(&heard).is_none() {
+            if timeout.timed_out() && ready(&heard).is_none() && nap == WAIT_NOTE {
                 eprintln!("saams-edge: waiting for the cloud job on {}: {what}", self.topic);
             }
         }

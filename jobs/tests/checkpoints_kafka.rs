@@ -211,21 +211,10 @@ fn stderr_of(dir: &Path) -> String {
     all
 }
 
-/// The newest complete checkpoint's id (0: none).
-fn newest_id(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join("manifest-p0.json").exists())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
-        .max()
-        .unwrap_or(0)
-}
-
 /// Wait until `n` checkpoints have completed, then SIGKILL.
 fn kill_after(child: &mut Child, dir: &Path, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while newest_id(&dir.join("checkpoints")) < n {
+    while kafka_common::newest_checkpoint(&dir.join("checkpoints")) < n {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the job ended ({status}) before {n} checkpoints: {}", stderr_of(dir));
         }

@@ -132,17 +132,6 @@ fn ticks_and_plain_answers(dir: &Path) -> (PathBuf, Vec<String>) {
     (data, want)
 }
 
-/// The newest complete checkpoint's id in `dir` (0: none).
-fn newest_id(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().join("manifest-p0.json").exists())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
-        .max()
-        .unwrap_or(0)
-}
-
 /// Start the running `-w 1` job (paced, so that it still runs when the new one has caught up)
 /// and wait for its second checkpoint.
 fn start_running_job(run: &Path, data: &Path, common: &[&str]) -> Child {
@@ -219,9 +208,9 @@ fn a_job_that_took_over_and_was_killed_resumes_from_its_own_checkpoints() {
     let mut old = start_running_job(&run, &data, &common);
     let mut new = start_two_processes(&run, &data, &common, &["--take-over", "--rate", "20000"]);
     assert!(wait_ends(&mut old, "the running job", || stderr_of(&run, "")).success(), "{}", stderr_of(&run, "old"));
-    let last_of_old = newest_id(&checkpoints);
+    let last_of_old = kafka_common::newest_checkpoint(&checkpoints);
     let deadline = Instant::now() + Duration::from_secs(120);
-    while newest_id(&checkpoints) < last_of_old + 2 {
+    while kafka_common::newest_checkpoint(&checkpoints) < last_of_old + 2 {
         assert!(Instant::now() < deadline, "the new job wrote no 2 checkpoints: {}", stderr_of(&run, "new"));
         assert!(new.iter_mut().all(|c| c.try_wait().expect("try_wait").is_none()), "{}", stderr_of(&run, "new"));
         std::thread::sleep(Duration::from_millis(5));
@@ -361,7 +350,7 @@ fn live_requests_acknowledged_before_and_after_a_hand_off_are_in_the_output_once
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[allow(dead_code)] // replay_into, declared_broker, read_topic and unique are what this file uses
+#[allow(dead_code)] // replay_into, declared_broker, read_topic, unique and newest_checkpoint are what this file uses
 mod kafka_common;
 
 /// Where the Kafka jobs write their answers.

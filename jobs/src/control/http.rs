@@ -388,6 +388,9 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
         Ok(n) => n,
         Err(Refusal { status, message }) => return error_response(status, &message),
     };
+    if let Some(message) = s.hub.devices().and_then(|table| loads_kept_whole(&requests, &table)) {
+        return error_response(StatusCode::CONFLICT, &message);
+    }
     if !s.hub.is_open() {
         return error_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -416,6 +419,15 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
         status
     };
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"))], out).into_response()
+}
+
+/// A job merging devices: the refusal of the first LOAD into a synopsis a device keeps whole
+/// ([`crate::edge::devices::load_refusal`]), answered 409.
+fn loads_kept_whole(parsed: &Parsed, table: &Value) -> Option<String> {
+    parsed.iter().enumerate().find_map(|(i, r)| {
+        let why = crate::edge::devices::load_refusal(table, r.as_ref().ok()?)?;
+        Some(format!("request {}: {why}", i + 1))
+    })
 }
 
 /// Why a body is refused.

@@ -1,6 +1,10 @@
 //! The devices a cloud job hears from ([`Devices`]): who is live, how far each has shipped, what
 //! it shipped and what it would have cost raw, and what was refused — shared by the process'
 //! workers (which read the partials topic) and its HTTP side (`GET /devices`, `/metrics`).
+//!
+//! A device's partition is read by one worker, so under `-n > 1` each process hears from some
+//! of the devices only: the processes exchange their tables ([`super::reports`]) and `GET
+//! /devices` on any of them lists every device, with the process that reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -37,6 +41,8 @@ pub struct DeviceRow {
     pub replayed: u64,
     /// Shipments refused for another reason (unknown synopsis, mismatch with the plan).
     pub refused: u64,
+    /// The update groups it ships whole (`saams-edge --sole-reader`): (dataset, stream, field).
+    pub whole: BTreeSet<(String, String, String)>,
 }
 
 impl DeviceRow {
@@ -54,6 +60,7 @@ impl DeviceRow {
             late: 0,
             replayed: 0,
             refused: 0,
+            whole: BTreeSet::new(),
         }
     }
 }
@@ -72,6 +79,11 @@ pub struct Devices {
     /// Per update group of one stream: the first device whose values of it were merged in this
     /// process, and whether that device ships it whole ([`Devices::one_reader`]).
     readers: Mutex<BTreeMap<u32, (String, bool)>>,
+    /// This process' index (in its rows of `GET /devices`).
+    process: u64,
+    /// The tables the other processes reported last ([`Devices::report`]), by process, with
+    /// when each came.
+    others: Mutex<BTreeMap<u64, (serde_json::Value, Instant)>>,
 }
 
 /// A [`Publish`] (a closure, which has no `Debug`).
@@ -96,7 +108,14 @@ impl Devices {
             timeout,
             control: std::sync::OnceLock::new(),
             readers: Mutex::default(),
+            process: 0,
+            others: Mutex::default(),
         }
+    }
+
+    /// The table of process `process` of the job.
+    pub fn of_process(self, process: usize) -> Devices {
+        Devices { process: process as u64, ..self }
     }
 
     /// Write control records with `publish` from now on (set once; later calls are ignored).
@@ -194,20 +213,19 @@ impl Devices {
         rows.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
-    /// `GET /devices`: a JSON array, one object per device; `newestWindow` is the newest window
-    /// any device shipped and `lagMs` how far behind it each device is.
-    pub fn to_json(&self) -> serde_json::Value {
-        let rows = self.rows();
-        let newest = rows.iter().filter_map(|(_, r)| r.last_window).max();
+    /// This process' table as it reports it to the others: `{"devices":[…],"unreadable":N}`,
+    /// a row per device it hears from (as [`Devices::to_json`]'s, without `lagMs`).
+    pub fn report(&self) -> serde_json::Value {
         let unreadable = *self.unreadable.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let devices: Vec<_> = rows
+        let devices: Vec<_> = self
+            .rows()
             .iter()
             .map(|(id, r)| {
                 json!({
                     "device": id,
+                    "process": self.process,
                     "state": r.state,
                     "lastWindow": r.last_window,
-                    "lagMs": newest.zip(r.last_window).map(|(n, w)| n - w),
                     "silentMs": r.last_heard.elapsed().as_millis() as u64,
                     "shipments": r.shipments,
                     "shippedBytes": r.shipped_bytes,
@@ -217,9 +235,117 @@ impl Devices {
                     "late": r.late,
                     "replayed": r.replayed,
                     "refused": r.refused,
+                    "wholeGroups": r.whole.iter().map(|(d, s, f)| json!({"dataset": d, "stream": s, "field": f})).collect::<Vec<_>>(),
                 })
             })
             .collect();
         json!({ "devices": devices, "unreadable": unreadable })
     }
+
+    /// Keep `report` ([`Devices::report`]), the table process `process` sent last.
+    ///
+    /// # Errors
+    /// It is not a table (the message says why; nothing is kept).
+    pub fn heard_from(&self, process: u64, report: &str) -> Result<(), String> {
+        let table: serde_json::Value =
+            serde_json::from_str(report).map_err(|e| format!("device table of process {process}: {e}"))?;
+        if !table["devices"].is_array() {
+            return Err(format!("device table of process {process}: no `devices` array"));
+        }
+        let mut others = self.others.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        others.insert(process, (table, Instant::now()));
+        Ok(())
+    }
+
+    /// `GET /devices`: `{"devices":[…],"unreadable":N}`, one object per device of every process
+    /// (this one's as they are now, the others' as they last reported, silent the longer since),
+    /// sorted by device; `newestWindow` is the newest window any device shipped and `lagMs` how
+    /// far behind it each device is.
+    ///
+    /// ```
+    /// use saams_jobs::edge::devices::Devices;
+    /// let d = Devices::new(std::time::Duration::from_secs(5)).of_process(0);
+    /// d.touch("pi-1", |r| r.last_window = Some(60_000));
+    /// let other = Devices::new(std::time::Duration::from_secs(5)).of_process(1);
+    /// other.touch("pi-2", |r| r.last_window = Some(180_000));
+    /// d.heard_from(1, &other.report().to_string()).unwrap();
+    /// let table = d.to_json();
+    /// let rows = table["devices"].as_array().unwrap();
+    /// assert_eq!((rows[0]["device"].as_str(), rows[0]["process"].as_u64()), (Some("pi-1"), Some(0)));
+    /// assert_eq!((rows[1]["device"].as_str(), rows[1]["process"].as_u64()), (Some("pi-2"), Some(1)));
+    /// assert_eq!((rows[0]["lagMs"].as_u64(), rows[1]["lagMs"].as_u64()), (Some(120_000), Some(0)));
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let own = self.report();
+        let mut devices: Vec<serde_json::Value> = own["devices"].as_array().cloned().unwrap_or_default();
+        let mut unreadable = own["unreadable"].as_u64().unwrap_or(0);
+        let others = self.others.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (process, (table, at)) in others.iter().filter(|(p, _)| **p != self.process) {
+            let age = at.elapsed().as_millis() as u64;
+            unreadable += table["unreadable"].as_u64().unwrap_or(0);
+            for row in table["devices"].as_array().into_iter().flatten() {
+                let mut row = row.clone();
+                let silent = row["silentMs"].as_u64().unwrap_or(0) + age;
+                row["silentMs"] = silent.into();
+                row["process"] = (*process).into();
+                if row["state"] == "live" && silent > self.timeout.as_millis() as u64 {
+                    row["state"] = "gone".into();
+                }
+                devices.push(row);
+            }
+        }
+        let newest = devices.iter().filter_map(|r| r["lastWindow"].as_u64()).max();
+        for row in &mut devices {
+            row["lagMs"] = json!(newest.zip(row["lastWindow"].as_u64()).map(|(n, w)| n - w));
+        }
+        devices.sort_by(|a, b| {
+            (a["device"].as_str(), a["process"].as_u64()).cmp(&(b["device"].as_str(), b["process"].as_u64()))
+        });
+        json!({ "devices": devices, "unreadable": unreadable })
+    }
+}
+
+/// Why a LOAD `req` must be refused, given the job's device table `table` ([`Devices::to_json`]):
+/// it names a synopsis of an update group a device keeps whole (`saams-edge --sole-reader`).
+/// Such a device ships the group's whole states, installed at each window's close in place of
+/// the cloud's, and it loads no snapshots: the loaded state would be overwritten from the next
+/// window on. `None` for any other request (and for a group no device has shipped whole yet).
+///
+/// ```
+/// use saams::api::request::parse_requests;
+/// use saams_jobs::edge::devices::{Devices, load_refusal};
+/// let d = Devices::new(std::time::Duration::from_secs(5));
+/// d.touch("pi-1", |r| {
+///     r.whole.insert(("Forex".into(), "EURTRY".into(), "price".into()));
+/// });
+/// let load = r#"{"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":1,"param":["LOAD_REQUEST","cm.bin"],"requestID":9}"#;
+/// let other = load.replace("EURTRY", "XAUUSD");
+/// let parsed = |t: &str| parse_requests(t).remove(0).unwrap();
+/// assert!(load_refusal(&d.to_json(), &parsed(load)).unwrap().contains("pi-1"));
+/// assert_eq!(load_refusal(&d.to_json(), &parsed(&other)), None);
+/// ```
+pub fn load_refusal(table: &serde_json::Value, req: &saams::api::request::Request) -> Option<String> {
+    if !matches!(req.action, saams::api::request::Action::Load { .. }) {
+        return None;
+    }
+    let rows = table["devices"].as_array()?;
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    rows.iter().find_map(|row| {
+        let groups = row["wholeGroups"].as_array()?;
+        let kept = groups.iter().any(|g| {
+            req.names_synopsis(&text(&g["dataset"]), &text(&g["stream"]), req.synopsis_id, &text(&g["field"]))
+        });
+        kept.then(|| {
+            format!(
+                "LOAD into synopsisID {} on stream {:?} of dataset {:?}: device {} keeps that stream's synopses whole \
+                 (saams-edge --sole-reader) and ships their whole states, which replace the cloud's at every window's \
+                 close; the loaded snapshot would be lost from the next window on. LOAD into a synopsis the cloud \
+                 merges, or run that device without --sole-reader",
+                req.synopsis_id,
+                req.stream_id,
+                req.dataset_key,
+                text(&row["device"])
+            )
+        })
+    })
 }

@@ -124,11 +124,7 @@ impl Intake {
                 }
             }
         }
-        for (group, form) in read {
-            if !plan.routing.groups[group as usize].stream.is_empty() {
-                self.devices.read_by(group, &device, form == Form::Whole);
-            }
-        }
+        self.note_readers(plan, &device, &read);
         self.merged.insert(device.clone(), (window, ship.seq));
         self.newest.insert(partition, window.max(self.newest.get(&partition).copied().unwrap_or(0)));
         self.devices.cover(window, &device);
@@ -143,6 +139,24 @@ impl Intake {
             r.raw_groups += raw_groups;
         });
         Ok(Some((time, recs)))
+    }
+
+    /// Note `device` as the reader of the stream groups of its merged shipment (`read`), and
+    /// the groups it ships whole (`GET /devices`' `wholeGroups`, which a LOAD into them is
+    /// refused by: [`super::devices::load_refusal`]).
+    fn note_readers(&self, plan: &Plan, device: &str, read: &[(u32, Form)]) {
+        for &(group, form) in read {
+            let g = &plan.routing.groups[group as usize];
+            if !g.stream.is_empty() {
+                self.devices.read_by(group, device, form == Form::Whole);
+            }
+            if form == Form::Whole {
+                let kept = (g.dataset.clone(), g.stream.clone(), g.field.clone());
+                self.devices.touch(device, |r| {
+                    r.whole.insert(kept);
+                });
+            }
+        }
     }
 
     /// Refuse a whole state of a stream's group that another device shipped first, and a

@@ -11,7 +11,8 @@
 //!   its progress to, which devices follow;
 //! - [`resume`]: a device's state file, which makes its shipments exactly once across a
 //!   restart;
-//! - [`devices`]: the devices a cloud process hears from (`GET /devices`).
+//! - [`devices`]: the devices a cloud process hears from (`GET /devices`);
+//! - [`reports`]: the processes' device tables, exchanged (`GET /devices` under `-n > 1`).
 //!
 //! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
 //! takes none of the job's flags (workers, processes, checkpoints, HTTP) and has a few of its
@@ -22,5 +23,6 @@ pub mod control;
 pub mod device;
 pub mod devices;
 pub mod intake;
+pub mod reports;
 pub mod resume;
 pub mod shipment;

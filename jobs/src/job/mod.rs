@@ -93,7 +93,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let follow_stdin = start.requests_file == "-" && cli.process == 0;
     let followed = (start.kafka_job.as_ref(), request_topic, follow_stdin);
     let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
-    let devices = devices_of(start.kafka_job.as_ref())?;
+    let devices = devices_of(start.kafka_job.as_ref(), cli.process)?;
     let mut services =
         Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed, devices.as_ref())?;
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
@@ -166,9 +166,9 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
 ///
 /// # Errors
 /// When the control topic cannot be created or written.
-fn devices_of(kafka_job: Option<&Arc<crate::kafka::KafkaJob>>) -> Result<Option<Arc<Devices>>, String> {
+fn devices_of(kafka_job: Option<&Arc<crate::kafka::KafkaJob>>, process: usize) -> Result<Option<Arc<Devices>>, String> {
     let Some(k) = kafka_job.filter(|k| k.partials) else { return Ok(None) };
-    let devices = Arc::new(Devices::new(k.idle_timeout));
+    let devices = Arc::new(Devices::new(k.idle_timeout).of_process(process));
     if let Some(publish) = k.control_publisher()? {
         devices.set_control(publish);
     }

@@ -55,6 +55,9 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
         state.hand_off();
         state.checkpoint();
         state.report_load();
+        if let Some(r) = state.device_reports.as_mut() {
+            r.send(false);
+        }
         let active = state.active();
         if !active && state.reading {
             state.stop_reading();
@@ -88,6 +91,8 @@ struct WorkerState<'a> {
     told: u64,
     /// `--autoscale`: this worker's load reports to worker 0, and when it sent the last.
     load: Option<(crate::dataflow::LoadInput, Instant)>,
+    /// A job merging devices: this process' device table to the others, theirs to it.
+    device_reports: Option<crate::edge::reports::DeviceReports>,
     readers: Vec<Reading>,
     /// Units that ended, with where they stood at the boundaries they reached.
     ended: Vec<(SourcePosition, SourceMarks)>,
@@ -127,6 +132,8 @@ impl<'a> WorkerState<'a> {
         let gossip = job.kafka_job.is_some().then(|| crate::dataflow::gossip(worker, heard.clone()));
         let load =
             job.settings.autoscale.then(|| (crate::dataflow::load_reports(worker, job.stats.clone()), Instant::now()));
+        let shape = (me, job.settings.workers_per_process, peers / job.settings.workers_per_process.max(1));
+        let device_reports = job.devices.clone().map(|d| crate::edge::reports::DeviceReports::build(worker, d, shape));
 
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
         //    oldest event time (ms) any unit can still produce (its newest time minus the
@@ -162,6 +169,7 @@ impl<'a> WorkerState<'a> {
             gossip,
             told: 0,
             load,
+            device_reports,
             readers,
             ended,
             boundaries_known: 0,
@@ -517,6 +525,9 @@ impl<'a> WorkerState<'a> {
         drop(self.input);
         drop(self.gossip);
         drop(self.load);
+        if let Some(mut r) = self.device_reports.take() {
+            r.send(true);
+        }
         while !self.probe.done() {
             worker.step_or_park(Some(Duration::from_millis(1)));
         }

@@ -184,12 +184,25 @@ impl Edge {
     /// The cloud job command over `topic` (2 workers, from its start, `--device-timeout 2s`, dead
     /// letters to `dir/dead.json`), to the end of what the devices shipped (3 s idle).
     pub fn cloud_command(&self, brokers: &str, topic: &str, dir: &Path) -> Command {
-        let mut command = Command::new(SAAMS);
+        let mut command = self.cloud_base(brokers, topic);
         command
-            .args(["--requests", &self.requests, "--window", self.window, "-w", "2", "--progress", "0"])
-            .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
             .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4", "--dead-letter"])
             .arg(dir.join("dead.json"));
+        command
+    }
+
+    /// The cloud job command over `topic` (2 workers, from its start) without the flags of
+    /// its end, its devices' timeout and its outputs: the caller adds them.
+    pub fn cloud_base(&self, brokers: &str, topic: &str) -> Command {
+        let mut command = Command::new(SAAMS);
+        command.args(["--requests", &self.requests, "--window", self.window, "-w", "2", "--progress", "0"]).args([
+            "--brokers",
+            brokers,
+            "--partials-topic",
+            topic,
+            "--from",
+            "earliest",
+        ]);
         command
     }
 

@@ -74,3 +74,16 @@ pub fn read_topic(brokers: &str, topic: &str) -> Vec<Vec<u8>> {
         }
     }
 }
+
+/// The newest complete checkpoint's id in the checkpoint directory `dir` (0: none), for tests
+/// that kill a job once it has written some.
+#[allow(dead_code)] // Not every test that includes this module kills jobs.
+pub fn newest_checkpoint(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("manifest-p0.json").exists())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .max()
+        .unwrap_or(0)
+}
