@@ -3,8 +3,8 @@
 //! on either process; a cloud job killed with `kill -9` and restarted from its checkpoint
 //! answers as the raw run; a following device (`--follow`) killed and restarted from its state
 //! file is merged exactly once; a LOAD into a stream a device keeps whole is refused (409); a
-//! following device whose cloud job does not answer gives up after `--cloud-timeout`. Where the
-//! variable was unset at build time the tests show as ignored.
+//! following device whose cloud job is not running, or dies, gives up after `--cloud-timeout`.
+//! Where the variable was unset at build time the tests show as ignored.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -304,4 +304,49 @@ fn a_following_device_without_its_cloud_job_gives_up_after_the_cloud_timeout() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("did not answer") && stderr.contains("--cloud-timeout 2s"), "{stderr}");
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_following_device_whose_cloud_job_dies_gives_up_after_the_cloud_timeout() {
+    use std::io::Write;
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let e = edge();
+    let dir = edge_common::tmp("edge-cloud", "cloud-dies");
+    let files = edge_common::data(&dir, 1, by_stream);
+    let topic = unique("edge-cloud-dies");
+    let mut cloud = e
+        .cloud_base(&brokers, &topic)
+        .args(["--partitions", "4", "--exit-when-idle", "60s", "--device-timeout", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start saams");
+    let mut device = e.device_on_stdin(&brokers, &topic, ("dev0", 0), &["--follow", "--cloud-timeout", "3s"]);
+    let mut stdin = device.stdin.take().expect("its stdin");
+    let text = std::fs::read_to_string(&files[0]).expect("device tuples");
+    let windows = by_window(&e, &text);
+    let mut feed = |w: usize| {
+        for line in &windows[w] {
+            writeln!(stdin, "{line}").expect("feed the device");
+        }
+        stdin.flush().expect("flush");
+    };
+    // Two windows read with the job's agreement: hello, two positions and the first window.
+    feed(0);
+    feed(1);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while kafka_common::read_topic(&brokers, &topic).len() < 4 {
+        assert!(Instant::now() < deadline, "the device did not ship its first window");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cloud.kill().expect("kill -9 the cloud job");
+    cloud.wait().expect("reap it");
+    // The third window waits for a job that is gone.
+    feed(2);
+    drop(stdin);
+    let out = device.wait_with_output().expect("the device ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did not answer") && stderr.contains("to route window"), "{stderr}");
 }
