@@ -3,8 +3,10 @@
 //! everywhere), for 1 → 2 → 4 → 1 active workers at `-w 4` and across `-n 2 -w 2`, with
 //! order-dependent kinds (DFT, GK, Lossy Counting, window quantiles) owned and window-based,
 //! spread and partition-based kinds, a live request at a rescale's fence, and checkpoints; a
-//! `kill -9` after the rescales and a restart give the same answers; a rescale to 0 workers, to
-//! more than the job has, or while another is moving is refused (400, 409) and nothing moves.
+//! `kill -9` after the rescales and a restart give the same answers; batched moves (`--rescale-batch`,
+//! `POST /rescale`'s `binsPerFence`) at `-w 4`, across `-n 2 -w 2` and on a Kafka data topic
+//! too; a rescale to 0 workers, to more than the job has, with a bad `binsPerFence`, or while
+//! another is moving is refused (400, 409) and nothing moves.
 
 mod http_common;
 
@@ -108,9 +110,19 @@ fn common(requests: &str) -> Vec<&str> {
 /// Wait until no rescale moves (`GET /status`) and the job takes requests, then rescale to
 /// `n`: the acknowledgement.
 fn rescale(addr: &str, n: usize) -> Value {
+    rescale_batched(addr, n, None)
+}
+
+/// [`rescale`], its owned state moving `bins_per_fence` bins a window (`POST /rescale`'s
+/// `binsPerFence`) when given.
+fn rescale_batched(addr: &str, n: usize, bins_per_fence: Option<u32>) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
+    let body = match bins_per_fence {
+        Some(b) => format!(r#"{{"activeWorkers":{n},"binsPerFence":{b}}}"#),
+        None => format!(r#"{{"activeWorkers":{n}}}"#),
+    };
     loop {
-        let (status, body) = post(addr, "/rescale", &format!(r#"{{"activeWorkers":{n}}}"#));
+        let (status, body) = post(addr, "/rescale", &body);
         if status == 200 {
             let ack: Value = serde_json::from_str(&body).expect("ack");
             assert_eq!(
@@ -257,9 +269,12 @@ fn two_processes_of_two_workers_rescaled_answer_as_a_run_without_rescale() {
         .collect();
     let addrs: Vec<String> =
         children.iter_mut().map(|c| http_common::http_address(c, Duration::from_secs(30))).collect();
-    // Each process takes one: both agree on each fence.
+    // Each process takes one: both agree on each fence. The growth to 4 moves the owned state a
+    // bin a window (batched moves across processes); the shrink waits until it has moved.
     rescale(&addrs[0], 2);
-    rescale(&addrs[1], 4);
+    let batched = rescale_batched(&addrs[1], 4, Some(1));
+    let (from, by) = (batched["effectiveFrom"].as_u64().expect("fence"), batched["movedBy"].as_u64().expect("movedBy"));
+    assert!(by > from, "a bin a window takes several windows: {batched}");
     rescale(&addrs[0], 1);
     for c in &mut children {
         assert!(c.wait().expect("wait").success());
@@ -283,6 +298,12 @@ fn a_rescale_the_job_cannot_have_or_one_while_another_moves_is_refused_and_nothi
         (r#"{"activeWorkers":3}"#, 400, "between 1 and 2"),
         (r#"{"activeWorkers":"two"}"#, 400, "activeWorkers"),
         ("{not json", 400, "malformed JSON"),
+        (r#"{"activeWorkers":1,"binsPerFence":-1}"#, 400, "binsPerFence"),
+        (r#"{"activeWorkers":1,"binsPerFence":1.5}"#, 400, "binsPerFence"),
+        (r#"{"activeWorkers":1,"binsPerFence":"many"}"#, 400, "binsPerFence"),
+        (r#"{"activeWorkers":1,"binsPerFence":5000000000}"#, 400, "binsPerFence"),
+        (r#"{"activeWorkers":1,"bins":2}"#, 400, "unknown field `bins`"),
+        ("[1]", 400, "activeWorkers"),
     ] {
         let (got, reply) = post(&addr, "/rescale", body);
         assert_eq!(got, status, "{body}: {reply}");
@@ -340,8 +361,8 @@ fn pairs_script(dir: &Path) -> PathBuf {
     path
 }
 
-/// `--rescale-batch 1` at `-w 4`, 1 → 4 active workers: the owned state (pair queries'
-/// participants too) moves a bin a window; the answers are those of a run without rescale, and
+/// `--rescale-batch 1` (or `POST /rescale`'s `"binsPerFence": 1`) at `-w 4`, 1 → 4 active
+/// workers: the owned state (pair queries' participants too) moves a bin a window; the answers are those of a run without rescale, and
 /// so are those of a job killed (-9) while the bins are still moving, then started again.
 #[test]
 fn batched_moves_with_pair_queries_and_a_kill_mid_migration_answer_as_a_run_without_rescale() {
@@ -363,16 +384,21 @@ fn batched_moves_with_pair_queries_and_a_kill_mid_migration_answer_as_a_run_with
     let pairs = expected.iter().filter(|l| l.contains("\"member\"") || l.contains("innerProduct")).count();
     assert!(expected.len() > 200 && pairs > 0, "the script answers: {} ({pairs} of pairs)", expected.len());
     let checkpoints = dir.join("ckpt").display().to_string();
-    let fluid = ["--active-workers", "1", "--rescale-batch", "1", "--checkpoints", &checkpoints];
+    // Straight through, the batches are the job's (`--rescale-batch 1`); killed, the rescale's
+    // own (`binsPerFence` of `POST /rescale`), which the restart applies again from the log.
+    let fluid = ["--active-workers", "1", "--checkpoints", &checkpoints];
     for kill in [false, true] {
         let _ = std::fs::remove_dir_all(&checkpoints);
         let out = dir.join(format!("fluid-{kill}.jsonl"));
         let mut args: Vec<&str> = fluid.to_vec();
         args.extend(["--checkpoint-interval", "200ms", "--rate", "1000", "--http", "127.0.0.1:0"]);
+        if !kill {
+            args.extend(["--rescale-batch", "1"]);
+        }
         let mut child =
             base(&out, &args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("saams");
         let addr = http_common::http_address(&mut child, Duration::from_secs(30));
-        let ack = rescale(&addr, 4);
+        let ack = rescale_batched(&addr, 4, kill.then_some(1));
         let (from, by) = (ack["effectiveFrom"].as_u64().expect("fence"), ack["movedBy"].as_u64().expect("movedBy"));
         assert!(by >= from + 3 * 30_000, "twelve streams leave worker 0 for three others, a bin a window: {ack}");
         if kill {
@@ -412,4 +438,54 @@ fn boundaries(dir: &Path) -> Vec<u64> {
         .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("manifest-p0.json")).ok())
         .filter_map(|text| serde_json::from_str::<Value>(&text).ok()?["boundary_ms"].as_u64())
         .collect()
+}
+
+#[allow(dead_code)] // declared_broker, replay_into and unique are what this file uses
+mod kafka_common;
+
+/// Batched moves on Kafka: the pairs script over a data topic of four partitions (one a worker)
+/// at `-w 4`, rescaled 1 → 4 active workers a bin a window (`binsPerFence` of `POST /rescale`):
+/// the answers are those of the same job reading the same topic without rescale.
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn batched_moves_on_a_data_topic_answer_as_a_run_without_rescale() {
+    let brokers = kafka_common::declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = temp("kafka");
+    let requests = pairs_script(&dir).display().to_string();
+    let data = dir.join("ticks.jsonl");
+    let generated = Command::new(env!("CARGO_BIN_EXE_replay"))
+        .args(["--generate", PAIRS_GENERATOR, "--progress", "none", "--output"])
+        .arg(&data)
+        .output()
+        .expect("replay");
+    assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
+    let topic = kafka_common::unique("rescale-data");
+    kafka_common::replay_into(&brokers, &topic, &data, 4);
+    let job = |out: &Path, extra: &[&str]| {
+        let group = kafka_common::unique("rescale-group");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_saams"));
+        cmd.args(["--requests", &requests, "--window", "30s", "-w", "4", "--progress", "0", "--out"])
+            .arg(out)
+            .args(["--brokers", &brokers, "--data-topic", &topic, "--group-id", &group, "--from", "earliest"])
+            .args(["--exit-when-idle", "3s", "-X", "session.timeout.ms=2000", "-X", "heartbeat.interval.ms=500"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        cmd
+    };
+    let reference = dir.join("reference.jsonl");
+    assert!(job(&reference, &[]).status().expect("reference").success());
+    let expected = answers(std::slice::from_ref(&reference));
+    assert!(expected.len() > 200, "the script answers: {}", expected.len());
+    let out = dir.join("rescaled.jsonl");
+    let rescaled = ["--active-workers", "1", "--rate", "2000", "--http", "127.0.0.1:0"];
+    let mut child = job(&out, &rescaled).stderr(Stdio::piped()).spawn().expect("saams");
+    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
+    let ack = rescale_batched(&addr, 4, Some(1));
+    let (from, by) = (ack["effectiveFrom"].as_u64().expect("fence"), ack["movedBy"].as_u64().expect("movedBy"));
+    assert!(by >= from + 3 * 30_000, "twelve streams leave worker 0 for three others, a bin a window: {ack}");
+    assert!(child.wait().expect("wait").success());
+    let got = answers(&[out]);
+    assert!(got == expected, "{} answers with a batched rescale on Kafka, {} without", got.len(), expected.len());
+    let _ = std::fs::remove_dir_all(&dir);
 }

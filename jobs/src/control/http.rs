@@ -10,7 +10,7 @@
 //! | `GET /status` | [`Hub::status`]: health, and the job's ingest, lag and answer counters |
 //! | `GET /` | the page to look at ([`super::page`]) |
 //! | `GET /synopses/{id}/answers` | a live synopsis' recent continuous answers ([`super::answers`]) |
-//! | `POST /rescale` | `{"activeWorkers": N}`: the synopses on the first N workers from a fence on ([`Hub::submit_rescale`]) |
+//! | `POST /rescale` | `{"activeWorkers": N, "binsPerFence": B}` (B optional): the synopses on the first N workers from a fence on ([`Hub::submit_rescale`]) |
 //!
 //! A body is parsed once, here, and vetted before anything is queued (then it travels typed:
 //! [`Hub::submit`]), so a refused body changes nothing: malformed JSON
@@ -347,27 +347,20 @@ async fn post_requests(State(s): State<Service>, body: Result<Bytes, BytesReject
     }
 }
 
-/// `POST /rescale` with `{"activeWorkers": N}`: the acknowledgement once the new bin map is
-/// applied at its fence, 400 for a count the job cannot have, 409 while another rescale moves.
+/// `POST /rescale` with `{"activeWorkers": N}` (and `"binsPerFence": B`, optional): the
+/// acknowledgement once the new bin map is applied at its fence, 400 for a count the job cannot
+/// have or a bad `binsPerFence`, 409 while another rescale moves.
 async fn post_rescale(State(s): State<Service>, body: Result<Bytes, BytesRejection>) -> Response {
     let body = match body {
         Ok(b) => b,
         Err(r) => return error_response(r.status(), &r.body_text()),
     };
-    let n = match serde_json::from_slice::<Value>(&body) {
-        Ok(v) => match v.get("activeWorkers").and_then(Value::as_u64) {
-            Some(n) => n as usize,
-            None => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    "the body must be {\"activeWorkers\": N}, N a whole number",
-                );
-            }
-        },
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, &format!("malformed JSON: {e}")),
+    let (n, bins_per_fence) = match rescale_body(&body) {
+        Ok(parsed) => parsed,
+        Err(message) => return error_response(StatusCode::BAD_REQUEST, &message),
     };
     let timeout = s.limits.reply_timeout;
-    let submit = move || s.hub.submit_rescale_within(n, timeout);
+    let submit = move || s.hub.submit_rescale_within((n, bins_per_fence), timeout);
     match tokio::task::spawn_blocking(submit).await {
         Ok(Ok(ack)) => json_response(StatusCode::OK, &ack.to_json()),
         Ok(Err(e)) => {
@@ -375,6 +368,28 @@ async fn post_rescale(State(s): State<Service>, body: Result<Bytes, BytesRejecti
             error_response(status, e.message())
         }
         Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &format!("the rescale handler failed: {e}")),
+    }
+}
+
+/// A `POST /rescale` body's active workers and `binsPerFence`, read as the same fields of a
+/// `{"rescale": …}` request are (one set of rules and messages for both ways in).
+///
+/// # Errors
+/// Malformed JSON, a body that is no object, or a field that is no whole number (the reason).
+fn rescale_body(body: &[u8]) -> Result<(usize, Option<u32>), String> {
+    let value = serde_json::from_slice::<Value>(body).map_err(|e| format!("malformed JSON: {e}"))?;
+    if !value.is_object() {
+        return Err("the body must be {\"activeWorkers\": N} (and \"binsPerFence\": B, optional)".into());
+    }
+    match saams::api::request::requests_from_value(&json!({ "rescale": value })).pop() {
+        Some(Ok(Request { action: Action::Rescale { active_workers, bins_per_fence }, unknown_fields, .. })) => {
+            match unknown_fields.first() {
+                Some(field) => Err(format!("unknown field `{field}`: the body takes activeWorkers and binsPerFence")),
+                None => Ok((active_workers, bins_per_fence)),
+            }
+        }
+        Some(Err(e)) => Err(e.to_string()),
+        _ => Err("the body must be {\"activeWorkers\": N}".into()),
     }
 }
 

@@ -325,7 +325,8 @@ impl Hub {
         &self.rescale
     }
 
-    /// Run the job's synopses on its first `active_workers` workers: the typed rescale request
+    /// Run the job's synopses on its first `active_workers` workers, their owned state moving
+    /// `bins_per_fence` bins a window (`None`: the job's `--rescale-batch`): the typed rescale request
     /// queued like a body of `POST /requests` (logged, agreed at a fence), and its reply, which
     /// comes once the new bin map is applied at the fence. `POST /rescale` calls this, and so
     /// may an autoscaler thread holding the hub.
@@ -333,13 +334,21 @@ impl Hub {
     /// # Errors
     /// 0 workers or more than the job has, another rescale still moving or waiting for its fence
     /// (nothing moves then), a job that takes no requests, or no reply within `timeout`.
-    pub fn submit_rescale_within(&self, active_workers: usize, timeout: Duration) -> Result<RescaleAck, RescaleError> {
+    pub fn submit_rescale_within(
+        &self,
+        (active_workers, bins_per_fence): (usize, Option<u32>),
+        timeout: Duration,
+    ) -> Result<RescaleAck, RescaleError> {
         self.rescale.check(active_workers)?;
         if !self.is_open() {
             self.rescale.settle();
             return Err(RescaleError::Unavailable("this process takes no requests now".into()));
         }
-        let ticket = self.submit(vec![Ok(Request::rescale(active_workers))], 1);
+        let request = match bins_per_fence {
+            Some(b) => Request::rescale_batched(active_workers, b),
+            None => Request::rescale(active_workers),
+        };
+        let ticket = self.submit(vec![Ok(request)], 1);
         let replies = ticket.wait(timeout);
         let Some(line) = replies.lines.first() else {
             self.cancel(ticket.id);
@@ -360,7 +369,7 @@ impl Hub {
     /// # Errors
     /// As [`Hub::submit_rescale_within`].
     pub fn submit_rescale(&self, active_workers: usize) -> Result<RescaleAck, RescaleError> {
-        self.submit_rescale_within(active_workers, Duration::from_secs(10))
+        self.submit_rescale_within((active_workers, None), Duration::from_secs(10))
     }
 }
 
