@@ -85,6 +85,24 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir).and_then(|d| d.sync_all())
 }
 
+/// Replace `path` with `bytes` atomically (a reader sees the old file or the new one) and
+/// durably (the rename survives a crash once this returns): staged in a temporary file beside
+/// it named `{temp_prefix}{name}.{pid}.{n}`, renamed, the directory synced. For the small
+/// files two jobs or a job and its restart read to agree (hand-off requests, the request
+/// topic's script end).
+///
+/// # Errors
+/// The path and what failed.
+pub(crate) fn replace_durably(path: &Path, temp_prefix: &str, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| std::path::PathBuf::from("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = dir.join(format!("{temp_prefix}{name}.{}.{}", std::process::id(), temp_number()));
+    StagedFile::write(temp, path.to_path_buf(), bytes)
+        .and_then(StagedFile::rename)
+        .and_then(|()| sync_dir(&dir))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod live_common;
+use live_common::{Live, answers_from};
+
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
 
@@ -520,40 +523,7 @@ fn a_live_construct_survives_a_crash_with_its_answers_once_from_its_fence() {
     let (mut child, _) = start(None);
     assert!(child.wait().expect("wait").success());
     // What each answer must count: the stream's values from the fence on.
-    let mut g = saams_jobs::source::generated::Generated::open(&spec, 0);
-    let mut values = [0.0; 6];
-    let mut times = Vec::new();
-    while let Some((_, t)) = g.next_values(&mut values) {
-        if t >= fence {
-            times.push(t);
-        }
-    }
-    assert!(!times.is_empty(), "the construct came after the input's end");
     let text = std::fs::read_to_string(&out).expect("output");
-    let (mut acks, mut windows) = (0, std::collections::BTreeMap::new());
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("JSON line");
-        if v["requestID"] == "c" && v["accepted"].is_string() {
-            acks += 1;
-        }
-        if v["requestID"] != "q" || v["accepted"].is_string() {
-            continue;
-        }
-        let start = saams::api::time::parse_timestamp(v["window"]["start"].as_str().expect("window")).expect("time");
-        let end = saams::api::time::parse_timestamp(v["window"]["end"].as_str().expect("window")).expect("time");
-        // A landmark answer: from the construct's first window on, across the crash.
-        assert_eq!(start, times[0] - times[0] % 60_000, "an answer from its first window: {line}");
-        assert!(start >= fence, "an answer before the fence: {line}");
-        let covered = times.iter().take_while(|&&t| t < end).count();
-        assert_eq!(v["tuples"].as_u64(), Some(covered as u64), "{line}");
-        *windows.entry(end - 60_000).or_insert(0) += 1;
-    }
-    assert_eq!(acks, 1, "the acknowledgement once");
-    let expected: std::collections::BTreeSet<i64> = times.iter().map(|t| t - t % 60_000).collect();
-    assert_eq!(
-        windows.keys().copied().collect::<std::collections::BTreeSet<_>>(),
-        expected,
-        "every window from the fence on"
-    );
-    assert!(windows.values().all(|&n| n == 1), "each window answered once: {windows:?}");
+    let live = Live { generator, stream: 0, window_ms: 60_000, construct: "c", query: "q" };
+    assert_eq!(answers_from(&text, &live, fence), 1, "the acknowledgement once");
 }

@@ -310,19 +310,6 @@ fn answers_delivered_after_the_newest_checkpoint_are_not_produced_again() {
 }
 
 #[test]
-fn a_request_topic_with_checkpoints_is_refused_with_a_message() {
-    let dir = tmp("refused");
-    let out = Command::new(SAAMS)
-        .args(["--brokers", "127.0.0.1:1", "--request-topic", "requests", "--checkpoints"])
-        .arg(dir.join("checkpoints"))
-        .output()
-        .expect("run saams");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("--checkpoints does not cover --request-topic"), "{stderr}");
-}
-
-#[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_batched_kafka_job_killed_mid_record_resumes_from_the_next_line() {
     let brokers = declared_broker("SAAMS_KAFKA_BROKERS");

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod live_common;
+use live_common::{Live, answers_from};
+
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 /// Two streams, so both workers read one whatever the construct's home (a worker without input
 /// stops taking part in the fences).
@@ -90,39 +93,9 @@ fn kill(mut child: Child) {
 /// once, each counting exactly the stream's values from the fence to the window's end — what a
 /// run without the crash that applied the construct at that fence answers.
 fn assert_answers_from(out: &Path, fence: i64) {
-    let spec = saams_datasets::GeneratorSpec::parse(GENERATOR).expect("spec");
-    let mut g = saams_jobs::source::generated::Generated::open(&spec, 0);
-    let mut values = [0.0; 6];
-    let mut times = Vec::new();
-    while let Some((_, t)) = g.next_values(&mut values) {
-        if t >= fence {
-            times.push(t);
-        }
-    }
-    assert!(!times.is_empty(), "the construct came after the input's end");
+    let live = Live { generator: GENERATOR, stream: 0, window_ms: 60_000, construct: "c", query: "q" };
     let text = std::fs::read_to_string(out).expect("output");
-    let (mut acks, mut windows) = (0, std::collections::BTreeMap::new());
-    for line in text.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("JSON line");
-        if v["requestID"] == "c" && v["accepted"].is_string() {
-            acks += 1;
-        }
-        if v["requestID"] != "q" || v["accepted"].is_string() {
-            continue;
-        }
-        let window = |k: &str| saams::api::time::parse_timestamp(v["window"][k].as_str().expect("window")).expect("t");
-        let (start, end) = (window("start"), window("end"));
-        assert!(start >= fence, "an answer before the fence: {line}");
-        let covered = times.iter().take_while(|&&t| t < end).count();
-        assert_eq!(v["tuples"].as_u64(), Some(covered as u64), "{line}");
-        // A landmark answer's window starts at its synopsis' first window and ends at the job
-        // window whose close answered it: the job window is the one ending at `end`.
-        *windows.entry(end - 60_000).or_insert(0) += 1;
-    }
-    assert_eq!(acks, 1, "the acknowledgement once");
-    let expected: std::collections::BTreeSet<i64> = times.iter().map(|t| t - t % 60_000).collect();
-    assert_eq!(windows.keys().copied().collect::<std::collections::BTreeSet<_>>(), expected, "every window");
-    assert!(windows.values().all(|&n| n == 1), "each window answered once: {windows:?}");
+    assert_eq!(answers_from(&text, &live, fence), 1, "the acknowledgement once");
 }
 
 #[test]

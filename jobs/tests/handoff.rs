@@ -478,3 +478,52 @@ fn a_kafka_job_hands_off_to_two_processes_and_every_answer_is_in_the_answer_topi
 fn a_kafka_job_hands_off_to_two_processes_and_every_answer_is_in_the_files_once() {
     kafka_hand_off(KafkaAnswers::Files, "kafka-files");
 }
+
+/// Live requests on standard input across a hand-off (`--requests -`): each job reads its own
+/// stdin. One the running job took is applied by the new one too (from the request log); one
+/// written to the new job's stdin while it catches up waits in the pipe and is taken once it
+/// has taken over; each is acknowledged in the output once.
+#[test]
+fn live_requests_on_stdin_before_and_after_a_hand_off_are_in_the_output_once() {
+    let dir = tmp("stdin");
+    let data = dir.join("ticks.jsonl");
+    generate_ticks(&data);
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).expect("run dir");
+    let ck = run.join("checkpoints");
+    let out = run.join("out.json").display().to_string();
+    let spawn = |name: &str, extra: &[&str]| {
+        let mut args = job_args(&run, &data);
+        args[1] = "-".into(); // --requests -: live requests on stdin, no script
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).args(["--checkpoint-interval", "150ms", "--out", &out, "--checkpoints"]).arg(&ck).args(extra);
+        let stderr = std::fs::File::create(run.join(format!("stderr-{name}-{}", nanos()))).expect("stderr file");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(stderr).spawn().expect("start saams")
+    };
+    let logged = |uid: u32| {
+        let logs = std::fs::read_dir(&ck).into_iter().flatten().filter_map(Result::ok);
+        logs.filter(|e| e.file_name().to_string_lossy().starts_with("requests-p"))
+            .any(|e| std::fs::read_to_string(e.path()).unwrap_or_default().contains(&format!(r#"\"uid\":{uid}"#)))
+    };
+    let mut old = spawn("old", &["-w", "1", "--rate", "10000"]);
+    let mut old_stdin = old.stdin.take().expect("stdin");
+    writeln!(old_stdin, "{}", construct(901)).expect("write to the running job");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !logged(901) || complete_checkpoints(&ck) < 2 {
+        assert!(Instant::now() < deadline, "the request on stdin was not logged: {}", stderr_of(&run, "old"));
+        assert!(old.try_wait().expect("try_wait").is_none(), "the running job ended early: {}", stderr_of(&run, "old"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut new = spawn("new", &["-w", "2", "--rate", "20000", "--take-over"]);
+    let mut new_stdin = new.stdin.take().expect("stdin");
+    writeln!(new_stdin, "{}", construct(902)).expect("write to the new job");
+    assert!(wait_ends(&mut old, "the running job", || stderr_of(&run, "old")).success(), "{}", stderr_of(&run, "old"));
+    assert!(wait_ends(&mut new, "the new job", || stderr_of(&run, "new")).success(), "{}", stderr_of(&run, "new"));
+    drop((old_stdin, new_stdin));
+    let text = std::fs::read_to_string(&out).expect("output");
+    for uid in [901, 902] {
+        let acks = text.lines().filter(|l| l.contains(&format!(r#""uid":{uid},"#)) && l.contains("accepted")).count();
+        assert_eq!(acks, 1, "uid {uid}: {acks} acknowledgements in the output: {}", stderr_of(&run, ""));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

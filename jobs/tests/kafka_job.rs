@@ -11,12 +11,11 @@ use std::time::{Duration, Instant};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use saams_jobs::kafka::{KafkaOptions, StartFrom, TopicSpec, ensure_topics, replay_lines};
 
 mod kafka_common;
-use kafka_common::{check, declared_broker, read_topic, replay_into, repo, unique};
+use kafka_common::{check, declared_broker, produce_raw, read_topic, replay_into, repo, unique};
 
 const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -315,15 +314,6 @@ fn a_malformed_line_of_a_batched_record_is_dead_lettered_alone() {
     let dead = read_dead_letters(&brokers, &dead_topic);
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0].0, b"{not json", "the line alone, byte for byte");
-}
-
-fn produce_raw(brokers: &str, topic: &str, values: &[Vec<u8>]) {
-    let producer: ThreadedProducer<DefaultProducerContext> =
-        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("producer");
-    for v in values {
-        producer.send(BaseRecord::<(), [u8]>::to(topic).payload(v.as_slice())).expect("enqueue");
-    }
-    producer.flush(Duration::from_secs(30)).expect("flush");
 }
 
 /// Every (value, reason header) of `topic`, from the start to its end.

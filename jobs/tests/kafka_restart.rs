@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use saams_jobs::kafka::{AdapterError, KafkaBroadcastSource, KafkaOptions, StartFrom};
 
+#[allow(dead_code)] // produce_raw is the other tests'
 mod kafka_common;
 use kafka_common::{check, declared_broker, read_topic, replay_into, repo, unique};
 

@@ -24,8 +24,6 @@ pub struct RecoveryOptions<'a> {
     pub keep: usize,
     /// Whether tuples are read from stdin (`--data -`).
     pub reads_stdin: bool,
-    /// Whether requests are read from a request topic (`--request-topic`).
-    pub request_topic: bool,
     /// This process' index (`-p`).
     pub process: usize,
     /// The job's processes (`-n`).
@@ -62,7 +60,7 @@ impl Recovery {
     /// can cut its files into ranges, its own first, as [`Resume::newest`] takes them).
     ///
     /// # Errors
-    /// For inputs that cannot be read again (stdin), a request topic (not yet), a bad interval, an
+    /// For inputs that cannot be read again (stdin), a bad interval, an
     /// unreadable directory, or a checkpoint of another job.
     pub fn open(
         options: &RecoveryOptions<'_>,
@@ -154,7 +152,8 @@ impl Recovery {
     }
 }
 
-/// `--checkpoints` with inputs a restart cannot read again: stdin, and (not yet) a request topic.
+/// `--checkpoints` with inputs a restart cannot read again: stdin. (A request topic can be: its
+/// position is in the request log, `crate::job::request_topic`.)
 /// Checked before anything is opened, so the message comes first.
 ///
 /// # Errors
@@ -163,14 +162,6 @@ pub fn refuse_what_cannot_be_resumed(options: &RecoveryOptions<'_>) -> Result<()
     if options.reads_stdin {
         return Err(
             "--checkpoints: stdin (--data -) cannot be read again after a restart; read files or the generator".into(),
-        );
-    }
-    if options.request_topic {
-        // It is read whole at every start and its live records join the request log: a
-        // restart would see them twice (in the script and in the checkpoint's log).
-        return Err(
-            "--checkpoints does not cover --request-topic yet: give the requests with --requests (FILE, or - for live ones) or over HTTP"
-                .into(),
         );
     }
     Ok(())

@@ -37,7 +37,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use crate::control::hub::Hub;
-use crate::control::request_log::RequestLog;
+use crate::control::request_log::{RequestLog, TopicRecord};
 
 /// A body of requests on its way: who took it, the ticket waiting there, the requests as the
 /// hub vetted them (typed: serialized by timely between processes, never parsed again).
@@ -50,6 +50,8 @@ pub struct Body {
     pub ticket: u64,
     /// The requests.
     pub requests: Parsed,
+    /// The request topic's record they came from (its request log keeps it).
+    pub source: Option<TopicRecord>,
 }
 
 type Handle<D> = InputHandle<u64, CapacityContainerBuilder<Vec<D>>>;
@@ -285,7 +287,7 @@ impl Fences {
                 plan.push_applied(applied);
                 continue;
             }
-            forward.send(Body { origin: self.me as u32, ticket: s.ticket, requests: s.requests });
+            forward.send(Body { origin: self.me as u32, ticket: s.ticket, requests: s.requests, source: s.source });
             forwarded = true;
         }
         if !forwarded {
@@ -313,7 +315,7 @@ impl Fences {
             // any worker has routed.
             let origin = if c.last_one.is_some() { LAST_CHECKPOINT_ORIGIN } else { CHECKPOINT_ORIGIN };
             c.last_one = c.last_one.map(|_| true);
-            bodies.push(Body { origin, ticket: c.next_id, requests: Vec::new() });
+            bodies.push(Body { origin, ticket: c.next_id, requests: Vec::new(), source: None });
             c.next_id += 1;
             c.writing = true;
         }
@@ -401,7 +403,7 @@ impl Fences {
             for b in bodies {
                 let request = LoggedRequest { fence_ms: fence, text: log_text(&b.requests), id: Some(b.ticket) };
                 if b.origin as usize == self.me {
-                    own.push((self.next_at, request.clone()));
+                    own.push((self.next_at, request.clone(), b.source));
                 }
                 self.next_at += 1;
                 self.log.push(request);
@@ -409,7 +411,7 @@ impl Fences {
         }
         self.unlogged.retain(|&e, _| e > epoch);
         if let Some(log) = self.durable.as_mut()
-            && let Err(e) = log.append(&own)
+            && let Err(e) = log.append_read(&own)
         {
             // The requests are applied on every worker and cannot be taken back: stop before
             // acknowledging them; a restart applies those its checkpoint and this log hold.

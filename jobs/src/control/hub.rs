@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::control::answers::AnswerRings;
 use crate::control::intake::Intake;
+use crate::control::request_log::TopicRecord;
 use crate::control::rescale::{RescaleAck, RescaleBoard, RescaleError, read_reply};
 
 /// Requests that arrive while the job runs (HTTP, stdin, request topic) and the replies owed to them.
@@ -68,6 +69,8 @@ pub struct Submission {
     pub ticket: u64,
     /// The requests, parsed and vetted (a refused one is its error, answered at its fence).
     pub requests: Parsed,
+    /// The request topic's record they came from (logged with them).
+    pub source: Option<TopicRecord>,
 }
 
 /// What the submitter of a body holds: the replies owed to it arrive on `replies`.
@@ -182,7 +185,7 @@ impl Hub {
         let id = s.next_ticket;
         s.next_ticket += 1;
         let requests = s.vet(requests);
-        s.queue.push(Submission { ticket: id, requests });
+        s.queue.push(Submission { ticket: id, requests, source: None });
         if expected > 0 {
             s.waiting.insert(id, Waiting { sender, owed: expected });
         }
@@ -199,11 +202,20 @@ impl Hub {
     /// Queue requests nobody waits a reply for (stdin, request topic), vetted here. They get a
     /// ticket all the same (their id in the request log); no replies are held for it.
     pub fn submit_detached(&self, requests: Parsed) {
+        self.lock().queue_detached(requests, None);
+    }
+
+    /// Queue requests as [`Hub::submit_detached`] does (`source`: the request topic's record
+    /// they came from), if the hub takes requests now; false (nothing queued) if not. A record
+    /// of the request topic then waits in the topic for the job that takes requests (this one
+    /// once it does again, or the job taking over from it), which reads on from the position
+    /// the request log holds; a request on stdin is refused with a message.
+    pub fn submit_detached_if_open(&self, requests: Parsed, source: Option<TopicRecord>) -> bool {
         let mut s = self.lock();
-        let ticket = s.next_ticket;
-        s.next_ticket += 1;
-        let requests = s.vet(requests);
-        s.queue.push(Submission { ticket, requests });
+        if s.open {
+            s.queue_detached(requests, source);
+        }
+        s.open
     }
 
     /// Unknown request fields the hub's intake has seen (every occurrence counts).
@@ -374,6 +386,14 @@ impl Hub {
 }
 
 impl State {
+    /// Queue a body nobody waits on, under the next ticket.
+    fn queue_detached(&mut self, requests: Parsed, source: Option<TopicRecord>) {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let requests = self.vet(requests);
+        self.queue.push(Submission { ticket, requests, source });
+    }
+
     /// The intake's verdict on a body; its notes (an unknown field, the first time) on stderr.
     fn vet(&mut self, requests: Parsed) -> Parsed {
         let (requests, notes) = self.intake.vet(requests);
@@ -427,9 +447,9 @@ mod tests {
         assert_eq!(
             taken,
             vec![
-                Submission { ticket: a.id, requests: body("a") },
-                Submission { ticket: b.id, requests: body("b") },
-                Submission { ticket: b.id + 1, requests: body("c") },
+                Submission { ticket: a.id, requests: body("a"), source: None },
+                Submission { ticket: b.id, requests: body("b"), source: None },
+                Submission { ticket: b.id + 1, requests: body("c"), source: None },
             ]
         );
         assert!(hub.drain().is_empty());

@@ -35,7 +35,7 @@
 //! std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -54,6 +54,21 @@ struct Entry {
     at: u64,
     #[serde(flatten)]
     request: LoggedRequest,
+    /// The request topic's record it came from (none: HTTP, stdin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic: Option<TopicRecord>,
+}
+
+/// Where a live request came from on the request topic (`--request-topic`): its record's
+/// partition and offset. The request log keeps it beside the request, so the log says how far
+/// the topic was read ([`RequestLog::topic_read`]): a restart or a job taking over follows the
+/// topic from there, and applies no record twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    /// The record's partition.
+    pub partition: i32,
+    /// Its offset there.
+    pub offset: i64,
 }
 
 /// A process' request log, open for appending.
@@ -141,12 +156,22 @@ impl RequestLog {
     /// # Errors
     /// When the write or the sync fails (the caller must not acknowledge the requests).
     pub fn append(&mut self, requests: &[(u64, LoggedRequest)]) -> io::Result<()> {
+        let read: Vec<_> = requests.iter().map(|(at, r)| (*at, r.clone(), None)).collect();
+        self.append_read(&read)
+    }
+
+    /// [`RequestLog::append`] with each request's record on the request topic, if it came from
+    /// there.
+    ///
+    /// # Errors
+    /// As [`RequestLog::append`].
+    pub fn append_read(&mut self, requests: &[(u64, LoggedRequest, Option<TopicRecord>)]) -> io::Result<()> {
         if requests.is_empty() {
             return Ok(());
         }
         let mut lines = String::new();
-        for (at, request) in requests {
-            let entry = Entry { at: *at, request: request.clone() };
+        for (at, request, topic) in requests {
+            let entry = Entry { at: *at, request: request.clone(), topic: *topic };
             lines.push_str(&serde_json::to_string(&entry).map_err(io::Error::other)?);
             lines.push('\n');
         }
@@ -165,25 +190,49 @@ impl RequestLog {
     /// # Errors
     /// When the directory or a log cannot be read.
     pub fn recover(dir: &Path, applied: &[LoggedRequest]) -> Result<Recovered, String> {
-        let listing = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-        let mut all = Vec::new();
-        for entry in listing.filter_map(Result::ok) {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if !(name.starts_with("requests-p") && name.ends_with(".log")) {
-                continue;
-            }
-            let path = entry.path();
-            let text = std::fs::read(&path).map_err(|e| format!("request log {}: {e}", path.display()))?;
-            let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            all.extend(entries(&path, &text[..whole]));
-        }
+        let mut all = every_entry(dir)?;
         let next_at = all.iter().map(|e| e.at + 1).max().unwrap_or(0);
         let held: HashSet<u64> = applied.iter().filter_map(|r| r.id).collect();
         all.retain(|e| e.request.id.is_some_and(|id| !held.contains(&id)));
         all.sort_by_key(|e| e.at);
         Ok(Recovered { pending: all.into_iter().map(|e| e.request).collect(), next_at })
     }
+}
+
+impl RequestLog {
+    /// How far the request topic was read by the requests logged in `dir` (every process'
+    /// log): per partition, the offset after the newest record a logged request came from.
+    /// Every record before it was applied (or was no request to apply: malformed, an ad-hoc
+    /// query), the records from it on were not.
+    ///
+    /// # Errors
+    /// When the directory or a log cannot be read.
+    pub fn topic_read(dir: &Path) -> Result<BTreeMap<i32, i64>, String> {
+        let mut read = BTreeMap::new();
+        for t in every_entry(dir)?.into_iter().filter_map(|e| e.topic) {
+            let after = read.entry(t.partition).or_insert(0);
+            *after = (*after).max(t.offset + 1);
+        }
+        Ok(read)
+    }
+}
+
+/// The entries of every process' log in `dir`, as the files hold them.
+fn every_entry(dir: &Path) -> Result<Vec<Entry>, String> {
+    let listing = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut all = Vec::new();
+    for entry in listing.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("requests-p") && name.ends_with(".log")) {
+            continue;
+        }
+        let path = entry.path();
+        let text = std::fs::read(&path).map_err(|e| format!("request log {}: {e}", path.display()))?;
+        let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        all.extend(entries(&path, &text[..whole]));
+    }
+    Ok(all)
 }
 
 /// The entries of a log's whole lines (`path` names it in messages).
@@ -227,6 +276,22 @@ mod tests {
         let recovered = RequestLog::recover(&dir, &[]).expect("recover");
         assert_eq!(recovered.pending, vec![r(1, 10), r(2, 20)]);
         assert_eq!(recovered.next_at, 2);
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn the_logs_say_how_far_the_request_topic_was_read() {
+        let dir = scratch("topic");
+        let (mut p0, a) = RequestLog::open(&dir, 0).expect("p0");
+        let (mut p1, b) = RequestLog::open(&dir, 1).expect("p1");
+        assert!(RequestLog::topic_read(&dir).expect("empty").is_empty());
+        let at = |partition, offset| Some(TopicRecord { partition, offset });
+        p0.append_read(&[(0, r(a, 10), at(0, 4)), (1, r(a + 1, 10), None), (3, r(a + 2, 20), at(0, 6))]).expect("p0");
+        p1.append_read(&[(2, r(b, 20), at(1, 0))]).expect("p1");
+        let read = RequestLog::topic_read(&dir).expect("read");
+        assert_eq!(read, BTreeMap::from([(0, 7), (1, 1)]));
+        // The lines read back as before for a restart.
+        assert_eq!(RequestLog::recover(&dir, &[]).expect("recover").pending.len(), 4);
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
 

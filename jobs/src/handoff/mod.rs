@@ -48,7 +48,10 @@
 //! takes them once it is the writer. If the running job acknowledged requests the new job has
 //! not applied (taken between the checkpoint the new job started from and the request), the new
 //! job stops with an error once it holds the directory, before writing anything: started again
-//! without `--take-over` it resumes from the hand-off checkpoint, which holds them.
+//! without `--take-over` it resumes from the hand-off checkpoint, which holds them. The request
+//! topic's follower takes records only while its hub takes requests, so the running job reads
+//! none after it sees the request; the new job follows the topic from after the newest record
+//! the request logs hold once it is the writer (`crate::job::request_topic`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

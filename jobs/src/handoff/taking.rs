@@ -11,7 +11,7 @@ use std::time::Duration;
 use saams::checkpoint::{LoggedRequest, Manifest};
 use serde::{Deserialize, Serialize};
 
-use crate::atomic_file::{StagedFile, sync_dir, temp_number};
+use crate::atomic_file::replace_durably;
 use crate::checkpoint::resume::output_offsets;
 use crate::checkpoint::{CheckpointStore, TEMP_PREFIX, manifest_file_name};
 use crate::cli::Cli;
@@ -56,22 +56,12 @@ pub struct TakeOver {
     pub kafka: Option<Arc<KafkaJob>>,
 }
 
-/// Refuse a take-over that cannot work, before anything is opened: inputs or outputs it does
-/// not cover yet, no checkpoint, or no running job.
+/// Refuse a take-over that cannot work, before anything is opened: no checkpoint, or no running
+/// job.
 ///
 /// # Errors
 /// The reason, and what to do instead.
 pub fn check_take_over(cli: &Cli) -> Result<(), String> {
-    if cli.kafka.request_topic.is_some() {
-        return Err(
-            "--take-over covers data, answer and dead-letter topics, not --request-topic (its position is in no checkpoint yet): take live requests over HTTP".into(),
-        );
-    }
-    if cli.requests.as_deref() == Some("-") {
-        return Err(
-            "--take-over takes live requests over HTTP once it has taken over, not from stdin (--requests -)".into()
-        );
-    }
     let Some(dir) = &cli.checkpoints else { return Err("--take-over needs --checkpoints DIR".into()) };
     let Some((id, _)) = newest_boundary(dir) else {
         return Err(format!(
@@ -309,12 +299,7 @@ fn write_request(dir: &Path, cli: &Cli, ready: bool) -> Result<(), String> {
 
 /// Write `text` to `path` atomically (a reader sees the old file or the new one) and durably.
 fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    let temp = dir.join(format!("{TEMP_PREFIX}take-over.{}.{}", std::process::id(), temp_number()));
-    StagedFile::write(temp, path.to_path_buf(), text.as_bytes())
-        .and_then(StagedFile::rename)
-        .and_then(|()| sync_dir(&dir))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    replace_durably(path, TEMP_PREFIX, text.as_bytes())
 }
 
 /// The file process `p` of the new job writes once it has read the answer topic's tail.

@@ -28,6 +28,8 @@ use crate::source::file::{Input as Unit, RangeLayout, expand_inputs};
 use crate::source::stop::StopFlag;
 use crate::stats::Stats;
 use crate::writer_lock::{WriterLock, lock_what_the_job_writes};
+
+use super::request_topic::{refuse_checkpoints_without_topic, script_at_restart};
 use saams::api::window::WindowSpec;
 use saams_datasets::pace::Pacer;
 
@@ -79,7 +81,6 @@ fn recovery_options(cli: &Cli) -> RecoveryOptions<'_> {
         interval: &cli.checkpoint_interval,
         keep: cli.checkpoint_keep,
         reads_stdin: cli.data.iter().any(|d| d == "-"),
-        request_topic: cli.kafka.request_topic.is_some(),
         process: cli.process,
         processes: cli.processes,
         out: &cli.out,
@@ -103,6 +104,8 @@ pub(super) struct Startup {
     pub(super) kafka_job: Option<Arc<KafkaJob>>,
     /// The request script (process 0 only).
     pub(super) requests: Option<String>,
+    /// A restart reading a request topic: where its script's tail ends (already in `requests`).
+    pub(super) script_end: Option<super::request_topic::ScriptEndAt>,
     pub(super) generator: Option<GeneratorSpec>,
     pub(super) units: Vec<Unit>,
     /// The inputs' names in checkpoints.
@@ -144,13 +147,22 @@ impl Startup {
         };
         let kafka_job = KafkaJob::start(&cli.kafka, lateness_ms)?;
         let requests = request_script(cli, &requests_file)?;
+        let (requests, script_end) = script_at_restart(cli, kafka_job.as_ref(), requests)?;
         let generator = if cli.data.is_empty() && cli.kafka.data_topic.is_none() && cli.kafka.partials_topic.is_none() {
             Some(GeneratorSpec::parse(&cli.generate).map_err(|e| format!("--generate: {}", e.0))?)
         } else {
             None
         };
         let mut candidates = input_candidates(cli, generator.as_ref())?;
-        let recovery = open_recovery(cli, window_ms, requests.as_deref(), &candidates)?;
+        // A first start reads its request topic's tail once its dead letters can be written: its
+        // script is known then (and no checkpoint may be there to check it against).
+        let script = requests.as_deref().filter(|_| cli.kafka.request_topic.is_none() || script_end.is_some());
+        let recovery = open_recovery(cli, window_ms, script, &candidates)?;
+        refuse_checkpoints_without_topic(
+            cli,
+            script_end.is_some(),
+            recovery.as_ref().is_some_and(|r| r.resume.is_some()),
+        )?;
         let layout = recovery.as_ref().and_then(|r| r.resume.as_ref()).map_or(0, |r| r.inputs_at);
         let (units, inputs) = candidates.swap_remove(layout);
         Ok(Startup {
@@ -163,6 +175,7 @@ impl Startup {
             requests_file,
             kafka_job,
             requests,
+            script_end,
             generator,
             units,
             inputs,

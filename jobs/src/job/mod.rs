@@ -8,6 +8,7 @@
 //! - `services`: the threads beside the workers (flusher, progress lines, HTTP server,
 //!   followers of live requests);
 //! - `requests`: the plan built from the request script, live requests applied and answered;
+//!   `request_topic`: the request topic's tail of the script, and where it is followed from;
 //! - `reading` and `routing`: a worker's input units, and how their tuples become routed
 //!   records; `generated`: which worker reads which generated stream, and its routes;
 //! - `checkpoints`: where the inputs stand at checkpoint boundaries, and the parts written;
@@ -25,13 +26,14 @@ use crate::sink::file::SnapshotDir;
 use crate::stats::Stats;
 
 use config::{Outputs, Settings, Shared, Startup, connect, open_checkpoint_job};
-use requests::with_request_topic;
+use request_topic::with_request_topic;
 use services::Services;
 
 mod checkpoints;
 mod config;
 mod generated;
 mod reading;
+mod request_topic;
 mod requests;
 mod routing;
 mod services;
@@ -87,11 +89,12 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let locks = std::mem::take(&mut start.locks);
     let outputs = Outputs::open(&cli, &start)?;
     let stats = Arc::new(Stats::for_workers(cli.workers));
+    let checkpointing = (cli.checkpoints.as_deref(), start.script_end.take());
+    let dead = (outputs.dead.as_deref(), stats.as_ref());
     let (requests, request_topic) =
-        with_request_topic(start.requests.take(), start.kafka_job.as_ref(), outputs.dead.as_deref(), &stats)?;
+        with_request_topic(start.requests.take(), start.kafka_job.as_ref(), dead, checkpointing)?;
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
-    let follow_stdin = start.requests_file == "-" && cli.process == 0;
-    let followed = (start.kafka_job.as_ref(), request_topic, follow_stdin);
+    let followed = (start.kafka_job.as_ref(), request_topic, start.requests_file == "-" && cli.process == 0);
     let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
     let devices = devices_of(start.kafka_job.as_ref(), cli.process)?;
     let mut services =

@@ -14,40 +14,9 @@ use saams_operators::ask::{split_reply, to_every_worker};
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::dataflow::RecInput;
-use crate::kafka::{KafkaBroadcastSource, KafkaJob};
 use crate::sink::file::LineSink;
-use crate::stats::Stats;
 
 use super::config::Shared;
-
-/// The request script with the request topic's requests after it (where this process has the
-/// script and the job reads a request topic), and the topic's source, to follow while the job
-/// runs. The topic's bad records are counted as dead letters.
-///
-/// # Errors
-/// When the request topic cannot be read.
-pub(super) fn with_request_topic(
-    requests: Option<String>,
-    kafka_job: Option<&Arc<KafkaJob>>,
-    dead: Option<&LineSink>,
-    stats: &Stats,
-) -> Result<(Option<String>, Option<KafkaBroadcastSource>), String> {
-    let mut request_topic = None;
-    let requests = match (requests, kafka_job) {
-        (Some(mut text), Some(k)) => match k.request_text_and_source(dead)? {
-            Some((more, bad, source)) => {
-                stats.dead_letters.fetch_add(bad, Ordering::Relaxed);
-                text.push('\n');
-                text.push_str(&more);
-                request_topic = Some(source);
-                Some(text)
-            }
-            None => Some(text),
-        },
-        (requests, _) => requests,
-    };
-    Ok((requests, request_topic))
-}
 
 /// The plan every worker compiles from the same request script; worker 0 speaks for them
 /// (unknown-field notes, the script's own answers).
@@ -171,13 +140,24 @@ pub(super) fn note_rescales(plan: &RefCell<Plan>, me: usize, hub: &Hub) {
 /// `--requests -`: every JSON value on stdin (a request object or an array of them, on one
 /// line or several) goes to the hub as it completes and takes effect at the next fence, like a
 /// request posted over HTTP. Malformed JSON ends the reading (the stream cannot be resynchronized)
-/// with a message; the job goes on.
-pub(super) fn follow_stdin_requests(hub: Arc<Hub>) {
+/// with a message; the job goes on. A job `taking_over` reads its stdin once it has taken over
+/// (what was written before waits in the pipe); a value read while the job takes no requests
+/// (it hands off to another, or its input has ended) is refused with a message.
+pub(super) fn follow_stdin_requests(hub: Arc<Hub>, taking_over: bool) {
     std::thread::spawn(move || {
+        while taking_over && !hub.is_open() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let stdin = std::io::stdin().lock();
         for value in serde_json::Deserializer::from_reader(stdin).into_iter::<serde_json::Value>() {
             match value {
-                Ok(v) => hub.submit_detached(requests_from_value(&v)),
+                Ok(v) => {
+                    if !hub.submit_detached_if_open(requests_from_value(&v), None) {
+                        eprintln!(
+                            "saams: requests on stdin: this job takes no requests now (it hands off to another job, or its input has ended); not taken: {v}"
+                        );
+                    }
+                }
                 Err(e) => {
                     eprintln!("saams: requests on stdin: {e}; no more requests are read from stdin");
                     return;

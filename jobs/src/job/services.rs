@@ -14,7 +14,7 @@ use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
 use crate::edge::devices::Devices;
-use crate::kafka::{KafkaBroadcastSource, KafkaJob};
+use crate::kafka::{FollowFrom, KafkaJob};
 use crate::metrics::{Metrics, Totals};
 use crate::sink::file::LineSink;
 use crate::stats::Stats;
@@ -50,7 +50,7 @@ impl Services {
         cli: &Cli,
         (window_ms, stats, first_ticket): (i64, &Arc<Stats>, u64),
         outputs: &Outputs,
-        (kafka_job, request_topic, follow_stdin): (Option<&Arc<KafkaJob>>, Option<KafkaBroadcastSource>, bool),
+        (kafka_job, request_topic, follow_stdin): (Option<&Arc<KafkaJob>>, Option<FollowFrom>, bool),
         devices: Option<&Arc<Devices>>,
     ) -> Result<Services, String> {
         let finished = Arc::new(AtomicU64::new(0));
@@ -86,7 +86,7 @@ impl Services {
         // Requests produced on the request topic after the start arrive while the job runs.
         let stop_following = Arc::new(AtomicBool::new(false));
         if follow_stdin {
-            follow_stdin_requests(hub.clone());
+            follow_stdin_requests(hub.clone(), cli.take_over);
         }
         let follower = match (kafka_job, request_topic) {
             (Some(k), Some(source)) => Some(k.follow_requests(source, hub.clone(), stop_following.clone())),

@@ -28,7 +28,7 @@ pub use consume::{
 };
 pub use error::{AdapterError, METADATA_TIMEOUT};
 pub use format::{MAX_LINES_PER_RECORD, RecordLines, for_each_line, text_lines};
-pub use job::{KafkaArgs, KafkaInput, KafkaJob};
+pub use job::{FollowFrom, KafkaArgs, KafkaInput, KafkaJob, ReadAtStart};
 pub use metadata::check_brokers;
 pub use options::{KafkaOptions, StartFrom, parse_setting};
 pub use produce::{

@@ -57,6 +57,18 @@ pub fn replay_into(brokers: &str, topic: &str, file: &Path, partitions: u32) {
     );
 }
 
+/// Produces `values` to `topic` as records without key, in order, and waits until delivered.
+pub fn produce_raw(brokers: &str, topic: &str, values: &[Vec<u8>]) {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+    let producer: ThreadedProducer<DefaultProducerContext> =
+        ClientConfig::new().set("bootstrap.servers", brokers).create().expect("producer");
+    for v in values {
+        producer.send(BaseRecord::<(), [u8]>::to(topic).payload(v.as_slice())).expect("enqueue");
+    }
+    producer.flush(Duration::from_secs(30)).expect("flush");
+}
+
 /// Every record value of `topic`, read from the start to its end.
 pub fn read_topic(brokers: &str, topic: &str) -> Vec<Vec<u8>> {
     let mut opts = KafkaOptions::new(brokers, unique("reader"));

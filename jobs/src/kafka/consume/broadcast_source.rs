@@ -31,6 +31,25 @@ impl KafkaBroadcastSource {
         Ok(KafkaBroadcastSource { reader })
     }
 
+    /// As [`KafkaBroadcastSource::new`], each partition from the offset `at` gives it (from its
+    /// first record if none): a job with checkpoints follows its request topic from where its
+    /// request log says it was read ([`crate::control::request_log::RequestLog::topic_read`]).
+    ///
+    /// # Errors
+    /// As [`KafkaBroadcastSource::new`].
+    pub fn open_at(
+        opts: &KafkaOptions,
+        topic: &str,
+        at: &std::collections::BTreeMap<i32, i64>,
+        worker_index: usize,
+    ) -> Result<Self, AdapterError> {
+        let client_id = format!("saams-{}-requests-w{worker_index}", opts.group_id);
+        let start = |p: i32| at.get(&p).copied();
+        let exact = (StartFrom::Earliest, Some(&start as &dyn Fn(i32) -> Option<i64>));
+        let reader = PartitionReader::open_at(opts, topic, &client_id, exact, |all| Ok(all.to_vec()))?;
+        Ok(KafkaBroadcastSource { reader })
+    }
+
     /// The partitions read (all of the topic's, sorted).
     pub fn partitions(&self) -> &[i32] {
         &self.reader.partitions

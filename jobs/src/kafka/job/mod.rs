@@ -10,13 +10,16 @@
 //! - `args`: the flags;
 //! - `process`: the process-wide Kafka side, shared by all workers;
 //! - `input`: one worker's input (and how the process opens it, [`KafkaJob::worker_input`]);
-//! - `marks`: that input's per-poll batching of the bookkeeping.
+//! - `marks`: that input's per-poll batching of the bookkeeping;
+//! - `requests`: the request topic, read at start and followed while the job runs.
 
 pub(crate) mod args;
 pub(crate) mod input;
 mod marks;
 pub(crate) mod process;
+pub(crate) mod requests;
 
 pub use args::KafkaArgs;
 pub use input::KafkaInput;
 pub use process::KafkaJob;
+pub use requests::{FollowFrom, ReadAtStart};

@@ -1,6 +1,6 @@
 //! The Kafka side of one `saams` process ([`KafkaJob`]): start-up from the flags (broker check,
-//! topic creation, producers, signal handler), the request topic read at start, the stop rule, the
-//! dead letters of Kafka records, and the exit report.
+//! topic creation, producers, signal handler), the stop rule, the dead letters of Kafka records,
+//! and the exit report (the request topic is read in `requests`).
 //!
 //! Why its own file: it is shared by all workers of the process; the per-worker input, and how
 //! the process opens it ([`KafkaJob::worker_input`]), are in `input`, which uses this file (not the
@@ -15,7 +15,6 @@ use crate::checkpoint::resume::Resume;
 use crate::checkpoint::writer::OutputOffsets;
 use crate::duration::parse_duration_ms;
 use crate::kafka::admin::{TopicSpec, ensure_topics};
-use crate::kafka::consume::broadcast_source::KafkaBroadcastSource;
 use crate::kafka::consume::records::RecordRef;
 use crate::kafka::error::{AdapterError, METADATA_TIMEOUT};
 use crate::kafka::lock::lock;
@@ -47,7 +46,7 @@ pub struct KafkaJob {
     pub(super) data_topic: Option<String>,
     /// The data topic holds device shipments (`--partials-topic`), not tuples.
     pub partials: bool,
-    request_topic: Option<String>,
+    pub(super) request_topic: Option<String>,
     pub(super) lateness_ms: i64,
     /// How long a partition (with --partials-topic: a device) may be silent before it stops
     /// holding windows open.
@@ -215,80 +214,6 @@ impl KafkaJob {
         self.dead
             .as_ref()
             .map(|s| Box::new(DeadLetterLines::new(s.clone(), FLUSH_TIMEOUT)) as Box<dyn std::io::Write + Send>)
-    }
-
-    /// Reads the request topic to its end (when `--request-topic` is given) and returns its valid
-    /// records as request lines plus the number of malformed records, which go to the dead
-    /// letters (the topic's, else `file_dead`).
-    ///
-    /// # Errors
-    /// When the topic cannot be read to its end within 30 s.
-    pub fn request_text(&self, file_dead: Option<&LineSink>) -> Result<Option<(String, u64)>, String> {
-        Ok(self.request_text_and_source(file_dead)?.map(|(text, bad, _)| (text, bad)))
-    }
-
-    /// As [`KafkaJob::request_text`], and the source positioned after what was read: the job
-    /// follows it with [`KafkaJob::follow_requests`].
-    ///
-    /// # Errors
-    /// As [`KafkaJob::request_text`].
-    pub fn request_text_and_source(
-        &self,
-        file_dead: Option<&LineSink>,
-    ) -> Result<Option<(String, u64, KafkaBroadcastSource)>, String> {
-        let Some(topic) = &self.request_topic else { return Ok(None) };
-        let mut source = KafkaBroadcastSource::new(&self.opts, topic, 0).map_err(|e| e.to_string())?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let (mut text, mut bad) = (String::new(), 0u64);
-        loop {
-            let n = source
-                .poll_with(1024, Duration::from_millis(50), |r| {
-                    match serde_json::from_slice::<serde_json::Value>(r.payload) {
-                        Ok(v) => {
-                            text.push_str(&v.to_string());
-                            text.push('\n');
-                        }
-                        Err(e) => {
-                            bad += 1;
-                            self.reject(topic, (&r, None), &format!("malformed request JSON: {e}"), file_dead);
-                        }
-                    }
-                })
-                .map_err(|e| e.to_string())?;
-            if n == 0 && source.at_end() {
-                return Ok(Some((text, bad, source)));
-            }
-            if Instant::now() > deadline {
-                return Err(format!("kafka: request topic {topic:?} not read to its end within 30 s"));
-            }
-        }
-    }
-
-    /// Keep reading the request topic after the start: every request produced while the job runs
-    /// goes to `hub` (it takes effect at the next fence). Stops when `stop` is set; malformed
-    /// records are dead letters, as at the start.
-    pub fn follow_requests(
-        self: &Arc<Self>,
-        mut source: KafkaBroadcastSource,
-        hub: Arc<crate::control::hub::Hub>,
-        stop: Arc<std::sync::atomic::AtomicBool>,
-    ) -> std::thread::JoinHandle<()> {
-        let job = self.clone();
-        std::thread::spawn(move || {
-            let topic = job.request_topic.clone().unwrap_or_default();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let polled = source.poll_with(1024, Duration::from_millis(100), |r| {
-                    match serde_json::from_slice::<serde_json::Value>(r.payload) {
-                        Ok(v) => hub.submit_detached(saams::api::request::requests_from_value(&v)),
-                        Err(e) => job.reject(&topic, (&r, None), &format!("malformed request JSON: {e}"), None),
-                    }
-                });
-                if let Err(e) = polled {
-                    job.problem(format!("request topic {topic:?}: {e}"));
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-            }
-        })
     }
 
     /// Dead-letters record `r` (its line `line` when it is a line of a batched record, whose
