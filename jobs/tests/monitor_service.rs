@@ -196,3 +196,56 @@ fn generated_values_feed_a_monitor() {
     assert!(counts.iter().any(|&c| c > 0.0), "no count of the generated prices: {text:.2000}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The answer and error lines of queries `q…` in a run of `requests` on `data`, sorted.
+fn script_run(dir: &Path, data: &Path, requests: &str) -> Vec<String> {
+    let path = dir.join("script.json");
+    std::fs::write(&path, requests).expect("requests");
+    let output = Command::new(env!("CARGO_BIN_EXE_saams"))
+        .args(["-w", "2", "--data", &data.display().to_string(), "--window", "1m"])
+        .args(["--requests", &path.display().to_string(), "--progress", "0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("saams");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut lines: Vec<String> = String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .lines()
+        .filter(|l| l.contains(r#""requestID":"q"#))
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// A delete in a request file takes effect at its place in the script, as a synopsis' does: the
+/// queries registered before it get an error line and no answer, a query after it finds
+/// nothing to query, and a construct after it starts a new monitor, answered as if the deleted
+/// one had never been there.
+#[test]
+fn a_delete_in_a_request_file_takes_effect_at_its_place() {
+    let dir = std::env::temp_dir().join(format!("saams-monitor-delete-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let data = dir.join("data.jsonl");
+    write_data(&data, i64::MIN);
+    let delete =
+        r#"{"streamID":"S","synopsisID":14,"dataSetKey":"D","param":["DELETE_REQUEST","price"],"requestID":"d"}"#;
+    let again = CONSTRUCT.replace("0.2,4]", "0.2,2]").replace(r#""c""#, r#""c2""#);
+    let after = QUERIES[0].replace("q1", "q9");
+    let with_delete =
+        format!("{CONSTRUCT}\n{}\n{}\n{delete}\n{}\n{again}\n{after}\n", QUERIES[0], QUERIES[1], QUERIES[2]);
+    let got = script_run(&dir, &data, &with_delete);
+    let errors: Vec<&String> = got.iter().filter(|l| l.contains(r#""error""#)).collect();
+    assert_eq!(errors.len(), 3, "q1, q2 (deleted) and q3 (after the delete): {errors:#?}");
+    for q in ["q1", "q2"] {
+        let line = errors.iter().find(|l| l.contains(&format!(r#""requestID":"{q}""#))).expect("its error line");
+        assert!(line.contains("deleted by request \\\"d\\\""), "{line}");
+    }
+    assert!(errors.iter().any(|l| l.contains(r#""requestID":"q3""#) && l.contains("no monitored D/S price")));
+    let answers: Vec<String> = got.into_iter().filter(|l| !l.contains(r#""error""#)).collect();
+    assert!(answers.len() > 10 && answers.iter().all(|l| l.contains(r#""requestID":"q9""#)), "{answers:#?}");
+    assert!(answers.iter().all(|l| l.contains(r#""sites":2"#)), "the new monitor answers: {:.300}", answers[0]);
+    let alone = script_run(&dir, &data, &format!("{again}\n{after}\n"));
+    assert_eq!(answers, alone, "the new monitor answers as if the deleted one had never been there");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,7 @@ use crate::message::Channel;
 
 /// Which protocol the sites and the root run for counts and frequent items (quantiles always
 /// use the seed's summaries).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Protocol {
     /// The seed paper's BC / AC-with-turn-off / FI.
     Seed,
@@ -51,7 +51,7 @@ impl Protocol {
 /// assert_eq!(cfg.phase_of(cfg.phase_start(3) - 1), 2);
 /// assert!(Config::new(4, 1000, 1000, 0.1, Protocol::Seed).is_err());
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Config {
     /// Number of sites `k`.
     pub sites: usize,

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::error::{MonitorError, check_window};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Bucket {
     lo: i64,
     hi: i64,
@@ -53,7 +53,7 @@ struct Bucket {
 /// assert!((est as f64 - 100.0).abs() <= 0.1 * 100.0);
 /// assert!(c.buckets() < 100, "old stamps were merged");
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct SlidingCounter {
     window: i64,
     tardiness: i64,
@@ -351,7 +351,7 @@ impl SlidingCounter {
 /// assert_eq!(table.suffix(4), c.suffix(4));
 /// assert_eq!(table.suffix(4), 5);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct SuffixTable {
     los: Vec<i64>,
     his: Vec<i64>,

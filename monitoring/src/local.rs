@@ -34,13 +34,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::counter::SlidingCounter;
 use crate::error::MonitorError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 enum Key {
     Total,
     Item(u64),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Record {
     counter: SlidingCounter,
     /// The site's arrival count when the record was created.
@@ -51,7 +51,7 @@ struct Record {
 }
 
 /// Words of memory, by part (see [`LocalStats::memory`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LocalMemory {
     /// The site's total counter.
     pub total: usize,
@@ -86,7 +86,7 @@ impl LocalMemory {
 /// assert_eq!(s.total(11), 0);
 /// assert_eq!(s.distinct(), 0);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LocalStats {
     window: i64,
     tardiness: i64,

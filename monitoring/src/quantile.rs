@@ -72,7 +72,7 @@ use crate::error::{MonitorError, check_window};
 const GAMMA_SHARE: f64 = 0.95;
 const ETA_SHARE: f64 = 0.03;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Block {
     lo: i64,
     /// The cap `⌊2γL⌋` at the last compaction (multi-stamp blocks).
@@ -88,7 +88,7 @@ struct Block {
 /// smaller (module docs, *Memory*) as LEB128 varints of `hi − lo`, `n`, `u`, then the first
 /// value, then each value's gap to the previous one, each followed by its count. A packed block
 /// only changes by a merge or an overlay stamp moving in, which unpack, rebuild and pack again.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 enum Body {
     Plain { hi: i64, n: u64, u: u64, entries: Vec<(u64, u64)> },
     Packed(Vec<u8>),
@@ -347,7 +347,7 @@ fn compress(entries: &mut Vec<(u64, u64)>, b: u64, mult: u64, log: &mut HashMap<
 /// assert!((est - 50.0).abs() <= 0.05 * 100.0);
 /// assert!(q.blocks() < 100, "old stamps were merged");
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct QuantileWindow {
     window: i64,
     tardiness: i64,

@@ -7,7 +7,7 @@ use crate::error::MonitorError;
 use crate::message::{Channel, Message};
 
 /// What the root holds for one site on one forward/backward channel.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct FbSite {
     phase: Option<i64>,
     step: u64,
@@ -37,7 +37,7 @@ fn levels_after(ticks: &[i64], step: u64, s: i64) -> u64 {
 /// assert_eq!(root.count(6), 14);
 /// assert!(root.receive(2, 6, &Message::Count { channel: Channel::Count, value: 1 }).is_err());
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Root {
     cfg: Config,
     counts: HashMap<Channel, Vec<u64>>,

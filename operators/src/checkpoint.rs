@@ -11,7 +11,11 @@
 //! - `update_synopses`: the merged state of the owned synopses it owns;
 //! - `fold_partials`: the merged state of the spread synopses homed here;
 //! - `answer_pairs`: the latest states of the synopses in pair queries, and the last answered
-//!   set of each continuous set-valued query.
+//!   set of each continuous set-valued query;
+//! - `monitor_sites` and `monitor_coordinator` (the monitoring kind, [`crate::monitor`]): each
+//!   site hosted here once it has processed every event before `b`, and each coordinator homed
+//!   here once it has applied every message sent before `b` and answered every window before
+//!   it (items, messages and refusals at or after `b` are left out: they come again).
 //!
 //! Nothing of a window at or after `b` is copied: partials, reorder buffers and values in
 //! flight are rebuilt by re-reading the inputs from the positions where each first read a value
@@ -25,11 +29,13 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
 use saams::Synopsis;
+use saams::checkpoint::MonitorState;
 
 use crate::window::Held;
 
-/// The operators that take a copy at every boundary (the job waits for all of them).
-pub const STATEFUL_OPERATORS: u32 = 3;
+/// The operators that take a copy at every boundary (the job waits for all of them): the
+/// synopses' three and the monitoring kind's two.
+pub const STATEFUL_OPERATORS: u32 = 5;
 
 /// An operator's way through the boundaries: which it has copied its state at.
 #[derive(Default)]
@@ -56,6 +62,19 @@ impl BoundaryCopies {
         sets: Vec<(u32, Vec<String>)>,
     ) {
         checkpoints.borrow_mut().hand_in(b, states, sets);
+        self.copied_through = b;
+    }
+
+    /// Hand in the monitoring kind's copies taken at `b` (sites or coordinators).
+    pub(crate) fn hand_in_monitors(
+        &mut self,
+        checkpoints: &RefCell<Checkpointing>,
+        b: u64,
+        monitors: Vec<MonitorState>,
+    ) {
+        let mut checkpoints = checkpoints.borrow_mut();
+        checkpoints.hand_in(b, Vec::new(), Vec::new());
+        checkpoints.taken.entry(b).or_default().monitors.extend(monitors);
         self.copied_through = b;
     }
 }
@@ -125,6 +144,8 @@ pub struct Taken {
     pub states: Vec<HeldState>,
     /// Per continuous set-valued query: the members of its last answered set.
     pub sets: Vec<(u32, Vec<String>)>,
+    /// The monitoring kind's sites and coordinators.
+    pub monitors: Vec<MonitorState>,
 }
 
 /// One worker's checkpoint bookkeeping, shared by its operators through the plan.
@@ -141,6 +162,9 @@ pub struct Checkpointing {
     pub restored_latest: HashMap<u32, (Box<dyn Synopsis>, u64)>,
     /// Last answered sets to start from, by continuous set-valued query.
     pub restored_sets: HashMap<u32, Vec<String>>,
+    /// The monitoring kind's sites and coordinators to start from (each taken by the worker
+    /// that hosts it in this job: [`crate::monitor`]).
+    pub restored_monitors: Vec<MonitorState>,
     /// The boundary (ms) the restored states were taken at (0 for a job not resumed): the
     /// holder of a state is its home at that window (a rescale may move it on later).
     pub restored_boundary: u64,

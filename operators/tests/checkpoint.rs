@@ -73,8 +73,10 @@ fn run(n: u64, boundary: u64, restored: Option<Vec<Copied>>) -> (Vec<Copied>, Ve
         while !probe.done() {
             worker.step();
         }
-        // The pairs operator is not in this dataflow: hand in for it.
-        plan.borrow().checkpoints.borrow_mut().hand_in(boundary, Vec::new(), Vec::new());
+        // The pairs and monitoring operators are not in this dataflow: hand in for them.
+        for _ in 0..3 {
+            plan.borrow().checkpoints.borrow_mut().hand_in(boundary, Vec::new(), Vec::new());
+        }
         let taken = plan.borrow().checkpoints.borrow_mut().take_complete();
         let copies = match taken {
             Some((b, id, taken)) => {

@@ -31,6 +31,8 @@
 //! | … | … | `q` previous sets (below) |
 //! | … | 4 | `sources` count `k`, u32 |
 //! | … | … | `k` source positions (below) |
+//! | … | 4 | `monitors` count `m`, u32 (not in versions 1 and 2) |
+//! | … | … | `m` monitor states (below) |
 //! | … | 8 | `tuples`, u64 |
 //! | end − 4 | 4 | CRC-32 (IEEE) of every byte before it |
 //!
@@ -57,6 +59,10 @@
 //! | 8 | `line`, u64 |
 //! | 1 (+ 8) | `max_time`: 0 = none; 1 = some, followed by an i64 |
 //! | 1 | `done`: 0 or 1 |
+//!
+//! A monitor state ([`MonitorState`]: one site or coordinator of the monitoring kind), at least
+//! 12 bytes: `group` u32 (the monitored stream), `site` u32 (`u32::MAX` for the coordinator),
+//! then a u32 length `n` and the `n` bytes of its state (the operators' encoding, opaque here).
 //!
 //! The encoding is canonical (a flag is 0 or 1, nothing else), so bytes that decode re-encode
 //! to the same bytes. Decoding never panics and never allocates from a length it has not
@@ -87,7 +93,9 @@ mod manifest;
 mod part;
 
 pub use manifest::{LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry, PartitionOffset, TopicOffsets};
-pub use part::{CheckpointPart, MAGIC, MIN_PART_BYTES, PART_FORMAT_VERSION, SourcePosition, StateRole, SynopsisState};
+pub use part::{
+    CheckpointPart, MAGIC, MIN_PART_BYTES, MonitorState, PART_FORMAT_VERSION, SourcePosition, StateRole, SynopsisState,
+};
 
 use std::fmt;
 

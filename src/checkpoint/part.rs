@@ -11,10 +11,14 @@ use super::CheckpointError;
 pub const MAGIC: [u8; 4] = *b"SAMC";
 /// The part format version this build writes. Version 2 added each state's window start
 /// ([`SynopsisState::since`], [`SynopsisState::until`]) and closed sliding panes ([`StateRole::Pane`]); version 1 parts
-/// (landmark synopses only) are still read, with no start.
-pub const PART_FORMAT_VERSION: u16 = 2;
-/// The length of the smallest valid part (no synopses, sets or sources).
-pub const MIN_PART_BYTES: usize = 42 + 4 + 4 + 8 + 4;
+/// (landmark synopses only) are still read, with no start. Version 3 added the monitoring
+/// kind's sites and coordinators ([`MonitorState`]); parts of versions 1 and 2 are read with none.
+pub const PART_FORMAT_VERSION: u16 = 3;
+/// The length of the smallest valid part this build writes (no synopses, sets, sources or
+/// monitors).
+pub const MIN_PART_BYTES: usize = 42 + 4 + 4 + 4 + 8 + 4;
+/// The smallest valid part of any version read (versions 1 and 2 have no monitors count).
+const MIN_ANY_PART_BYTES: usize = MIN_PART_BYTES - 4;
 
 /// Minimum encoded sizes of the vectors' items, so a count can be checked against the bytes
 /// left before anything is allocated.
@@ -24,6 +28,9 @@ const NO_START: u64 = u64::MAX;
 const MIN_SET_BYTES: u64 = 4 + 4;
 const MIN_STRING_BYTES: u64 = 4;
 const MIN_SOURCE_BYTES: u64 = 4 + 8 + 8 + 1 + 1;
+const MIN_MONITOR_BYTES: u64 = 4 + 4 + 4;
+/// The `site` a coordinator's [`MonitorState`] is written with.
+const COORDINATOR_SITE: u32 = u32::MAX;
 
 /// Where one input is: enough to reopen it and skip to the next unread record.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +107,20 @@ pub struct SynopsisState {
     pub bytes: Vec<u8>,
 }
 
+/// One site's or one coordinator's state of a monitored stream (the monitoring kind,
+/// `synopsisID` 14: not a synopsis, so not a [`SynopsisState`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MonitorState {
+    /// The monitored stream: its index among the job's monitored streams (the group its values
+    /// travel with).
+    pub group: u32,
+    /// The site (`None`: the stream's coordinator). Keyed by site, not by worker: a job with
+    /// another number of workers hosts each site where its own plan puts it.
+    pub site: Option<u32>,
+    /// The state, in the operators' encoding (opaque here, like a synopsis envelope).
+    pub bytes: Vec<u8>,
+}
+
 /// One worker's share of checkpoint `id`, taken at window boundary `boundary_ms`.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct CheckpointPart {
@@ -121,6 +142,8 @@ pub struct CheckpointPart {
     pub previous_sets: Vec<(u32, Vec<String>)>,
     /// The positions of the inputs this worker reads.
     pub sources: Vec<SourcePosition>,
+    /// The monitoring kind's sites and coordinators this worker hosts (version 3).
+    pub monitors: Vec<MonitorState>,
     /// Tuples this worker had routed when it wrote the part (values after the boundary
     /// included: a figure for people, not used to resume).
     pub tuples: u64,
@@ -158,7 +181,7 @@ impl CheckpointPart {
     /// };
     /// let bytes = part.encode();
     /// assert_eq!(bytes.len(), saams::checkpoint::MIN_PART_BYTES + 37 + 3);
-    /// assert_eq!(&bytes[4..6], &[2, 0]); // format version 2
+    /// assert_eq!(&bytes[4..6], &[3, 0]); // format version 3
     /// assert_eq!(CheckpointPart::decode(&bytes).unwrap(), part);
     /// ```
     pub fn encode(&self) -> Vec<u8> {
@@ -205,6 +228,13 @@ impl CheckpointPart {
             }
             w.u8(u8::from(p.done));
         }
+        w.u32(len32(self.monitors.len(), "monitors"));
+        for m in &self.monitors {
+            w.u32(m.group);
+            w.u32(m.site.unwrap_or(COORDINATOR_SITE));
+            w.u32(len32(m.bytes.len(), "a monitor's bytes"));
+            w.bytes(&m.bytes);
+        }
         w.u64(self.tuples);
         let mut bytes = w.into_inner();
         let crc = crc32fast::hash(&bytes);
@@ -238,10 +268,10 @@ impl CheckpointPart {
                 format!("not a checkpoint part: it starts with {head:02x?}, a part with {:02x?} (\"SAMC\")", MAGIC),
             ));
         }
-        if bytes.len() < MIN_PART_BYTES {
+        if bytes.len() < MIN_ANY_PART_BYTES {
             return Err(CheckpointError::at(
                 bytes.len() as u64,
-                format!("checkpoint part truncated: {} bytes, the smallest part has {MIN_PART_BYTES}", bytes.len()),
+                format!("checkpoint part truncated: {} bytes, the smallest part has {MIN_ANY_PART_BYTES}", bytes.len()),
             ));
         }
         let (body, crc_bytes) = bytes.split_at(bytes.len() - 4);
@@ -423,6 +453,7 @@ impl<'a> Cursor<'a> {
             let done = self.flag(format_args!("source {i}'s done flag"))?;
             sources.push(SourcePosition { source, offset, line, max_time, done });
         }
+        let monitors = if version >= 3 { self.monitors()? } else { Vec::new() };
         let tuples = self.u64(format_args!("tuples"))?;
         Ok(CheckpointPart {
             id,
@@ -434,8 +465,22 @@ impl<'a> Cursor<'a> {
             synopses,
             previous_sets,
             sources,
+            monitors,
             tuples,
         })
+    }
+
+    fn monitors(&mut self) -> Result<Vec<MonitorState>, CheckpointError> {
+        let n = self.count(MIN_MONITOR_BYTES, format_args!("the monitors count"))?;
+        let mut monitors = Vec::with_capacity(n);
+        for i in 0..n {
+            let group = self.u32(format_args!("monitor {i}'s group"))?;
+            let site = Some(self.u32(format_args!("monitor {i}'s site"))?).filter(|&s| s != COORDINATOR_SITE);
+            let len = self.count(1, format_args!("monitor {i}'s byte length"))?;
+            let bytes = self.take(len, format_args!("monitor {i}'s bytes"))?.to_vec();
+            monitors.push(MonitorState { group, site, bytes });
+        }
+        Ok(monitors)
     }
 }
 

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use saams::checkpoint::{LoggedRequest, Manifest, OutputMark, SourcePosition, StateRole, SynopsisState};
+use saams::checkpoint::{LoggedRequest, Manifest, MonitorState, OutputMark, SourcePosition, StateRole, SynopsisState};
 use saams_operators::Plan;
 use saams_operators::window::{Held, Pane};
 
@@ -24,6 +24,7 @@ pub struct Resume {
     manifests: Vec<Manifest>,
     states: Vec<SynopsisState>,
     sets: Vec<(u32, Vec<String>)>,
+    monitors: Vec<MonitorState>,
     positions: HashMap<String, SourcePosition>,
     /// Which of the job's input name lists the checkpoint was written with (see
     /// [`Resume::newest`]).
@@ -89,10 +90,12 @@ impl Resume {
         };
         let mut states = Vec::new();
         let mut sets = Vec::new();
+        let mut monitors = Vec::new();
         let mut positions = HashMap::new();
         for part in restored.parts {
             states.extend(part.synopses);
             sets.extend(part.previous_sets);
+            monitors.extend(part.monitors);
             for p in part.sources {
                 positions.insert(p.source.clone(), p);
             }
@@ -103,6 +106,7 @@ impl Resume {
             manifests: restored.manifests,
             states,
             sets,
+            monitors,
             positions,
             inputs_at,
         }))
@@ -113,7 +117,8 @@ impl Resume {
     /// requests applied ([`Resume::requests`]).
     ///
     /// # Errors
-    /// When a state does not decode or does not belong to the synopsis it is stored for.
+    /// When a state does not decode or does not belong to the synopsis (or monitored stream)
+    /// it is stored for.
     pub fn fill(&self, plan: &Plan) -> Result<(), String> {
         let mut checkpoints = plan.checkpoints.borrow_mut();
         checkpoints.restored_boundary = self.boundary_ms;
@@ -160,6 +165,12 @@ impl Resume {
         for (q, members) in &self.sets {
             checkpoints.restored_sets.insert(*q, members.clone());
         }
+        // The monitoring kind's sites and coordinators, keyed by stream and site: each worker's
+        // operators take those this job hosts on it, whatever the checkpoint's shape.
+        for copy in &self.monitors {
+            plan.monitor.check_copy(copy).map_err(|e| format!("checkpoint {}: {e}", self.id))?;
+        }
+        checkpoints.restored_monitors = self.monitors.clone();
         Ok(())
     }
 

@@ -181,6 +181,7 @@ impl CheckpointJob {
             synopses,
             previous_sets: taken.sets,
             sources,
+            monitors: taken.monitors,
             // What the worker has read when it writes (the caller's to set).
             tuples: 0,
         }

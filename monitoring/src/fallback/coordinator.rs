@@ -12,7 +12,7 @@ use crate::message::Channel;
 use crate::root::{Root, frequent_over, quantile_of};
 
 /// What the root knows of one site.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct SiteView {
     mode: Mode,
     /// While forwarding: when the site switched, if its former instance may still hold items.
@@ -24,7 +24,7 @@ struct SiteView {
 }
 
 /// Messages the root refused, by reason (each also returned as an error).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Refused {
     /// From a site id out of range.
     pub unknown_site: u64,
@@ -65,7 +65,7 @@ impl Refused {
 /// assert_eq!(root.count(6).unwrap(), 1);
 /// assert_eq!(root.count(105).unwrap(), 0);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Coordinator {
     cfg: Config,
     root: Root,

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 /// assert_eq!(w.count(7), 1);
 /// assert_eq!(w.values().collect::<Vec<_>>(), vec![(3, 1), (7, 1)]);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ExactWindow {
     window: i64,
     by_stamp: BinaryHeap<Reverse<(i64, u64)>>,

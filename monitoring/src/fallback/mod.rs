@@ -77,7 +77,7 @@ use crate::config::Config;
 use crate::error::MonitorError;
 
 /// What a site does with its items now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
     /// Every item goes to the root.
     Forwarding,
@@ -95,7 +95,7 @@ pub enum Mode {
 /// assert_eq!(p.period, 1000);
 /// assert!(FallbackPolicy { period: 0, ..p }.validate(&cfg).is_err());
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FallbackPolicy {
     /// Switch per site when measured cheaper; `false`: run the protocol only, never forward.
     pub adaptive: bool,

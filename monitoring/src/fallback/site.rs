@@ -8,7 +8,7 @@ use crate::fallback::{FallbackPolicy, Mode};
 use crate::site::{Site, SiteMemory};
 
 /// How often a site switched and how its items went.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteSwitches {
     /// Switches from forwarding to the protocol.
     pub to_protocol: u64,
@@ -21,7 +21,7 @@ pub struct SiteSwitches {
 }
 
 /// What the shadow instance cost over its life, against forwarding over the same time.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct ShadowLife {
     words: u64,
     ramp: u64,
@@ -47,7 +47,7 @@ struct ShadowLife {
 /// }
 /// assert_eq!(root.count(49).unwrap(), 50); // forwarded: exact
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct FallbackSite {
     cfg: Config,
     policy: FallbackPolicy,

@@ -8,7 +8,7 @@ use crate::fallback::{Coordinator, Envelope, FallbackPolicy};
 /// What the coordinator received: messages, their words and bytes (as the simulator counts
 /// them: [`crate::fallback::SiteMessage::words`] and the payload's encoded length), and the
 /// envelopes' bytes on the wire (payload plus site, sequence number and time).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Received {
     /// Messages applied.
     pub messages: u64,
@@ -39,7 +39,7 @@ pub struct Received {
 /// assert_eq!(c.refused(), 2);
 /// assert_eq!(c.coordinator().count(10).unwrap(), 1);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LiveCoordinator {
     coordinator: Coordinator,
     received: Received,

@@ -24,7 +24,7 @@ use crate::fallback::{Envelope, FallbackPolicy, FallbackSite};
 /// assert!(site.push(4, 2, 7).is_err()); // older than what was processed: refused
 /// assert_eq!(site.refused_late(), 1);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LiveSite {
     site: FallbackSite,
     /// Items the watermark has not passed: (event time, arrival sequence) → item.
@@ -110,6 +110,39 @@ impl LiveSite {
     /// As [`LiveSite::advance_to`].
     pub fn finish(&mut self) -> Result<Vec<Envelope>, MonitorError> {
         self.advance_to(i64::MAX)
+    }
+
+    /// The site as it stands once [`LiveSite::advance_to`] `b`, without the items pushed at or
+    /// after `b`: a checkpoint's copy at boundary `b` (the items from `b` on are read again
+    /// after a restart, and pushed again).
+    ///
+    /// ```
+    /// use saams_monitoring::fallback::FallbackPolicy;
+    /// use saams_monitoring::live::LiveSite;
+    /// use saams_monitoring::{Config, Protocol};
+    /// let cfg = Config::new(1, 100, 0, 0.1, Protocol::Seed).unwrap();
+    /// let mut site = LiveSite::new(cfg, FallbackPolicy::adaptive(&cfg), 0).unwrap();
+    /// site.push(5, 0, 7).unwrap();
+    /// site.push(12, 1, 7).unwrap();
+    /// assert!(site.copy_at(10).is_err()); // not advanced to 10 yet
+    /// site.advance_to(10).unwrap();
+    /// let mut copy = site.copy_at(10).unwrap();
+    /// assert_eq!(copy.next_event(), site.site().next_due()); // the item at 12 is not in it
+    /// copy.push(12, 1, 7).unwrap();
+    /// assert_eq!(copy.advance_to(20).unwrap(), site.advance_to(20).unwrap());
+    /// ```
+    ///
+    /// # Errors
+    /// When the site has not processed every event before `b`, or has processed events at or
+    /// after it.
+    pub fn copy_at(&self, b: i64) -> Result<LiveSite, MonitorError> {
+        if self.processed_to != b || self.pending.keys().next().is_some_and(|&(t, _)| t < b) {
+            return Err(MonitorError::BadInput(format!(
+                "a site's copy at {b} needs it processed up to {b} exactly (it is at {})",
+                self.processed_to
+            )));
+        }
+        Ok(LiveSite { pending: BTreeMap::new(), ..self.clone() })
     }
 
     /// The earliest time this site has something to do at: a pending item or a due time.

@@ -19,7 +19,7 @@ use seed::{SeedCount, SeedItems};
 /// changed, the reference total `R` the granularities were chosen for, and what the root holds of
 /// the forward part. An item's forward count is its record's suffix at the split, which carries
 /// no bucket error (records never merge across a split) and may only miss what the record lost.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Forward {
     phase: Option<i64>,
     total: u64,
@@ -81,7 +81,7 @@ fn level_ticks(points: &[i64], end: i64, value: impl Fn(i64) -> u64, step: u64) 
 }
 
 /// A site's memory in words, by part.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SiteMemory {
     /// The local statistics.
     pub local: LocalMemory,
@@ -143,7 +143,7 @@ impl SiteMemory {
 /// let c = root.count(49);
 /// assert!((c as f64 - 50.0).abs() <= 0.1 * 50.0);
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Site {
     cfg: Config,
     local: LocalStats,

@@ -8,7 +8,7 @@ use crate::error::MonitorError;
 use crate::message::{Channel, Message};
 use crate::quantile::QuantileWindow;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 enum GroupKey {
     Group(u64),
     Tail,
@@ -48,7 +48,7 @@ struct Peak {
 /// The root's cumulative weight at a boundary, and its total, are `R̂₂` within `P`, so the local
 /// error enters once per site: per-site rank error (in items) `P/2 + δ_q·c_σ + interior/2 ≤ (θ + δ_q + g)·c_σ`
 /// (module docs of [`crate`]).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Quantiles {
     theta: f64,
     group: f64,

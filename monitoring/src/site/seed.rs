@@ -8,7 +8,7 @@ use crate::message::{Channel, Message};
 
 /// Seed BC: send the estimate when it moved by more than `θ·e` from the last value sent
 /// (an up event when it rose by a factor `1/(1−θ)`, a down event when it fell by `1/(1+θ)`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct SeedCount {
     channel: Channel,
     theta: f64,
@@ -31,7 +31,7 @@ impl SeedCount {
 /// Seed AC: per item, send the estimate when it moved by more than `θ·e_σ` from the value the
 /// root holds (0 for an item that is off); when the item's estimate is itself at most `θ·e_σ`
 /// it is turned off instead. The gap set finds the items to send in `O(log)` when `e_σ` drops.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct SeedItems {
     channel: Channel,
     theta: f64,

@@ -17,17 +17,30 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
+use saams::checkpoint::MonitorState;
+use serde::{Deserialize, Serialize};
+
 use super::lines::answer_line;
-use super::{Monitored, SiteOut};
+use super::{MonitorPlan, Monitored, SiteOut, state};
 use crate::Plan;
 use crate::ask::reply_line;
+use crate::checkpoint::BoundaryCopies;
 
-/// One monitored stream's coordinator and what waits for the watermark.
-struct Home {
+/// One monitored stream's coordinator and what waits for the watermark. A checkpoint's copy
+/// ([`super::state`]) is taken once every message and refusal before its boundary is applied
+/// and every answer before it given: what still waits then is at or after the boundary, sent
+/// again after a restart, so it is left out.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Home {
     live: LiveCoordinator,
     /// Envelopes by (send time, site, sequence number): applied once the watermark passed them.
+    #[serde(skip)]
     pending: BTreeMap<(i64, u32, u64), Vec<u8>>,
-    /// Items the sites refused.
+    /// Items the sites refused, by the time their count was sent: counted once the watermark
+    /// passed it, before any answer at or after it.
+    #[serde(skip)]
+    refused_at: BTreeMap<u64, u64>,
+    /// Items the sites refused, counted so far.
     refused: u64,
     /// The send time of the newest message applied.
     last: Option<i64>,
@@ -53,6 +66,7 @@ impl Home {
         Home {
             live: LiveCoordinator::new(m.config(), m.policy()),
             pending: BTreeMap::new(),
+            refused_at: BTreeMap::new(),
             refused: 0,
             last: None,
             next_end: None,
@@ -61,11 +75,16 @@ impl Home {
         }
     }
 
-    /// Take one message of a site: its bookkeeping now, an envelope once the watermark passed
-    /// its send time (undecodable or a duplicate: refused and counted now).
-    fn take(&mut self, out: SiteOut) {
+    /// Take one message of a site, sent at `stamp`: its refusals and an envelope once the
+    /// watermark passed their time (an undecodable envelope or a duplicate: refused and counted
+    /// now).
+    fn take(&mut self, stamp: u64, out: SiteOut) {
         match out {
-            SiteOut::Stats { refused, .. } => self.refused += refused,
+            SiteOut::Stats { refused, .. } => {
+                if refused > 0 {
+                    *self.refused_at.entry(stamp).or_insert(0) += refused;
+                }
+            }
             SiteOut::Envelope(bytes) => match Envelope::decode(&bytes) {
                 Ok(e) if !self.pending.contains_key(&(e.time, e.site, e.seq)) => {
                     self.pending.insert((e.time, e.site, e.seq), bytes);
@@ -89,6 +108,13 @@ impl Home {
                 (Some(a), Some(q)) => Some(a.min(q)),
                 (a, q) => a.or(q),
             };
+            // A refusal counts before anything at or after its time: a message (which may start
+            // the answers) or an answer.
+            while let Some(e) = self.refused_at.first_entry().filter(|e| {
+                *e.key() < watermark && [message, first_answer].iter().flatten().all(|&t| *e.key() <= t.max(0) as u64)
+            }) {
+                self.refused += e.remove();
+            }
             match (message, first_answer) {
                 (Some(t), a) if a.is_none_or(|a| t <= a) => {
                     let (_, bytes) = self.pending.pop_first().expect("a pending message");
@@ -136,6 +162,77 @@ impl Home {
     }
 }
 
+/// Messages of streams this worker's plan does not know yet, with their times.
+type Early = Vec<(u64, u32, SiteOut)>;
+
+/// Hand the arrived messages to their homes (made at a stream's first message); those of a
+/// stream constructed live that came before this worker applied its construct (another
+/// worker's site sent them) wait in `early`. Homes of this worker (`me` of `peers`) with live
+/// ad-hoc queries are made too, messages or not.
+fn take_arrivals(
+    plan: &MonitorPlan,
+    arrived: Early,
+    homes: &mut HashMap<u32, Home>,
+    early: &mut Early,
+    (me, peers): (usize, usize),
+) {
+    for (stamp, group, out) in arrived {
+        let Some(m) = plan.monitored.get(group as usize) else {
+            early.push((stamp, group, out));
+            continue;
+        };
+        homes.entry(group).or_insert_with(|| Home::new(m)).take(stamp, out);
+    }
+    for (i, m) in plan.monitored.iter().enumerate().filter(|(i, _)| i % peers == me) {
+        if !m.asks.is_empty() {
+            homes.entry(i as u32).or_insert_with(|| Home::new(m));
+        }
+    }
+}
+
+/// Run every home to `watermark` ([`Home::run`]), in stream order.
+fn run_all(
+    plan: &MonitorPlan,
+    homes: &mut HashMap<u32, Home>,
+    jw: i64,
+    watermark: u64,
+    emit: &mut impl FnMut(i64, String),
+) {
+    let mut groups: Vec<u32> = homes.keys().copied().collect();
+    groups.sort_unstable();
+    for group in groups {
+        let home = homes.get_mut(&group).expect("a known group");
+        home.run(&plan.monitored[group as usize], jw, watermark, &mut *emit);
+    }
+}
+
+/// The checkpoint copies of the homes, run to the boundary ([`run_all`]).
+fn copy_all(plan: &MonitorPlan, homes: &HashMap<u32, Home>) -> Vec<MonitorState> {
+    homes.iter().map(|(&group, home)| state::encode(group, None, &plan.monitored[group as usize], home)).collect()
+}
+
+/// The coordinators a checkpoint restores on this worker (`me` of `peers`): those homed here.
+fn restore(plan: &Plan, me: usize, peers: usize) -> HashMap<u32, Home> {
+    let mut checkpoints = plan.checkpoints.borrow_mut();
+    let mut homes = HashMap::new();
+    checkpoints.restored_monitors.retain(|copy| {
+        if copy.site.is_some() || copy.group as usize % peers != me {
+            return true;
+        }
+        // Checked when the checkpoint was read (`MonitorPlan::check_copy`).
+        if let Ok(home) = plan.monitor.stream_of(copy).and_then(|m| state::decode::<Home>(copy, m)) {
+            homes.insert(copy.group, home);
+        }
+        false
+    });
+    homes
+}
+
+/// Check a coordinator's checkpoint copy against monitored stream `m`.
+pub(super) fn check_copy(copy: &MonitorState, m: &Monitored) -> Result<(), String> {
+    state::decode::<Home>(copy, m).map(|_| ())
+}
+
 impl<'scope> MonitorCoordinator<'scope> for Stream<'scope, u64, Vec<(u32, SiteOut)>> {
     fn monitor_coordinator(self, shared: Rc<RefCell<Plan>>, window_ms: i64) -> Stream<'scope, u64, Vec<String>> {
         let jw = window_ms.max(1);
@@ -146,44 +243,38 @@ impl<'scope> MonitorCoordinator<'scope> for Stream<'scope, u64, Vec<(u32, SiteOu
             "MonitorCoordinator",
             move |cap, _info| {
                 let mut held: Option<Capability<u64>> = Some(cap);
-                let mut homes: HashMap<u32, Home> = HashMap::new();
-                // Messages of a stream constructed live that came before this worker applied
-                // its construct (another worker's site sent them): taken once it has.
-                let mut early: Vec<(u32, SiteOut)> = Vec::new();
+                let mut homes = restore(&shared.borrow(), me, peers);
+                let mut early: Early = Vec::new();
+                let mut copies = BoundaryCopies::default();
                 move |(input, frontier), output| {
                     let plan = shared.borrow().monitor.clone();
                     let mut arrived = std::mem::take(&mut early);
-                    input.for_each_stamp(|_stamp, data| {
+                    input.for_each_stamp(|stamp, data| {
+                        let t = stamp.least().copied().unwrap_or(0);
                         for batch in data {
-                            arrived.append(batch);
+                            arrived.extend(batch.drain(..).map(|(group, out)| (t, group, out)));
                         }
                     });
-                    for (group, out) in arrived {
-                        let Some(m) = plan.monitored.get(group as usize) else {
-                            early.push((group, out));
-                            continue;
-                        };
-                        homes.entry(group).or_insert_with(|| Home::new(m)).take(out);
-                    }
-                    // Homes of this worker with live ad-hoc queries to answer, messages or not.
-                    for (i, m) in plan.monitored.iter().enumerate().filter(|(i, _)| i % peers == me) {
-                        if !m.asks.is_empty() {
-                            homes.entry(i as u32).or_insert_with(|| Home::new(m));
-                        }
-                    }
+                    take_arrivals(&plan, arrived, &mut homes, &mut early, (me, peers));
                     let Some(cap) = held.as_ref() else { return };
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
                     let mut lines: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-                    let mut groups: Vec<u32> = homes.keys().copied().collect();
-                    groups.sort_unstable();
-                    for group in groups {
-                        let home = homes.get_mut(&group).expect("a known group");
-                        let m = &plan.monitored[group as usize];
-                        home.run(m, jw, watermark, |t, line| {
-                            lines.entry((t.max(0) as u64).max(*cap.time())).or_default().push(line)
-                        });
-                        if frontier.is_empty() {
-                            lines.entry(u64::MAX).or_default().append(&mut home.adhoc);
+                    let mut emit =
+                        |t: i64, line| lines.entry((t.max(0) as u64).max(*cap.time())).or_default().push(line);
+                    {
+                        let shared = shared.borrow();
+                        while let Some(b) = copies.due(&shared.checkpoints, watermark, None) {
+                            run_all(&plan, &mut homes, jw, b, &mut emit);
+                            copies.hand_in_monitors(&shared.checkpoints, b, copy_all(&plan, &homes));
+                        }
+                    }
+                    run_all(&plan, &mut homes, jw, watermark, &mut emit);
+                    if frontier.is_empty() {
+                        let mut groups: Vec<u32> = homes.keys().copied().collect();
+                        groups.sort_unstable();
+                        for group in groups {
+                            let adhoc = homes.get_mut(&group).map(|h| std::mem::take(&mut h.adhoc)).unwrap_or_default();
+                            lines.entry(u64::MAX).or_default().extend(adhoc);
                         }
                     }
                     for (t, batch) in lines {

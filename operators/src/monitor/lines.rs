@@ -23,6 +23,17 @@ pub(super) fn error_line(r: &Request, id: Json, msg: &str) -> String {
     line_with_kind(e.to_json_line(), None)
 }
 
+/// The error line of query `q` of `m`, which a request script deleted before it could be
+/// answered (what a deleted synopsis' queries get).
+pub(super) fn query_error_line(m: &Monitored, q: MonitorQueryReg, msg: &str) -> String {
+    let mut e = Estimation::error(q.request_id, q.uid, SLIDING_WINDOW_MONITOR_ID, msg);
+    e.stream_id = m.stream.clone();
+    e.dataset_key = m.dataset.clone();
+    e.field = m.field.clone();
+    e.query = q.args;
+    line_with_kind(e.to_json_line(), None)
+}
+
 /// Name the kind after `synopsisID` (it is not a [`saams::Kind`]) and append `extra` fields.
 fn line_with_kind(line: String, extra: Option<String>) -> String {
     let id = format!("\"synopsisID\":{SLIDING_WINDOW_MONITOR_ID}");

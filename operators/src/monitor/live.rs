@@ -11,7 +11,7 @@ use saams::api::registry::LiveSynopsis;
 use saams::api::request::{Action, QueryMode, Request};
 use serde_json::Value as Json;
 
-use super::{MONITOR_GROUP, MonitorPlan};
+use super::{MONITOR_GROUP, MonitorPlan, no_snapshot};
 use crate::ask::Origin;
 
 /// What a live request of the monitoring kind did once applied at its fence.
@@ -65,13 +65,7 @@ impl MonitorPlan {
                 Ok(MonitorApplied::Accepted("construct"))
             }
             Action::Delete { .. } => {
-                let named: Vec<usize> = (0..self.monitored.len())
-                    .filter(|&i| {
-                        let m = &self.monitored[i];
-                        m.until.is_none()
-                            && r.names_synopsis(&m.dataset, &m.stream, SLIDING_WINDOW_MONITOR_ID, &m.field)
-                    })
-                    .collect();
+                let named = self.named(r);
                 if named.is_empty() {
                     return Err(format!("nothing to delete: no monitored {}/{}", r.dataset_key, r.stream_id));
                 }
@@ -95,10 +89,7 @@ impl MonitorPlan {
                 }
             }
             Action::Rescale { .. } => Err("a rescale names no synopsis of the monitoring kind".to_string()),
-            Action::Save { .. } | Action::Load { .. } => Err(format!(
-                "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) has no state to save or load (nor, yet, \
-                 in the job's checkpoints: a resumed job's monitors start empty)"
-            )),
+            Action::Save { .. } | Action::Load { .. } => Err(no_snapshot()),
         }
     }
 

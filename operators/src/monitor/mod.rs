@@ -27,6 +27,7 @@ pub mod coordinator;
 mod lines;
 pub mod live;
 pub mod sites;
+mod state;
 
 pub use coordinator::MonitorCoordinator;
 pub use sites::MonitorSites;
@@ -162,9 +163,17 @@ pub fn monitor_fence_marker(fence_marker: Rec) -> Rec {
     Rec { group: MONITOR_GROUP | MONITOR_FENCE_INDEX, ..fence_marker }
 }
 
+/// Why a SAVE or LOAD of the monitoring kind is refused.
+fn no_snapshot() -> String {
+    format!(
+        "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) has no snapshot to save or load (its sites' and \
+         coordinator's state is in the job's checkpoints)"
+    )
+}
+
 impl MonitorPlan {
-    /// The requests of the monitoring kind (`synopsisID` 14) of a request script: constructs
-    /// and queries; every other request of the kind (and any that cannot be carried out)
+    /// The requests of the monitoring kind (`synopsisID` 14) of a request script: constructs,
+    /// queries and deletes; every other request of the kind (and any that cannot be carried out)
     /// becomes an error line. A request without a `requestID` gets the id [`crate::Plan`] would
     /// give it (`req-` and its position in the script).
     pub fn from_script(requests: &[Result<Request, RequestError>]) -> MonitorPlan {
@@ -194,12 +203,40 @@ impl MonitorPlan {
                 }
                 Ok(())
             }
+            Action::Delete { .. } => self.delete_in_script(r, &id),
             Action::Rescale { .. } => Err("a rescale names no synopsis of the monitoring kind".to_string()),
-            Action::Delete { .. } | Action::Save { .. } | Action::Load { .. } => Err(format!(
-                "the monitoring kind ({SLIDING_WINDOW_MONITOR_ID}) is constructed and queried only: it has no state to \
-                 save, load or delete in a request script"
-            )),
+            Action::Save { .. } | Action::Load { .. } => Err(no_snapshot()),
         }
+    }
+
+    /// A request script's delete, at its place in the script as a synopsis' is: the monitored
+    /// streams it names monitor nothing (the script takes effect before the first value), the
+    /// queries registered on them before it are answered with an error, and requests after it
+    /// find them no more (a construct after it starts a new one).
+    fn delete_in_script(&mut self, r: &Request, id: &Json) -> Result<(), String> {
+        let named = self.named(r);
+        if named.is_empty() {
+            return Err(format!("nothing to delete: no monitored {}/{}", r.dataset_key, r.stream_id));
+        }
+        let why = format!("synopsis deleted by request {id} before the query could be answered");
+        for i in named {
+            let m = &mut self.monitored[i];
+            m.until = Some(0);
+            let queries: Vec<MonitorQueryReg> = m.continuous.drain(..).chain(m.adhoc.drain(..)).collect();
+            let m = &self.monitored[i];
+            self.errors.extend(queries.into_iter().map(|q| lines::query_error_line(m, q, &why)));
+        }
+        Ok(())
+    }
+
+    /// The monitored streams (not deleted) a delete names.
+    fn named(&self, r: &Request) -> Vec<usize> {
+        (0..self.monitored.len())
+            .filter(|&i| {
+                let m = &self.monitored[i];
+                m.until.is_none() && r.names_synopsis(&m.dataset, &m.stream, SLIDING_WINDOW_MONITOR_ID, &m.field)
+            })
+            .collect()
     }
 
     /// Start monitoring the stream `r` names on `field` from window `from` (a script's
@@ -253,6 +290,20 @@ impl MonitorPlan {
                 && r.names_synopsis(&m.dataset, &m.stream, SLIDING_WINDOW_MONITOR_ID, &m.field)
                 && m.field == field
         })
+    }
+
+    /// Check a checkpoint's copy of a site or coordinator against this plan (a resumed job's,
+    /// its live requests applied), before the job starts: the copy's stream must be the one
+    /// this plan has at its index, with the same configuration, and decode.
+    ///
+    /// # Errors
+    /// Why the copy cannot be restored, naming the monitored stream.
+    pub fn check_copy(&self, copy: &saams::checkpoint::MonitorState) -> Result<(), String> {
+        let m = self.stream_of(copy)?;
+        match copy.site {
+            Some(_) => sites::check_copy(copy, m),
+            None => coordinator::check_copy(copy, m),
+        }
     }
 
     /// The monitored streams a tuple of `dataset`/`stream` at event time `time` (ms) feeds:

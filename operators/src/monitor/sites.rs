@@ -14,17 +14,27 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
-use super::{MONITOR_FENCE_INDEX, MonitorPlan, SiteOut};
+use saams::checkpoint::MonitorState;
+use serde::{Deserialize, Serialize};
+
+use super::{MONITOR_FENCE_INDEX, MonitorPlan, SiteOut, state};
 use crate::Plan;
 use crate::ask::{FENCE_GROUP, destination_of, fence_of};
+use crate::checkpoint::BoundaryCopies;
 use crate::record::{Rec, Val};
 
-/// One site's state, and what it refused since it last reported.
-struct Hosted {
+/// One site's state, and the newest event time it took.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Hosted {
     site: LiveSite,
-    refused: u64,
     newest: i64,
 }
+
+/// Items refused, by (event time, monitored stream): each count is sent at its time, so the
+/// coordinator counts it before answering at or after that time, whatever the schedule, and a
+/// checkpoint at `b` holds exactly the refusals of items before `b` (those at or after it are
+/// read, and refused, again).
+type Refusals = BTreeMap<(u64, u32), u64>;
 
 /// Runs the sites of every monitored stream.
 pub trait MonitorSites<'scope> {
@@ -51,7 +61,12 @@ fn item(plan: &MonitorPlan, group: u32, val: &Val) -> Option<u64> {
 /// Take one incoming batch: the monitored path's fence markers first (the live requests take
 /// effect before any value routed with them is looked at: the marker came first on its
 /// channel), then each value to its site, made at its first value.
-fn take_batch(shared: &RefCell<Plan>, batch: &mut Vec<Rec>, hosted: &mut BTreeMap<(u32, usize), Hosted>) {
+fn take_batch(
+    shared: &RefCell<Plan>,
+    batch: &mut Vec<Rec>,
+    hosted: &mut BTreeMap<(u32, usize), Hosted>,
+    refused: &mut Refusals,
+) {
     if batch.iter().any(|r| r.group == MONITOR_FENCE_INDEX) {
         let mut plan = shared.borrow_mut();
         for r in batch.iter().filter(|r| r.group == MONITOR_FENCE_INDEX) {
@@ -70,7 +85,7 @@ fn take_batch(shared: &RefCell<Plan>, batch: &mut Vec<Rec>, hosted: &mut BTreeMa
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
                 let Ok(site) = LiveSite::new(m.config(), m.policy(), key.1) else { continue };
-                v.insert(Hosted { site, refused: 0, newest: i64::MIN })
+                v.insert(Hosted { site, newest: i64::MIN })
             }
         };
         let pushed = match item(&plan, r.group, &r.val) {
@@ -80,9 +95,60 @@ fn take_batch(shared: &RefCell<Plan>, batch: &mut Vec<Rec>, hosted: &mut BTreeMa
         if pushed {
             h.newest = h.newest.max(r.time);
         } else {
-            h.refused += 1;
+            *refused.entry((r.time.max(0) as u64, r.group)).or_insert(0) += 1;
         }
     }
+}
+
+/// Process every hosted site's events before `to` (`i64::MAX`: the end of the input), its
+/// envelopes into `later` at their send times (never before `now`, the held capability's).
+fn advance_all(
+    hosted: &mut BTreeMap<(u32, usize), Hosted>,
+    to: i64,
+    now: u64,
+    later: &mut BTreeMap<u64, Vec<(u32, SiteOut)>>,
+) {
+    for (&(group, _), h) in hosted.iter_mut() {
+        // The site refuses nothing `push` accepted (it checked every item): nothing to count.
+        for e in h.site.advance_to(to).unwrap_or_default() {
+            let t = (e.time.max(0) as u64).max(now);
+            later.entry(t).or_default().push((group, SiteOut::Envelope(e.encode())));
+        }
+    }
+}
+
+/// The checkpoint copies of the hosted sites at boundary `b`, once every one has processed its
+/// events before `b` ([`advance_all`]).
+fn copy_all(hosted: &BTreeMap<(u32, usize), Hosted>, plan: &MonitorPlan, b: u64) -> Vec<MonitorState> {
+    let b = b.min(i64::MAX as u64) as i64;
+    hosted
+        .iter()
+        .filter_map(|(&(group, site), h)| {
+            let m = plan.monitored.get(group as usize)?;
+            let site_at_b = h.site.copy_at(b).expect("advanced to the boundary just before");
+            Some(state::encode(group, Some(site as u32), m, &Hosted { site: site_at_b, newest: h.newest }))
+        })
+        .collect()
+}
+
+/// The sites a checkpoint restores on this worker (`me` of `peers`): those it hosts.
+fn restore(plan: &Plan, me: usize, peers: usize) -> BTreeMap<(u32, usize), Hosted> {
+    let mut checkpoints = plan.checkpoints.borrow_mut();
+    let mut hosted = BTreeMap::new();
+    checkpoints.restored_monitors.retain(|copy| {
+        let Some(site) = copy.site.filter(|&s| s as usize % peers == me) else { return true };
+        // Checked when the checkpoint was read (`MonitorPlan::check_copy`).
+        if let Ok(h) = plan.monitor.stream_of(copy).and_then(|m| state::decode::<Hosted>(copy, m)) {
+            hosted.insert((copy.group, site as usize), h);
+        }
+        false
+    });
+    hosted
+}
+
+/// Check a site's checkpoint copy against monitored stream `m`.
+pub(super) fn check_copy(copy: &MonitorState, m: &super::Monitored) -> Result<(), String> {
+    state::decode::<Hosted>(copy, m).map(|_| ())
 }
 
 impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
@@ -97,45 +163,48 @@ impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
             let plan = sites_of.borrow();
             plan.monitor.monitored.get(r.group as usize).map_or(0, |m| site_of(r.seq, m.spec.sites) as u64)
         });
+        let (me, peers) = (self.scope().index(), self.scope().peers().max(1));
         self.unary_frontier::<CapacityContainerBuilder<Vec<(u32, SiteOut)>>, _, _, _>(
             to_site,
             "MonitorSites",
             move |cap, _info| {
                 // Held at the watermark: every message still to send is sent at or after it.
                 let mut held: Option<Capability<u64>> = Some(cap);
-                let mut hosted: BTreeMap<(u32, usize), Hosted> = BTreeMap::new();
+                let mut hosted = restore(&shared.borrow(), me, peers);
+                let mut copies = BoundaryCopies::default();
                 move |(input, frontier), output| {
+                    let mut refused = Refusals::new();
                     input.for_each_stamp(|_stamp, data| {
                         for batch in data {
-                            take_batch(&shared, batch, &mut hosted);
+                            take_batch(&shared, batch, &mut hosted, &mut refused);
                         }
                     });
                     let Some(cap) = held.as_ref() else { return };
                     let done = frontier.is_empty();
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
-                    let mut session = output.session(cap);
                     let mut later: BTreeMap<u64, Vec<(u32, SiteOut)>> = BTreeMap::new();
-                    for (&(group, _), h) in hosted.iter_mut() {
-                        let sent = if done {
-                            h.site.finish()
-                        } else {
-                            h.site.advance_to(watermark.min(i64::MAX as u64) as i64)
-                        };
-                        // The site refuses nothing `push` accepted; were it to, the item is counted.
-                        let sent = sent.unwrap_or_else(|_| {
-                            h.refused += 1;
-                            Vec::new()
-                        });
-                        for e in sent {
-                            let t = (e.time.max(0) as u64).max(*cap.time());
-                            later.entry(t).or_default().push((group, SiteOut::Envelope(e.encode())));
-                        }
-                        if h.refused > 0 || done {
-                            session.give((group, SiteOut::Stats { refused: h.refused, newest: h.newest }));
-                            h.refused = 0;
+                    for ((t, group), n) in refused {
+                        later
+                            .entry(t.max(*cap.time()))
+                            .or_default()
+                            .push((group, SiteOut::Stats { refused: n, newest: i64::MIN }));
+                    }
+                    {
+                        let plan = shared.borrow();
+                        while let Some(b) = copies.due(&plan.checkpoints, watermark, None) {
+                            advance_all(&mut hosted, b.min(i64::MAX as u64) as i64, *cap.time(), &mut later);
+                            let taken = copy_all(&hosted, &plan.monitor, b);
+                            copies.hand_in_monitors(&plan.checkpoints, b, taken);
                         }
                     }
-                    drop(session);
+                    let to = if done { i64::MAX } else { watermark.min(i64::MAX as u64) as i64 };
+                    advance_all(&mut hosted, to, *cap.time(), &mut later);
+                    if done {
+                        let stats = hosted
+                            .iter()
+                            .map(|(&(group, _), h)| (group, SiteOut::Stats { refused: 0, newest: h.newest }));
+                        output.session(cap).give_iterator(stats);
+                    }
                     for (t, messages) in later {
                         output.session(&cap.delayed(&t)).give_iterator(messages.into_iter());
                     }

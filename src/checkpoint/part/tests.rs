@@ -46,6 +46,10 @@ fn sample() -> CheckpointPart {
             SourcePosition { source: "unit:3".into(), offset: 4096, line: 77, max_time: Some(-5), done: false },
             SourcePosition { source: "kafka:t:0".into(), offset: 9, line: 0, max_time: None, done: true },
         ],
+        monitors: vec![
+            MonitorState { group: 0, site: Some(2), bytes: vec![1, 2, 3] },
+            MonitorState { group: 1, site: None, bytes: vec![] },
+        ],
         tuples: 1234,
     }
 }
@@ -88,11 +92,15 @@ fn bytes_follow_the_documented_layout() {
         }],
         previous_sets: vec![(8, vec!["é".into()])],
         sources: vec![SourcePosition { source: "g".into(), offset: 9, line: 10, max_time: Some(-2), done: true }],
+        monitors: vec![
+            MonitorState { group: 12, site: Some(13), bytes: vec![0xBB] },
+            MonitorState { group: 14, site: None, bytes: vec![] },
+        ],
         tuples: 11,
     };
     let mut want: Vec<u8> = b"SAMC".to_vec();
     let fields: [&[u8]; 8] = [
-        &2u16.to_le_bytes(),
+        &3u16.to_le_bytes(),
         &0x0102u64.to_le_bytes(),
         &10_000u64.to_le_bytes(),
         &1u32.to_le_bytes(),
@@ -117,6 +125,9 @@ fn bytes_follow_the_documented_layout() {
     want.push(1);
     want.extend_from_slice(&(-2i64).to_le_bytes());
     want.push(1);
+    want.extend_from_slice(&2u32.to_le_bytes()); // two monitor states
+    want.extend_from_slice(&[12, 0, 0, 0, 13, 0, 0, 0, 1, 0, 0, 0, 0xBB]); // group 12's site 13
+    want.extend_from_slice(&[14, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]); // group 14's coordinator
     want.extend_from_slice(&11u64.to_le_bytes());
     let crc = crc32fast::hash(&want);
     want.extend_from_slice(&crc.to_le_bytes());
@@ -182,10 +193,31 @@ fn wrong_magic() {
 #[test]
 fn unknown_version() {
     let mut b = body(&sample());
-    b[4] = 3;
+    b[4] = 4;
     let e = err(&with_crc(b));
     assert_eq!(e.offset, Some(4));
-    assert!(e.what.contains("format version 3 is not supported"), "{e}");
+    assert!(e.what.contains("format version 4 is not supported"), "{e}");
+}
+
+/// Version 2 is version 3 without the monitors (their count sits before the 8 bytes of `tuples`).
+fn version_2_body(part: &CheckpointPart) -> Vec<u8> {
+    assert!(part.monitors.is_empty(), "version 2 has no monitors");
+    let v3 = body(part);
+    let mut v2 = v3[..v3.len() - 12].to_vec();
+    v2[4] = 2;
+    v2.extend_from_slice(&v3[v3.len() - 8..]);
+    v2
+}
+
+/// A part written before monitors were checkpointed (version 2) is read, with none.
+#[test]
+fn version_2_parts_are_still_read() {
+    let mut part = sample();
+    part.monitors.clear();
+    let back = CheckpointPart::decode(&with_crc(version_2_body(&part))).expect("a version 2 part");
+    assert_eq!(back, part);
+    let empty = CheckpointPart::default();
+    assert_eq!(CheckpointPart::decode(&with_crc(version_2_body(&empty))).unwrap(), empty);
 }
 
 /// A part written before windows were recorded (version 1: no window start per state) is read,
@@ -194,7 +226,8 @@ fn unknown_version() {
 fn version_1_parts_are_still_read() {
     let mut part = sample();
     part.synopses.retain(|s| s.role != StateRole::Pane);
-    let v2 = body(&part);
+    part.monitors.clear();
+    let v2 = version_2_body(&part);
     // Version 1 is version 2 without the 16 bytes of each state's start and end (after
     // loads_merged).
     let mut v1 = v2[..42].to_vec();
@@ -273,7 +306,7 @@ fn bad_role_and_flag_bytes() {
     assert!(e.what.contains("role byte 4"), "{e}");
 
     let good = body(&p);
-    let flag_at = good.len() - 8 - 2; // max_time flag, done, then tuples
+    let flag_at = good.len() - 8 - 4 - 2; // max_time flag, done, then the monitors count and tuples
     for (at, name) in [(flag_at, "max_time flag"), (flag_at + 1, "done flag")] {
         let mut b = good.clone();
         b[at] = 2;
@@ -285,7 +318,7 @@ fn bad_role_and_flag_bytes() {
 
 #[test]
 fn huge_counts_are_refused_before_allocating() {
-    for at in [38usize, 42, 46] {
+    for at in [38usize, 42, 46, 50] {
         let mut b = body(&CheckpointPart::default());
         b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let e = err(&with_crc(b));
@@ -345,15 +378,23 @@ fn arb_part() -> impl Strategy<Value = CheckpointPart> {
     let set = (any::<u32>(), proptest::collection::vec(".{0,8}", 0..5));
     let src = (".{0,12}", any::<u64>(), any::<u64>(), any::<Option<i64>>(), any::<bool>())
         .prop_map(|(source, offset, line, max_time, done)| SourcePosition { source, offset, line, max_time, done });
+    let monitor = (any::<u32>(), any::<Option<u32>>(), proptest::collection::vec(any::<u8>(), 0..40))
+        .prop_map(|(group, site, bytes)| MonitorState { group, site: site.filter(|&s| s != u32::MAX), bytes });
     (
         (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
         proptest::collection::vec(syn, 0..4),
         proptest::collection::vec(set, 0..4),
         proptest::collection::vec(src, 0..4),
-        any::<u64>(),
+        (proptest::collection::vec(monitor, 0..3), any::<u64>()),
     )
         .prop_map(
-            |((id, boundary_ms, process, worker, processes, workers), synopses, previous_sets, sources, tuples)| {
+            |(
+                (id, boundary_ms, process, worker, processes, workers),
+                synopses,
+                previous_sets,
+                sources,
+                (monitors, tuples),
+            )| {
                 CheckpointPart {
                     id,
                     boundary_ms,
@@ -364,6 +405,7 @@ fn arb_part() -> impl Strategy<Value = CheckpointPart> {
                     synopses,
                     previous_sets,
                     sources,
+                    monitors,
                     tuples,
                 }
             },

@@ -44,6 +44,7 @@ fn part(id: u64, process: u32, worker: u32, processes: u32, workers: u32) -> Che
             max_time: Some(id as i64 * 10_000 - 1),
             done: false,
         }],
+        monitors: vec![],
         tuples: id * 7,
     }
 }
