@@ -341,7 +341,17 @@ fn huge_counts_are_refused_before_allocating() {
     let mut b = body(&p);
     b[75..79].copy_from_slice(&1000u32.to_le_bytes());
     let e = err(&with_crc(b));
-    assert!(e.what.contains("byte length says 1000 bytes, but only 17 are left"), "{e}");
+    // What follows: its 1 byte, the sets, sources and monitors counts (4 each), `tuples` (8).
+    assert!(e.what.contains("byte length says 1000 bytes, but only 21 are left"), "{e}");
+    // A monitor whose byte length runs past the end.
+    let p = CheckpointPart {
+        monitors: vec![MonitorState { group: 1, site: None, bytes: vec![1] }],
+        ..CheckpointPart::default()
+    };
+    let mut b = body(&p);
+    b[62..66].copy_from_slice(&1000u32.to_le_bytes()); // after the counts (to 54), group and site
+    let e = err(&with_crc(b));
+    assert!(e.what.contains("monitor 0's byte length says 1000 bytes, but only 9 are left"), "{e}");
 }
 
 #[test]
