@@ -14,14 +14,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use saams_jobs::kafka::{KafkaOptions, TopicSpec, ensure_topics};
 
+#[allow(dead_code)] // its own assert_same also names lines written twice
+mod checkpoint_common;
 #[allow(dead_code)] // this test produces its data itself (kafka_common::replay_into is not used)
 mod kafka_common;
+use checkpoint_common::{kill_after, stderr_of};
 use kafka_common::{check, declared_broker, read_topic, repo, unique};
 
 const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
@@ -199,30 +202,6 @@ fn start(
         cmd.args(["--rate", r]);
     }
     cmd.spawn().expect("start saams")
-}
-
-fn stderr_of(dir: &Path) -> String {
-    let mut all = String::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().filter_map(Result::ok) {
-        if e.file_name().to_string_lossy().starts_with("stderr-") {
-            all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
-        }
-    }
-    all
-}
-
-/// Wait until `n` checkpoints have completed, then SIGKILL.
-fn kill_after(child: &mut Child, dir: &Path, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while kafka_common::newest_checkpoint(&dir.join("checkpoints")) < n {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the job ended ({status}) before {n} checkpoints: {}", stderr_of(dir));
-        }
-        assert!(Instant::now() < deadline, "no {n} checkpoints within 2 minutes: {}", stderr_of(dir));
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
 }
 
 /// Kill the job after two checkpoints, run the same command to its end, check it resumed; the

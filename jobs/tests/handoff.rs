@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[allow(dead_code)] // its stderr and checkpoint helpers are per job name here
+mod checkpoint_common;
 #[path = "http_common/mod.rs"]
 mod http_common;
+use checkpoint_common::assert_same;
 
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -39,21 +42,6 @@ fn sorted_lines(paths: &[PathBuf]) -> Vec<String> {
     }
     v.sort();
     v
-}
-
-/// The same lines, or a message with the counts and the first lines only one side has.
-#[track_caller]
-fn assert_same(got: &[String], want: &[String], what: &str) {
-    if got == want {
-        return;
-    }
-    let missing: Vec<&String> = want.iter().filter(|l| !got.contains(l)).take(3).collect();
-    let extra: Vec<&String> = got.iter().filter(|l| !want.contains(l)).take(3).collect();
-    panic!(
-        "{what}: {} lines, expected {}; missing e.g. {missing:#?}; unexpected e.g. {extra:#?}",
-        got.len(),
-        want.len()
-    );
 }
 
 /// The job's arguments: every kind of synopsis over a file of 6 streams of 20,000 ticks (about
