@@ -9,7 +9,9 @@
 //!   the home;
 //! - [`coordinator::MonitorCoordinator::monitor_coordinator`]: the home applies them in time
 //!   order and answers the continuous queries at every job window close and the ad-hoc ones at
-//!   the end of the input.
+//!   the end of the input;
+//! - `state`: both copy their state at every checkpoint boundary, keyed by stream and site,
+//!   and a resumed job (with any number of workers) restores them where its plan hosts them.
 //!
 //! It is not a [`saams::Synopsis`]: k sites and a coordinator exchanging messages are no single
 //! state that updates and merges in a tree, so the update, merge and fold operators do not fit.
