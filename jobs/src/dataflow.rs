@@ -156,3 +156,46 @@ pub fn load_reports(worker: &mut Worker, load: Arc<crate::stats::Stats>) -> Load
     });
     handle
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// An epoch sent into the gossip and flushed reaches every worker while the gossip's input
+    /// stays at its first time (it never advances). Why a test: an exchange straight behind an
+    /// input keeps what it was handed until the input's time moves on (the load reports of
+    /// `load_reports` never arrived while they were only flushed); the gossip's broadcast passes
+    /// through an operator first, whose output is pushed on at the end of each of its runs.
+    #[test]
+    fn a_flushed_epoch_reaches_every_worker_without_the_input_advancing() {
+        // Each worker steps until both heard the epoch (or time is up), so the sender's input
+        // stays open (closing it would push what it holds on, too) until the other heard it.
+        let both_heard = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let heard_by = timely::execute(timely::Config::process(2), move |worker| {
+            let heard = Rc::new(Cell::new(0));
+            let mut input = gossip(worker, heard.clone());
+            if worker.index() == 1 {
+                input.send(7);
+                input.flush();
+            }
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut counted = false;
+            while both_heard.load(std::sync::atomic::Ordering::SeqCst) < 2 && Instant::now() < deadline {
+                worker.step_or_park(Some(Duration::from_millis(1)));
+                if !counted && heard.get() == 7 {
+                    counted = true;
+                    both_heard.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            heard.get()
+        })
+        .unwrap()
+        .join()
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect::<Vec<u64>>();
+        assert_eq!(heard_by, [7, 7], "heard by each worker");
+    }
+}

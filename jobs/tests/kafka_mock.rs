@@ -123,13 +123,82 @@ fn watermark_is_min_over_partitions_and_idle_partitions_drop_out() {
     let mut held = KafkaTupleSource::new(&opts, "data", 1, 2, 0, LONG).unwrap();
     held.observe_event_time(1, 5_000);
     assert_eq!(held.watermark(), None, "partition 3 has not produced yet");
-    // …and is left out once idle for the timeout.
+    // …and is left out once read to its end (it is empty) and silent for the timeout.
     let idle = Duration::from_millis(200);
     let mut released = KafkaTupleSource::new(&opts, "data", 1, 2, 0, idle).unwrap();
-    std::thread::sleep(idle + Duration::from_millis(50));
+    assert!(drain(&mut released).is_empty());
+    let until = Instant::now() + idle + Duration::from_millis(50);
+    while Instant::now() < until {
+        assert!(released.poll_batch(10, Duration::from_millis(10)).unwrap().is_empty());
+    }
     released.observe_event_time(1, 5_000);
     assert_eq!(released.watermark(), Some(5_000), "idle partition 3 excluded");
     assert!(!released.is_idle());
+}
+
+/// A partition whose broker stalls (answers its fetches, without an error, later than the idle
+/// timeout) in the middle of its records is not idle; one read to its high watermark is, after
+/// the timeout. The mock broker delays every answer by its round-trip time; each fetch brings
+/// one record of the stalled partition (each was produced as a record batch of its own).
+#[test]
+fn a_stalled_partition_below_its_high_watermark_is_not_idle() {
+    let mc = MockCluster::new(1).unwrap();
+    mc.create_topic("stall", 2, 1).unwrap();
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", mc.bootstrap_servers())
+        .set("batch.num.messages", "1")
+        .set("linger.ms", "0")
+        .create()
+        .unwrap();
+    // partition 0: one record, early in event time; partition 1: 200, later
+    let send = |p: i32, ts: i64| {
+        let payload = tuple("s", ts as usize);
+        let record = BaseRecord::<(), _>::to("stall").partition(p).payload(&payload).timestamp(ts);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+    };
+    send(0, 500);
+    for i in 0..200 {
+        send(1, 10_000 + i);
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+    mc.broker_round_trip_time(1, Duration::from_millis(300)).unwrap();
+    let idle = Duration::from_secs(1);
+    let mut source = KafkaTupleSource::new(&options(&mc, "stall"), "stall", 0, 1, 0, idle).unwrap();
+    let mut read = 0;
+    let mut poll = |source: &mut KafkaTupleSource| {
+        for r in source.poll_batch(100, Duration::from_millis(20)).unwrap() {
+            source.observe_event_time(r.partition, r.event_time(None).unwrap());
+            read += 1;
+        }
+        read
+    };
+    // partition 0 reaches its end and goes idle; partition 1 (a record a fetch) holds the watermark
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !source.watermark().is_some_and(|w| w >= 10_000) {
+        let n = poll(&mut source);
+        assert!(Instant::now() < deadline, "partition 0 never went idle at its end ({n} records read)");
+    }
+    // the broker now answers a fetch only after 3 s: partition 1 is silent below its end
+    mc.broker_round_trip_time(1, Duration::from_secs(3)).unwrap();
+    let stalled = Instant::now();
+    while stalled.elapsed() < Duration::from_secs(4) {
+        let n = poll(&mut source);
+        assert!(!source.is_idle(), "partition 1 went idle below its end after {n} of 201 records");
+        let w = source.watermark().unwrap();
+        assert!((10_000..10_200).contains(&w), "watermark {w}: partition 0 idle, partition 1 holds it");
+    }
+    assert!(poll(&mut source) < 201, "the stall did not leave partition 1 below its end");
+    assert_eq!(source.errors().poll_errors, 0, "a stall is no error");
+    // back to speed: partition 1 is read to its end, then goes idle after the timeout
+    mc.broker_round_trip_time(1, Duration::ZERO).unwrap();
+    while poll(&mut source) < 201 || !source.at_end() {
+        assert!(Instant::now() < deadline, "not read to the end");
+    }
+    while !source.is_idle() {
+        assert!(Instant::now() < deadline, "partition 1 never went idle at its end");
+        poll(&mut source);
+    }
+    assert!(source.at_end());
 }
 
 #[test]

@@ -2,10 +2,11 @@
 //! batches from a queue of their own (the only `unsafe` of the adapters: librdkafka's batch API,
 //! which rdkafka 0.39 does not wrap), commit replies and client errors from the consumer queue.
 
-use std::ffi::{CString, c_int};
+use std::ffi::{CString, c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
 use std::time::Duration;
 
 use rdkafka::bindings as rdsys;
@@ -147,6 +148,19 @@ struct FetchQueue {
     partitions: Vec<NonNull<rdsys::rd_kafka_queue_t>>,
     /// Room for one batch of message pointers.
     batch: Vec<*mut rdsys::rd_kafka_message_t>,
+    /// The thread woken when an entry lands on the empty queue ([`FetchQueue::wake`]): boxed,
+    /// as librdkafka keeps a pointer to it until the wake-up is turned off in `Drop`.
+    waker: Option<Box<Thread>>,
+}
+
+/// librdkafka's queue event callback: wakes the parked thread whose address `opaque` holds.
+/// Called from librdkafka's threads, under the queue's lock, when an entry lands on the empty
+/// queue; it does nothing else (no librdkafka call, no work, nothing that could unwind).
+unsafe extern "C" fn unpark(_rk: *mut rdsys::rd_kafka_t, opaque: *mut c_void) {
+    // SAFETY: `opaque` is the `Thread` boxed in `FetchQueue::waker`, which is freed only after
+    // the callback is turned off (under the same lock).
+    let thread = unsafe { &*(opaque as *const Thread) };
+    thread.unpark();
 }
 
 // SAFETY: librdkafka queues are thread-safe (every operation takes the queue's lock); the
@@ -167,7 +181,8 @@ impl FetchQueue {
         // drops the queue before its consumer); the returned queue is owned and destroyed in Drop.
         let queue = NonNull::new(unsafe { rdsys::rd_kafka_queue_new(rk) })
             .ok_or_else(|| AdapterError::Setting("librdkafka could not create a queue".into()))?;
-        let mut fetch = FetchQueue { queue, partitions: Vec::with_capacity(partitions.len()), batch: Vec::new() };
+        let mut fetch =
+            FetchQueue { queue, partitions: Vec::with_capacity(partitions.len()), batch: Vec::new(), waker: None };
         for &p in partitions {
             // SAFETY: as above; `name` is a valid C string for the duration of the call. The
             // partition is created on a miss, so this works before the assignment took effect.
@@ -180,6 +195,23 @@ impl FetchQueue {
         Ok(fetch)
     }
 
+    /// From now on, `thread` is unparked whenever an entry (a record, an end-of-partition
+    /// marker, an error) lands on the empty queue.
+    ///
+    /// Why: a worker that finds nothing parks (timely's `step_or_park`) until its dataflow has
+    /// work or a record came, instead of waking every few milliseconds to look; the waking and
+    /// looking of quiet workers was most of what a Kafka run cost beyond its records
+    /// (docs/figures.md, "Kafka record formats and consumer settings").
+    fn wake(&mut self, thread: Thread) {
+        let waker = Box::new(thread);
+        let opaque = std::ptr::from_ref::<Thread>(waker.as_ref()).cast_mut().cast::<c_void>();
+        // SAFETY: our live queue; `opaque` points into the box kept in `self.waker`, which is
+        // freed only after the callback is replaced (here, under the queue's lock, so a previous
+        // waker is no longer in use once this returns) or turned off (Drop).
+        unsafe { rdsys::rd_kafka_queue_cb_event_enable(self.queue.as_ptr(), Some(unpark), opaque) };
+        self.waker = Some(waker);
+    }
+
     /// Takes up to `max` entries (records, end-of-partition markers, partition errors), waiting at
     /// most `wait` for the first, and hands each to `f`. Every message is destroyed before return,
     /// also when `f` panics.
@@ -187,8 +219,10 @@ impl FetchQueue {
         if max == 0 {
             return 0;
         }
-        self.batch.clear();
-        self.batch.resize(max, std::ptr::null_mut());
+        if self.batch.len() < max {
+            // Grown once: writing `max` pointers before each call was a tenth of a quiet poll.
+            self.batch.resize(max, std::ptr::null_mut());
+        }
         let timeout_ms = c_int::try_from(wait.as_millis()).unwrap_or(c_int::MAX);
         // SAFETY: `batch` has room for `max` pointers; librdkafka fills the first `n`.
         let n = unsafe {
@@ -217,6 +251,11 @@ impl FetchQueue {
 
 impl Drop for FetchQueue {
     fn drop(&mut self) {
+        if self.waker.is_some() {
+            // SAFETY: our live queue. Turned off before the waker is freed: the forwarded
+            // partitions keep the queue alive, and may enqueue, after our handle is gone.
+            unsafe { rdsys::rd_kafka_queue_cb_event_enable(self.queue.as_ptr(), None, std::ptr::null_mut()) };
+        }
         for handle in self.partitions.drain(..) {
             // SAFETY: a handle from rd_kafka_queue_get_partition, destroyed once; the forward
             // stays on the partition's queue until librdkafka stops the fetcher at close.
@@ -275,6 +314,9 @@ pub(super) struct PartitionReader {
     /// Whether the client sends statistics (`statistics.interval.ms` > 0; `-X` may turn them
     /// off): without, an outage lasts only while errors arrive.
     reports_on: bool,
+    /// Whether librdkafka reports a partition's end (`enable.partition.eof`, which `-X` may turn
+    /// off): without, no partition is known to be below its end ([`Self::below_end`]).
+    ends_on: bool,
 }
 
 /// Where a partition starts (`None`: where `--from` says), for [`PartitionReader::open_at`].
@@ -334,6 +376,7 @@ impl PartitionReader {
         ]);
         let reports_on =
             config.get("statistics.interval.ms").and_then(|v| v.parse::<u64>().ok()).is_some_and(|ms| ms > 0);
+        let ends_on = config.get("enable.partition.eof") == Some("true");
         let context = SourceContext::default();
         let consumer: BaseConsumer<SourceContext> =
             config.create_with_context(context.clone()).map_err(kafka_err("creating a consumer"))?;
@@ -374,6 +417,7 @@ impl PartitionReader {
             last_error: None,
             outage: None,
             reports_on,
+            ends_on,
         })
     }
 
@@ -476,6 +520,21 @@ impl PartitionReader {
     /// without statistics.
     pub(super) fn lag(&self) -> Option<u64> {
         self.context.reach.lag_plus_one.load(Ordering::Relaxed).checked_sub(1)
+    }
+
+    /// Unparks `thread` whenever records (or anything else of the partitions) land on the
+    /// empty fetch queue ([`FetchQueue::wake`]).
+    pub(super) fn wake_on_records(&mut self, thread: Thread) {
+        self.fetch.wake(thread);
+    }
+
+    /// Each partition, and whether its position is below its end: it has not reported its end
+    /// (librdkafka's end-of-partition event, at the high watermark of a fetch) since it was
+    /// assigned or since its last record. So a partition whose broker stalls in the middle of
+    /// its records stays below its end, however long no fetch comes back. Never below when
+    /// `-X enable.partition.eof=false` took the end reports away.
+    pub(super) fn below_end(&self) -> impl Iterator<Item = (i32, bool)> + '_ {
+        self.partitions.iter().zip(&self.at_eof).map(|(&p, &eof)| (p, self.ends_on && !eof))
     }
 
     pub(super) fn at_end(&self) -> bool {

@@ -88,7 +88,7 @@ impl KafkaTupleSource {
             assigned_partitions(all, worker_index, peers)
         })?;
         let clock = PartitionWatermarks::new(&reader.partitions, lateness_ms, idle_timeout, Instant::now());
-        Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() })
+        Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() }.with_ends())
     }
 
     /// As [`KafkaTupleSource::new`], for a job with checkpoints: every partition starts at a
@@ -116,7 +116,21 @@ impl KafkaTupleSource {
                 clock.start_from(p, max_time);
             }
         }
-        Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() })
+        Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() }.with_ends())
+    }
+
+    /// Tells the partitions' clocks which partitions are below their ends (see
+    /// [`PartitionWatermarks::set_below_end`]): only a partition read to its high watermark
+    /// may go idle.
+    fn with_ends(mut self) -> Self {
+        self.tell_ends();
+        self
+    }
+
+    fn tell_ends(&mut self) {
+        for (p, below) in self.reader.below_end() {
+            self.clock.set_below_end(p, below);
+        }
     }
 
     /// Where each partition started ([`partitions`](Self::partitions) order), when opened with
@@ -139,7 +153,8 @@ impl KafkaTupleSource {
     /// the first one (use `Duration::ZERO` inside a dataflow step). Returns how many were handed.
     /// From an error of the consumer (broker down, reconnecting) until the client's statistics find
     /// the partitions' leaders up again, its partitions count as active, not idle (see
-    /// [`PartitionWatermarks::hold_active`]).
+    /// [`PartitionWatermarks::hold_active`]); and a partition not yet read to its end (its high
+    /// watermark) never goes idle, however long its broker takes to answer.
     ///
     /// # Errors
     /// [`AdapterError::Kafka`] only when the consumer failed fatally; transient errors are counted
@@ -152,10 +167,18 @@ impl KafkaTupleSource {
     ) -> Result<usize, AdapterError> {
         self.clock.looked_at(Instant::now());
         let n = self.reader.poll_with(max, wait, f)?;
+        self.tell_ends();
         if self.reader.in_outage() {
             self.clock.hold_active(Instant::now());
         }
         Ok(n)
+    }
+
+    /// From now on, `thread` (the one that polls) is unparked whenever records arrive while
+    /// none were waiting, so it may park (`std::thread::park_timeout`, timely's
+    /// `step_or_park`) rather than poll with a wait or spin.
+    pub fn wake_on_records(&mut self, thread: std::thread::Thread) {
+        self.reader.wake_on_records(thread);
     }
 
     /// As [`poll_with`](Self::poll_with), returning owned records.

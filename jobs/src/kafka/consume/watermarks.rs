@@ -1,8 +1,8 @@
 //! Per-partition event-time watermarks with idleness ([`PartitionWatermarks`]).
 //!
 //! Why its own file: pure bookkeeping over explicit clocks, with no Kafka client in it, so its
-//! rules (minimum over active partitions, idleness, outages are not idleness) are tested
-//! deterministically here.
+//! rules (minimum over active partitions, idleness, outages are not idleness, a partition
+//! below its end is not idle) are tested deterministically here.
 
 use std::time::{Duration, Instant};
 
@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 /// lateness), so records of a slow partition interleaved with a fast one are never late just because
 /// the other partition is ahead. A partition that produced no event time for `idle_timeout` (or
 /// none since start) is left out of the minimum until it produces again, so an idle partition does
-/// not hold windows open forever. The watermark never goes back: when an idle partition returns
-/// behind it, its records below the watermark are late (as in Flink).
+/// not hold windows open forever, unless its source says it has records left to read
+/// ([`set_below_end`](Self::set_below_end)): silence then is a slow broker, not an idle
+/// partition. The watermark never goes back: when an idle partition returns behind it, its
+/// records below the watermark are late (as in Flink).
 ///
 /// Pure bookkeeping with explicit clocks, so it is deterministic to test.
 ///
@@ -51,6 +53,8 @@ struct PartitionClock {
     partition: i32,
     max_event_ms: Option<i64>,
     last_active: Instant,
+    /// Known to have records past its position ([`PartitionWatermarks::set_below_end`]).
+    below_end: bool,
 }
 
 impl PartitionWatermarks {
@@ -58,7 +62,7 @@ impl PartitionWatermarks {
     pub fn new(partitions: &[i32], lateness_ms: i64, idle_timeout: Duration, now: Instant) -> Self {
         let mut parts: Vec<PartitionClock> = partitions
             .iter()
-            .map(|&partition| PartitionClock { partition, max_event_ms: None, last_active: now })
+            .map(|&partition| PartitionClock { partition, max_event_ms: None, last_active: now, below_end: false })
             .collect();
         parts.sort_by_key(|p| p.partition);
         parts.dedup_by_key(|p| p.partition);
@@ -98,7 +102,37 @@ impl PartitionWatermarks {
     }
 
     fn is_active(&self, part: &PartitionClock, now: Instant) -> bool {
-        now.saturating_duration_since(part.last_active) < self.idle_timeout
+        part.below_end || now.saturating_duration_since(part.last_active) < self.idle_timeout
+    }
+
+    /// Whether `partition`'s position is below its end (its high watermark): records are
+    /// there to read, so however long it is silent it is not idle. Partitions start at their
+    /// end as far as this bookkeeping knows (silence alone decides); a Kafka source says
+    /// otherwise from the start and until it has read to the end.
+    ///
+    /// Why: a loaded broker that stalls without an error (a fetch that takes longer than the
+    /// idle timeout) left a partition silent in the middle of its records; it went idle, the
+    /// other partitions moved the watermark on, and its records were late when they came
+    /// (480,000 of 1 M tuples in a replay on a machine loaded to 24).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use saams_jobs::kafka::PartitionWatermarks;
+    /// let t0 = Instant::now();
+    /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(1), t0);
+    /// w.observe(0, 9_000, t0);
+    /// w.observe(1, 1_000, t0);
+    /// w.set_below_end(1, true); // partition 1 has records left; its broker stalls
+    /// let later = t0 + Duration::from_secs(5);
+    /// assert_eq!(w.watermark(later), Some(1_000), "partition 1 still holds the watermark");
+    /// w.set_below_end(1, false); // read to its end: silence counts again
+    /// assert_eq!(w.watermark(later), Some(1_000), "both silent: the watermark stays");
+    /// assert!(w.is_idle(later));
+    /// ```
+    pub fn set_below_end(&mut self, partition: i32, below: bool) {
+        if let Ok(i) = self.parts.binary_search_by_key(&partition, |p| p.partition) {
+            self.parts[i].below_end = below;
+        }
     }
 
     /// The watermark at `now` (ms): min over active partitions of max event time − lateness, never
@@ -325,6 +359,53 @@ mod tests {
         w.looked_at(t0 + s(30));
         assert!(!w.is_idle(t0 + s(34) - ms(1)));
         assert!(w.is_idle(t0 + s(34)));
+    }
+
+    #[test]
+    fn a_partition_below_its_end_is_never_idle_and_one_at_its_end_is_after_the_timeout() {
+        let t0 = Instant::now();
+        let idle = Duration::from_secs(2);
+        let s = Duration::from_secs;
+        let mut w = PartitionWatermarks::new(&[0, 1, 2], 0, idle, t0);
+        for p in [0, 1, 2] {
+            w.set_below_end(p, true);
+        }
+        w.observe(0, 500, t0);
+        w.observe(1, 7_000, t0);
+        w.observe(2, 9_000, t0);
+        w.set_below_end(0, false); // read to its end
+        w.set_below_end(9, true); // untracked: ignored
+        // partition 1's broker stalls for a minute below its end; partition 2 keeps going
+        let mut now = t0;
+        for _ in 0..120 {
+            now += Duration::from_millis(500);
+            w.looked_at(now);
+            w.observe(2, 9_000 + (now - t0).as_millis() as i64, now);
+            assert!(!w.is_idle(now));
+            let wm = w.watermark(now);
+            if now - t0 < idle {
+                assert_eq!(wm, Some(500), "partition 0 is silent at its end for less than the timeout");
+            } else {
+                assert_eq!(wm, Some(7_000), "partition 0 idle at its end, partition 1 holds the watermark");
+            }
+        }
+        // partition 1's records come, to its end; then it is idle after the timeout
+        w.observe(1, 8_000, now);
+        w.set_below_end(1, false);
+        let mut later = now;
+        for _ in 0..4 {
+            assert_eq!(w.watermark(later), Some(8_000), "partition 1 silent for less than the timeout");
+            later += Duration::from_millis(500);
+            w.looked_at(later);
+            w.observe(2, 70_000, later);
+        }
+        assert_eq!(w.watermark(later), Some(70_000), "partition 1 idle at its end: only partition 2 counts");
+        // a partition that never read anything and is not at its end holds the watermark back
+        let mut w = PartitionWatermarks::new(&[0, 1], 0, idle, t0);
+        w.set_below_end(1, true);
+        w.observe(0, 1_000, t0 + s(10));
+        assert_eq!(w.watermark(t0 + s(10)), None);
+        assert!(!w.is_idle(t0 + s(60)));
     }
 
     #[test]

@@ -75,10 +75,12 @@ impl KafkaInput {
         job: Arc<KafkaJob>,
         ctx: LineContext,
         topic: String,
-        source: KafkaTupleSource,
+        mut source: KafkaTupleSource,
         (file_dead, file_answers): (Option<Arc<LineSink>>, Option<Arc<LineSink>>),
         (positions, resume_lines): (Option<PartitionPositions>, Vec<(i32, i64, usize)>),
     ) -> Self {
+        // The worker that polls this input opens it (`worker_input`), and parks when it is quiet.
+        source.wake_on_records(std::thread::current());
         KafkaInput {
             job,
             ctx,
@@ -109,14 +111,19 @@ impl KafkaInput {
         !self.source.partitions().is_empty() && self.job.running()
     }
 
-    /// Polls up to one batch of records holding about `max` tuples (`--rate`'s allowance; waiting
-    /// 2 ms only when the previous poll found nothing), parses each line of each record (one, or
+    /// Whether the last poll found nothing: the worker may then park until records come (they
+    /// wake it, see [`KafkaTupleSource::wake_on_records`]).
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
+    /// Polls, without waiting, up to one batch of records holding about `max` tuples
+    /// (`--rate`'s allowance), parses each line of each record (one, or
     /// many in the batched format) as a JSON tuple (event time: the tuple's, else the record
     /// timestamp) and hands valid, on-time tuples to `route(seq, tuple)`, which returns the
     /// tuple's window. Malformed and late lines go to the dead letters and are counted in
     /// `stats`; the rest of their record is still read. Returns the records handled.
     pub fn poll(&mut self, max: u64, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
-        let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         // below the watermark, or below the epoch this worker's input already passed: late
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
         let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, resume_lines, .. } = self;
@@ -125,7 +132,7 @@ impl KafkaInput {
         // too (give or take the last record's lines).
         let records = ((max as f64 / self.lines_per_record).ceil() as usize).max(1);
         let mut lines_read = 0usize;
-        let polled = source.poll_with(records, wait, |r| {
+        let polled = source.poll_with(records, Duration::ZERO, |r| {
             let skip = resume_skip(resume_lines, r.partition, r.offset);
             // One line of the record: its bytes and their text (the reason when not UTF-8).
             let handle = |line: usize, bytes: &[u8], text: Result<&str, Utf8Error>| {
@@ -172,7 +179,7 @@ impl KafkaInput {
 
     /// What every poll does after reading: a failed poll stops the job with its error, the
     /// records' positions go to the partitions' clocks and offsets, and a quiet topic is noted
-    /// (the next poll waits a little). The number of records read.
+    /// (the worker may park). The number of records read.
     fn after_poll<E: std::fmt::Display>(&mut self, polled: Result<usize, E>) -> usize {
         let n = polled.unwrap_or_else(|e| {
             self.job.set_fatal(e.to_string());
@@ -198,11 +205,10 @@ impl KafkaInput {
         stats: &Stats,
         mut admit: impl FnMut(i32, &[u8], i64) -> Result<Option<(i64, u64)>, (String, bool)>,
     ) -> usize {
-        let wait = if self.quiet { Duration::from_millis(2) } else { Duration::ZERO };
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
         let KafkaInput { job, topic, source, file_dead, marks, positions, .. } = self;
         let records = usize::try_from(max).map_or(POLL_BATCH, |m| m.clamp(1, POLL_BATCH));
-        let polled = source.poll_with(records, wait, |r| {
+        let polled = source.poll_with(records, Duration::ZERO, |r| {
             let at = match admit(r.partition, r.payload, late_below) {
                 Ok(Some((time, window))) => Some((time, window)),
                 Ok(None) => None,
