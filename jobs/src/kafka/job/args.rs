@@ -67,7 +67,8 @@ pub struct KafkaArgs {
     /// the job runs until SIGINT/SIGTERM, which also close the windows and flush before exit.
     #[arg(long = "exit-when-idle")]
     pub exit_when_idle: Option<String>,
-    /// A partition without records for this long stops holding windows open.
+    /// A partition read to its end (its high watermark) and without records for this long stops
+    /// holding windows open; one with records left to read never does.
     #[arg(long = "idle-timeout", default_value = "5s")]
     pub idle_timeout: String,
     /// Partition count of the topics saams creates because they are missing (a missing request
