@@ -82,6 +82,12 @@ pub struct EdgeCli {
     /// raw values where smaller. The cloud refuses whole states of a stream another device ships.
     #[arg(long = "sole-reader")]
     pub sole_reader: bool,
+    /// As `--sole-reader`, and keep those groups *resident*: their states never leave the
+    /// device, which ships per window only their query views (what the continuous queries
+    /// read, ~200 B per stream for the paper workload); the cloud answers continuous queries
+    /// from them and refuses ad-hoc ones, SAVE and LOAD with 409 naming this device.
+    #[arg(long)]
+    pub resident: bool,
     /// The partials topic's partition this device ships to (default: a hash of its id). Devices
     /// on one partition share its watermark: give each its own.
     #[arg(long)]
@@ -132,11 +138,11 @@ pub struct FollowCounts {
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
-    /// raw_bytes=… whole_groups=… late=… positions=… position_bytes=… live_requests=…`.
+    /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…`.
     pub fn line(&self, device: &str) -> String {
         let (c, f) = (&self.counts, &self.follow);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} late={} positions={} position_bytes={} live_requests={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={}",
             c.tuples,
             c.windows,
             c.partial_windows,
@@ -144,6 +150,7 @@ impl EdgeSummary {
             c.shipped_bytes,
             c.raw_bytes,
             c.whole_groups,
+            c.view_groups,
             c.late,
             f.positions,
             f.position_bytes,
@@ -308,7 +315,7 @@ struct Batches {
 impl Batches {
     /// The state file's batch, if any, and the windows to resume with.
     fn open(cli: &EdgeCli) -> Result<(Batches, DeviceWindows), String> {
-        if cli.state.is_some() && cli.sole_reader {
+        if cli.state.is_some() && (cli.sole_reader || cli.resident) {
             // A restarted device skips what it shipped, but a whole state is built from every
             // value of its synopses' windows (landmarks: of all of them), skipped ones included.
             return Err("--state and --sole-reader cannot be combined yet: a device restarted from its \
@@ -388,7 +395,9 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let (mut batches, mut windows) = Batches::open(cli)?;
-    if cli.sole_reader {
+    if cli.resident {
+        windows = windows.resident();
+    } else if cli.sole_reader {
         windows = windows.sole_reader();
     }
     let every = match &cli.ship_every {

@@ -125,6 +125,12 @@ pub fn ask_error(ask: &Ask, msg: &str) -> String {
 
 /// Write `state` to snapshot `file`: what the SAVE answers.
 fn save(plan: &Plan, file: &str, state: &dyn Synopsis) -> Answer {
+    if let Some(view) = state.as_any().downcast_ref::<crate::query_view::QueryView>() {
+        return Answer::Error(format!(
+            "SAVE {file}: the synopsis is resident on device {} (saams-edge --resident): its state is there",
+            view.device()
+        ));
+    }
     let bytes = state.encode();
     match plan.store.save(file, &bytes) {
         Ok(()) => Answer::Saved { file: file.to_string(), bytes: bytes.len() },

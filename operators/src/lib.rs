@@ -80,6 +80,7 @@ pub mod out;
 pub mod pair_ask;
 pub mod pairs;
 pub mod plan;
+pub mod query_view;
 pub mod record;
 pub mod registry;
 pub mod registry_join;

@@ -4,7 +4,7 @@ use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use saams::{Datum, Synopsis, registry};
+use saams::{Datum, Synopsis};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -89,7 +89,7 @@ impl<'de> Deserialize<'de> for SynBox {
         let packed: Vec<u8> = serde::de::Deserialize::deserialize(d)?;
         DECODED_BYTES.with(|n| n.set(n.get() + packed.len() as u64));
         let bytes = unpack_zero_runs(&packed).map_err(D::Error::custom)?;
-        registry::decode(&bytes).map(SynBox::new).map_err(D::Error::custom)
+        crate::query_view::decode_state(&bytes).map(SynBox::new).map_err(D::Error::custom)
     }
 }
 
@@ -249,6 +249,7 @@ pub struct Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use saams::registry;
 
     #[test]
     fn zero_run_packing_round_trips_sparse_and_dense_bytes() {

@@ -44,6 +44,8 @@
 
 mod codec;
 mod sketch;
+mod spectrum;
 
 pub(crate) use codec::decode;
 pub use sketch::{Dft, MAX_WINDOW};
+pub use spectrum::Spectrum;

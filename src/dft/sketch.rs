@@ -4,8 +4,9 @@ use std::collections::{HashMap, VecDeque};
 use std::f64::consts::PI;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::Spectrum;
 use crate::params::Params;
-use crate::{Datum, Estimate, EstimateValue, Kind, PairQuery, Query, Synopsis, SynopsisError, downcast};
+use crate::{Datum, Estimate, Kind, PairQuery, Query, Synopsis, SynopsisError, downcast};
 
 /// Largest accepted sliding window (points): the raw window is kept, so this bounds memory.
 pub const MAX_WINDOW: usize = 1 << 20;
@@ -437,8 +438,17 @@ impl Dft {
     /// Energy fraction of the normalized window outside the kept coefficients (and their
     /// conjugates): `1 − 2 Σ |X_f|²`, clamped at 0.
     pub fn dropped_energy(&self) -> f64 {
-        let kept: f64 = self.coefficients().iter().map(|(r, i)| r * r + i * i).sum();
-        (1.0 - 2.0 * kept).max(0.0)
+        self.spectrum().dropped_energy()
+    }
+
+    /// What the queries read of the state ([`Spectrum`]): they are answered from it.
+    pub fn spectrum(&self) -> Spectrum {
+        Spectrum {
+            n: self.n,
+            m: self.state.m,
+            centered: self.centered_energy().is_some(),
+            coefficients: self.coefficients(),
+        }
     }
 
     fn same_params(&self, other: &Dft) -> bool {
@@ -525,10 +535,6 @@ impl Dft {
         }
         time_ms.div_euclid(i)
     }
-
-    fn bad_query(reason: impl Into<String>) -> SynopsisError {
-        SynopsisError::BadQuery { kind: Kind::Dft, reason: reason.into() }
-    }
 }
 
 impl Synopsis for Dft {
@@ -601,21 +607,8 @@ impl Synopsis for Dft {
 
     fn estimate(&self, query: &Query) -> Result<Estimate, SynopsisError> {
         match query {
-            Query::Vector => {
-                if self.state.m == 0 {
-                    return Err(SynopsisError::NotYet {
-                        kind: Kind::Dft,
-                        reason: "no complete basic window yet".into(),
-                    });
-                }
-                let v = self.coefficients().into_iter().flat_map(|(r, i)| [r, i]).collect();
-                let dropped = if self.centered_energy().is_some() { self.dropped_energy() } else { 1.0 };
-                Ok(Estimate { value: EstimateValue::Vector(v), lower: 0.0, upper: dropped, confidence: 1.0 })
-            }
-            Query::Total => {
-                let n = self.n as f64;
-                Ok(Estimate::number(n, n, n, 1.0))
-            }
+            Query::Vector => self.spectrum().vector(),
+            Query::Total => Ok(self.spectrum().total()),
             q => Err(SynopsisError::UnsupportedQuery { kind: Kind::Dft, query: format!("{q:?}") }),
         }
     }
@@ -631,28 +624,7 @@ impl Synopsis for Dft {
                 reason: format!("parameters differ: {} vs {}", self.params_text(), other.params_text()),
             });
         }
-        let m = self.state.m;
-        if m != other.state.m || 2 * self.coeffs >= m {
-            return Err(SynopsisError::NotYet {
-                kind: Kind::Dft,
-                reason: format!(
-                    "windows of {m} and {} points: correlation needs equal windows longer than 2·#coefficients",
-                    other.state.m
-                ),
-            });
-        }
-        if self.centered_energy().is_none() || other.centered_energy().is_none() {
-            return Err(Self::bad_query("a constant window has no correlation"));
-        }
-        let (x, y) = (self.coefficients(), other.coefficients());
-        let kept: f64 = 2.0 * x.iter().zip(&y).map(|(a, b)| a.0 * b.0 + a.1 * b.1).sum::<f64>();
-        let (ex, ey) = (self.dropped_energy(), other.dropped_energy());
-        let slack = (ex * ey).sqrt() + 1e-9;
-        let (lower, upper) = ((kept - slack).max(-1.0), (kept + slack).min(1.0));
-        // The correlation of the low-pass (kept) parts, as StatStream reports it (identical
-        // windows → 1), clamped into the guaranteed interval.
-        let low_pass = kept / ((1.0 - ex) * (1.0 - ey)).sqrt().max(f64::MIN_POSITIVE);
-        Ok(Estimate::number(low_pass.clamp(lower, upper), lower, upper, 1.0))
+        self.spectrum().correlation(&other.spectrum())
     }
 
     fn size_bytes(&self) -> usize {

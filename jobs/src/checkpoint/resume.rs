@@ -128,7 +128,7 @@ impl Resume {
                 .synopses
                 .get(s.syn as usize)
                 .ok_or_else(|| format!("checkpoint {}: synopsis {} is not in the registry", self.id, s.syn))?;
-            let state = saams::registry::decode(&s.bytes)
+            let state = saams_operators::query_view::decode_state(&s.bytes)
                 .map_err(|e| format!("checkpoint {}: the state of synopsis {}: {e}", self.id, s.syn))?;
             if state.kind() != spec.kind {
                 return Err(format!(

@@ -16,7 +16,8 @@
 //! [`Hub::submit`]), so a refused body changes nothing: malformed JSON
 //! or a request that is none is 400, a construct the library refuses (unknown kind, bad
 //! parameters) is 400, a query, delete or SAVE naming a synopsis that is neither live nor
-//! constructed earlier in the same body is 404, a body over the limit is 413, a job that takes no
+//! constructed earlier in the same body is 404, an ad-hoc query, SAVE or LOAD of a synopsis
+//! resident on an edge device is 409 (naming the device), a body over the limit is 413, a job that takes no
 //! requests (not started yet, or finished) is 503. Errors are `{"error": "…"}`.
 //!
 //! At most [`HttpLimits::pending`] bodies are taken at once (vetted or waiting for their replies);
@@ -44,7 +45,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use saams::api::monitor::{MonitorQuery, MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
 use saams::api::registry::LiveSynopsis;
-use saams::api::request::{Action, Parsed, Request, parse_requests};
+use saams::api::request::{Action, Parsed, QueryMode, Request, parse_requests};
 use saams::error::SynopsisError;
 use serde_json::{Value, json};
 
@@ -403,8 +404,12 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
         Ok(n) => n,
         Err(Refusal { status, message }) => return error_response(status, &message),
     };
-    if let Some(message) = s.hub.devices().and_then(|table| loads_kept_whole(&requests, &table)) {
+    let devices = s.hub.devices();
+    if let Some(message) = devices.as_ref().and_then(|table| loads_kept_whole(&requests, table)) {
         return error_response(StatusCode::CONFLICT, &message);
+    }
+    if let Err(Refusal { status, message }) = refuse_resident(&requests, devices.as_ref()) {
+        return error_response(status, &message);
     }
     if !s.hub.is_open() {
         return error_response(
@@ -505,6 +510,38 @@ fn vet(parsed: &Parsed, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
     Ok(requests.len())
 }
 
+/// 409 for an ad-hoc query, a SAVE or a LOAD of a synopsis resident on an edge device
+/// (`saams-edge --resident`, listed as `resident` in `GET /devices`): the cloud holds only
+/// what its continuous queries read; the state, which these need, is on the device.
+fn refuse_resident(parsed: &Parsed, devices: Option<&Value>) -> Result<(), Refusal> {
+    let Some(resident) = devices.and_then(|d| d.get("resident")).and_then(Value::as_array) else { return Ok(()) };
+    for (i, req) in parsed.iter().filter_map(|r| r.as_ref().ok()).enumerate() {
+        let what = match &req.action {
+            Action::Query { mode: QueryMode::AdHoc, .. } => "an ad-hoc query",
+            Action::Save { .. } => "a SAVE",
+            Action::Load { .. } => "a LOAD",
+            _ => continue,
+        };
+        let on = resident.iter().find(|r| {
+            r["dataSetKey"] == req.dataset_key.as_str()
+                && r["streamID"] == req.stream_id.as_str()
+                && (req.synopsis_id == 0 || r["synopsisID"] == req.synopsis_id)
+        });
+        if let Some(device) = on.and_then(|r| r["device"].as_str()) {
+            let message = format!(
+                "request {}: {what} of synopsisID {} on stream {:?} of dataset {:?}: the synopsis is resident on device \
+                 {device} (saams-edge --resident), which holds its state; the cloud answers only its continuous queries",
+                i + 1,
+                req.synopsis_id,
+                req.stream_id,
+                req.dataset_key
+            );
+            return Err(refuse(StatusCode::CONFLICT, message));
+        }
+    }
+    Ok(())
+}
+
 /// A request of the monitoring kind (`synopsisID` 14, no synopsis of the library): its
 /// construct parameters or query arguments, checked as the plan will.
 fn vet_monitor(req: &Request) -> Result<(), String> {
@@ -541,6 +578,23 @@ mod tests {
 
     fn vet(text: &str, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
         super::vet(&parse_requests(text), rows)
+    }
+
+    #[test]
+    fn ad_hoc_requests_of_a_resident_synopsis_are_409_naming_its_device() {
+        let devices = json!({ "resident": [{ "dataSetKey": "F", "streamID": "A", "synopsisID": 1, "device": "pi-3" }] });
+        let r = refuse_resident(&parse_requests(QUERY), Some(&devices)).unwrap_err();
+        assert_eq!(r.status, StatusCode::CONFLICT);
+        assert!(r.message.contains("resident on device pi-3"), "{}", r.message);
+        let save = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["SAVE_REQUEST","x.bin"]}"#;
+        let parsed = parse_requests(save);
+        assert!(matches!(parsed[0], Ok(Request { action: Action::Save { .. }, .. })), "{parsed:?}");
+        assert_eq!(refuse_resident(&parsed, Some(&devices)).unwrap_err().status, StatusCode::CONFLICT);
+        let continuous = QUERY.replace("Ad-hoc", "Continues");
+        assert_eq!(refuse_resident(&parse_requests(&continuous), Some(&devices)), Ok(()));
+        assert_eq!(refuse_resident(&parse_requests(CM), Some(&devices)), Ok(()));
+        assert_eq!(refuse_resident(&parse_requests(&QUERY.replace("\"A\"", "\"B\"")), Some(&devices)), Ok(()));
+        assert_eq!(refuse_resident(&parse_requests(QUERY), None), Ok(()));
     }
 
     #[test]

@@ -21,6 +21,11 @@
 //! values and the whole states (the checkpoint codec's exact bytes). The cloud installs them in
 //! place of its own at the window's close, so its answers are those of the raw run.
 //!
+//! A device that keeps them *resident* ([`DeviceWindows::resident`], `saams-edge --resident`)
+//! feeds them the same way but ships, at each window's close, only their query views
+//! ([`super::resident`]): the states stay here, and nothing of those groups is shipped before
+//! the close.
+//!
 //! State is one job window of values (the raw form must be at hand to ship it) and the whole
 //! groups' synopses: a device is as bounded as its window, rate and synopses.
 
@@ -33,6 +38,7 @@ use saams_operators::record::pack_zero_runs;
 use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
+use super::resident::{resident_group, view_bytes, view_shipments};
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
 
 /// What a device counted since it started.
@@ -54,11 +60,14 @@ pub struct DeviceCounts {
     pub raw_bytes: u64,
     /// Groups shipped as whole states (a window's group each).
     pub whole_groups: u64,
+    /// Groups shipped as query views (a window's resident group each).
+    pub view_groups: u64,
 }
 
-/// Per group kept whole, at a window's close: the values its states summarize in their open
-/// period and the states (exact codec bytes, zero runs packed), one per synopsis shipped.
-type Wholes = BTreeMap<u32, (u64, Vec<Vec<u8>>)>;
+/// Per group kept whole, at a window's close: the window's values fed, the values its states
+/// summarize in their open period and the states (exact codec bytes, zero runs packed; query
+/// views for a resident group), one per synopsis shipped.
+type Wholes = BTreeMap<u32, (u64, u64, Vec<Vec<u8>>)>;
 
 /// The open window of a device and what it has read in it.
 pub struct DeviceWindows {
@@ -73,6 +82,8 @@ pub struct DeviceWindows {
     pub counts: DeviceCounts,
     /// Keep the owned groups of the streams read whole ([`DeviceWindows::sole_reader`]).
     sole_reader: bool,
+    /// Keep them resident and ship their query views ([`DeviceWindows::resident`]).
+    resident: bool,
     /// Per synopsis of a group kept whole: its state, as the cloud's owner holds it.
     held: HashMap<u32, Held>,
     /// The open window's values of groups kept whole already shipped raw (`--ship-every`):
@@ -90,6 +101,7 @@ impl DeviceWindows {
             ship_seq: 0,
             counts: DeviceCounts::default(),
             sole_reader: false,
+            resident: false,
             held: HashMap::new(),
             shipped_open: BTreeMap::new(),
         }
@@ -120,10 +132,28 @@ impl DeviceWindows {
         self
     }
 
+    /// A sole reader ([`DeviceWindows::sole_reader`]) that keeps its streams' groups
+    /// *resident* ([`super::resident`]): their states never leave the device; each window ships
+    /// their query views, what the continuous queries read.
+    #[must_use]
+    pub fn resident(mut self) -> DeviceWindows {
+        self.sole_reader = true;
+        self.resident = true;
+        self
+    }
+
     /// True when group `g` is kept whole here.
     fn keeps_whole(&self, plan: &Plan, g: u32) -> bool {
         let group = &plan.routing.groups[g as usize];
-        self.sole_reader && group.mode == Mode::Owned && !group.stream.is_empty() && !mergeable(plan, g)
+        self.sole_reader
+            && group.mode == Mode::Owned
+            && !group.stream.is_empty()
+            && (!mergeable(plan, g) || self.is_resident(plan, g))
+    }
+
+    /// True when group `g` is resident here (only its views are shipped).
+    fn is_resident(&self, plan: &Plan, g: u32) -> bool {
+        self.resident && resident_group(plan, g)
     }
 
     /// Feed window `window`'s values of the groups kept whole (those shipped raw earlier in the
@@ -141,6 +171,7 @@ impl DeviceWindows {
             values.extend(groups.get(&g).into_iter().flatten().cloned());
             values.sort_by_key(|v| (v.time, v.seq));
             let batch: Vec<Datum<'_>> = values.iter().map(|v| v.val.datum()).collect();
+            let resident = self.is_resident(plan, g);
             let (mut period_items, mut states) = (0, Vec::new());
             for &s in &plan.routing.groups[g as usize].synopses {
                 let spec = &plan.routing.synopses[s as usize];
@@ -158,12 +189,16 @@ impl DeviceWindows {
                     held.items += values.len() as u64;
                 }
                 period_items = held.items;
-                states.push(pack_zero_runs(&held.state.encode_exact()));
+                states.push(if resident {
+                    view_bytes(plan, s, held.state.as_ref())
+                } else {
+                    pack_zero_runs(&held.state.encode_exact())
+                });
                 if plan.live.is_live(s, window) {
                     held.close(spec.windowing(), window, cadence, &mut |_, _, _| {});
                 }
             }
-            out.insert(g, (period_items, states));
+            out.insert(g, (values.len() as u64, period_items, states));
         }
         out
     }
@@ -199,7 +234,9 @@ impl DeviceWindows {
     pub fn close(&mut self, plan: &Plan) -> Vec<Shipment> {
         let Some((window, groups)) = self.open.take() else { return Vec::new() };
         let wholes = self.feed_whole(plan, window, &groups);
-        let mut out = Vec::new();
+        let (resident, groups): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            groups.into_iter().partition(|(g, _)| self.is_resident(plan, *g) && has_synopses(plan, *g));
+        let mut out = self.ship_views(plan, window, &resident, &wholes);
         self.ship_all(plan, window, groups, Some(&wholes), &mut out);
         self.ship_seq = 0;
         out
@@ -210,8 +247,14 @@ impl DeviceWindows {
     /// Groups kept whole go raw here (their states are only the cloud's at a window's close);
     /// their values are kept to feed them at the close.
     pub fn ship_open(&mut self, plan: &Plan) -> Vec<Shipment> {
+        let resident: Vec<u32> = match &self.open {
+            Some((_, groups)) => groups.keys().copied().filter(|&g| self.is_resident(plan, g)).collect(),
+            None => Vec::new(),
+        };
         let Some((window, groups)) = self.open.as_mut() else { return Vec::new() };
-        let (window, taken) = (*window, std::mem::take(groups));
+        // Resident groups stay open: their views at the window's close cover all of it.
+        let kept: BTreeMap<u32, Vec<RawValue>> = resident.iter().filter_map(|g| groups.remove_entry(g)).collect();
+        let (window, taken) = (*window, std::mem::replace(groups, kept));
         for (&g, values) in &taken {
             if self.keeps_whole(plan, g) {
                 self.shipped_open.entry(g).or_default().extend(values.iter().cloned());
@@ -278,7 +321,7 @@ impl DeviceWindows {
             let summary = if mergeable(plan, g) {
                 Some(partials_of(plan, g, values))
             } else {
-                wholes.and_then(|w| w.get(&g)).map(|(period_items, states)| GroupData::Whole {
+                wholes.and_then(|w| w.get(&g)).map(|(_, period_items, states)| GroupData::Whole {
                     items: values.len() as u64,
                     period_items: *period_items,
                     states: states.clone(),
@@ -309,6 +352,44 @@ impl DeviceWindows {
         self.counts.raw_bytes += raw_len;
         self.counts.shipped_bytes += chosen.encode().len() as u64;
         Some(chosen)
+    }
+
+    /// The shipments of the resident groups' views at `window`'s close (none without values):
+    /// never compared with their raw values (the cloud holds views, which values cannot
+    /// update), whose cost is counted as theirs.
+    fn ship_views(
+        &mut self,
+        plan: &Plan,
+        window: u64,
+        groups: &BTreeMap<u32, Vec<RawValue>>,
+        wholes: &Wholes,
+    ) -> Vec<Shipment> {
+        if groups.is_empty() {
+            return Vec::new();
+        }
+        let raw = Shipment {
+            device: self.device.clone(),
+            seq: self.ship_seq,
+            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
+        };
+        let raw_len = raw.encode().len() as u64;
+        let views: Vec<GroupShip> = groups
+            .keys()
+            .filter_map(|&g| {
+                let (items, period_items, views) = wholes.get(&g)?;
+                Some(GroupShip {
+                    synopses: synopsis_ids(plan, g),
+                    data: GroupData::View { items: *items, period_items: *period_items, views: views.clone() },
+                })
+            })
+            .collect();
+        self.counts.view_groups += views.len() as u64;
+        let out = view_shipments(&self.device, &mut self.ship_seq, window, views, raw_len);
+        self.counts.windows += out.len() as u64;
+        self.counts.partial_windows += out.len() as u64;
+        self.counts.raw_bytes += raw_len;
+        self.counts.shipped_bytes += out.iter().map(|s| s.encode().len() as u64).sum::<u64>();
+        out
     }
 
     /// Per kind: the states kept whole here (how many, and the bytes each takes in a shipment

@@ -84,6 +84,9 @@ pub struct Devices {
     /// The tables the other processes reported last ([`Devices::report`]), by process, with
     /// when each came.
     others: Mutex<BTreeMap<u64, (serde_json::Value, Instant)>>,
+    /// Per synopsis (dataset, stream, synopsisID) resident on a device: the device
+    /// ([`super::resident`]; ad-hoc requests for it are refused, naming it).
+    resident: Mutex<BTreeMap<(String, String, u64), String>>,
 }
 
 /// A [`Publish`] (a closure, which has no `Debug`).
@@ -110,6 +113,7 @@ impl Devices {
             readers: Mutex::default(),
             process: 0,
             others: Mutex::default(),
+            resident: Mutex::default(),
         }
     }
 
@@ -156,6 +160,19 @@ impl Devices {
     pub fn read_by(&self, group: u32, device: &str, whole: bool) {
         let mut readers = self.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         readers.entry(group).or_insert_with(|| (device.to_string(), false)).1 |= whole;
+    }
+
+    /// Note that the synopses of update group `group` are resident on `device` (it shipped their
+    /// query views).
+    pub fn resident(&self, plan: &saams_operators::Plan, group: u32, device: &str) {
+        let mut resident = self.resident.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for &s in &plan.routing.groups[group as usize].synopses {
+            let spec = &plan.routing.synopses[s as usize];
+            let key = (spec.dataset.clone(), spec.stream.clone(), spec.synopsis_id);
+            if resident.get(&key).is_none_or(|d| d != device) {
+                resident.insert(key, device.to_string());
+            }
+        }
     }
 
     /// Count a record refused before its device could be read.
@@ -239,7 +256,16 @@ impl Devices {
                 })
             })
             .collect();
-        json!({ "devices": devices, "unreadable": unreadable })
+        let resident: Vec<_> = self
+            .resident
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|((dataset, stream, id), device)| {
+                json!({ "dataSetKey": dataset, "streamID": stream, "synopsisID": id, "device": device })
+            })
+            .collect();
+        json!({ "devices": devices, "unreadable": unreadable, "resident": resident })
     }
 
     /// Keep `report` ([`Devices::report`]), the table process `process` sent last.
@@ -279,10 +305,12 @@ impl Devices {
         let own = self.report();
         let mut devices: Vec<serde_json::Value> = own["devices"].as_array().cloned().unwrap_or_default();
         let mut unreadable = own["unreadable"].as_u64().unwrap_or(0);
+        let mut resident: Vec<serde_json::Value> = own["resident"].as_array().cloned().unwrap_or_default();
         let others = self.others.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for (process, (table, at)) in others.iter().filter(|(p, _)| **p != self.process) {
             let age = at.elapsed().as_millis() as u64;
             unreadable += table["unreadable"].as_u64().unwrap_or(0);
+            resident.extend(table["resident"].as_array().into_iter().flatten().cloned());
             for row in table["devices"].as_array().into_iter().flatten() {
                 let mut row = row.clone();
                 let silent = row["silentMs"].as_u64().unwrap_or(0) + age;
@@ -301,7 +329,9 @@ impl Devices {
         devices.sort_by(|a, b| {
             (a["device"].as_str(), a["process"].as_u64()).cmp(&(b["device"].as_str(), b["process"].as_u64()))
         });
-        json!({ "devices": devices, "unreadable": unreadable })
+        resident.sort_by(|a, b| a.to_string().cmp(&b.to_string()));
+        resident.dedup();
+        json!({ "devices": devices, "unreadable": unreadable, "resident": resident })
     }
 }
 

@@ -13,7 +13,9 @@
 use std::collections::HashMap;
 
 use saams_operators::device_part::DevicePart;
+use saams::Synopsis;
 use saams_operators::plan::Mode;
+use saams_operators::query_view::QueryView;
 use saams_operators::record::unpack_zero_runs;
 use saams_operators::{Plan, Rec, Val};
 use serde_json::Value as Json;
@@ -32,6 +34,8 @@ enum Form {
     Raw,
     Partials,
     Whole,
+    /// Query views of a group resident on the device.
+    View,
 }
 
 /// Why a record was refused: the reason (for the dead letter) and whether it came late.
@@ -111,7 +115,7 @@ impl Intake {
         let (mut partial_groups, mut raw_groups) = (0, 0);
         let mut read = Vec::new();
         for g in &groups {
-            let checked = to_recs(plan, window, base | ship.seq, g, &mut recs)
+            let checked = to_recs(plan, (device.as_str(), window), base | ship.seq, g, &mut recs)
                 .and_then(|(group, form)| self.one_reader(plan, &device, group, form).map(|()| (group, form)));
             match checked {
                 Ok((group, form)) => {
@@ -143,12 +147,16 @@ impl Intake {
 
     /// Note `device` as the reader of the stream groups of its merged shipment (`read`), and
     /// the groups it ships whole (`GET /devices`' `wholeGroups`, which a LOAD into them is
-    /// refused by: [`super::devices::load_refusal`]).
+    /// refused by: [`super::devices::load_refusal`]), and the synopses resident on it (their
+    /// query views: ad-hoc requests for them are refused, naming it).
     fn note_readers(&self, plan: &Plan, device: &str, read: &[(u32, Form)]) {
         for &(group, form) in read {
             let g = &plan.routing.groups[group as usize];
             if !g.stream.is_empty() {
-                self.devices.read_by(group, device, form == Form::Whole);
+                self.devices.read_by(group, device, matches!(form, Form::Whole | Form::View));
+            }
+            if form == Form::View {
+                self.devices.resident(plan, group, device);
             }
             if form == Form::Whole {
                 let kept = (g.dataset.clone(), g.stream.clone(), g.field.clone());
@@ -162,7 +170,9 @@ impl Intake {
     /// Refuse a whole state of a stream's group that another device shipped first, and a
     /// second device's shipment of a group one device ships whole ([`Devices::one_reader`]).
     fn one_reader(&self, plan: &Plan, device: &str, group: u32, form: Form) -> Result<(), String> {
-        let Err(first) = self.devices.one_reader(group, device, form == Form::Whole) else { return Ok(()) };
+        let Err(first) = self.devices.one_reader(group, device, matches!(form, Form::Whole | Form::View)) else {
+            return Ok(());
+        };
         let stream = &plan.routing.groups[group as usize].stream;
         Err(format!(
             "stream {stream} is read by {first} and {device}: its order-dependent synopses cannot be kept whole on one \
@@ -209,7 +219,13 @@ fn find(plan: &Plan, id: &SynId) -> Option<u32> {
 }
 
 /// The records of one group of a shipment (appended to `recs`): its update group here and its form.
-fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec>) -> Result<(u32, Form), String> {
+fn to_recs(
+    plan: &Plan,
+    (device, window): (&str, u64),
+    seq: u64,
+    g: &GroupShip,
+    recs: &mut Vec<Rec>,
+) -> Result<(u32, Form), String> {
     let mut indices = Vec::with_capacity(g.synopses.len());
     for id in &g.synopses {
         let s = find(plan, id).ok_or_else(|| {
@@ -237,6 +253,16 @@ fn to_recs(plan: &Plan, window: u64, seq: u64, g: &GroupShip, recs: &mut Vec<Rec
                 recs.push(Rec { group, time: v.time, seq: base | (v.seq & ((1 << 40) - 1)), val: v.val.clone() });
             }
             Ok((group, Form::Raw))
+        }
+        GroupData::View { items, period_items, views } => {
+            let spec = &plan.routing.groups[group as usize];
+            if spec.mode != Mode::Owned || spec.stream.is_empty() {
+                return Err("query views of an update group not owned by one worker for one stream here".into());
+            }
+            let decoded = decode_views(plan, &indices, (device, &g.synopses), views)?;
+            let part = DevicePart { items: *items, parts: decoded, whole: Some(*period_items) };
+            recs.push(Rec { group, time, seq, val: Val::Part(part.encode().into_boxed_slice()) });
+            Ok((group, Form::View))
         }
         GroupData::Whole { items, period_items, states } => {
             let spec = &plan.routing.groups[group as usize];
@@ -282,6 +308,21 @@ fn decode_states(
             return Err(format!("state of synopsis {s}: a {} where a {} is kept", syn.kind().name(), spec.kind.name()));
         }
         decoded.push((s, syn));
+    }
+    Ok(decoded)
+}
+
+/// The query views shipped by `device` for synopses `indices` (named `ids`), each of the kind
+/// this job keeps.
+fn decode_views(plan: &Plan, indices: &[u32], (device, ids): (&str, &[SynId]), views: &[Vec<u8>]) -> Result<Vec<Indexed>, String> {
+    let mut decoded: Vec<Indexed> = Vec::with_capacity(views.len());
+    for ((&s, id), bytes) in indices.iter().zip(ids).zip(views) {
+        let view = QueryView::decode_compact(bytes, device, &id.params).map_err(|e| format!("view of synopsis {s}: {e}"))?;
+        let spec = &plan.routing.synopses[s as usize];
+        if view.kind() != spec.kind {
+            return Err(format!("view of synopsis {s}: a {} where a {} is kept", view.kind().name(), spec.kind.name()));
+        }
+        decoded.push((s, Box::new(view)));
     }
     Ok(decoded)
 }

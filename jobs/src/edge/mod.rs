@@ -9,6 +9,7 @@
 //!   and sequence; late, replayed and forged records refused);
 //! - [`control`]: the control topic the job writes its live requests (with their fences) and
 //!   its progress to, which devices follow;
+//! - [`resident`]: groups whose states stay on their device, which ships their query views;
 //! - [`resume`]: a device's state file, which makes its shipments exactly once across a
 //!   restart;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`);
@@ -24,5 +25,6 @@ pub mod device;
 pub mod devices;
 pub mod intake;
 pub mod reports;
+pub mod resident;
 pub mod resume;
 pub mod shipment;

@@ -7,8 +7,9 @@
 //! update group of the device's plan the synopses it feeds (named by what they are: dataset,
 //! stream, field, kind and construct parameters, so the cloud finds them whatever its own
 //! indices) and either their partials (the codec bytes), their whole states (the checkpoint
-//! codec's bytes, from a device that is the stream's only reader) or the raw values as compact
-//! records (time from the window's start, sequence number and value).
+//! codec's bytes, from a device that is the stream's only reader), their query views (a device
+//! that keeps them resident) or the raw values as compact records (time from the window's start,
+//! sequence number and value).
 //!
 //! ```
 //! use saams_jobs::edge::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
@@ -85,6 +86,19 @@ pub enum GroupData {
         period_items: u64,
         /// One state per synopsis of [`GroupShip::synopses`].
         states: Vec<Vec<u8>>,
+    },
+    /// The query views of every synopsis of the group as at the window's close (their compact
+    /// form, [`saams_operators::query_view`]): the device keeps the states (`saams-edge
+    /// --resident`) and ships what the continuous queries read; the cloud holds the views in
+    /// their place.
+    View {
+        /// Values of the window the views cover (all of the window's: nothing of a resident
+        /// group is shipped raw).
+        items: u64,
+        /// Values the states summarize in their open period.
+        period_items: u64,
+        /// One view per synopsis of [`GroupShip::synopses`].
+        views: Vec<Vec<u8>>,
     },
 }
 
@@ -210,12 +224,12 @@ fn encode_group(w: &mut Writer, window: u64, g: &GroupShip) {
                 w.len_bytes(p);
             }
         }
-        GroupData::Whole { items, period_items, states } => {
-            w.u8(2);
+        GroupData::Whole { items, period_items, states: blobs } | GroupData::View { items, period_items, views: blobs } => {
+            w.u8(if matches!(g.data, GroupData::View { .. }) { 3 } else { 2 });
             w.varint(*items);
             w.varint(*period_items);
-            for state in states {
-                w.len_bytes(state);
+            for blob in blobs {
+                w.len_bytes(blob);
             }
         }
         GroupData::Raw(values) => {
@@ -290,11 +304,15 @@ fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
             let parts = (0..n).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
             GroupData::Partials { items, parts }
         }
-        2 => {
+        form @ (2 | 3) => {
             let items = r.varint().map_err(e)?;
             let period_items = r.varint().map_err(e)?;
-            let states = (0..n).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
-            GroupData::Whole { items, period_items, states }
+            let blobs = (0..n).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
+            if form == 2 {
+                GroupData::Whole { items, period_items, states: blobs }
+            } else {
+                GroupData::View { items, period_items, views: blobs }
+            }
         }
         1 => {
             let count = r.count(3).map_err(e)?;

@@ -85,7 +85,7 @@ impl MovedState {
     fn decode(self, plan: &Plan) -> Result<(u32, Held, usize), String> {
         let spec = plan.routing.synopses.get(self.syn as usize).ok_or("a moved state of an unknown synopsis")?;
         let decode = |bytes: &[u8]| {
-            let state = saams::registry::decode(bytes).map_err(|e| format!("synopsis {}: {e}", self.syn))?;
+            let state = crate::query_view::decode_state(bytes).map_err(|e| format!("synopsis {}: {e}", self.syn))?;
             if state.kind() != spec.kind {
                 return Err(format!("synopsis {} is a {}, its moved state a {}", self.syn, spec.kind, state.kind()));
             }
