@@ -34,7 +34,8 @@ fn workspace(name: &str) -> (PathBuf, Vec<PathBuf>) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create temp dir");
     let all = dir.join("all.json");
-    let generate = Command::new(REPLAY).args(["--generate", "stocks:6:1500", "--progress", "none", "-o"]).arg(&all);
+    let mut generate = Command::new(REPLAY);
+    generate.args(["--generate", "stocks:6:1500", "--progress", "none", "-o"]).arg(&all);
     check(generate.output().expect("run replay"), "replay --generate");
     let text = std::fs::read_to_string(&all).expect("the generated tuples");
     let shares = SHARES
@@ -80,8 +81,15 @@ fn resident_devices(brokers: &str, topic: &str, shares: &[PathBuf]) -> Vec<Outpu
         .enumerate()
         .map(|(i, share)| {
             let mut cmd = Command::new(EDGE);
-            cmd.args(["--device", &format!("dev{i}"), "--brokers", brokers, "--partials-topic", topic])
-                .args(["--requests", &requests(), "--window", WINDOW, "--partition", &i.to_string(), "--resident"]);
+            cmd.args(["--device", &format!("dev{i}"), "--brokers", brokers, "--partials-topic", topic]).args([
+                "--requests",
+                &requests(),
+                "--window",
+                WINDOW,
+                "--partition",
+                &i.to_string(),
+                "--resident",
+            ]);
             if i == 1 {
                 cmd.args(["--ship-every", "2ms"]);
             }
@@ -100,7 +108,8 @@ fn saams(extra: &[&str]) -> Command {
 /// The cloud job's command over `topic` (to the end of what the devices shipped).
 fn cloud_command(brokers: &str, topic: &str, dir: &Path) -> Command {
     let mut cmd = saams(&["-w", "2", "--brokers", brokers, "--partials-topic", topic, "--from", "earliest"]);
-    cmd.args(["--partitions", "4", "--exit-when-idle", "3s", "--device-timeout", "2s", "--dead-letter"]).arg(dir.join("dead.json"));
+    cmd.args(["--partitions", "4", "--exit-when-idle", "3s", "--device-timeout", "2s", "--dead-letter"])
+        .arg(dir.join("dead.json"));
     cmd
 }
 

@@ -80,7 +80,8 @@ impl DevicePart {
         for _ in 0..n {
             let s = r.varint().map_err(|e| e.to_string())?;
             let s = u32::try_from(s).map_err(|_| format!("synopsis index {s} out of range"))?;
-            let syn = crate::query_view::decode_state(r.len_bytes().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+            let syn = crate::query_view::decode_state(r.len_bytes().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
             parts.push((s, syn));
         }
         let whole = match r.u8().map_err(|e| e.to_string())? {

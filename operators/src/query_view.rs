@@ -142,7 +142,10 @@ impl QueryView {
             k => return Err(SynopsisError::Codec(format!("query view form {k}"))),
         };
         if spectrum.is_some() != (kind == Kind::Dft) {
-            return Err(SynopsisError::Codec(format!("a {kind} query view with{} a spectrum", if spectrum.is_some() { "" } else { "out" })));
+            return Err(SynopsisError::Codec(format!(
+                "a {kind} query view with{} a spectrum",
+                if spectrum.is_some() { "" } else { "out" }
+            )));
         }
         let n = r.count(2)?;
         let mut answers = Vec::with_capacity(n);
@@ -182,7 +185,8 @@ pub fn decode_state(bytes: &[u8]) -> Result<Box<dyn Synopsis>, SynopsisError> {
     }
     let mut r = Reader::new(&bytes[MAGIC.len()..]);
     let text = |r: &mut Reader<'_>| {
-        String::from_utf8(r.len_bytes()?.to_vec()).map_err(|_| SynopsisError::Codec("query view text is not UTF-8".into()))
+        String::from_utf8(r.len_bytes()?.to_vec())
+            .map_err(|_| SynopsisError::Codec("query view text is not UTF-8".into()))
     };
     let (device, params) = (text(&mut r)?, text(&mut r)?);
     let rest = r.remaining();
@@ -214,7 +218,10 @@ impl Synopsis for QueryView {
     fn merge(&mut self, _other: &dyn Synopsis) -> Result<(), SynopsisError> {
         Err(SynopsisError::Incompatible {
             kind: self.kind,
-            reason: format!("the synopsis is resident on device {}: nothing can be merged into its query view", self.device),
+            reason: format!(
+                "the synopsis is resident on device {}: nothing can be merged into its query view",
+                self.device
+            ),
         })
     }
 

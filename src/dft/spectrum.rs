@@ -65,7 +65,10 @@ impl Spectrum {
             });
         }
         if !self.centered || !other.centered {
-            return Err(SynopsisError::BadQuery { kind: Kind::Dft, reason: "a constant window has no correlation".into() });
+            return Err(SynopsisError::BadQuery {
+                kind: Kind::Dft,
+                reason: "a constant window has no correlation".into(),
+            });
         }
         let (x, y) = (&self.coefficients, &other.coefficients);
         let kept: f64 = 2.0 * x.iter().zip(y).map(|(a, b)| a.0 * b.0 + a.1 * b.1).sum::<f64>();

@@ -582,7 +582,8 @@ mod tests {
 
     #[test]
     fn ad_hoc_requests_of_a_resident_synopsis_are_409_naming_its_device() {
-        let devices = json!({ "resident": [{ "dataSetKey": "F", "streamID": "A", "synopsisID": 1, "device": "pi-3" }] });
+        let devices =
+            json!({ "resident": [{ "dataSetKey": "F", "streamID": "A", "synopsisID": 1, "device": "pi-3" }] });
         let r = refuse_resident(&parse_requests(QUERY), Some(&devices)).unwrap_err();
         assert_eq!(r.status, StatusCode::CONFLICT);
         assert!(r.message.contains("resident on device pi-3"), "{}", r.message);

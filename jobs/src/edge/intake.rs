@@ -12,8 +12,8 @@
 
 use std::collections::HashMap;
 
-use saams_operators::device_part::DevicePart;
 use saams::Synopsis;
+use saams_operators::device_part::DevicePart;
 use saams_operators::plan::Mode;
 use saams_operators::query_view::QueryView;
 use saams_operators::record::unpack_zero_runs;
@@ -314,10 +314,16 @@ fn decode_states(
 
 /// The query views shipped by `device` for synopses `indices` (named `ids`), each of the kind
 /// this job keeps.
-fn decode_views(plan: &Plan, indices: &[u32], (device, ids): (&str, &[SynId]), views: &[Vec<u8>]) -> Result<Vec<Indexed>, String> {
+fn decode_views(
+    plan: &Plan,
+    indices: &[u32],
+    (device, ids): (&str, &[SynId]),
+    views: &[Vec<u8>],
+) -> Result<Vec<Indexed>, String> {
     let mut decoded: Vec<Indexed> = Vec::with_capacity(views.len());
     for ((&s, id), bytes) in indices.iter().zip(ids).zip(views) {
-        let view = QueryView::decode_compact(bytes, device, &id.params).map_err(|e| format!("view of synopsis {s}: {e}"))?;
+        let view =
+            QueryView::decode_compact(bytes, device, &id.params).map_err(|e| format!("view of synopsis {s}: {e}"))?;
         let spec = &plan.routing.synopses[s as usize];
         if view.kind() != spec.kind {
             return Err(format!("view of synopsis {s}: a {} where a {} is kept", view.kind().name(), spec.kind.name()));

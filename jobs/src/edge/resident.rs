@@ -33,9 +33,11 @@ pub fn resident_group(plan: &Plan, g: u32) -> bool {
     let group = &plan.routing.groups[g as usize];
     group.mode == Mode::Owned
         && !group.stream.is_empty()
-        && group.synopses.iter().map(|&s| &plan.routing.synopses[s as usize]).all(|s| {
-            s.is_deleted() || !matches!(s.window, WindowSpec::Sliding { .. })
-        })
+        && group
+            .synopses
+            .iter()
+            .map(|&s| &plan.routing.synopses[s as usize])
+            .all(|s| s.is_deleted() || !matches!(s.window, WindowSpec::Sliding { .. }))
 }
 
 /// The query view of synopsis `s` from its state: its continuous queries (and the continuous
@@ -50,14 +52,22 @@ pub fn view_bytes(plan: &Plan, s: u32, state: &dyn Synopsis) -> Vec<u8> {
         .continuous
         .iter()
         .filter_map(|q| single(&q.spec))
-        .chain(plan.routing.pair_queries.iter().filter(|p| p.syn == s && p.continuous).filter_map(|p| single(&p.reg.spec)))
+        .chain(
+            plan.routing.pair_queries.iter().filter(|p| p.syn == s && p.continuous).filter_map(|p| single(&p.reg.spec)),
+        )
         .collect();
     QueryView::of(state, &queries).encode_compact()
 }
 
 /// The shipments of `groups`' views in `window` from `device`, numbered from `*seq` on, each
 /// stating `raw_bytes` as its share of what the same values cost raw.
-pub fn view_shipments(device: &str, seq: &mut u64, window: u64, groups: Vec<GroupShip>, raw_bytes: u64) -> Vec<Shipment> {
+pub fn view_shipments(
+    device: &str,
+    seq: &mut u64,
+    window: u64,
+    groups: Vec<GroupShip>,
+    raw_bytes: u64,
+) -> Vec<Shipment> {
     let chunks = groups.len().div_ceil(VIEW_GROUPS_PER_SHIPMENT).max(1) as u64;
     let mut out = Vec::new();
     let mut groups = groups.into_iter().peekable();
@@ -66,7 +76,11 @@ pub fn view_shipments(device: &str, seq: &mut u64, window: u64, groups: Vec<Grou
         let chunk: Vec<GroupShip> = groups.by_ref().take(VIEW_GROUPS_PER_SHIPMENT).collect();
         // The raw cost split over the chunks, the last taking the remainder.
         let share = if i + 1 == chunks { raw_bytes - raw_bytes / chunks * (chunks - 1) } else { raw_bytes / chunks };
-        out.push(Shipment { device: device.to_string(), seq: *seq, body: Body::Data { window, raw_bytes: share, groups: chunk } });
+        out.push(Shipment {
+            device: device.to_string(),
+            seq: *seq,
+            body: Body::Data { window, raw_bytes: share, groups: chunk },
+        });
         *seq += 1;
         i += 1;
     }

@@ -224,7 +224,8 @@ fn encode_group(w: &mut Writer, window: u64, g: &GroupShip) {
                 w.len_bytes(p);
             }
         }
-        GroupData::Whole { items, period_items, states: blobs } | GroupData::View { items, period_items, views: blobs } => {
+        GroupData::Whole { items, period_items, states: blobs }
+        | GroupData::View { items, period_items, views: blobs } => {
             w.u8(if matches!(g.data, GroupData::View { .. }) { 3 } else { 2 });
             w.varint(*items);
             w.varint(*period_items);

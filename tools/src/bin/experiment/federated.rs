@@ -197,7 +197,8 @@ pub fn federated(r: &Runner, quick: bool, datasets: &Path) -> Result<(), String>
     // The paper's setting: one session's median ticks per stream and 1 h period.
     let paper_rate = PAPER_TUPLES_PER_SESSION / 3600.0;
     let tuples = generated(streams_paper, PAPER_TUPLES_PER_SESSION as u64, paper_rate)?;
-    let paper_runs = workloads.iter().map(|(w, r)| ("paper", w, r)).chain([("paper-resident", &workloads[1].0, &workloads[1].1)]);
+    let paper_runs =
+        workloads.iter().map(|(w, r)| ("paper", w, r)).chain([("paper-resident", &workloads[1].0, &workloads[1].1)]);
     for (kind, workload, requests) in paper_runs {
         for devices in 2..=5 {
             let s = Setting {
@@ -240,7 +241,8 @@ pub fn federated(r: &Runner, quick: bool, datasets: &Path) -> Result<(), String>
         ("wall-10s", 10_000),
     ];
     let mut resident_worst = f64::MAX;
-    let sweeps = workloads.iter().map(|(w, r)| ("sweep", w, r)).chain([("sweep-resident", &workloads[1].0, &workloads[1].1)]);
+    let sweeps =
+        workloads.iter().map(|(w, r)| ("sweep", w, r)).chain([("sweep-resident", &workloads[1].0, &workloads[1].1)]);
     for (kind, workload, requests) in sweeps {
         let mut pts = Vec::new();
         for (rate, streams) in [(1.0, 100usize), (10.0, 20), (100.0, 10)] {
