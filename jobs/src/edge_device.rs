@@ -14,6 +14,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use saams::api::Tuple;
 use saams::api::request::{parse_requests, read_log};
 use saams_datasets::{Format, LineContext};
 use saams_operators::Plan;
@@ -22,6 +23,7 @@ use saams_operators::plan::SnapshotStore;
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
 use crate::edge::device::{DeviceCounts, DeviceWindows};
+use crate::edge::monitor_site::{DeviceSites, SiteCounts};
 use crate::edge::resume::Resume;
 use crate::edge::shipment::{Body, Shipment};
 use crate::edge_follow::Follower;
@@ -92,6 +94,11 @@ pub struct EdgeCli {
     /// on one partition share its watermark: give each its own.
     #[arg(long)]
     pub partition: Option<i32>,
+    /// The sites of the monitored streams (`synopsisID` 14) this device runs, each taken mod
+    /// a monitor's number of sites (repeatable; default: all of them). It ships their messages,
+    /// never the items; give each device its own sites.
+    #[arg(long = "monitor-site")]
+    pub monitor_sites: Vec<usize>,
     /// Partitions of the partials topic if this device creates it.
     #[arg(long, default_value_t = 4)]
     pub partitions: i32,
@@ -123,6 +130,8 @@ pub struct EdgeSummary {
     pub counts: DeviceCounts,
     /// With `--follow`: what following the cloud job took.
     pub follow: FollowCounts,
+    /// What its monitoring sites took and sent.
+    pub sites: SiteCounts,
 }
 
 /// What following the cloud job's control topic took (`--follow`).
@@ -138,11 +147,13 @@ pub struct FollowCounts {
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
-    /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…`.
+    /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…
+    /// monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
+    /// monitor_shipped_bytes=… monitor_raw_bytes=…`.
     pub fn line(&self, device: &str) -> String {
-        let (c, f) = (&self.counts, &self.follow);
+        let (c, f, m) = (&self.counts, &self.follow, &self.sites);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
             c.tuples,
             c.windows,
             c.partial_windows,
@@ -154,7 +165,14 @@ impl EdgeSummary {
             c.late,
             f.positions,
             f.position_bytes,
-            f.requests
+            f.requests,
+            m.items,
+            m.refused,
+            m.messages,
+            m.words,
+            m.bytes,
+            m.shipped_bytes,
+            m.raw_bytes
         )
     }
 }
@@ -174,7 +192,7 @@ impl Following {
     /// reached it, and apply the live requests whose fences have come.
     fn before(
         &mut self,
-        (plan, windows): (&mut Plan, &mut DeviceWindows),
+        (plan, windows, sites): (&mut Plan, &mut DeviceWindows, &mut DeviceSites),
         (shipper, batches): (&Shipper, &mut Batches),
         tuple: &saams::api::Tuple,
     ) -> Result<(), String> {
@@ -184,7 +202,8 @@ impl Following {
         }
         if windows.open_end(plan).is_some_and(|end| window >= end) {
             let upto = windows.read_count();
-            batches.send(shipper, windows.close(plan), (upto, false))?;
+            let watermark = i64::try_from(window).unwrap_or(i64::MAX);
+            batches.send(shipper, close_window(plan, (windows, sites), &shipper.device, watermark), (upto, false))?;
         }
         let position = Body::Data { window, raw_bytes: 0, groups: Vec::new() };
         let position = Shipment { device: shipper.device.clone(), seq: 0, body: position };
@@ -261,7 +280,8 @@ impl Shipper {
 /// A line of the device's input, read on a thread of its own (so the device ships on time
 /// while its input is quiet), with the parser of its file.
 enum Line {
-    Tuple(Arc<LineContext>, u64, String),
+    /// A line: its input's parser, the input's index (its unit), the line number, the text.
+    Tuple(Arc<LineContext>, u64, u64, String),
     Failed(String),
 }
 
@@ -276,7 +296,7 @@ fn read_lines(cli: &EdgeCli) -> Result<Receiver<Line>, String> {
     std::thread::Builder::new()
         .name("saams-edge-input".into())
         .spawn(move || {
-            for (input, ctx) in inputs.iter().zip(contexts) {
+            for (unit, (input, ctx)) in inputs.iter().zip(contexts).enumerate() {
                 let reader: Box<dyn BufRead> = if input == "-" {
                     Box::new(std::io::stdin().lock())
                 } else {
@@ -287,7 +307,7 @@ fn read_lines(cli: &EdgeCli) -> Result<Receiver<Line>, String> {
                 };
                 for (n, line) in reader.lines().enumerate() {
                     let sent = match line {
-                        Ok(line) => tx.send(Line::Tuple(ctx.clone(), n as u64 + 1, line)),
+                        Ok(line) => tx.send(Line::Tuple(ctx.clone(), unit as u64, n as u64 + 1, line)),
                         Err(e) => return drop(tx.send(Line::Failed(format!("{input}: {e}")))),
                     };
                     if sent.is_err() {
@@ -366,6 +386,25 @@ impl Batches {
     }
 }
 
+/// With `--follow`, the device's follower of the cloud job's control topic (waiting for the
+/// job up to `--cloud-timeout`, `0`: for ever).
+fn following(cli: &EdgeCli, opts: &KafkaOptions) -> Result<Option<Following>, String> {
+    // Checked with or without `--follow`: a bad value is an error either way.
+    let cloud_timeout = match parse_duration_ms(&cli.cloud_timeout)? {
+        0 => None,
+        ms => Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+    };
+    if !cli.follow {
+        return Ok(None);
+    }
+    Ok(Some(Following {
+        follower: Follower::start(opts, &cli.partials_topic, cloud_timeout)?,
+        reached: None,
+        next_at: 0,
+        counts: FollowCounts::default(),
+    }))
+}
+
 /// Run a device until its input ends.
 ///
 /// # Errors
@@ -374,19 +413,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
-    let cloud_timeout = match parse_duration_ms(&cli.cloud_timeout)? {
-        0 => None,
-        ms => Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
-    };
-    let mut following = match cli.follow {
-        true => Some(Following {
-            follower: Follower::start(&opts, &cli.partials_topic, cloud_timeout)?,
-            reached: None,
-            next_at: 0,
-            counts: FollowCounts::default(),
-        }),
-        false => None,
-    };
+    let mut following = following(cli, &opts)?;
     let script = match &following {
         Some(f) => f.follower.script()?,
         None => request_text(cli, &opts)?,
@@ -395,6 +422,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let (mut batches, mut windows) = Batches::open(cli)?;
+    let mut sites = device_sites(cli, &plan)?;
     if cli.resident {
         windows = windows.resident();
     } else if cli.sole_reader {
@@ -409,15 +437,15 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     loop {
         let wait = next_ship.map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(Instant::now()));
         match lines.recv_timeout(wait) {
-            Ok(Line::Tuple(ctx, n, line)) => match ctx.parse_line(n, &line) {
+            Ok(Line::Tuple(ctx, unit, n, line)) => match ctx.parse_line(n, &line) {
                 Ok(Some(_)) if batches.skip > 0 => batches.skip -= 1,
                 Ok(Some(tuple)) => {
                     batches.before_tuple(&shipper, (&plan, &mut windows))?;
                     if let Some(f) = following.as_mut() {
-                        f.before((&mut plan, &mut windows), (&shipper, &mut batches), &tuple)?;
+                        f.before((&mut plan, &mut windows, &mut sites), (&shipper, &mut batches), &tuple)?;
                     }
                     let upto = windows.read_count();
-                    let ships = windows.push(&plan, &tuple);
+                    let ships = push(&plan, (&mut windows, &mut sites), &tuple, ((unit << 40) | n, &cli.device));
                     batches.send(&shipper, ships, (upto, false))?;
                 }
                 Ok(None) => {}
@@ -435,9 +463,15 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         }
     }
     batches.before_tuple(&shipper, (&plan, &mut windows))?;
-    let through = windows.open_end(&plan).unwrap_or(0);
     let upto = windows.read_count();
-    batches.send(&shipper, windows.close(&plan), (upto, false))?;
+    let open_end = windows.open_end(&plan).unwrap_or(0);
+    let last = close_window(&plan, (&mut windows, &mut sites), &cli.device, i64::MAX);
+    // The sites' last messages (expiries) may fall in windows after the last item's.
+    let through = last.iter().fold(open_end, |end, s| match s.body {
+        Body::Data { window, .. } => end.max(window.saturating_add(window_ms as u64)),
+        _ => end,
+    });
+    batches.send(&shipper, last, (upto, false))?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Goodbye { through } })?;
     let follow = following.map_or_else(FollowCounts::default, |f| {
         if f.follower.unreadable() > 0 {
@@ -445,5 +479,55 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         }
         f.counts
     });
-    Ok(EdgeSummary { counts: windows.counts, follow })
+    Ok(EdgeSummary { counts: windows.counts, follow, sites: sites.counts })
+}
+
+/// The monitoring sites of a device (`--monitor-site`).
+fn device_sites(cli: &EdgeCli, plan: &Plan) -> Result<DeviceSites, String> {
+    if cli.state.is_some() && !plan.monitor.monitored.is_empty() {
+        // A restarted device skips what it shipped, but its sites' state holds those items.
+        return Err("--state cannot be used with monitored streams (synopsisID 14) yet: a device restarted \
+             from its state file would skip the items its sites hold"
+            .into());
+    }
+    Ok(DeviceSites::new(cli.monitor_sites.clone()))
+}
+
+/// Take one tuple (`seq`: its unit and line, [`crate::edge::monitor_site`]): its values to the
+/// open window and the monitored streams' sites. When it opens a later window, the shipments
+/// of the window it closed, then the sites' messages sent before the new one.
+fn push(
+    plan: &Plan,
+    (windows, sites): (&mut DeviceWindows, &mut DeviceSites),
+    t: &Tuple,
+    (seq, device): (u64, &str),
+) -> Vec<Shipment> {
+    let (open, late) = (windows.open_seq(), windows.counts.late);
+    let mut ships = windows.push(plan, t);
+    if windows.counts.late > late {
+        return ships;
+    }
+    let Some((now, _)) = windows.open_seq() else { return ships };
+    if open.is_some_and(|(w, _)| w != now) && !sites.is_idle() {
+        let watermark = i64::try_from(now).unwrap_or(i64::MAX);
+        let more = sites.ship(plan, device, watermark, (&ships, open));
+        ships.extend(more);
+    }
+    sites.push(plan, t, (seq, now));
+    ships
+}
+
+/// Close the open window: its shipments, then the sites' messages sent before `watermark`
+/// (`i64::MAX`: the end of the input, every message still due).
+fn close_window(
+    plan: &Plan,
+    (windows, sites): (&mut DeviceWindows, &mut DeviceSites),
+    device: &str,
+    watermark: i64,
+) -> Vec<Shipment> {
+    let open = windows.open_seq();
+    let mut ships = windows.close(plan);
+    let more = sites.ship(plan, device, watermark, (&ships, open));
+    ships.extend(more);
+    ships
 }

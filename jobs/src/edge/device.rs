@@ -404,6 +404,11 @@ impl DeviceWindows {
         out
     }
 
+    /// The window open now (start, ms) and its next shipment's sequence number, if any.
+    pub fn open_seq(&self) -> Option<(u64, u64)> {
+        self.open.as_ref().map(|(w, _)| (*w, self.ship_seq))
+    }
+
     /// The end of the window open now, if any.
     pub fn open_end(&self, plan: &Plan) -> Option<u64> {
         self.open.as_ref().map(|(w, _)| w.saturating_add(plan.routing.window_ms as u64))

@@ -21,6 +21,7 @@ use saams_operators::{Plan, Rec, Val};
 use serde_json::Value as Json;
 
 use super::devices::Devices;
+use super::monitor_site::{SiteOwners, site_recs};
 use super::shipment::{Body, GroupData, GroupShip, Shipment, SynId};
 
 /// Bit 62 marks the sequence numbers of a device's values, above 22 bits of the device id's
@@ -36,6 +37,8 @@ enum Form {
     Whole,
     /// Query views of a group resident on the device.
     View,
+    /// A monitored stream's site messages ([`super::monitor_site`]).
+    Sites,
 }
 
 /// Why a record was refused: the reason (for the dead letter) and whether it came late.
@@ -49,6 +52,8 @@ pub struct Intake {
     /// Per partition: the newest window merged (its watermark: an older window is late, even
     /// inside one poll of records).
     newest: HashMap<i32, u64>,
+    /// Which device runs each monitored stream's site.
+    sites: SiteOwners,
 }
 
 /// The sequence-number base of `device`'s values.
@@ -59,7 +64,7 @@ fn device_base(device: &str) -> u64 {
 impl Intake {
     /// A reader filling `devices`.
     pub fn new(devices: std::sync::Arc<Devices>) -> Intake {
-        Intake { devices, merged: HashMap::new(), newest: HashMap::new() }
+        Intake { devices, merged: HashMap::new(), newest: HashMap::new(), sites: SiteOwners::default() }
     }
 
     /// Read one record of `partition`: `Ok(Some((time, recs)))` to send into the tuple input at event time
@@ -115,9 +120,7 @@ impl Intake {
         let (mut partial_groups, mut raw_groups) = (0, 0);
         let mut read = Vec::new();
         for g in &groups {
-            let checked = to_recs(plan, (device.as_str(), window), base | ship.seq, g, &mut recs)
-                .and_then(|(group, form)| self.one_reader(plan, &device, group, form).map(|()| (group, form)));
-            match checked {
+            match self.group_recs(plan, (window, base | ship.seq), g, &device, &mut recs) {
                 Ok((group, form)) => {
                     read.push((group, form));
                     if form == Form::Raw { raw_groups += 1 } else { partial_groups += 1 }
@@ -151,6 +154,11 @@ impl Intake {
     /// query views: ad-hoc requests for them are refused, naming it).
     fn note_readers(&self, plan: &Plan, device: &str, read: &[(u32, Form)]) {
         for &(group, form) in read {
+            // A monitored stream's site messages: no group of the routing (its sites' owners
+            // are checked by `site_recs`).
+            if form == Form::Sites {
+                continue;
+            }
             let g = &plan.routing.groups[group as usize];
             if !g.stream.is_empty() {
                 self.devices.read_by(group, device, matches!(form, Form::Whole | Form::View));
@@ -167,9 +175,31 @@ impl Intake {
         }
     }
 
+    /// The records of one group of a shipment of `device` (appended to `recs`): its group here
+    /// and its form, checked.
+    fn group_recs(
+        &mut self,
+        plan: &Plan,
+        (window, seq): (u64, u64),
+        g: &GroupShip,
+        device: &str,
+        recs: &mut Vec<Rec>,
+    ) -> Result<(u32, Form), String> {
+        let (group, form) = match &g.data {
+            GroupData::Sites(m) => site_recs(plan, (window, seq), (g, m), (device, &mut self.sites), recs)
+                .map(|group| (group, Form::Sites)),
+            _ => to_recs(plan, (device, window), seq, g, recs),
+        }?;
+        self.one_reader(plan, device, group, form)?;
+        Ok((group, form))
+    }
+
     /// Refuse a whole state of a stream's group that another device shipped first, and a
     /// second device's shipment of a group one device ships whole ([`Devices::one_reader`]).
     fn one_reader(&self, plan: &Plan, device: &str, group: u32, form: Form) -> Result<(), String> {
+        if form == Form::Sites {
+            return Ok(());
+        }
         let Err(first) = self.devices.one_reader(group, device, matches!(form, Form::Whole | Form::View)) else {
             return Ok(());
         };
@@ -274,6 +304,7 @@ fn to_recs(
             recs.push(Rec { group, time, seq, val: Val::Part(part.encode().into_boxed_slice()) });
             Ok((group, Form::Whole))
         }
+        GroupData::Sites(_) => Err("site messages of a group of synopses".into()),
         GroupData::Partials { items, parts } => {
             let mode = plan.routing.groups[group as usize].mode;
             let ordered = plan.routing.groups[group as usize].ordered;

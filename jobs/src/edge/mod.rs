@@ -13,6 +13,8 @@
 //! - [`resume`]: a device's state file, which makes its shipments exactly once across a
 //!   restart;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`);
+//! - [`monitor_site`]: the sites of monitored streams (`synopsisID` 14) a device runs, shipping
+//!   the protocols' messages instead of the items;
 //! - [`reports`]: the processes' device tables, exchanged (`GET /devices` under `-n > 1`).
 //!
 //! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
@@ -24,6 +26,7 @@ pub mod control;
 pub mod device;
 pub mod devices;
 pub mod intake;
+pub mod monitor_site;
 pub mod reports;
 pub mod resident;
 pub mod resume;

@@ -100,6 +100,10 @@ pub enum GroupData {
         /// One view per synopsis of [`GroupShip::synopses`].
         views: Vec<Vec<u8>>,
     },
+    /// The messages of a monitored stream's sites run on the device ([`crate::edge::monitor_site`]):
+    /// each a relayed site message ([`saams_operators::monitor::relay`]), in the order sent.
+    /// [`GroupShip::synopses`] names the monitored stream (kind 14).
+    Sites(Vec<Vec<u8>>),
 }
 
 impl GroupShip {
@@ -233,6 +237,13 @@ fn encode_group(w: &mut Writer, window: u64, g: &GroupShip) {
                 w.len_bytes(blob);
             }
         }
+        GroupData::Sites(messages) => {
+            w.u8(4);
+            w.varint(messages.len() as u64);
+            for m in messages {
+                w.len_bytes(m);
+            }
+        }
         GroupData::Raw(values) => {
             w.u8(1);
             w.varint(values.len() as u64);
@@ -314,6 +325,12 @@ fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
             } else {
                 GroupData::View { items, period_items, views: blobs }
             }
+        }
+        4 => {
+            let count = r.count(1).map_err(e)?;
+            let messages =
+                (0..count).map(|_| r.len_bytes().map(<[u8]>::to_vec).map_err(e)).collect::<Result<_, _>>()?;
+            GroupData::Sites(messages)
         }
         1 => {
             let count = r.count(3).map_err(e)?;

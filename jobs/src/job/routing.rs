@@ -204,6 +204,10 @@ impl Router {
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) -> u64 {
         let window = self.last_window.of(&self.plan.borrow(), time);
+        // A device's site messages go to the monitored streams' path, as their values do.
+        let (monitored, recs): (Vec<Rec>, Vec<Rec>) =
+            recs.into_iter().partition(|r| saams_operators::monitor::monitored_index(r.group).is_some());
+        self.monitor_recs.extend(monitored);
         self.recs.extend(recs);
         self.accept(unit, (line, time), window, input);
         window

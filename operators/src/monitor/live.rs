@@ -125,7 +125,7 @@ impl MonitorPlan {
 }
 
 /// The construct parameters of a monitored stream, as a construct gives them.
-fn monitor_params(spec: &MonitorSpec) -> Vec<Json> {
+pub(crate) fn monitor_params(spec: &MonitorSpec) -> Vec<Json> {
     vec![
         Json::from(format!("{}ms", spec.window_ms)),
         Json::from(spec.epsilon),

@@ -26,8 +26,10 @@ use serde_json::Value as Json;
 use crate::record::Rec;
 
 pub mod coordinator;
+pub mod hosted;
 mod lines;
 pub mod live;
+pub mod relay;
 pub mod sites;
 mod state;
 

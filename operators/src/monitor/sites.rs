@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use saams_monitoring::live::{LiveSite, site_of};
+use saams_monitoring::live::site_of;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
 use timely::dataflow::channels::pact::Exchange;
@@ -15,26 +15,14 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::generic::Operator;
 
 use saams::checkpoint::MonitorState;
-use serde::{Deserialize, Serialize};
 
+use super::hosted::{HostedSite, HostedSites, Refusals, hosted, refusal_reports};
+use super::relay::decode_relayed;
 use super::{MONITOR_FENCE_INDEX, MonitorPlan, SiteOut, state};
 use crate::Plan;
 use crate::ask::{FENCE_GROUP, destination_of, fence_of};
 use crate::checkpoint::BoundaryCopies;
 use crate::record::{Rec, Val};
-
-/// One site's state, and the newest event time it took.
-#[derive(Serialize, Deserialize)]
-pub(super) struct Hosted {
-    site: LiveSite,
-    newest: i64,
-}
-
-/// Items refused, by (event time, monitored stream): each count is sent at its time, so the
-/// coordinator counts it before answering at or after that time, whatever the schedule, and a
-/// checkpoint at `b` holds exactly the refusals of items before `b` (those at or after it are
-/// read, and refused, again).
-type Refusals = BTreeMap<(u64, u32), u64>;
 
 /// Runs the sites of every monitored stream.
 pub trait MonitorSites<'scope> {
@@ -45,27 +33,16 @@ pub trait MonitorSites<'scope> {
     fn monitor_sites(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<(u32, SiteOut)>>;
 }
 
-/// The tracked item of a value: the spec's whole number of a number, or of text that reads as
-/// one.
-fn item(plan: &MonitorPlan, group: u32, val: &Val) -> Option<u64> {
-    let spec = &plan.monitored.get(group as usize)?.spec;
-    match val {
-        Val::Num(x) => spec.item_of(*x),
-        Val::Str(s) => s.trim().parse::<f64>().ok().and_then(|x| spec.item_of(x)),
-        // A device's shipped partial summarizes values of a synopsis' group, never of a monitored
-        // stream (those are routed to the sites, not shipped as partials).
-        Val::Part(_) => None,
-    }
-}
-
 /// Take one incoming batch: the monitored path's fence markers first (the live requests take
 /// effect before any value routed with them is looked at: the marker came first on its
-/// channel), then each value to its site, made at its first value.
+/// channel), then each value to its site, made at its first value, its refusals into `refused`;
+/// the messages of sites run elsewhere (a device's, [`super::relay`]) go to `relayed` with the
+/// time they are taken at.
 fn take_batch(
     shared: &RefCell<Plan>,
     batch: &mut Vec<Rec>,
-    hosted: &mut BTreeMap<(u32, usize), Hosted>,
-    refused: &mut Refusals,
+    sites: &mut HostedSites,
+    (refused, relayed): (&mut Refusals, &mut Vec<(u64, u32, SiteOut)>),
 ) {
     if batch.iter().any(|r| r.group == MONITOR_FENCE_INDEX) {
         let mut plan = shared.borrow_mut();
@@ -80,37 +57,23 @@ fn take_batch(
     for r in batch.drain(..) {
         // A value of a group this worker's plan has not: cannot be (the marker comes first).
         let Some(m) = plan.monitored.get(r.group as usize) else { continue };
-        let key = (r.group, site_of(r.seq, m.spec.sites));
-        let h = match hosted.entry(key) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                let Ok(site) = LiveSite::new(m.config(), m.policy(), key.1) else { continue };
-                v.insert(Hosted { site, newest: i64::MIN })
-            }
-        };
-        let pushed = match item(&plan, r.group, &r.val) {
-            Some(x) if r.time >= 0 => h.site.push(r.time, r.seq, x).is_ok(),
-            _ => false,
-        };
-        if pushed {
-            h.newest = h.newest.max(r.time);
-        } else {
-            *refused.entry((r.time.max(0) as u64, r.group)).or_insert(0) += 1;
+        if let Val::Part(bytes) = &r.val {
+            // The intake checked it decodes; were it not to, the coordinator counts it refused.
+            let (at, out) = decode_relayed(bytes).unwrap_or_else(|_| (r.time, SiteOut::Envelope(Vec::new())));
+            relayed.push((at.max(0) as u64, r.group, out));
+            continue;
+        }
+        if let Some(h) = hosted(sites, (r.group, site_of(r.seq, m.spec.sites)), m) {
+            h.take((&m.spec, r.group), (r.time, r.seq), &r.val, refused);
         }
     }
 }
 
 /// Process every hosted site's events before `to` (`i64::MAX`: the end of the input), its
 /// envelopes into `later` at their send times (never before `now`, the held capability's).
-fn advance_all(
-    hosted: &mut BTreeMap<(u32, usize), Hosted>,
-    to: i64,
-    now: u64,
-    later: &mut BTreeMap<u64, Vec<(u32, SiteOut)>>,
-) {
-    for (&(group, _), h) in hosted.iter_mut() {
-        // The site refuses nothing `push` accepted (it checked every item): nothing to count.
-        for e in h.site.advance_to(to).unwrap_or_default() {
+fn advance_all(sites: &mut HostedSites, to: i64, now: u64, later: &mut BTreeMap<u64, Vec<(u32, SiteOut)>>) {
+    for (&(group, _), h) in sites.iter_mut() {
+        for e in h.advance(to) {
             let t = (e.time.max(0) as u64).max(now);
             later.entry(t).or_default().push((group, SiteOut::Envelope(e.encode())));
         }
@@ -119,36 +82,36 @@ fn advance_all(
 
 /// The checkpoint copies of the hosted sites at boundary `b`, once every one has processed its
 /// events before `b` ([`advance_all`]).
-fn copy_all(hosted: &BTreeMap<(u32, usize), Hosted>, plan: &MonitorPlan, b: u64) -> Vec<MonitorState> {
+fn copy_all(sites: &HostedSites, plan: &MonitorPlan, b: u64) -> Vec<MonitorState> {
     let b = b.min(i64::MAX as u64) as i64;
-    hosted
+    sites
         .iter()
         .filter_map(|(&(group, site), h)| {
             let m = plan.monitored.get(group as usize)?;
-            let site_at_b = h.site.copy_at(b).expect("advanced to the boundary just before");
-            Some(state::encode(group, Some(site as u32), m, &Hosted { site: site_at_b, newest: h.newest }))
+            let at_b = h.copy_at(b).expect("advanced to the boundary just before");
+            Some(state::encode(group, Some(site as u32), m, &at_b))
         })
         .collect()
 }
 
 /// The sites a checkpoint restores on this worker (`me` of `peers`): those it hosts.
-fn restore(plan: &Plan, me: usize, peers: usize) -> BTreeMap<(u32, usize), Hosted> {
+fn restore(plan: &Plan, me: usize, peers: usize) -> HostedSites {
     let mut checkpoints = plan.checkpoints.borrow_mut();
-    let mut hosted = BTreeMap::new();
+    let mut sites = HostedSites::new();
     checkpoints.restored_monitors.retain(|copy| {
         let Some(site) = copy.site.filter(|&s| s as usize % peers == me) else { return true };
         // Checked when the checkpoint was read (`MonitorPlan::check_copy`).
-        if let Ok(h) = plan.monitor.stream_of(copy).and_then(|m| state::decode::<Hosted>(copy, m)) {
-            hosted.insert((copy.group, site as usize), h);
+        if let Ok(h) = plan.monitor.stream_of(copy).and_then(|m| state::decode::<HostedSite>(copy, m)) {
+            sites.insert((copy.group, site as usize), h);
         }
         false
     });
-    hosted
+    sites
 }
 
 /// Check a site's checkpoint copy against monitored stream `m`.
 pub(super) fn check_copy(copy: &MonitorState, m: &super::Monitored) -> Result<(), String> {
-    state::decode::<Hosted>(copy, m).map(|_| ())
+    state::decode::<HostedSite>(copy, m).map(|_| ())
 }
 
 impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
@@ -170,39 +133,36 @@ impl<'scope> MonitorSites<'scope> for Stream<'scope, u64, Vec<Rec>> {
             move |cap, _info| {
                 // Held at the watermark: every message still to send is sent at or after it.
                 let mut held: Option<Capability<u64>> = Some(cap);
-                let mut hosted = restore(&shared.borrow(), me, peers);
+                let mut sites = restore(&shared.borrow(), me, peers);
                 let mut copies = BoundaryCopies::default();
                 move |(input, frontier), output| {
-                    let mut refused = Refusals::new();
+                    let (mut refused, mut relayed) = (Refusals::new(), Vec::new());
                     input.for_each_stamp(|_stamp, data| {
                         for batch in data {
-                            take_batch(&shared, batch, &mut hosted, &mut refused);
+                            take_batch(&shared, batch, &mut sites, (&mut refused, &mut relayed));
                         }
                     });
                     let Some(cap) = held.as_ref() else { return };
                     let done = frontier.is_empty();
                     let watermark = frontier.frontier().iter().min().copied().unwrap_or(u64::MAX);
                     let mut later: BTreeMap<u64, Vec<(u32, SiteOut)>> = BTreeMap::new();
-                    for ((t, group), n) in refused {
-                        later
-                            .entry(t.max(*cap.time()))
-                            .or_default()
-                            .push((group, SiteOut::Stats { refused: n, newest: i64::MIN }));
+                    // Refusals and relayed messages at their time (never before the watermark).
+                    let stamped = refusal_reports(refused).chain(relayed);
+                    for (t, group, out) in stamped {
+                        later.entry(t.max(*cap.time())).or_default().push((group, out));
                     }
                     {
                         let plan = shared.borrow();
                         while let Some(b) = copies.due(&plan.checkpoints, watermark, None) {
-                            advance_all(&mut hosted, b.min(i64::MAX as u64) as i64, *cap.time(), &mut later);
-                            let taken = copy_all(&hosted, &plan.monitor, b);
+                            advance_all(&mut sites, b.min(i64::MAX as u64) as i64, *cap.time(), &mut later);
+                            let taken = copy_all(&sites, &plan.monitor, b);
                             copies.hand_in_monitors(&plan.checkpoints, b, taken);
                         }
                     }
                     let to = if done { i64::MAX } else { watermark.min(i64::MAX as u64) as i64 };
-                    advance_all(&mut hosted, to, *cap.time(), &mut later);
+                    advance_all(&mut sites, to, *cap.time(), &mut later);
                     if done {
-                        let stats = hosted
-                            .iter()
-                            .map(|(&(group, _), h)| (group, SiteOut::Stats { refused: 0, newest: h.newest }));
+                        let stats = sites.iter().map(|(&(group, _), h)| (group, h.final_stats()));
                         output.session(cap).give_iterator(stats);
                     }
                     for (t, messages) in later {
