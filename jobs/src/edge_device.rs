@@ -109,7 +109,7 @@ pub struct EdgeCli {
 
 /// A device reads and writes no snapshot files (a LOAD is merged by the cloud job, which holds
 /// the merged state; the device's partials start empty).
-struct NoSnapshots;
+pub(crate) struct NoSnapshots;
 
 impl SnapshotStore for NoSnapshots {
     fn load(&self, file: &str) -> Result<Vec<u8>, String> {

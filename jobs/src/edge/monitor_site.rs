@@ -276,28 +276,13 @@ mod tests {
     use std::sync::Arc;
 
     use saams::api::request::parse_requests;
-    use saams_operators::plan::SnapshotStore;
 
     use super::*;
-
-    struct NoFiles;
-
-    impl SnapshotStore for NoFiles {
-        fn load(&self, f: &str) -> Result<Vec<u8>, String> {
-            Err(f.into())
-        }
-        fn save(&self, f: &str, _: &[u8]) -> Result<(), String> {
-            Err(f.into())
-        }
-        fn check(&self, f: &str) -> Result<(), String> {
-            Err(f.into())
-        }
-    }
 
     /// A monitor of D/S over 2 sites, W 2 s, in job windows of 1 s.
     fn plan() -> Plan {
         let script = r#"{"streamID":"S","synopsisID":14,"dataSetKey":"D","param":["SlidingWindowMonitor","v","NotQueryable","2s",0.1,0.2,2]}"#;
-        Plan::build(&parse_requests(script), 1, 1000, Arc::new(NoFiles))
+        Plan::build(&parse_requests(script), 1, 1000, Arc::new(crate::edge_device::NoSnapshots))
     }
 
     const T0: i64 = 1_600_000_000_000;
