@@ -9,33 +9,36 @@
 //! same messages whether the sites ran in the job or on the devices, and the words counted are
 //! the words the devices sent.
 //!
-//! Each relayed message carries the time the coordinator takes it at — an envelope's send time,
-//! a refusal report's items' event time — so a device's refusals count in the same answers as
-//! the job's own sites' do (at their item's time, [`super::hosted::Refusals`]).
+//! Each relayed message has the time the coordinator takes it at — an envelope its send time
+//! (in its own bytes: relaying adds a tag and a length, no more), a refusal report its items'
+//! event time — so a device's refusals count in the same answers as the job's own sites' do (at
+//! their item's time, [`super::hosted::Refusals`]).
 //!
 //! ```
 //! use saams_operators::monitor::SiteOut;
 //! use saams_operators::monitor::relay::{decode_relayed, encode_relayed};
-//! for out in [SiteOut::Envelope(vec![1, 2, 3]), SiteOut::Stats { refused: 4, newest: -5 }] {
-//!     assert_eq!(decode_relayed(&encode_relayed(17, &out)), Ok((17, out)));
-//! }
+//! let report = SiteOut::Stats { refused: 4, newest: -5 };
+//! assert_eq!(decode_relayed(&encode_relayed(17, &report)), Ok((17, report)));
+//! // An envelope is taken at its send time: bytes that are none do not decode.
+//! assert!(decode_relayed(&encode_relayed(17, &SiteOut::Envelope(vec![1, 2, 3]))).is_err());
 //! assert!(decode_relayed(&[7]).is_err());
 //! ```
 
 use saams::api::monitor::SLIDING_WINDOW_MONITOR_ID;
 use saams::codec::{Reader, Writer};
+use saams_monitoring::fallback::Envelope;
 use serde_json::Value as Json;
 
 use super::{MonitorPlan, SiteOut};
 
-/// The bytes of a relayed site message taken at event time `at`: a tag (0 an envelope, 1 the
-/// site's bookkeeping), the time and the message's fields.
+/// The bytes of a relayed site message: a tag (0 an envelope, 1 the site's bookkeeping) and the
+/// message's fields; bookkeeping with `at`, the event time of the items it counts (an envelope is
+/// taken at its send time, which its bytes hold: `at` is not written for it).
 pub fn encode_relayed(at: i64, out: &SiteOut) -> Vec<u8> {
     let mut w = Writer::new();
     match out {
         SiteOut::Envelope(bytes) => {
             w.u8(0);
-            w.i64(at);
             w.len_bytes(bytes);
         }
         SiteOut::Stats { refused, newest } => {
@@ -51,19 +54,24 @@ pub fn encode_relayed(at: i64, out: &SiteOut) -> Vec<u8> {
 /// Read a relayed site message: the time it is taken at, and the message.
 ///
 /// # Errors
-/// Bytes [`encode_relayed`] did not make (the envelope inside is checked by the coordinator).
+/// Bytes [`encode_relayed`] did not make, an envelope that does not decode.
 pub fn decode_relayed(bytes: &[u8]) -> Result<(i64, SiteOut), String> {
     let e = |e: saams::SynopsisError| format!("relayed site message: {e}");
     let mut r = Reader::new(bytes);
-    let tag = r.u8().map_err(e)?;
-    let at = r.i64().map_err(e)?;
-    let out = match tag {
-        0 => SiteOut::Envelope(r.len_bytes().map_err(e)?.to_vec()),
-        1 => SiteOut::Stats { refused: r.varint().map_err(e)?, newest: r.i64().map_err(e)? },
+    let relayed = match r.u8().map_err(e)? {
+        0 => {
+            let envelope = r.len_bytes().map_err(e)?.to_vec();
+            let sent = Envelope::decode(&envelope).map_err(|e| format!("relayed site message: {e}"))?.time;
+            (sent, SiteOut::Envelope(envelope))
+        }
+        1 => {
+            let at = r.i64().map_err(e)?;
+            (at, SiteOut::Stats { refused: r.varint().map_err(e)?, newest: r.i64().map_err(e)? })
+        }
         k => return Err(format!("relayed site message: unknown tag {k}")),
     };
     r.finish().map_err(e)?;
-    Ok((at, out))
+    Ok(relayed)
 }
 
 /// The sending site and send time of an envelope's bytes (what a cloud job checks of a
@@ -72,7 +80,7 @@ pub fn decode_relayed(bytes: &[u8]) -> Result<(i64, SiteOut), String> {
 /// # Errors
 /// Bytes that are no envelope.
 pub fn envelope_site_time(bytes: &[u8]) -> Result<(u32, i64), String> {
-    let e = saams_monitoring::fallback::Envelope::decode(bytes).map_err(|e| e.to_string())?;
+    let e = Envelope::decode(bytes).map_err(|e| e.to_string())?;
     Ok((e.site, e.time))
 }
 
