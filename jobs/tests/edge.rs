@@ -298,21 +298,9 @@ fn span(line: &str) -> (String, String) {
     (text("start"), text("end"))
 }
 
-/// How far the cloud job at `addr` has merged each of `devices` (their `lastWindow`).
-fn merged_through(addr: &str, devices: &[&str]) -> Vec<Option<u64>> {
-    let table: serde_json::Value = serde_json::from_str(&http_get(addr, "/devices")).expect("JSON");
-    let rows = table["devices"].as_array().cloned().unwrap_or_default();
-    let window = |d: &str| rows.iter().find(|r| r["device"] == d).and_then(|r| r["lastWindow"].as_u64());
-    devices.iter().map(|d| window(d)).collect()
-}
-
 /// Wait until the cloud job at `addr` has merged a window of every device at or after `from`.
 fn wait_merged(addr: &str, from: u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while merged_through(addr, &["dev0", "dev1"]).iter().any(|w| w.is_none_or(|w| w < from)) {
-        assert!(Instant::now() < deadline, "the devices' windows were not merged: {}", http_get(addr, "/devices"));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    edge_common::wait_merged(|| http_get(addr, "/devices"), &["dev0", "dev1"], from);
 }
 
 #[test]
@@ -322,17 +310,15 @@ fn live_requests_reach_running_devices_at_their_fences() {
     let dir = tmp("live");
     let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
     let topic = unique("edge-live");
-    let mut cloud = Command::new(SAAMS)
-        .args(["--requests", &requests(), "--window", "10s", "-w", "2", "--progress", "0"])
-        .args(["--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest", "--partitions", "4"])
-        .args(["--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams");
+    let (mut cloud, texts) = edge_common::spawn_with_texts(
+        Command::new(SAAMS)
+            .args(["--requests", &requests(), "--window", "10s", "-w", "2", "--progress", "0"])
+            .args(["--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest", "--partitions", "4"])
+            .args(["--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"]),
+        &files,
+    );
     let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
-    let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples")).collect();
-    let mut devices: Vec<(Child, std::process::ChildStdin, Vec<&str>)> = texts
+    let mut devices: Vec<edge_common::Fed> = texts
         .iter()
         .enumerate()
         .map(|(i, text)| {
@@ -347,16 +333,7 @@ fn live_requests_reach_running_devices_at_their_fences() {
             (child, stdin, text.lines().collect())
         })
         .collect();
-    let mut feed = |part: usize| {
-        for (_, stdin, lines) in &mut devices {
-            let third = lines.len() / 3;
-            let end = if part == 2 { lines.len() } else { (part + 1) * third };
-            for line in &lines[part * third..end] {
-                writeln!(stdin, "{line}").expect("feed the device");
-            }
-            stdin.flush().expect("flush");
-        }
-    };
+    let mut feed = |part: usize| edge_common::feed_third(&mut devices, part, 2);
     feed(0);
     // Mid-stream: both devices have shipped windows, and their inputs go on after the request.
     wait_merged(&addr, 0);

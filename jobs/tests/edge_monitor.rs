@@ -7,35 +7,35 @@
 //! live while two devices `--follow` the job. Against a real Kafka-protocol broker
 //! (`SAAMS_KAFKA_BROKERS`); where the variable was unset at build time the tests show as ignored.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 use serde_json::Value;
 
+mod edge_common;
 mod http_common;
-#[allow(dead_code)] // the devices produce the data (replay_into, read_topic are not used)
+#[allow(dead_code)] // the devices produce the data (replay_into is not used)
 mod kafka_common;
+use edge_common::{Edge, figure, sorted_without_devices};
 use kafka_common::{check, declared_broker, unique};
 
-const SAAMS: &str = env!("CARGO_BIN_EXE_saams");
-const EDGE: &str = env!("CARGO_BIN_EXE_saams-edge");
-const WINDOW: &str = "1m";
+const WINDOW: &str = "60s";
 const START_MS: i64 = 1_600_000_000_000;
 const TUPLES: i64 = 120_000;
 /// Event-time ms between two tuples.
 const STEP: i64 = 10;
+/// One tuple in this many has a price that is no number.
+const REFUSED_EVERY: i64 = 997;
 
+/// A fresh temporary directory for the test `name`.
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("saams-edge-monitor-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create temp dir");
-    d
+    edge_common::tmp("edge-monitor", name)
 }
 
 /// A hundred tuples a second of stream `S` (before `renamed_before`: of stream `X`, so a monitor of
-/// `S` in a request file starts there), prices from a small skewed set.
+/// `S` in a request file starts there), prices from a small skewed set, one in
+/// [`REFUSED_EVERY`] no number.
 fn write_data(path: &Path, renamed_before: i64) {
     let mut text = String::new();
     let mut x: u64 = 11;
@@ -45,6 +45,8 @@ fn write_data(path: &Path, renamed_before: i64) {
         let price = [10, 10, 10, 10, 11, 12, 13, 14, 20, 25][(x >> 33) as usize % 10] + (x >> 20) % 3;
         let stream = if t < renamed_before { "X" } else { "S" };
         let ts = saams::api::time::format_timestamp(t);
+        // Now and then a price no site takes: refused, counted at its time.
+        let price = if i % REFUSED_EVERY == REFUSED_EVERY - 1 { "\"n/a\"".to_string() } else { price.to_string() };
         text.push_str(&format!(
             "{{\"streamID\":\"{stream}\",\"dataSetKey\":\"D\",\"timestamp\":\"{ts}\",\"price\":{price}}}\n"
         ));
@@ -90,30 +92,9 @@ fn split(dir: &Path, all: &Path, n: usize) -> Vec<PathBuf> {
         .collect()
 }
 
-fn sorted(out: &[u8]) -> Vec<String> {
-    let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
-    lines.sort();
-    lines
-}
-
-/// An answer of the cloud job without its `devices` field.
-fn without_devices(line: &str) -> String {
-    match line.rfind(",\"devices\":[") {
-        Some(at) => format!("{}}}", &line[..at]),
-        None => line.to_string(),
-    }
-}
-
-/// The answers of one job reading `data` with the sites in the job.
-fn cloud_only(requests: &Path, data: &Path) -> Vec<String> {
-    let out = Command::new(SAAMS)
-        .args(["--window", WINDOW, "-w", "1", "--progress", "0", "--requests"])
-        .arg(requests)
-        .arg("--data")
-        .arg(data)
-        .output()
-        .expect("run saams");
-    sorted(&check(out, "saams over the file").stdout)
+/// The setting of the script at `requests`.
+fn setting_of(requests: &Path) -> Edge {
+    Edge::of_script(requests.to_str().expect("a UTF-8 path"), WINDOW)
 }
 
 /// Run device `id` over `data` to partition `partition`, running monitor sites `sites`.
@@ -121,39 +102,12 @@ fn device(
     brokers: &str,
     topic: &str,
     (id, partition): (&str, usize),
-    (requests, data): (&Path, &Path),
+    (edge, data): (&Edge, &Path),
     sites: &[usize],
 ) -> Output {
-    let mut cmd = Command::new(EDGE);
-    cmd.args(["--device", id, "--brokers", brokers, "--partials-topic", topic, "--window", WINDOW])
-        .args(["--partition", &partition.to_string(), "--requests"])
-        .arg(requests)
-        .arg("--data")
-        .arg(data);
-    for s in sites {
-        cmd.args(["--monitor-site", &s.to_string()]);
-    }
-    check(cmd.output().expect("run saams-edge"), "saams-edge")
-}
-
-/// The cloud job over `topic`, to the end of what the devices shipped.
-fn cloud(brokers: &str, topic: &str, requests: &Path) -> Output {
-    let out = Command::new(SAAMS)
-        .args(["--window", WINDOW, "-w", "2", "--progress", "0", "--requests"])
-        .arg(requests)
-        .args(["--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
-        .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4"])
-        .output()
-        .expect("run saams");
-    check(out, "saams --partials-topic")
-}
-
-/// A figure of a `key=value` summary line on stderr starting with `prefix`.
-fn figure(out: &Output, prefix: &str, key: &str) -> u64 {
-    let err = String::from_utf8_lossy(&out.stderr);
-    let line = err.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no `{prefix}` line in {err}"));
-    let field = line.split(' ').find_map(|kv| kv.strip_prefix(&format!("{key}="))).expect("the figure");
-    field.parse().expect("a number")
+    let chosen: Vec<String> = sites.iter().flat_map(|s| ["--monitor-site".to_string(), s.to_string()]).collect();
+    let extra: Vec<&str> = chosen.iter().map(String::as_str).collect();
+    edge.device(brokers, topic, (id, partition), data, &extra)
 }
 
 /// What the sites sent, as the newest continuous count answer says: messages and words.
@@ -181,6 +135,10 @@ fn check_monitor(answers: &[String], expected: &[String], devices: &[Output]) {
     let (items, messages, words) = shipped(devices);
     assert_eq!(sent(answers), (messages, words), "the coordinator counted what the devices sent");
     assert!(words < items, "the protocol ran: {words} words for {items} items");
+    let refused = |l: &&String| serde_json::from_str::<Value>(l).expect("JSON")["refused"].as_u64();
+    let counted = monitor.iter().filter_map(refused).max().unwrap_or(0);
+    let by_devices: u64 = devices.iter().map(|d| figure(d, "edge ", "monitor_refused")).sum();
+    assert!(counted > 0 && counted <= by_devices, "refusals counted: {counted} of the devices' {by_devices}");
     for d in devices {
         let (bytes, raw) = (figure(d, "edge ", "monitor_shipped_bytes"), figure(d, "edge ", "monitor_raw_bytes"));
         assert!(bytes > 0 && raw > 0, "bytes shipped and raw counted: {bytes} {raw}");
@@ -198,7 +156,8 @@ fn devices_answer_as_the_job(n: usize, sites: usize) {
     let mut lines: Vec<String> = COUNT_MIN.iter().map(|s| s.to_string()).collect();
     lines.extend(monitor(sites));
     write_requests(&requests, &lines);
-    let expected = cloud_only(&requests, &all);
+    let edge = setting_of(&requests);
+    let expected = edge.raw_run_of(&all);
     let topic = unique("edge-monitor");
     let files = if n == 1 { vec![all.clone()] } else { split(&dir, &all, n) };
     let outs: Vec<Output> = files
@@ -206,16 +165,12 @@ fn devices_answer_as_the_job(n: usize, sites: usize) {
         .enumerate()
         .map(|(i, file)| {
             let mine: Vec<usize> = if n == 1 { Vec::new() } else { vec![(i + 1) % sites] };
-            device(&brokers, &topic, (&format!("dev{i}"), i), (&requests, file), &mine)
+            device(&brokers, &topic, (&format!("dev{i}"), i), (&edge, file), &mine)
         })
         .collect();
-    let out = cloud(&brokers, &topic, &requests);
+    let out = edge.cloud(&brokers, &topic, &dir, &[]);
     assert_eq!(figure(&out, "summary ", "dead_letters"), 0, "{}", String::from_utf8_lossy(&out.stderr));
-    let answers: Vec<String> = {
-        let mut a: Vec<String> = sorted(&out.stdout).iter().map(|l| without_devices(l)).collect();
-        a.sort();
-        a
-    };
+    let answers = sorted_without_devices(&out.stdout);
     check_monitor(&answers, &expected, &outs);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -232,22 +187,6 @@ fn two_devices_one_site_each_answer_as_the_job() {
     devices_answer_as_the_job(2, 2);
 }
 
-/// How far the cloud job at `addr` has merged each device of `devices`.
-fn wait_merged(addr: &str, devices: &[&str], from: u64) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let (_, body) = http_common::call(addr, "GET", "/devices", "");
-        let table: Value = serde_json::from_str(&body).expect("JSON");
-        let rows = table["devices"].as_array().cloned().unwrap_or_default();
-        let window = |d: &str| rows.iter().find(|r| r["device"] == d).and_then(|r| r["lastWindow"].as_u64());
-        if devices.iter().all(|d| window(d).is_some_and(|w| w >= from)) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the devices' windows were not merged: {body}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
@@ -259,46 +198,27 @@ fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
     let requests = dir.join("requests.json");
     write_requests(&requests, &COUNT_MIN.map(str::to_string));
     let topic = unique("edge-monitor-live");
-    let mut cloud = Command::new(SAAMS)
-        .args(["--window", WINDOW, "-w", "2", "--progress", "0", "--requests"])
-        .arg(&requests)
-        .args(["--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest", "--partitions", "4"])
-        .args(["--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams");
+    let edge = setting_of(&requests);
+    let mut base = edge.cloud_base(&brokers, &topic);
+    let live = ["--partitions", "4", "--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"];
+    let (mut cloud, texts) = edge_common::spawn_with_texts(base.args(live), &files);
     let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
-    let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples")).collect();
-    let mut devices: Vec<(Child, ChildStdin, Vec<&str>)> = texts
+    let mut devices: Vec<edge_common::Fed> = texts
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            let mut child = Command::new(EDGE)
-                .args(["--device", &format!("dev{i}"), "--brokers", &brokers, "--partials-topic", &topic, "--follow"])
-                .args(["--window", WINDOW, "--partition", &i.to_string(), "--data", "-"])
-                .args(["--monitor-site", &((i + 1) % 2).to_string()])
-                .stdin(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start saams-edge");
+            let site = ((i + 1) % 2).to_string();
+            let extra = ["--follow", "--monitor-site", &site];
+            let mut child = edge.device_on_stdin(&brokers, &topic, (&format!("dev{i}"), i), &extra);
             let stdin = child.stdin.take().expect("its stdin");
             (child, stdin, text.lines().collect())
         })
         .collect();
-    let mut feed = |part: usize| {
-        for (_, stdin, lines) in &mut devices {
-            let third = lines.len() / 3;
-            let end = if part == 1 { lines.len() } else { third };
-            for line in &lines[part * third..end] {
-                writeln!(stdin, "{line}").expect("feed the device");
-            }
-            stdin.flush().expect("flush");
-        }
-    };
+    let mut feed = |part: usize| edge_common::feed_third(&mut devices, part, 1);
     feed(0);
     // Mid-stream: both devices have shipped windows, and their inputs go on after the request.
-    wait_merged(&addr, &["dev0", "dev1"], START_MS as u64);
+    let devices_table = || http_common::call(&addr, "GET", "/devices", "").1;
+    edge_common::wait_merged(devices_table, &["dev0", "dev1"], START_MS as u64);
     let (status, text) = http_common::call(&addr, "POST", "/requests", &format!("[{}]", monitor(2).join(",")));
     assert_eq!(status, 200, "{text}");
     let ack: Value = serde_json::from_str(text.lines().next().expect("an ack")).expect("JSON");
@@ -317,15 +237,10 @@ fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
     }
     let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
     let monitor_answers = |lines: Vec<String>| -> Vec<String> {
-        let mut a: Vec<String> = lines
-            .iter()
-            .filter(|l| l.contains(r#""kind":"SlidingWindowMonitor""#) && !l.contains("\"accepted\""))
-            .map(|l| without_devices(l))
-            .collect();
-        a.sort();
-        a
+        let monitor = |l: &String| l.contains(r#""kind":"SlidingWindowMonitor""#) && !l.contains("\"accepted\"");
+        lines.into_iter().filter(monitor).collect()
     };
-    let answers = monitor_answers(sorted(&out.stdout));
+    let answers = monitor_answers(sorted_without_devices(&out.stdout));
     // One job over the file with the monitor in its script, whose stream `S` starts at the
     // fence (the lines, and so each value's site, are the same).
     let from_fence = dir.join("from-fence.json");
@@ -334,7 +249,7 @@ fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
     let mut lines: Vec<String> = COUNT_MIN.iter().map(|s| s.to_string()).collect();
     lines.extend(monitor(2));
     write_requests(&with_monitor, &lines);
-    let expected = monitor_answers(cloud_only(&with_monitor, &from_fence));
+    let expected = monitor_answers(setting_of(&with_monitor).raw_run_of(&from_fence));
     assert!(fence > START_MS && fence < START_MS + TUPLES * STEP / 2, "the fence is mid-stream: {fence}");
     check_monitor(&answers, &expected, &outs);
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,6 +1,6 @@
 //! Helpers shared by the tests that run `saams-edge` devices and a cloud job (`saams
-//! --partials-topic`) against a real broker (`edge.rs`, `edge_whole.rs`): generated tuples split
-//! over devices, the devices (to their input's end, or fed and left running to be killed), the
+//! --partials-topic`) against a real broker (`edge.rs`, `edge_whole.rs`, `edge_cloud.rs`,
+//! `edge_monitor.rs`): generated tuples split over devices, the devices (to their input's end, or fed and left running to be killed), the
 //! cloud job, the raw run whose answers the cloud's must equal, and the figures of their summary
 //! lines. A test file declares `mod kafka_common;` beside `mod edge_common;` (this module reads
 //! topics and checks commands through it).
@@ -68,12 +68,61 @@ pub fn without_devices(line: &str) -> (String, Vec<String>) {
     (format!("{}}}", &line[..at]), names)
 }
 
+/// The lines of `out` without the `devices` fields of those that name them (a monitor's answers
+/// name none), sorted.
+pub fn sorted_without_devices(out: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> =
+        sorted(out).into_iter().map(|l| if l.contains(",\"devices\":[") { without_devices(&l).0 } else { l }).collect();
+    lines.sort();
+    lines
+}
+
 /// The cloud job's answers without their `devices` fields (sorted), and every answer's devices.
 pub fn answers_and_devices(out: &Output) -> (Vec<String>, Vec<(String, Vec<String>)>) {
     let named: Vec<(String, Vec<String>)> = sorted(&out.stdout).iter().map(|l| without_devices(l)).collect();
     let mut answers: Vec<String> = named.iter().map(|(a, _)| a.clone()).collect();
     answers.sort();
     (answers, named)
+}
+
+/// Start the cloud job `command` with its outputs piped (its address and answers are read),
+/// and the text of each of `files` (what its devices are to be fed).
+pub fn spawn_with_texts(command: &mut Command, files: &[PathBuf]) -> (Child, Vec<String>) {
+    let cloud = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start saams");
+    (cloud, files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples")).collect())
+}
+
+/// Devices fed on their standard input: each child, its stdin and the lines it is to read.
+pub type Fed<'a> = (Child, std::process::ChildStdin, Vec<&'a str>);
+
+/// Feed each device of `devices` part `part` of its lines, cut in thirds (the last part,
+/// `last`, runs to the end).
+pub fn feed_third(devices: &mut [Fed<'_>], part: usize, last: usize) {
+    for (_, stdin, lines) in devices {
+        let third = lines.len() / 3;
+        let end = if part == last { lines.len() } else { (part + 1) * third };
+        for line in &lines[part * third..end] {
+            writeln!(stdin, "{line}").expect("feed the device");
+        }
+        stdin.flush().expect("flush");
+    }
+}
+
+/// Wait (up to 2 min) until `devices_table()`, a `GET /devices` reply of the cloud job, shows a
+/// merged window (`lastWindow`) at or after `from` for each of `devices`.
+pub fn wait_merged(devices_table: impl Fn() -> String, devices: &[&str], from: u64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let body = devices_table();
+        let table: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let rows = table["devices"].as_array().cloned().unwrap_or_default();
+        let window = |d: &str| rows.iter().find(|r| r["device"] == d).and_then(|r| r["lastWindow"].as_u64());
+        if devices.iter().all(|d| window(d).is_some_and(|w| w >= from)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the devices' windows were not merged: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A figure of a `key=value` summary line on stderr starting with `prefix`.
@@ -99,8 +148,13 @@ impl Edge {
     /// The setting of the script `requests` (a path in the repository) with windows of `window_s`
     /// seconds.
     pub fn new(requests: &str, window: &'static str) -> Edge {
+        Edge::of_script(&repo(requests), window)
+    }
+
+    /// The setting of the script at `requests` (any path) with windows of `window_s` seconds.
+    pub fn of_script(requests: &str, window: &'static str) -> Edge {
         let secs: u64 = window.strip_suffix('s').and_then(|s| s.parse().ok()).expect("a window in seconds");
-        Edge { requests: repo(requests), window, window_ms: secs * 1000 }
+        Edge { requests: requests.to_string(), window, window_ms: secs * 1000 }
     }
 
     /// The job window (start, ms of the day) of a generated tuple line (its `time` field).
@@ -112,9 +166,14 @@ impl Edge {
 
     /// The answers of one job reading every tuple of `dir/all.json`, sorted.
     pub fn raw_run(&self, dir: &Path) -> Vec<String> {
+        self.raw_run_of(&dir.join("all.json"))
+    }
+
+    /// The answers of one job reading every tuple of `data`, sorted.
+    pub fn raw_run_of(&self, data: &Path) -> Vec<String> {
         let out = Command::new(SAAMS)
             .args(["--requests", &self.requests, "--window", self.window, "-w", "1", "--progress", "0", "--data"])
-            .arg(dir.join("all.json"))
+            .arg(data)
             .output()
             .expect("run saams");
         sorted(&check(out, "saams over the file").stdout)
