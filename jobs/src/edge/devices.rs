@@ -329,7 +329,7 @@ impl Devices {
         devices.sort_by(|a, b| {
             (a["device"].as_str(), a["process"].as_u64()).cmp(&(b["device"].as_str(), b["process"].as_u64()))
         });
-        resident.sort_by(|a, b| a.to_string().cmp(&b.to_string()));
+        resident.sort_by_key(|a| a.to_string());
         resident.dedup();
         json!({ "devices": devices, "unreadable": unreadable, "resident": resident })
     }
