@@ -138,15 +138,6 @@ pub(crate) fn special_bytes_16(w: [u8; 16]) -> u32 {
     }
 }
 
-/// The high bit of every byte of `x` that is `c`, and no other bit (an exact test: no borrow or
-/// carry crosses bytes, so a `-` after a comma is not flagged).
-#[inline]
-pub(crate) fn byte_matches(x: u64, c: u8) -> u64 {
-    const LOW7: u64 = u64::from_le_bytes([0x7f; 8]);
-    let y = x ^ u64::from_le_bytes([c; 8]);
-    !(((y & LOW7) + LOW7) | y | LOW7)
-}
-
 /// Every byte `'0'` (a digit XOR this is its value).
 pub(crate) const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
 /// The high bit of every byte.
@@ -168,7 +159,7 @@ pub(crate) fn above_nine(x: u64) -> u64 {
 /// groups (digits into pairs, pairs into fours, fours into eight), as in simdjson's
 /// `parse_eight_digits_unrolled`.
 #[inline(always)]
-fn eight_digits(x: u64) -> u64 {
+pub(crate) fn eight_digits(x: u64) -> u64 {
     let x = x * 10 + (x >> 8);
     let x = (x & 0x00ff_00ff_00ff_00ff) * 100 + (x >> 16 & 0x00ff_00ff_00ff_00ff);
     ((x & 0x0000_ffff_0000_ffff) * 10_000 + (x >> 32 & 0x0000_ffff)) & 0xffff_ffff

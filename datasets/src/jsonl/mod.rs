@@ -14,7 +14,9 @@ use saams::api::time::civil_from_days;
 
 use crate::error::ParseError;
 
+mod flat;
 mod parse;
+mod reference;
 mod values;
 
 pub use crate::tuple_pool::recycle;

@@ -1,0 +1,236 @@
+//! The first fast path of the JSON-lines parser: a line exactly as `write_reference_json` (and
+//! the reference system) writes it, its fixed part compared sixteen bytes at a time.
+//!
+//! Why: the reference form's fixed part (`{"streamID":"…","objectID":null,"dataSetKey":"…",
+//! "date":"…","time":"…"`) is the same literals on every line, and the date nearly always the
+//! previous line's; matching the literals as words and the date with its surrounding literals
+//! against the last line's (30 bytes, two compares) leaves the scan of the two ids, the time and
+//! the value fields. Any difference (key order, spaces, a reserved key among the values, another
+//! date form) gives `None`, and the general flat path decides.
+
+use saams::Value;
+use saams::api::Tuple;
+
+use super::flat::{
+    Key, between, classify, flat_string, number_at, seen_before, skip_ws, string_at, word_from, word_number,
+};
+use super::values::{same_key, set_text, time_of_day};
+use crate::fields::trim;
+
+/// `N` bytes of `s` as the low bytes of a word (a literal to compare with a line's 16 bytes).
+const fn literal(s: &[u8]) -> u128 {
+    let mut x = 0u128;
+    let mut k = s.len();
+    while k > 0 {
+        k -= 1;
+        x = x << 8 | s[k] as u128;
+    }
+    x
+}
+
+/// The low `n` bytes of a word.
+const fn low_bytes(n: u32) -> u128 {
+    if n >= 16 { u128::MAX } else { (1u128 << (8 * n)) - 1 }
+}
+
+/// A line's first 13 bytes.
+const HEAD: &[u8] = b"{\"streamID\":\"";
+/// The 32 bytes from the stream id's closing quote to the dataset key's first byte, as two words.
+const OBJECT: (&[u8], &[u8]) = b"\",\"objectID\":null,\"dataSetKey\":\"".split_at(16);
+/// From the dataset key's closing quote: the date's literal (10 bytes), the date (10), the
+/// time's literal (10).
+const DATE: &[u8] = b"\",\"date\":\"";
+const TIME: &[u8] = b"\",\"time\":\"";
+
+/// The 16 bytes of `b` from `i` as a word (byte `i` lowest).
+#[inline(always)]
+fn word_at(b: &[u8], i: usize) -> Option<u128> {
+    Some(u128::from_le_bytes(*b.get(i..)?.first_chunk::<16>()?))
+}
+
+thread_local! {
+    /// The 30 bytes from the dataset key's closing quote to the time (the date's literal, the
+    /// date, the time's literal) of the last reference line whose date was converted on this
+    /// thread, as two words (the second's top two bytes zero), and the date's days.
+    static LAST_DATE: std::cell::Cell<(u128, u128, i64)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
+/// Days since the epoch of the date at `q + 10` (`q`: the dataset key's closing quote), with the
+/// literals around it checked: the same as reading the date as a string and converting it with
+/// [`crate::fields::date_days`], remembering the last one converted (consecutive tuples of a
+/// file nearly always share their date, and converting it was ~3 % of ingest). `None` for a date
+/// of another length, or bytes that end or break a string in it (the general path decides).
+#[inline(always)]
+fn date_days_at(line: &str, q: usize) -> Option<i64> {
+    let b = line.as_bytes();
+    let (lo, hi) = (word_at(b, q)?, word_at(b, q + 16)? & low_bytes(14));
+    // Never the initial zeros: `b[q]` is a quote.
+    let (last_lo, last_hi, days) = LAST_DATE.get();
+    if lo == last_lo && hi == last_hi {
+        return Some(days);
+    }
+    let date = between(line, q + 10, q + 20)?;
+    let plain = !date.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20);
+    if lo & low_bytes(10) != literal(DATE) || hi >> 32 != literal(TIME) || !plain {
+        return None;
+    }
+    let days = crate::fields::date_days(trim(date))?;
+    LAST_DATE.set((lo, hi, days));
+    Some(days)
+}
+
+/// Milliseconds since midnight of the time at `b[i..]` (after its opening quote), `HH:mm:ss` or
+/// `HH:mm:ss.fff`, read in place, and the index after its closing quote; other forms through the
+/// string scan and [`time_of_day`] (the same values).
+#[inline(always)]
+fn time_at(line: &str, i: usize) -> Option<(i64, usize)> {
+    let b = line.as_bytes();
+    let (h, m, s) = crate::fields::hh_mm_ss(*b.get(i..)?.first_chunk::<8>()?).unwrap_or((99, 0, 0));
+    let (ms, end) = match b.get(i + 8..).and_then(<[u8]>::first_chunk::<5>) {
+        Some([b'"', ..]) => (0, i + 9),
+        Some(&[b'.', f0 @ b'0'..=b'9', f1 @ b'0'..=b'9', f2 @ b'0'..=b'9', b'"']) => {
+            (u32::from(f0 - b'0') * 100 + u32::from(f1 - b'0') * 10 + u32::from(f2 - b'0'), i + 13)
+        }
+        _ => return other_time_at(line, i),
+    };
+    if h >= 24 || m >= 60 || s >= 61 {
+        return other_time_at(line, i);
+    }
+    Some((((i64::from(h) * 60 + i64::from(m)) * 60 + i64::from(s)) * 1000 + i64::from(ms), end))
+}
+
+/// [`time_at`] for the forms it does not read in place.
+#[inline(never)]
+fn other_time_at(line: &str, i: usize) -> Option<(i64, usize)> {
+    let (time, end) = string_at(line, i - 1)?;
+    Some((time_of_day(time)?, end))
+}
+
+/// The index of the quote closing the string whose first byte is `b[i]` (no escapes in it), by
+/// one 16-byte test for a short string; longer ones through [`flat_string`].
+#[inline(always)]
+fn closing_quote(line: &str, i: usize) -> Option<usize> {
+    let b = line.as_bytes();
+    #[cfg(target_arch = "x86_64")]
+    if let Some(&w) = b.get(i..).and_then(<[u8]>::first_chunk::<16>) {
+        let special = crate::fields::special_bytes_16(w);
+        if special != 0 {
+            let j = i + special.trailing_zeros() as usize;
+            return (b[j] == b'"').then_some(j);
+        }
+    }
+    flat_string(line, i - 1).map(|(_, end)| end - 1)
+}
+
+/// Parse a line in the reference form into `t` (see the [module docs](self)); `None` leaves the
+/// line to the general flat path. Same tuple as that path wherever both succeed.
+pub(super) fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
+    let b = line.as_bytes();
+    if word_at(b, 0)? & low_bytes(13) != literal(HEAD) {
+        return None;
+    }
+    let stream_end = closing_quote(line, 13)?;
+    let dataset_start = stream_end + 32;
+    if word_at(b, stream_end)? != literal(OBJECT.0) || word_at(b, stream_end + 16)? != literal(OBJECT.1) {
+        return None;
+    }
+    let dataset_end = closing_quote(line, dataset_start)?;
+    let days = date_days_at(line, dataset_end)?;
+    let (ms, mut i) = time_at(line, dataset_end + 30)?;
+    let n = value_fields(line, &mut i, t)?;
+    if i + 1 != b.len() && skip_ws(b, i + 1) != b.len() {
+        return None;
+    }
+    t.fields.truncate(n);
+    set_text(&mut t.stream_id, between(line, 13, stream_end)?, b);
+    set_text(&mut t.dataset_key, between(line, dataset_start, dataset_end)?, b);
+    t.time_ms = Some(days * 86_400_000 + ms);
+    Some(())
+}
+
+/// The value fields from `b[*i]` to the closing brace (where `*i` is left), written over `t`'s
+/// first fields in place (names and text values reuse their buffers); their number.
+#[inline(always)]
+fn value_fields(line: &str, i: &mut usize, t: &mut Tuple) -> Option<usize> {
+    let b = line.as_bytes();
+    let mut n = 0;
+    loop {
+        match b.get(*i)? {
+            b'}' => return Some(n),
+            b',' if b.get(*i + 1) == Some(&b'"') => {}
+            _ => return None,
+        }
+        let key_end = closing_quote(line, *i + 2)?;
+        let key = between(line, *i + 2, key_end)?;
+        *i = key_end + 2;
+        if b.get(key_end + 1) != Some(&b':')
+            || classify(key.as_bytes()) != Key::Field
+            || seen_before(&t.fields[..n], key)
+        {
+            return None;
+        }
+        let value = match b.get(*i)? {
+            &c @ (b'-' | b'0'..=b'9') => {
+                let j = *i + usize::from(c == b'-');
+                let (x, j) = match word_from(b, j).and_then(|w| word_number(w, b, j)) {
+                    Some((x, len)) => (if c == b'-' { -x } else { x }, j + len),
+                    None => number_at(line, *i)?,
+                };
+                *i = j;
+                // Out of range (`1e400`): the general parser's error.
+                Value::Num(Some(x).filter(|x| x.is_finite())?)
+            }
+            b'"' => {
+                let (v, j) = flat_string(line, *i)?;
+                *i = j;
+                // The text buffer of the value this one replaces, if it had one.
+                match t.fields.get_mut(n).map(|f| std::mem::replace(&mut f.1, Value::Num(0.0))) {
+                    Some(Value::Str(mut old)) => {
+                        old.clear();
+                        old.push_str(v);
+                        Value::Str(old)
+                    }
+                    _ => Value::Str(v.to_string()),
+                }
+            }
+            b'n' if b[*i..].starts_with(b"null") => {
+                *i += 4;
+                continue;
+            }
+            _ => return None,
+        };
+        match t.fields.get_mut(n) {
+            Some((k, v)) => {
+                if !same_key(k, key) {
+                    k.clear();
+                    k.push_str(key);
+                }
+                *v = value;
+            }
+            None => t.fields.push((key.to_string(), value)),
+        }
+        n += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonl::flat::parse_flat;
+    use crate::tuple_pool::take_spare;
+
+    /// Lines as `write_reference_json` writes them take the first fast path (not the general
+    /// flat one): stock ticks, a last field that is an integer, a fraction of a second or none.
+    #[test]
+    fn reference_lines_take_the_reference_path() {
+        let mut t = take_spare();
+        for line in [
+            r#"{"streamID":"CADJPY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:00.019","price":13.9814,"volume":1}"#,
+            r#"{"streamID":"SPY","objectID":null,"dataSetKey":"equity_usa","date":"10/07/2013","time":"04:00:00.465","price":167.41,"volume":1400}"#,
+            r#"{"streamID":"367120567","objectID":null,"dataSetKey":"ChesapeakeBay","date":"01/02/2019","time":"00:00:28","lat":38.13098,"lon":-76.47571,"speed":12}"#,
+        ] {
+            assert!(parse_reference(line, &mut t).is_some(), "{line}");
+            assert_eq!(Some(t.clone()), parse_flat(line), "{line}");
+        }
+    }
+}
