@@ -107,13 +107,20 @@ fn other_time_at(line: &str, i: usize) -> Option<(i64, usize)> {
 }
 
 /// The index of the quote closing the string whose first byte is `b[i]` (no escapes in it), by
-/// one 16-byte test for a short string; longer ones through [`flat_string`].
+/// one 16-byte test for a short string (near the line's end, where the last key is, the line's
+/// last 16 bytes shifted down to `i`); longer ones through [`flat_string`].
 #[inline(always)]
 fn closing_quote(line: &str, i: usize) -> Option<usize> {
     let b = line.as_bytes();
     #[cfg(target_arch = "x86_64")]
-    if let Some(&w) = b.get(i..).and_then(<[u8]>::first_chunk::<16>) {
-        let special = crate::fields::special_bytes_16(w);
+    {
+        let special = match b.get(i..).and_then(<[u8]>::first_chunk::<16>) {
+            Some(&w) => crate::fields::special_bytes_16(w),
+            None => match (b.last_chunk::<16>(), b.len().checked_sub(i)) {
+                (Some(&w), Some(rest)) => crate::fields::special_bytes_16(w) >> (16 - rest),
+                _ => 0,
+            },
+        };
         if special != 0 {
             let j = i + special.trailing_zeros() as usize;
             return (b[j] == b'"').then_some(j);
