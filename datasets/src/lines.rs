@@ -2,7 +2,7 @@
 //!
 //! Why: reading line by line through `BufRead::read_line` validates UTF-8 on every line and
 //! scans for the newline byte by byte; on JSON lines that was ~20 % of an ingest profile. Here the
-//! newline search is a bitmap of 64 bytes at a time (SIMD) and validation runs once over all the complete lines of a
+//! newline search is `memchr` (SIMD) and validation runs once over all the complete lines of a
 //! block, with SIMD (`simdutf8`: `std::str::from_utf8` took 2.0-2.6x as long on ASCII lines), turning
 //! the block into a `String` without copying it. A block with an invalid byte is
 //! not rejected whole: the lines before the bad byte are valid text, and only the line holding it
@@ -46,11 +46,6 @@ pub struct LineReader<R> {
     /// The invalid line handed out last.
     bad: Vec<u8>,
     eof: bool,
-    /// The newlines of `text` not handed out yet in the 64 bytes from `window`, bit `k` for
-    /// `text[window + k]`: found 64 bytes at a time (four SSE2 compares), where a `memchr` call
-    /// per line took ~85 instructions of a 127-byte JSON line, most of them its set-up.
-    window: usize,
-    newlines: u64,
 }
 
 /// The block size: large enough that the per-block work (a `read` call, moving a partial line to
@@ -78,8 +73,6 @@ impl<R: Read> LineReader<R> {
             block: FIRST_BLOCK,
             bad: Vec::new(),
             eof: false,
-            window: 0,
-            newlines: 0,
         }
     }
 
@@ -89,39 +82,16 @@ impl<R: Read> LineReader<R> {
     /// When reading the underlying input fails (interrupted reads are retried).
     #[inline]
     pub fn next_line(&mut self) -> io::Result<Option<(Line<'_>, usize)>> {
-        // `prepare` puts a new block in `text` exactly when this one is spent.
-        let fresh = self.pos >= self.text.len();
         match self.prepare()? {
             None => Ok(None),
             Some(Next::Bad) => Ok(Some((Line::NotUtf8(&self.bad), self.bad.len()))),
             Some(Next::Text) => {
-                if fresh {
-                    self.window = 0;
-                    self.newlines = newlines_64(self.text.as_bytes());
-                }
                 let start = self.pos;
-                let n = self.line_end() - start;
+                let rest = &self.text.as_bytes()[start..];
+                let n = memchr::memchr(b'\n', rest).map_or(rest.len(), |p| p + 1);
                 self.pos += n;
                 // `text` is a String and `start`, `start + n` are at line ends (ASCII) or its end.
                 Ok(self.text.get(start..start + n).map(|line| (Line::Text(line), n)))
-            }
-        }
-    }
-
-    /// The end of the line at `pos` (after its newline, or the end of `text`).
-    #[inline(always)]
-    fn line_end(&mut self) -> usize {
-        let text = self.text.as_bytes();
-        loop {
-            if self.newlines != 0 {
-                let at = self.window + self.newlines.trailing_zeros() as usize;
-                self.newlines &= self.newlines - 1;
-                return at + 1;
-            }
-            self.window += 64;
-            match text.get(self.window..) {
-                Some(rest) if !rest.is_empty() => self.newlines = newlines_64(rest),
-                _ => return text.len(),
             }
         }
     }
@@ -225,21 +195,6 @@ impl<R: Read> LineReader<R> {
                 Err(e) => return Err(e),
             }
         }
-    }
-}
-
-/// Bit `k` set where `b[k]` is a newline, for the first 64 bytes of `b` (fewer at its end).
-#[inline(always)]
-fn newlines_64(b: &[u8]) -> u64 {
-    match b.first_chunk::<64>() {
-        Some(w) => {
-            let mask = |k: usize| {
-                let block: [u8; 16] = w[16 * k..16 * k + 16].try_into().unwrap_or([0; 16]);
-                u64::from(crate::fields::byte_mask_16(block, b'\n'))
-            };
-            mask(0) | mask(1) << 16 | mask(2) << 32 | mask(3) << 48
-        }
-        None => b.iter().enumerate().fold(0, |bits, (k, &c)| bits | u64::from(c == b'\n') << k),
     }
 }
 

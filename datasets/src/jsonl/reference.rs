@@ -240,4 +240,28 @@ mod tests {
             assert_eq!(Some(t.clone()), parse_flat(line), "{line}");
         }
     }
+
+    /// The last key's closing quote is found in the line's last 16 bytes shifted down to it:
+    /// keys and values of every length at the line's end, with a quote, a backslash or a control
+    /// byte in the key, give what the general flat path gives (or leave the line to it).
+    #[test]
+    fn keys_at_the_line_end_agree_with_the_flat_path() {
+        let mut t = take_spare();
+        let head = r#"{"streamID":"A","objectID":null,"dataSetKey":"D","date":"01/02/2019","time":"00:00:01""#;
+        let mut taken = 0;
+        for len in 1..24 {
+            for odd in ["", "\\", "\u{1}", "\""] {
+                for value in ["1", "-0.25", "12345678", "\"x\"", "null"] {
+                    let key = format!("{}{odd}", "k".repeat(len));
+                    let line = format!("{head},\"p\":2,\"{key}\":{value}}}");
+                    let flat = parse_flat(&line);
+                    if parse_reference(&line, &mut t).is_some() {
+                        assert_eq!(Some(t.clone()), flat, "{line}");
+                        taken += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(taken, 23 * 5, "every line without an escape takes the reference path");
+    }
 }
