@@ -17,7 +17,8 @@ use super::flat::{
 use super::values::{same_key, set_text, time_of_day};
 use crate::fields::trim;
 
-/// `N` bytes of `s` as the low bytes of a word (a literal to compare with a line's 16 bytes).
+/// The bytes of `s` (at most 16) as the low bytes of a word: a literal to compare with 16 bytes
+/// of a line.
 const fn literal(s: &[u8]) -> u128 {
     let mut x = 0u128;
     let mut k = s.len();
