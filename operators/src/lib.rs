@@ -95,7 +95,7 @@ pub use out::Out;
 pub use pairs::AnswerPairs;
 pub use plan::routing::merge_stages;
 pub use plan::{Plan, SnapshotStore};
-pub use record::{Partial, Rec, Snapshot, SynBox, Val};
+pub use record::{Partial, Rec, RecBatch, Snapshot, SynBox, Val};
 pub use registry_join::JoinRegistry;
 pub use split_monitored::SplitMonitored;
 pub use update::UpdateSynopses;

@@ -8,7 +8,10 @@ use saams::{Datum, Synopsis};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod batch;
 mod wire;
+
+pub use batch::RecBatch;
 
 /// A field value: numbers travel without allocation; text only when a field is text.
 ///

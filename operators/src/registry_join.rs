@@ -6,7 +6,9 @@
 //! The registry is arranged by key (dataset, stream); its consolidated changes are broadcast to
 //! every worker and applied, at their timestamps, to the plan's
 //! [`LiveRegistry`](crate::registry::LiveRegistry). Tuple values never go through differential:
-//! they pass this operator as they came (whole containers, no per-record work). The registry stream is this operator's second input, so its output frontier
+//! they pass this operator as they came (whole containers, no per-record work), each moved into
+//! the [`RecBatch`] whose bytes the update operator's exchange writes by hand between processes.
+//! The registry stream is this operator's second input, so its output frontier
 //! — the one the update operator closes windows by — passes `w` only after the registry's
 //! frontier has: the update operator holds a window's values until every registry change up to
 //! that window has been applied here, on every worker alike.
@@ -22,7 +24,7 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::Broadcast;
 
 use crate::plan::Plan;
-use crate::record::Rec;
+use crate::record::{Rec, RecBatch};
 use crate::registry::Entry;
 
 /// Extension trait: join routed values with the registry.
@@ -34,7 +36,7 @@ pub trait JoinRegistry<'scope> {
         self,
         registry: VecCollection<'scope, u64, Entry>,
         plan: Rc<RefCell<Plan>>,
-    ) -> Stream<'scope, u64, Vec<Rec>>;
+    ) -> Stream<'scope, u64, RecBatch>;
 }
 
 impl<'scope> JoinRegistry<'scope> for Stream<'scope, u64, Vec<Rec>> {
@@ -42,10 +44,10 @@ impl<'scope> JoinRegistry<'scope> for Stream<'scope, u64, Vec<Rec>> {
         self,
         registry: VecCollection<'scope, u64, Entry>,
         plan: Rc<RefCell<Plan>>,
-    ) -> Stream<'scope, u64, Vec<Rec>> {
+    ) -> Stream<'scope, u64, RecBatch> {
         plan.borrow().live.join();
         let changes = registry.arrange_by_key().as_collection(|key, syn| (key.clone(), *syn)).inner.broadcast();
-        self.binary_frontier::<_, CapacityContainerBuilder<Vec<Rec>>, _, _, _, _>(
+        self.binary_frontier::<_, CapacityContainerBuilder<RecBatch>, _, _, _, _>(
             changes,
             Pipeline,
             Pipeline,
@@ -59,7 +61,10 @@ impl<'scope> JoinRegistry<'scope> for Stream<'scope, u64, Vec<Rec>> {
                             }
                         }
                     });
-                    values.for_each_stamp(|stamp, data| output.session(&stamp).give_containers(data));
+                    values.for_each_stamp(|stamp, data| {
+                        let mut session = output.session(&stamp);
+                        data.for_each(|recs| session.give_container(&mut RecBatch(std::mem::take(recs))));
+                    });
                 }
             },
         )

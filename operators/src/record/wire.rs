@@ -26,37 +26,77 @@ const PART: u8 = 2;
 
 impl Serialize for Rec {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let head = |out: &mut [u8]| {
-            out[..4].copy_from_slice(&self.group.to_le_bytes());
-            out[4..12].copy_from_slice(&self.time.to_le_bytes());
-            out[12..HEAD].copy_from_slice(&self.seq.to_le_bytes());
-        };
         match &self.val {
             // Numbers, nearly every record: on the stack.
-            Val::Num(x) => {
-                let mut out = [0u8; HEAD + 1 + 8];
-                head(&mut out);
-                out[HEAD] = NUM;
-                out[HEAD + 1..].copy_from_slice(&x.to_le_bytes());
+            Val::Num(_) => {
+                let mut out = [0u8; NUM_LEN];
+                write_num(self, &mut out);
                 s.serialize_bytes(&out)
             }
-            Val::Str(text) => s.serialize_bytes(&with_tail(head, STR, text.as_bytes())),
-            Val::Part(bytes) => s.serialize_bytes(&with_tail(head, PART, bytes)),
+            Val::Str(_) | Val::Part(_) => {
+                let mut out = Vec::with_capacity(encoded_len(self));
+                encode_into(self, &mut out);
+                s.serialize_bytes(&out)
+            }
         }
     }
 }
 
-/// The record's head, `tag` and `tail` in one buffer.
-fn with_tail(head: impl Fn(&mut [u8]), tag: u8, tail: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; HEAD + 1];
-    head(&mut out);
-    out[HEAD] = tag;
+/// Bytes of the shortest record: head and tag (an empty text or partial).
+pub(super) const MIN_LEN: usize = HEAD + 1;
+
+/// Bytes of a number's record: head, tag, `f64`.
+pub(super) const NUM_LEN: usize = HEAD + 1 + 8;
+
+/// Bytes of `r`'s layout.
+#[inline]
+pub(super) fn encoded_len(r: &Rec) -> usize {
+    match &r.val {
+        Val::Num(_) => NUM_LEN,
+        Val::Str(text) => HEAD + 1 + text.len(),
+        Val::Part(bytes) => HEAD + 1 + bytes.len(),
+    }
+}
+
+/// The record's head (group, time, seq) into the first [`HEAD`] bytes of `out`.
+#[inline]
+fn write_head(r: &Rec, out: &mut [u8]) {
+    out[..4].copy_from_slice(&r.group.to_le_bytes());
+    out[4..12].copy_from_slice(&r.time.to_le_bytes());
+    out[12..HEAD].copy_from_slice(&r.seq.to_le_bytes());
+}
+
+/// A number's record into `out` ([`NUM_LEN`] bytes); another value's head only.
+#[inline]
+pub(super) fn write_num(r: &Rec, out: &mut [u8; NUM_LEN]) {
+    write_head(r, out);
+    out[HEAD] = NUM;
+    if let Val::Num(x) = r.val {
+        out[HEAD + 1..].copy_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// `r`'s layout appended to `out` ([`encoded_len`] bytes).
+pub(super) fn encode_into(r: &Rec, out: &mut Vec<u8>) {
+    let (tag, tail): (u8, &[u8]) = match &r.val {
+        Val::Num(_) => {
+            let mut num = [0u8; NUM_LEN];
+            write_num(r, &mut num);
+            out.extend_from_slice(&num);
+            return;
+        }
+        Val::Str(text) => (STR, text.as_bytes()),
+        Val::Part(bytes) => (PART, bytes),
+    };
+    let mut head = [0u8; HEAD + 1];
+    write_head(r, &mut head);
+    head[HEAD] = tag;
+    out.extend_from_slice(&head);
     out.extend_from_slice(tail);
-    out
 }
 
 /// A record from its bytes.
-fn decode(bytes: &[u8]) -> Result<Rec, String> {
+pub(super) fn decode(bytes: &[u8]) -> Result<Rec, String> {
     if bytes.len() <= HEAD {
         return Err(format!("a routed value of {} bytes (at least {} expected)", bytes.len(), HEAD + 1));
     }

@@ -10,7 +10,7 @@ use timely::dataflow::channels::{Message, Stamp};
 
 use crate::ask::{destination_of, is_marker};
 use crate::plan::{Mode, Plan};
-use crate::record::Rec;
+use crate::record::{Rec, RecBatch};
 
 /// Records per container sent to another worker (a few hundred KiB: fewer, larger messages).
 const SHIP_RECORDS: usize = 4096;
@@ -26,7 +26,7 @@ pub(super) struct RunDistributor {
     pub(super) plan: Rc<RefCell<Plan>>,
     pub(super) me: usize,
     /// Per target worker: records waiting to be sent.
-    pub(super) pending: Vec<Vec<Rec>>,
+    pub(super) pending: Vec<RecBatch>,
     /// Runs of the container being partitioned: (target, length).
     pub(super) runs: Vec<(usize, usize)>,
 }
@@ -47,25 +47,70 @@ impl RunDistributor {
         plan.routing.target(r.group, r.seq, window, me) as usize % peers
     }
 
-    fn ship<T: Clone, P: Push<Message<T, Vec<Rec>>>>(&mut self, target: usize, stamp: &Stamp<T>, pusher: &mut P) {
+    fn ship<T: Clone, P: Push<Message<T, RecBatch>>>(&mut self, target: usize, stamp: &Stamp<T>, pusher: &mut P) {
         let buffer = &mut self.pending[target];
         Message::push_at(buffer, stamp.clone(), pusher);
         // What the pusher hands back is a recycled container: empty it.
-        buffer.clear();
+        buffer.0.clear();
+    }
+
+    /// Send `batch` on whole to `target`'s `pusher`, after what was waiting for that worker
+    /// (order per worker kept).
+    fn push_whole<T: Clone, P: Push<Message<T, RecBatch>>>(
+        &mut self,
+        target: usize,
+        batch: &mut RecBatch,
+        stamp: &Stamp<T>,
+        pusher: &mut P,
+    ) {
+        if !self.pending[target].0.is_empty() {
+            self.ship(target, stamp, pusher);
+        }
+        Message::push_at(batch, stamp.clone(), pusher);
+        batch.0.clear();
+    }
+
+    /// The one worker every record of `recs` goes to, if the plan gives each of their groups
+    /// one worker ([`crate::plan::Routing::group_target`]: no rescale has moved an owner) and
+    /// they agree; `None` otherwise (markers included).
+    ///
+    /// Why: readers send each worker's groups in a container of their own, so this is nearly
+    /// every container, and it costs one lookup per group and one compare per record. Finding
+    /// the runs and each run's target as [`Distributor::partition`] does for any container cost
+    /// ~13 instructions a tuple at `-w 2` (runs of a few records, each looked up).
+    fn single_target(&self, plan: &Plan, recs: &[Rec], peers: usize) -> Option<usize> {
+        let routing = &plan.routing;
+        let mut group = recs.first()?.group;
+        let target = routing.group_target(group, self.me)? % peers;
+        for r in recs {
+            if r.group != group {
+                group = r.group;
+                if routing.group_target(group, self.me)? % peers != target {
+                    return None;
+                }
+            }
+        }
+        Some(target)
     }
 }
 
-impl Distributor<Vec<Rec>> for RunDistributor {
-    fn partition<T: Clone, P: Push<Message<T, Vec<Rec>>>>(
+impl Distributor<RecBatch> for RunDistributor {
+    fn partition<T: Clone, P: Push<Message<T, RecBatch>>>(
         &mut self,
-        container: &mut Vec<Rec>,
+        batch: &mut RecBatch,
         stamp: &Stamp<T>,
         pushers: &mut [P],
     ) {
         let peers = pushers.len();
         if self.pending.len() != peers {
-            self.pending.resize_with(peers, Vec::new);
+            self.pending.resize_with(peers, RecBatch::default);
         }
+        let one = self.single_target(&self.plan.borrow(), &batch.0, peers);
+        if let Some(target) = one {
+            self.push_whole(target, batch, stamp, &mut pushers[target]);
+            return;
+        }
+        let container = &mut batch.0;
         if container.iter().any(is_marker) {
             // Asks and fence markers reach every worker (each answers for what it holds; each
             // applies the requests): the reader sent a copy per worker, each goes to its own
@@ -74,7 +119,7 @@ impl Distributor<Vec<Rec>> for RunDistributor {
             let mut rest = Vec::with_capacity(container.len());
             for r in container.drain(..) {
                 if is_marker(&r) {
-                    self.pending[destination_of(&r) % peers].push(r);
+                    self.pending[destination_of(&r) % peers].0.push(r);
                 } else {
                     rest.push(r);
                 }
@@ -103,13 +148,7 @@ impl Distributor<Vec<Rec>> for RunDistributor {
             i += len;
         }
         if let [(target, _)] = self.runs[..] {
-            // The whole container (typically a batch of one stream's tuples) goes to one worker:
-            // send it on as it is, after what was waiting for that worker (order per worker kept).
-            if !self.pending[target].is_empty() {
-                self.ship(target, stamp, &mut pushers[target]);
-            }
-            Message::push_at(container, stamp.clone(), &mut pushers[target]);
-            container.clear();
+            self.push_whole(target, batch, stamp, &mut pushers[target]);
             return;
         }
         let runs = std::mem::take(&mut self.runs);
@@ -117,7 +156,7 @@ impl Distributor<Vec<Rec>> for RunDistributor {
         for &(target, len) in &runs {
             let mut left = len;
             while left > 0 {
-                let buffer = &mut self.pending[target];
+                let buffer = &mut self.pending[target].0;
                 if buffer.capacity() < SHIP_RECORDS {
                     buffer.reserve(SHIP_RECORDS - buffer.len());
                 }
@@ -133,9 +172,9 @@ impl Distributor<Vec<Rec>> for RunDistributor {
         self.runs = runs;
     }
 
-    fn flush<T: Clone, P: Push<Message<T, Vec<Rec>>>>(&mut self, stamp: &Stamp<T>, pushers: &mut [P]) {
+    fn flush<T: Clone, P: Push<Message<T, RecBatch>>>(&mut self, stamp: &Stamp<T>, pushers: &mut [P]) {
         for (target, pusher) in pushers.iter_mut().enumerate() {
-            if self.pending.get(target).is_some_and(|b| !b.is_empty()) {
+            if self.pending.get(target).is_some_and(|b| !b.0.is_empty()) {
                 self.ship(target, stamp, pusher);
             }
         }
@@ -143,8 +182,8 @@ impl Distributor<Vec<Rec>> for RunDistributor {
 
     fn relax(&mut self) {
         for buffer in &mut self.pending {
-            if buffer.is_empty() {
-                *buffer = Vec::new();
+            if buffer.0.is_empty() {
+                *buffer = RecBatch::default();
             }
         }
     }
@@ -156,15 +195,54 @@ mod tests {
     use crate::ask::{fence_marker, fence_of, to_every_worker};
     use crate::record::Val;
 
-    /// A pusher that keeps what reaches it.
+    /// A pusher that keeps what reaches it, and counts the messages.
     #[derive(Default)]
-    struct Kept(Vec<Rec>);
+    struct Kept(Vec<Rec>, usize);
 
-    impl Push<Message<u64, Vec<Rec>>> for Kept {
-        fn push(&mut self, message: &mut Option<Message<u64, Vec<Rec>>>) {
+    impl Push<Message<u64, RecBatch>> for Kept {
+        fn push(&mut self, message: &mut Option<Message<u64, RecBatch>>) {
             if let Some(m) = message {
-                self.0.append(&mut m.data);
+                self.0.append(&mut m.data.0);
+                self.1 += 1;
             }
+        }
+    }
+
+    /// A container whose groups all go to one worker reaches it whole, as one message; any other
+    /// puts each record where [`crate::plan::Routing::target`] says, in the order it came.
+    #[test]
+    fn a_container_of_one_workers_groups_goes_whole_and_any_other_record_by_record() {
+        let text: Vec<String> = (0..6)
+            .map(|i| format!(r#"{{"streamID":"S{i}","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1],"noOfP":1}}"#))
+            .collect();
+        let requests = saams::api::request::parse_requests(&format!("[{}]", text.join(",")));
+        let peers = 3;
+        let plan =
+            Rc::new(RefCell::new(Plan::build(&requests, peers, 60_000, std::sync::Arc::new(crate::plan::NoFiles))));
+        let groups: Vec<u32> = (0..6).map(|i| plan.borrow().routes("F", &format!("S{i}")).0[0]).collect();
+        let target = |g: u32| plan.borrow().routing.target(g, 0, 0, 1) as usize % peers;
+        let mut distributor = RunDistributor::new(plan.clone(), 1);
+        let stamp = Stamp::from_elem(1_000u64);
+        let rec = |g: u32, seq: u64| Rec { group: g, time: 1_000, seq, val: Val::Num(seq as f64) };
+        // Groups of one worker, several runs of each.
+        let one: Vec<u32> = groups.iter().copied().filter(|&g| target(g) == target(groups[0])).collect();
+        assert!(one.len() > 1, "the test needs two groups of one owner: {groups:?}");
+        let mut pushers: Vec<Kept> = (0..peers).map(|_| Kept::default()).collect();
+        let mut batch = RecBatch((0..40).map(|seq| rec(one[seq as usize % one.len()], seq)).collect());
+        distributor.partition(&mut batch, &stamp, &mut pushers);
+        distributor.flush(&stamp, &mut pushers);
+        let whole = target(groups[0]);
+        assert_eq!((pushers[whole].0.len(), pushers[whole].1), (40, 1), "one message of every record");
+        assert!(pushers[whole].0.iter().enumerate().all(|(i, r)| r.seq == i as u64), "in order");
+        // Every group, interleaved: each record at its target, in order.
+        let mut pushers: Vec<Kept> = (0..peers).map(|_| Kept::default()).collect();
+        let mut batch = RecBatch((0..60).map(|seq| rec(groups[seq as usize * 7 % 6], seq)).collect());
+        distributor.partition(&mut batch, &stamp, &mut pushers);
+        distributor.flush(&stamp, &mut pushers);
+        assert_eq!(pushers.iter().map(|p| p.0.len()).sum::<usize>(), 60);
+        for (w, kept) in pushers.iter().enumerate() {
+            assert!(kept.0.iter().all(|r| target(r.group) == w), "worker {w} got another's record");
+            assert!(kept.0.windows(2).all(|p| p[0].seq < p[1].seq), "worker {w}: out of order");
         }
     }
 
@@ -185,10 +263,10 @@ mod tests {
         let mut pushers: Vec<Kept> = (0..peers).map(|_| Kept::default()).collect();
         let stamp = Stamp::from_elem(1_000u64);
         let value = |seq: u64| Rec { group, time: 1_000, seq, val: Val::Num(seq as f64) };
-        let mut container: Vec<Rec> = (0..10).map(value).collect();
-        container.extend(to_every_worker(fence_marker(2, 60_000, 1_000), peers));
-        container.extend((10..20).map(value));
-        let given = container.len();
+        let mut container = RecBatch((0..10).map(value).collect());
+        container.0.extend(to_every_worker(fence_marker(2, 60_000, 1_000), peers));
+        container.0.extend((10..20).map(value));
+        let given = container.0.len();
         distributor.partition(&mut container, &stamp, &mut pushers);
         distributor.flush(&stamp, &mut pushers);
         assert_eq!(pushers.iter().map(|p| p.0.len()).sum::<usize>(), given, "records in = records out");

@@ -45,14 +45,14 @@ use std::rc::Rc;
 
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Stream;
-use timely::dataflow::channels::pact::{DistributorPact, Exchange};
+use timely::dataflow::channels::pact::{DistributorPact, Exchange, Pipeline};
 use timely::dataflow::operators::Capability;
 use timely::dataflow::operators::core::{ConnectLoop, Feedback, OkErr};
 use timely::dataflow::operators::generic::Operator;
 
 use crate::out::Out;
 use crate::plan::Plan;
-use crate::record::Rec;
+use crate::record::{Rec, RecBatch};
 use distributor::RunDistributor;
 pub use moves::{Move, moved_totals};
 use state::{State, take_batch};
@@ -76,7 +76,23 @@ pub trait UpdateSynopses<'scope> {
     fn update_synopses(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>>;
 }
 
+/// Records in plain vectors (tests, examples; the job's come from
+/// [`crate::JoinRegistry::join_registry`] as [`RecBatch`]es): each moved into a batch first.
 impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
+    fn update_synopses(self, plan: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>> {
+        let batches = self.unary::<CapacityContainerBuilder<RecBatch>, _, _, _>(Pipeline, "RecBatches", |_, _| {
+            |input, output| {
+                input.for_each_stamp(|stamp, data| {
+                    let mut session = output.session(&stamp);
+                    data.for_each(|recs| session.give_container(&mut RecBatch(std::mem::take(recs))));
+                });
+            }
+        });
+        batches.update_synopses(plan)
+    }
+}
+
+impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, RecBatch> {
     fn update_synopses(self, shared: Rc<RefCell<Plan>>) -> Stream<'scope, u64, Vec<Out>> {
         let me = self.scope().index();
         let route = shared.clone();
@@ -100,11 +116,11 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                     let update = step.shared.borrow().update;
                     input.for_each_stamp(|stamp, data| {
                         if !update {
-                            data.for_each(|batch| batch.clear());
+                            data.for_each(|batch| batch.0.clear());
                             return;
                         }
                         let Some(&time) = stamp.least() else {
-                            data.for_each(|batch| batch.clear());
+                            data.for_each(|batch| batch.0.clear());
                             return;
                         };
                         if step.held.as_ref().is_none_or(|c| time < *c.time()) {
@@ -112,7 +128,14 @@ impl<'scope> UpdateSynopses<'scope> for Stream<'scope, u64, Vec<Rec>> {
                         }
                         for batch in data {
                             let at = (me, watermark, step.copied_through);
-                            take_batch(&step.shared, &mut step.state, batch, &mut step.runs, at, &mut step.asked);
+                            take_batch(
+                                &step.shared,
+                                &mut step.state,
+                                &mut batch.0,
+                                &mut step.runs,
+                                at,
+                                &mut step.asked,
+                            );
                         }
                     });
                     let ended = frontier.is_empty() && moved_frontier.is_empty();
