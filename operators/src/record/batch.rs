@@ -17,8 +17,8 @@ use timely::Accountable;
 use timely::bytes::arc::Bytes;
 use timely::dataflow::channels::ContainerBytes;
 
-use super::Rec;
-use super::wire::{MIN_LEN, NUM_LEN, decode, encode_into, encoded_len, write_num};
+use super::wire::{MIN_LEN, NUM_LEN, decode, decode_num, encode_into, encoded_len, write_num};
+use super::{Rec, Val};
 
 /// Routed records in one container: what the reader sent, as the update operator takes it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -38,6 +38,9 @@ impl Accountable for RecBatch {
 /// Bytes of the count and of each record's length.
 const COUNT: usize = 8;
 const LEN: usize = 4;
+
+/// A number's length, as written before it.
+const NUM_LEN_BYTES: [u8; LEN] = (NUM_LEN as u32).to_le_bytes();
 
 /// Records are written through a buffer of this many bytes (a few writes per message, not one
 /// per record).
@@ -66,7 +69,12 @@ impl RecBatch {
             let Some(record) = record else {
                 return Err(format!("a routed batch of {count} records ends in record {i} ({} bytes)", bytes.len()));
             };
-            recs.push(decode(record).map_err(|e| format!("record {i} of a routed batch: {e}"))?);
+            let number = <&[u8; NUM_LEN]>::try_from(record).ok().and_then(decode_num);
+            let rec = match number {
+                Some(rec) => rec,
+                None => decode(record).map_err(|e| format!("record {i} of a routed batch: {e}"))?,
+            };
+            recs.push(rec);
             at += LEN + record.len();
         }
         if bytes[at..].iter().any(|&b| b != 0) || bytes.len() - at >= 8 {
@@ -100,13 +108,13 @@ impl ContainerBytes for RecBatch {
                 write_all(writer, &chunk);
                 chunk.clear();
             }
-            let len = encoded_len(r);
-            chunk.extend_from_slice(&(len as u32).to_le_bytes());
-            if len == NUM_LEN {
+            if let Val::Num(_) = r.val {
                 let mut num = [0u8; NUM_LEN];
                 write_num(r, &mut num);
+                chunk.extend_from_slice(&NUM_LEN_BYTES);
                 chunk.extend_from_slice(&num);
             } else {
+                chunk.extend_from_slice(&(encoded_len(r) as u32).to_le_bytes());
                 encode_into(r, &mut chunk);
             }
         }
@@ -127,7 +135,6 @@ fn write_all<W: Write>(writer: &mut W, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Val;
 
     fn bytes_of(batch: &RecBatch) -> Vec<u8> {
         let mut out = Vec::new();

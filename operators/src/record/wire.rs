@@ -95,6 +95,22 @@ pub(super) fn encode_into(r: &Rec, out: &mut Vec<u8>) {
     out.extend_from_slice(tail);
 }
 
+/// A number's record from its [`NUM_LEN`] bytes; `None` for any other (read by [`decode`]).
+///
+/// Why: nearly every routed value is a number, and its fixed-size layout is read without the
+/// checks a record of any length needs (~half the instructions).
+#[inline]
+pub(super) fn decode_num(b: &[u8; NUM_LEN]) -> Option<Rec> {
+    if b[HEAD] != NUM {
+        return None;
+    }
+    let word = |at: usize| {
+        u64::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3], b[at + 4], b[at + 5], b[at + 6], b[at + 7]])
+    };
+    let group = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    Some(Rec { group, time: word(4) as i64, seq: word(12), val: Val::Num(f64::from_bits(word(HEAD + 1))) })
+}
+
 /// A record from its bytes.
 pub(super) fn decode(bytes: &[u8]) -> Result<Rec, String> {
     if bytes.len() <= HEAD {
