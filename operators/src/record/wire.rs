@@ -1,4 +1,6 @@
-//! A [`Rec`]'s bytes between processes: one byte string per record.
+//! A [`Rec`]'s bytes between processes: one byte string per record (through serde, for a `Rec`
+//! in any serialized container), and the same layout per record of a [`super::RecBatch`], the
+//! update exchange's container, which writes and reads it without serde.
 //!
 //! Why: timely writes what crosses a process boundary with bincode, which, through the derived
 //! `Serialize`, writes every field through its own call (a `Write` per field, the enum's
