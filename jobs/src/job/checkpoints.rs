@@ -6,12 +6,11 @@ use std::cell::RefCell;
 use saams::checkpoint::SourcePosition;
 use saams_operators::Plan;
 
-use crate::checkpoint::marks::SourceMarks;
 use crate::checkpoint::writer::CheckpointJob;
 use crate::control::fence::Fences;
 use crate::kafka::KafkaInput;
 
-use super::reading::Reading;
+use super::reading::{Left, Reading};
 
 /// Checkpoint boundaries agreed since the last call: every reader (and Kafka partition) marks
 /// where it reaches them.
@@ -39,7 +38,7 @@ pub(super) fn want_boundaries(
 
 /// Where a worker's inputs stand: its readers, those that ended (with their marks), its Kafka
 /// partitions, and the tuples it has routed.
-type Positions<'a> = (&'a mut [Reading], &'a mut [(SourcePosition, SourceMarks)], Option<&'a mut KafkaInput>, u64);
+type Positions<'a> = (&'a mut [Reading], &'a mut Vec<Left>, Option<&'a mut KafkaInput>, u64);
 
 /// Write this worker's part of every checkpoint its operators have copied their state for and
 /// its probe has passed (every answer before the boundary is in the process' sink).
@@ -64,12 +63,16 @@ pub(super) fn write_checkpoints(
         let plan = plan.borrow();
         let Some((b, id, taken)) = plan.checkpoints.borrow_mut().take_complete() else { return };
         job.begin(b);
+        // A unit that changed worker is reported by the one that read it at `b` (`Left`).
         let sources: Vec<SourcePosition> = readers
             .iter_mut()
+            .filter(|r| r.after < b)
             .map(|r| r.marks.take(b).unwrap_or_else(|| r.position_now()))
-            .chain(ended.iter_mut().map(|(done, marks)| marks.take(b).unwrap_or_else(|| done.clone())))
+            .chain(ended.iter_mut().filter(|l| l.reports(b)).map(|l| l.marks.take(b).unwrap_or_else(|| l.at.clone())))
             .chain(kafka.as_deref_mut().map(|k| k.positions(b)).unwrap_or_default())
             .collect();
+        // Units that went to another worker are reported there from their last boundary on.
+        ended.retain(|l| l.upto > b);
         let mut part = job.part(&plan, (id, b, me), taken, sources);
         part.tuples = tuples;
         if let Err(e) = job.write(&part, fences.request_log()) {

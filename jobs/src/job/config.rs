@@ -444,6 +444,9 @@ pub(super) struct Shared {
     pub(super) settings: Settings,
     /// With checkpoints: a hand-off to or from another job (`crate::handoff`).
     pub(super) handoff: Option<Arc<HandOff>>,
+    /// A job of one process reading files or the generator: its units on their way between
+    /// workers (`super::handover`); only the active workers read.
+    pub(super) reader_board: Option<Arc<super::handover::ReaderBoard>>,
 }
 
 /// The job's settings every worker reads.

@@ -43,6 +43,12 @@ const SYNOPSIS_UPDATE_COST: f64 = 0.16;
 /// With owners hashed, the plain `i mod peers` split made ~half the records cross workers and
 /// left the update work unbalanced (56/44 for the paper workload's 100 streams at `-w 2`).
 pub(super) fn generated_streams_for_worker(plan: &Plan, spec: &GeneratorSpec, me: usize, peers: usize) -> Vec<usize> {
+    let reader = generated_stream_readers(plan, spec, peers);
+    (0..reader.len()).filter(|&i| reader[i] == me).collect()
+}
+
+/// The worker of `peers` that reads each generated stream ([`generated_streams_for_worker`]).
+pub(super) fn generated_stream_readers(plan: &Plan, spec: &GeneratorSpec, peers: usize) -> Vec<usize> {
     use saams_operators::plan::Mode;
     let peers = peers.max(1);
     let owner_and_work: Vec<(Option<usize>, f64)> = (0..spec.streams)
@@ -96,7 +102,7 @@ pub(super) fn generated_streams_for_worker(plan: &Plan, spec: &GeneratorSpec, me
             reader[i] = idle;
         }
     }
-    (0..owner_and_work.len()).filter(|&i| reader[i] == me).collect()
+    reader
 }
 
 #[cfg(test)]

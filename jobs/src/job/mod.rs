@@ -11,6 +11,7 @@
 //!   `request_topic`: the request topic's tail of the script, and where it is followed from;
 //! - `reading` and `routing`: a worker's input units, and how their tuples become routed
 //!   records; `generated`: which worker reads which generated stream, and its routes;
+//!   `handover`: units following the active workers (only they read);
 //! - `checkpoints`: where the inputs stand at checkpoint boundaries, and the parts written;
 //! - `worker`: the loop every worker runs.
 
@@ -32,6 +33,7 @@ use services::Services;
 mod checkpoints;
 mod config;
 mod generated;
+mod handover;
 mod reading;
 mod request_topic;
 mod requests;
@@ -86,8 +88,7 @@ impl Summary {
 pub fn run(cli: Cli) -> Result<Summary, String> {
     let mut start = Startup::from_cli(&cli)?;
     // Held until the end of the run (released by the OS when the process ends).
-    let locks = std::mem::take(&mut start.locks);
-    let outputs = Outputs::open(&cli, &start)?;
+    let (locks, outputs) = (std::mem::take(&mut start.locks), Outputs::open(&cli, &start)?);
     let stats = Arc::new(Stats::for_workers(cli.workers));
     let checkpointing = (cli.checkpoints.as_deref(), start.script_end.take());
     let dead = (outputs.dead.as_deref(), stats.as_ref());
@@ -121,6 +122,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
         stop: start.stop,
         pacer: start.pacer,
         handoff: handoff.clone(),
+        reader_board: handover::ReaderBoard::for_job(cli.processes, cli.workers, start.kafka_job.is_some()),
         settings: Settings {
             window_ms: start.window_ms,
             default_window: start.default_window,

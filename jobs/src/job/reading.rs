@@ -40,6 +40,34 @@ pub(super) struct Reading {
     pub(super) pending: Option<Pending>,
     /// Positions at checkpoint boundaries.
     pub(super) marks: SourceMarks,
+    /// This worker reports the unit's positions at checkpoint boundaries after this one (ms):
+    /// those at or before it are the previous worker's, which read it then
+    /// ([`super::handover`]).
+    pub(super) after: u64,
+    /// The worker the unit goes to once it can ([`super::handover`]); `None`: it stays.
+    pub(super) moving_to: Option<usize>,
+}
+
+/// A unit this worker no longer reads: it ended here, or it went to another worker
+/// ([`super::handover`]). Its positions are reported at the checkpoint boundaries `b` with
+/// `after < b <= upto`: where it stood at those it had reached, else `at`.
+pub(super) struct Left {
+    pub(super) at: SourcePosition,
+    pub(super) marks: SourceMarks,
+    pub(super) after: u64,
+    pub(super) upto: u64,
+}
+
+impl Left {
+    /// A unit that ended here: reported at every later boundary.
+    pub(super) fn ended(at: SourcePosition, marks: SourceMarks, after: u64) -> Left {
+        Left { at, marks, after, upto: u64::MAX }
+    }
+
+    /// Whether this worker reports the unit at boundary `b`.
+    pub(super) fn reports(&self, b: u64) -> bool {
+        self.after < b && b <= self.upto
+    }
 }
 
 /// A unit's next tuple, read but not yet routed.
@@ -58,6 +86,30 @@ impl Pending {
 }
 
 impl Reading {
+    /// A unit about to be read from its start.
+    pub(super) fn new(unit: u64, source: Source) -> Reading {
+        Reading {
+            unit,
+            source,
+            tuple: saams::api::Tuple::default(),
+            max_time: i64::MIN,
+            pending: None,
+            marks: SourceMarks::default(),
+            after: 0,
+            moving_to: None,
+        }
+    }
+
+    /// The oldest event time (ms) the unit can still produce: its newest time minus the
+    /// lateness (a unit that has routed nothing yet but holds its first tuple can produce
+    /// nothing older than that tuple's time minus the lateness either); 0 before it has read
+    /// anything.
+    pub(super) fn low(&self, lateness_ms: i64) -> u64 {
+        let newest =
+            if self.max_time == i64::MIN { self.pending.as_ref().map(Pending::time) } else { Some(self.max_time) };
+        newest.map_or(0, |t| t.saturating_sub(lateness_ms).max(0) as u64)
+    }
+
     /// The unit's name in checkpoints.
     pub(super) fn key(&self) -> String {
         match &self.source {
@@ -139,14 +191,7 @@ pub(super) fn open_readers(
         for i in generated_streams_for_worker(plan, spec, me, peers) {
             let g = Generated::open(spec, i);
             let routes = generated_routes(plan, &g);
-            readers.push(Reading {
-                unit: i as u64,
-                source: Source::Generated(g, routes),
-                max_time: i64::MIN,
-                tuple: saams::api::Tuple::default(),
-                pending: None,
-                marks: SourceMarks::default(),
-            });
+            readers.push(Reading::new(i as u64, Source::Generated(g, routes)));
         }
     }
     for (u, unit) in units.iter().enumerate() {
@@ -154,14 +199,7 @@ pub(super) fn open_readers(
             continue;
         }
         match UnitReader::open(unit) {
-            Ok(reader) => readers.push(Reading {
-                unit: u as u64,
-                source: Source::Lines(reader),
-                max_time: i64::MIN,
-                tuple: saams::api::Tuple::default(),
-                pending: None,
-                marks: SourceMarks::default(),
-            }),
+            Ok(reader) => readers.push(Reading::new(u as u64, Source::Lines(reader))),
             Err(e) => {
                 if let Some(d) = dead {
                     d.write_all(std::iter::once(
@@ -182,14 +220,14 @@ pub(super) fn resume_readers(
     readers: &mut Vec<Reading>,
     resume: &Resume,
     units: &[Unit],
-    ended: &mut Vec<(SourcePosition, SourceMarks)>,
+    ended: &mut Vec<Left>,
     (dead, stats): (Option<&LineSink>, &Stats),
 ) {
     readers.retain_mut(|r| {
         r.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;
         let Some(at) = resume.position(&r.key()) else { return true };
         if at.done {
-            ended.push((at.clone(), SourceMarks::default()));
+            ended.push(Left::ended(at.clone(), SourceMarks::default(), 0));
             return false;
         }
         r.max_time = at.max_time.unwrap_or(i64::MIN);

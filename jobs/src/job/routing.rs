@@ -9,13 +9,11 @@ use std::time::Instant;
 
 use saams::Datum;
 use saams::api::Tuple;
-use saams::checkpoint::SourcePosition;
 use saams_operators::monitor::MONITOR_GROUP;
 use saams_operators::{Plan, Rec, Val};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::InputHandle;
 
-use crate::checkpoint::marks::SourceMarks;
 use crate::dataflow::RecInput;
 use crate::metrics::{LocalCounts, Metrics, WorkerLabels};
 use crate::sink::file::LineSink;
@@ -428,7 +426,7 @@ pub(super) fn read_units(
     router: &mut Router,
     input: &mut RecInput,
     (allowance, hold_end): (u64, Option<i64>),
-    (window_ms, ended): (i64, &mut Vec<(SourcePosition, SourceMarks)>),
+    (window_ms, ended): (i64, &mut Vec<super::reading::Left>),
 ) {
     let routed_before = router.tuples;
     // Read in event-time step: every unit up to a little past the unit that is furthest
@@ -474,7 +472,7 @@ pub(super) fn read_units(
                     // before, where it was.
                     let mut at = r.position_now();
                     at.done = true;
-                    ended.push((at, std::mem::take(&mut r.marks)));
+                    ended.push(super::reading::Left::ended(at, std::mem::take(&mut r.marks), r.after));
                 }
                 return waiting;
             }

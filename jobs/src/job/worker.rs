@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use saams::checkpoint::SourcePosition;
 use saams_operators::Plan;
 use saams_operators::ask::{fence_marker, to_every_worker};
 use saams_operators::monitor::monitor_fence_marker;
@@ -16,7 +15,6 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
-use crate::checkpoint::marks::SourceMarks;
 use crate::checkpoint::resume::Resume;
 use crate::control::fence::Fences;
 use crate::dataflow::RecInput;
@@ -26,7 +24,8 @@ use crate::kafka::KafkaInput;
 use super::checkpoints::{want_boundaries, write_checkpoints};
 use super::config::{Settings, Shared};
 use super::generated::generated_routes;
-use super::reading::{Pending, Reading, Source, open_readers, resume_readers};
+use super::handover::Handover;
+use super::reading::{Left, Reading, Source, open_readers, resume_readers};
 use super::requests::{build_plan, take_applied};
 use super::routing::{Router, read_units};
 
@@ -53,7 +52,11 @@ const QUIET_KAFKA_PARK: Duration = Duration::from_millis(10);
 
 /// The input's epoch once a worker's input has ended while the job still takes requests: far
 /// past any event time, so it holds nobody's windows back, yet a time asks can still be sent at.
-const DONE_EPOCH: u64 = 1 << 62;
+const DONE_EPOCH: u64 = super::handover::DONE;
+
+/// The longest a worker that reads nothing parks at a time (`super::handover`): it follows the
+/// readers' epochs, and their progress messages wake it sooner, as does a unit given to it.
+const FOLLOW_PARK: Duration = Duration::from_millis(20);
 
 /// One worker: receive the request script, build the dataflows, read its units (and Kafka
 /// partitions) until the input ends and every live request is answered, then finish.
@@ -61,6 +64,7 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
     let mut state = WorkerState::start(worker, job);
     loop {
         state.apply_requests();
+        state.move_units();
         state.tell_devices();
         state.hand_off();
         state.checkpoint();
@@ -69,6 +73,9 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
             r.send(false);
         }
         let active = state.active();
+        if !active && state.reading && state.follow(worker) {
+            continue;
+        }
         if !active && state.reading {
             state.stop_reading();
         }
@@ -104,8 +111,11 @@ struct WorkerState<'a> {
     /// A job merging devices: this process' device table to the others, theirs to it.
     device_reports: Option<crate::edge::reports::DeviceReports>,
     readers: Vec<Reading>,
-    /// Units that ended, with where they stood at the boundaries they reached.
-    ended: Vec<(SourcePosition, SourceMarks)>,
+    /// Units that ended, or went to another worker, with where they stood at the boundaries
+    /// they reached.
+    ended: Vec<Left>,
+    /// A job of one process: its units follow the active workers (`super::handover`).
+    handover: Option<Handover>,
     /// The newest checkpoint boundary the readers were told to mark.
     boundaries_known: u64,
     router: Router,
@@ -149,7 +159,11 @@ impl<'a> WorkerState<'a> {
         //    oldest event time (ms) any unit can still produce (its newest time minus the
         //    lateness): the watermark that releases values to their synopses inside a window.
         let (dead, stats) = (job.dead.as_deref(), &*job.stats);
-        let mut readers = open_readers(&plan.borrow(), job.generator.as_ref(), &job.units, (me, peers), dead, stats);
+        // With units following the active workers, the plan's active workers read them.
+        let handover = job.reader_board.clone().map(|board| Handover::new(board, me, &plan.borrow()));
+        let readers_of = if handover.is_some() { plan.borrow().routing.active_workers() } else { peers };
+        let mut readers =
+            open_readers(&plan.borrow(), job.generator.as_ref(), &job.units, (me, readers_of), dead, stats);
         let mut ended = Vec::new();
         if let Some(resume) = &resume {
             resume_readers(&mut readers, resume, &job.units, &mut ended, (dead, stats));
@@ -182,6 +196,7 @@ impl<'a> WorkerState<'a> {
             device_reports,
             readers,
             ended,
+            handover,
             boundaries_known: 0,
             router,
             intake: job.devices.clone().map(crate::edge::intake::Intake::new),
@@ -299,7 +314,7 @@ impl<'a> WorkerState<'a> {
     fn checkpoint(&mut self) {
         want_boundaries(&self.plan.borrow(), (&mut self.readers, self.kafka.as_mut()), &mut self.boundaries_known);
         if let Some(c) = &self.job.checkpoints {
-            let at = (&mut self.readers[..], &mut self.ended[..], self.kafka.as_mut(), self.router.tuples);
+            let at = (&mut self.readers[..], &mut self.ended, self.kafka.as_mut(), self.router.tuples);
             write_checkpoints(&self.plan, &self.probe, at, &mut self.fences, (c, self.me));
         }
     }
@@ -310,9 +325,53 @@ impl<'a> WorkerState<'a> {
         (!self.readers.is_empty() || self.kafka.as_ref().is_some_and(KafkaInput::running)) && !self.job.stop.raised()
     }
 
+    /// Units follow the active workers (`super::handover`): after a rescale, learn where this
+    /// worker's units go; take those given to it.
+    fn move_units(&mut self) {
+        let Some(h) = self.handover.as_mut() else { return };
+        let plan = self.plan.borrow();
+        let inputs = (self.job.generator.as_ref(), &self.job.units[..]);
+        let before = self.readers.len();
+        if h.take(&plan, &mut self.readers) {
+            h.assign(&plan, inputs, &mut self.readers[before..]);
+        }
+        if h.rescaled(&plan) {
+            h.assign(&plan, inputs, &mut self.readers);
+        }
+    }
+
+    /// A worker of a job whose units follow the active workers that reads nothing: follow the
+    /// readers' epochs (holding nobody's windows back) and park until a unit is given to it or
+    /// the dataflow has work. False when the whole input has ended or the job stops.
+    fn follow(&mut self, worker: &mut Worker) -> bool {
+        let Some(h) = self.handover.as_ref() else { return false };
+        if self.job.stop.raised() {
+            return false;
+        }
+        self.router.flush_stats(0);
+        let board = h.board();
+        let bound = board.follow();
+        if bound >= DONE_EPOCH {
+            return false;
+        }
+        let step = self.job.settings.window_ms.clamp(1, EPOCH_STEP_MS) as u64;
+        let epoch = board.advance(self.me, bound - bound % step, false);
+        if epoch > self.epoch {
+            self.epoch = epoch;
+            self.input.advance_to(epoch);
+        }
+        self.park(worker, Some(FOLLOW_PARK));
+        true
+    }
+
     /// This worker's input ended: stop holding the others' windows back, stop taking
     /// requests; keep the input for the asks and fences still to come.
     fn stop_reading(&mut self) {
+        if let Some(h) = self.handover.as_mut() {
+            // Units given to it as the job stops: their positions are in its checkpoints.
+            h.take(&self.plan.borrow(), &mut self.readers);
+            h.board().advance(self.me, DONE_EPOCH, true);
+        }
         self.reading = false;
         self.fences.stop_forwarding();
         self.epoch = DONE_EPOCH;
@@ -331,6 +390,10 @@ impl<'a> WorkerState<'a> {
         let limit = [hold_end, self.span_end()].into_iter().flatten().min();
         let ended = &mut self.ended;
         read_units(&mut self.readers, &mut self.router, &mut self.input, (allowance, limit), (window_ms, ended));
+        if let Some(h) = self.handover.as_mut() {
+            let units = (&mut self.readers, &mut self.ended, self.boundaries_known);
+            h.give(units, self.job.settings.lateness_ms, self.job.checkpoints.is_some());
+        }
         let kafka_low = self.read_kafka(allowance, routed_before, hold_end);
         self.advance_epoch(kafka_low);
         if self.router.tuples == routed_before && hold_end.is_none() {
@@ -464,14 +527,7 @@ impl<'a> WorkerState<'a> {
         // older than that tuple's time minus the lateness either: a byte range of a file that
         // waits for the others to reach its time does not hold every window open (it held the
         // frontier at 0, and every value in the reorder buffers, until each range had started).
-        self.readers
-            .iter()
-            .map(|r| {
-                let newest =
-                    if r.max_time == i64::MIN { r.pending.as_ref().map(Pending::time) } else { Some(r.max_time) };
-                newest.map_or(0, |t| t.saturating_sub(lateness_ms).max(0) as u64)
-            })
-            .min()
+        self.readers.iter().map(|r| r.low(lateness_ms)).min()
     }
 
     /// How far in event time this worker may read now (`None`: no bound): a worker whose units
@@ -506,7 +562,13 @@ impl<'a> WorkerState<'a> {
         // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
         // between all workers and processes.
         let step = window_ms.clamp(1, EPOCH_STEP_MS) as u64;
-        if let Some(low) = low.map(|l| l - l % step)
+        // Not past the units on their way to this worker (`super::handover`).
+        let low = low.map(|l| l - l % step);
+        let low = match self.handover.as_ref() {
+            Some(h) => low.map(|l| h.board().advance(self.me, l, true)),
+            None => low,
+        };
+        if let Some(low) = low
             && low > self.epoch
         {
             self.epoch = low;
@@ -591,14 +653,7 @@ fn plan_and_fences(worker: &mut Worker, job: &Shared) -> (Rc<RefCell<Plan>>, Fen
 /// The `Reading` the records of a worker's Kafka partitions are routed through; a resumed job's
 /// skips the values before the checkpoint's boundary.
 fn kafka_reading(resume: Option<&Resume>) -> Reading {
-    let mut kafka_unit = Reading {
-        unit: 0,
-        source: Source::Kafka,
-        tuple: saams::api::Tuple::default(),
-        max_time: i64::MIN,
-        pending: None,
-        marks: SourceMarks::default(),
-    };
+    let mut kafka_unit = Reading::new(0, Source::Kafka);
     if let Some(resume) = resume {
         // Values before the checkpoint's boundary were counted before it.
         kafka_unit.marks.skip_before = resume.boundary_ms.min(i64::MAX as u64) as i64;

@@ -150,7 +150,7 @@ const NOT_UTF8: &str = "read error: stream did not contain valid UTF-8";
 /// costs its parse and no copy or validation of its own.
 pub struct UnitReader {
     ctx: LineContext,
-    lines: LineReader<Box<dyn Read>>,
+    lines: LineReader<Box<dyn Read + Send>>,
     line_no: u64,
     /// Bytes of lines that may still start in this unit (byte ranges), else `u64::MAX`.
     budget: u64,
@@ -260,7 +260,7 @@ impl UnitReader {
                 } else {
                     None
                 };
-                let lines = LineReader::new(Box::new(LiveStdin::start()) as Box<dyn Read>);
+                let lines = LineReader::new(Box::new(LiveStdin::start()) as Box<dyn Read + Send>);
                 let ctx = LineContext::new(format, "stdin", first.as_deref()).map_err(|e| e.to_string())?;
                 // The header line was consumed: count it so line numbers stay those of the input.
                 let name = ctx.file().to_string();
@@ -280,7 +280,7 @@ impl UnitReader {
         }
     }
 
-    fn new(ctx: LineContext, input: Box<dyn Read>) -> UnitReader {
+    fn new(ctx: LineContext, input: Box<dyn Read + Send>) -> UnitReader {
         let name = ctx.file().to_string();
         UnitReader {
             ctx,
@@ -363,7 +363,7 @@ impl UnitReader {
         format: Format,
         name: &str,
         first_line: Option<&str>,
-        r: Box<dyn Read>,
+        r: Box<dyn Read + Send>,
     ) -> Result<UnitReader, String> {
         let ctx = LineContext::new(format, name, first_line).map_err(|e| e.to_string())?;
         Ok(UnitReader::new(ctx, r))

@@ -1,0 +1,250 @@
+//! Readers follow the active workers (`--active-workers`, `POST /rescale`) in a job of one
+//! process: only the workers holding synopses read input, the others park until a rescale gives
+//! them units. Why: with 12 threads of which 3 hold synopses, all 12 read the generator and
+//! exchanged the tuples to the 3 (docs/figures.md, Figure 12), where a `-w 3` job has 3 threads
+//! doing everything; on 2 cores the 12 busy threads competed.
+//!
+//! Who reads a unit changes only where the tuples are parsed and routed, never which worker a
+//! value goes to (the plan routes it by its time's bin map) nor its arrival sequence (the unit's),
+//! so the answers are those of a run without a move. What a move must keep exact is:
+//! - **each tuple read once**: the unit's reader (its open file or generator state, its pending
+//!   tuple and lateness) goes whole from the old worker to the new one through the process'
+//!   [`ReaderBoard`] — nothing is read again, nothing skipped;
+//! - **the epochs**: a worker sends values at its input's epoch, which must not be past any
+//!   value it will still send. The old worker gives a unit only once the unit's oldest possible
+//!   time (its [`Reading::low`]) is not behind the new worker's epoch, and the new worker does
+//!   not advance its epoch past the units on their way to it; a worker that reads nothing
+//!   follows the readers' epochs (it holds nobody's windows back);
+//! - **checkpoint positions**: the old worker reports the unit at the boundaries it knew when
+//!   it gave it (the positions it marked there, else where the unit stood), the new one at the
+//!   later ones ([`Reading::after`], [`Left`]), so a checkpoint names every unit once.
+//!
+//! A unit moves at the first round after the rescale's fence at which both sides are ready,
+//! not necessarily at the fence: the fence decides the bins, not the readers. With several
+//! processes (readers would cross machines) and Kafka inputs (partitions follow the consumer
+//! group), every worker reads its share as before.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::Thread;
+
+use saams_datasets::GeneratorSpec;
+use saams_operators::Plan;
+
+use crate::source::file::Input as Unit;
+
+use super::generated::{generated_routes, generated_stream_readers};
+use super::reading::{Left, Reading, Source, reads_unit};
+
+/// The input's epoch of a worker whose input has ended (as the worker loop's).
+pub(super) const DONE: u64 = 1 << 62;
+
+/// A unit on its way from one worker to another.
+struct Moving {
+    to: usize,
+    /// The oldest event time (ms) the unit can still produce.
+    low: u64,
+    reading: Box<Reading>,
+}
+
+/// What the board knows, behind one lock (a give, a take and an epoch's advance are each one
+/// step of it, so no epoch passes a unit on its way).
+struct BoardState {
+    /// Per worker: its input's epoch, and whether it holds units (a worker that holds none
+    /// follows the others; one whose input ended holds its epoch at [`DONE`]).
+    epochs: Vec<(u64, bool)>,
+    moving: Vec<Moving>,
+}
+
+/// The process' units on their way between its workers, and its workers' epochs.
+pub(super) struct ReaderBoard {
+    state: Mutex<BoardState>,
+    /// Each worker's thread, unparked when a unit is given to it.
+    threads: Mutex<Vec<Option<Thread>>>,
+}
+
+impl ReaderBoard {
+    /// The board of a job of `processes` processes of `workers` workers, if its units follow
+    /// the active workers: one process (readers cross no process) reading files or the
+    /// generator (Kafka partitions follow their consumer group).
+    pub(super) fn for_job(processes: usize, workers: usize, kafka: bool) -> Option<Arc<ReaderBoard>> {
+        (processes == 1 && !kafka).then(|| ReaderBoard::new(workers))
+    }
+
+    /// A board for `workers` workers, each holding units at epoch 0 until it says otherwise.
+    fn new(workers: usize) -> Arc<ReaderBoard> {
+        Arc::new(ReaderBoard {
+            state: Mutex::new(BoardState { epochs: vec![(0, true); workers], moving: Vec::new() }),
+            threads: Mutex::new(vec![None; workers]),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BoardState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The epoch worker `me` may advance to, at most `proposed`: not past the units on their
+    /// way to it. It holds units (or not) at that epoch from now on.
+    pub(super) fn advance(&self, me: usize, proposed: u64, holding: bool) -> u64 {
+        let mut s = self.lock();
+        let incoming = s.moving.iter().filter(|m| m.to == me).map(|m| m.low).min().unwrap_or(u64::MAX);
+        let (epoch, _) = s.epochs[me];
+        let allowed = proposed.min(incoming).max(epoch);
+        s.epochs[me] = (allowed, holding);
+        allowed
+    }
+
+    /// How far a worker that holds no units may advance: the oldest epoch of the workers that
+    /// hold some, and of the units on their way; [`DONE`] when there are none (every input has
+    /// ended).
+    pub(super) fn follow(&self) -> u64 {
+        let s = self.lock();
+        let held = s.epochs.iter().filter(|(_, holding)| *holding).map(|(e, _)| *e);
+        held.chain(s.moving.iter().map(|m| m.low)).min().unwrap_or(DONE)
+    }
+
+    /// Give `reading` (which can produce nothing older than `low`) to worker `to` if its epoch
+    /// is not past `low`; else hand it back.
+    fn give(&self, to: usize, low: u64, reading: Box<Reading>) -> Result<(), Box<Reading>> {
+        let mut s = self.lock();
+        if s.epochs.get(to).is_none_or(|&(epoch, _)| epoch > low) {
+            return Err(reading);
+        }
+        s.moving.push(Moving { to, low, reading });
+        drop(s);
+        if let Some(Some(t)) = self.threads.lock().ok().as_deref().and_then(|t| t.get(to)) {
+            t.unpark();
+        }
+        Ok(())
+    }
+
+    /// The units given to worker `me`; it holds units from now on if it got any.
+    fn take(&self, me: usize) -> Vec<Reading> {
+        let mut s = self.lock();
+        if !s.moving.iter().any(|m| m.to == me) {
+            return Vec::new();
+        }
+        let (mine, others): (Vec<Moving>, Vec<Moving>) =
+            std::mem::take(&mut s.moving).into_iter().partition(|m| m.to == me);
+        s.moving = others;
+        s.epochs[me].1 = true;
+        mine.into_iter().map(|m| *m.reading).collect()
+    }
+}
+
+/// One worker's side of the moves: the board, and the rescales whose assignment it has applied
+/// to its units.
+pub(super) struct Handover {
+    board: Arc<ReaderBoard>,
+    me: usize,
+    /// Rescales of the plan applied to the units' assignment.
+    seen: usize,
+}
+
+/// Where a worker's units are, for a move: its readers and those it left (with the newest
+/// checkpoint boundary it knows of).
+pub(super) type Units<'a> = (&'a mut Vec<Reading>, &'a mut Vec<Left>, u64);
+
+impl Handover {
+    /// Worker `me`'s side; the plan's rescales so far are in the units it opens (which the
+    /// plan's active workers read).
+    pub(super) fn new(board: Arc<ReaderBoard>, me: usize, plan: &Plan) -> Handover {
+        if let Ok(mut t) = board.threads.lock()
+            && let Some(slot) = t.get_mut(me)
+        {
+            *slot = Some(std::thread::current());
+        }
+        Handover { board, me, seen: plan.routing.rescales().len() }
+    }
+
+    /// The board (epochs, following).
+    pub(super) fn board(&self) -> &ReaderBoard {
+        &self.board
+    }
+
+    /// Whether the plan applied rescales since the last call (then every unit of this worker
+    /// learns where it goes: [`Handover::assign`]).
+    pub(super) fn rescaled(&mut self, plan: &Plan) -> bool {
+        let n = plan.routing.rescales().len();
+        std::mem::replace(&mut self.seen, n) != n
+    }
+
+    /// Each of `readers` learns the worker that reads it under the plan's active workers (as a
+    /// new job with them would be given it), if not this one.
+    pub(super) fn assign(
+        &self,
+        plan: &Plan,
+        (spec, units): (Option<&GeneratorSpec>, &[Unit]),
+        readers: &mut [Reading],
+    ) {
+        let active = plan.routing.active_workers().max(1);
+        let streams = spec.map(|s| generated_stream_readers(plan, s, active));
+        for r in readers.iter_mut() {
+            let to = match &r.source {
+                Source::Generated(..) => streams.as_ref().and_then(|s| s.get(r.unit as usize).copied()),
+                Source::Lines(_) => units
+                    .get(r.unit as usize)
+                    .and_then(|u| (0..active).find(|&w| reads_unit((r.unit as usize, u), (w, active)))),
+                Source::Kafka => None,
+            };
+            r.moving_to = to.filter(|&w| w != self.me);
+        }
+    }
+
+    /// Give the units that go elsewhere to their workers, those that can be given now (see the
+    /// module's doc); the positions at the boundaries known here (`known`) stay here (`left`).
+    /// True if this worker gave any.
+    pub(super) fn give(&mut self, (readers, left, known): Units<'_>, lateness_ms: i64, checkpoints: bool) -> bool {
+        if readers.iter().all(|r| r.moving_to.is_none()) {
+            return false;
+        }
+        let mut gave = false;
+        let mut kept = Vec::with_capacity(readers.len());
+        for mut r in readers.drain(..) {
+            let Some(to) = r.moving_to.take() else {
+                kept.push(r);
+                continue;
+            };
+            let low = r.low(lateness_ms);
+            let at = r.position_now();
+            let marks = std::mem::take(&mut r.marks);
+            r.marks.skip_before = marks.skip_before;
+            let after = r.after;
+            r.after = known.max(after);
+            match self.board.give(to, low, Box::new(r)) {
+                Ok(()) => {
+                    gave = true;
+                    if checkpoints && known > after {
+                        left.push(Left { at, marks, after, upto: known });
+                    }
+                }
+                Err(mut r) => {
+                    // Its worker is ahead of it: read on here, and try again next round.
+                    (r.marks, r.after, r.moving_to) = (marks, after, Some(to));
+                    kept.push(*r);
+                }
+            }
+        }
+        *readers = kept;
+        gave
+    }
+
+    /// Take the units given to this worker: their generated streams' routes are this plan's,
+    /// and they mark the checkpoint boundaries after the old worker's.
+    pub(super) fn take(&mut self, plan: &Plan, readers: &mut Vec<Reading>) -> bool {
+        let taken = self.board.take(self.me);
+        if taken.is_empty() {
+            return false;
+        }
+        let checkpoints = plan.checkpoints.borrow();
+        for mut r in taken {
+            if let Source::Generated(g, routes) = &mut r.source {
+                *routes = generated_routes(plan, g);
+            }
+            for &b in checkpoints.boundaries.keys().filter(|&&b| b > r.after) {
+                r.marks.want(b);
+            }
+            readers.push(r);
+        }
+        true
+    }
+}
