@@ -22,6 +22,7 @@ pub fn assert_same(got: &[String], want: &[String], what: &str) {
 }
 
 /// Now, in ns since the epoch: distinct names for each start's stderr file.
+#[allow(dead_code)] // Not every test that includes this module calls it.
 pub fn nanos() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
 }
