@@ -72,7 +72,8 @@ pub fn timely_config(cli: &Cli) -> Result<Config, String> {
             zerocopy: false,
         }
     };
-    Ok(Config { communication, worker: WorkerConfig::default() })
+    let worker = WorkerConfig::default().idle_spin(Duration::from_micros(cli.idle_spin));
+    Ok(Config { communication, worker })
 }
 
 /// What checkpoint recovery reads of the command line.
