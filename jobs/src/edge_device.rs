@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams::api::Tuple;
-use saams::api::request::{parse_requests, read_log};
+use saams::api::request::{Action, parse_requests, read_log};
 use saams_datasets::{Format, LineContext};
 use saams_operators::Plan;
-use saams_operators::plan::SnapshotStore;
 
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
@@ -26,6 +25,7 @@ use crate::edge::device::{DeviceCounts, DeviceWindows};
 use crate::edge::monitor_site::{DeviceSites, SiteCounts};
 use crate::edge::resume::Resume;
 use crate::edge::shipment::{Body, Shipment};
+use crate::edge::snapshots::ShippedSnapshots;
 use crate::edge_follow::Follower;
 use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics, parse_setting};
 
@@ -107,22 +107,6 @@ pub struct EdgeCli {
     pub extra: Vec<(String, String)>,
 }
 
-/// A device reads and writes no snapshot files (a LOAD is merged by the cloud job, which holds
-/// the merged state; the device's partials start empty).
-pub(crate) struct NoSnapshots;
-
-impl SnapshotStore for NoSnapshots {
-    fn load(&self, file: &str) -> Result<Vec<u8>, String> {
-        Err(format!("{file}: a device loads no snapshots (the cloud job does)"))
-    }
-    fn save(&self, file: &str, _: &[u8]) -> Result<(), String> {
-        Err(format!("{file}: a device saves no snapshots (the cloud job does)"))
-    }
-    fn check(&self, file: &str) -> Result<(), String> {
-        Err(format!("{file}: a device reads and writes no snapshots"))
-    }
-}
-
 /// What a device did, for its summary line.
 #[derive(Clone, Copy, Debug)]
 pub struct EdgeSummary {
@@ -143,17 +127,19 @@ pub struct FollowCounts {
     pub position_bytes: u64,
     /// Live requests applied at their fences.
     pub requests: u64,
+    /// Ad-hoc queries and SAVEs of synopses resident here answered ([`crate::edge::asks`]).
+    pub answers: u64,
 }
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
     /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…
-    /// monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
+    /// answers=… monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
     /// monitor_shipped_bytes=… monitor_raw_bytes=…`.
     pub fn line(&self, device: &str) -> String {
         let (c, f, m) = (&self.counts, &self.follow, &self.sites);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} answers={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
             c.tuples,
             c.windows,
             c.partial_windows,
@@ -166,6 +152,7 @@ impl EdgeSummary {
             f.positions,
             f.position_bytes,
             f.requests,
+            f.answers,
             m.items,
             m.refused,
             m.messages,
@@ -181,6 +168,8 @@ impl EdgeSummary {
 /// the next live request to apply.
 struct Following {
     follower: Follower,
+    /// Where the snapshot files of the control records go (the plan's store).
+    store: Arc<ShippedSnapshots>,
     reached: Option<u64>,
     next_at: u64,
     counts: FollowCounts,
@@ -213,7 +202,14 @@ impl Following {
         for r in self.follower.reached(window, self.next_at)? {
             let (requests, notes) = Intake::new(false).vet(read_log(&r.text));
             notes.iter().for_each(|n| eprintln!("saams-edge: {n}"));
-            plan.extend(&requests, r.fence, None);
+            self.store.add(&r.snapshots)?;
+            // Its asks of synopses resident here are answered now: at their fence.
+            for ask in plan.extend(&requests, r.fence, None).asks {
+                if let Some(body) = windows.answer(plan, &ask, r.fence, &self.store) {
+                    shipper.ship(&Shipment { device: shipper.device.clone(), seq: 0, body })?;
+                    self.counts.answers += 1;
+                }
+            }
             self.next_at = r.at + 1;
             self.counts.requests += 1;
         }
@@ -388,7 +384,7 @@ impl Batches {
 
 /// With `--follow`, the device's follower of the cloud job's control topic (waiting for the
 /// job up to `--cloud-timeout`, `0`: for ever).
-fn following(cli: &EdgeCli, opts: &KafkaOptions) -> Result<Option<Following>, String> {
+fn following(cli: &EdgeCli, opts: &KafkaOptions, store: &Arc<ShippedSnapshots>) -> Result<Option<Following>, String> {
     // Checked with or without `--follow`: a bad value is an error either way.
     let cloud_timeout = match parse_duration_ms(&cli.cloud_timeout)? {
         0 => None,
@@ -399,6 +395,7 @@ fn following(cli: &EdgeCli, opts: &KafkaOptions) -> Result<Option<Following>, St
     }
     Ok(Some(Following {
         follower: Follower::start(opts, &cli.partials_topic, cloud_timeout)?,
+        store: store.clone(),
         reached: None,
         next_at: 0,
         counts: FollowCounts::default(),
@@ -413,12 +410,17 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
-    let mut following = following(cli, &opts)?;
+    let store = Arc::new(ShippedSnapshots::default());
+    let mut following = following(cli, &opts, &store)?;
     let script = match &following {
-        Some(f) => f.follower.script()?,
+        Some(f) => {
+            let (script, snapshots) = f.follower.script()?;
+            store.add(&snapshots)?;
+            script
+        }
         None => request_text(cli, &opts)?,
     };
-    let mut plan = Plan::build(&parse_requests(&script), 1, window_ms, Arc::new(NoSnapshots));
+    let mut plan = Plan::build(&parse_requests(&script), 1, window_ms, store.clone());
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let (mut batches, mut windows) = Batches::open(cli)?;
@@ -427,6 +429,9 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         windows = windows.resident();
     } else if cli.sole_reader {
         windows = windows.sole_reader();
+    }
+    if following.is_none() {
+        loads_kept_whole(&script, &plan, &windows)?;
     }
     let every = match &cli.ship_every {
         Some(d) => Some(Duration::from_millis(u64::try_from(parse_duration_ms(d)?).unwrap_or(0).max(1))),
@@ -480,6 +485,29 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         f.counts
     });
     Ok(EdgeSummary { counts: windows.counts, follow, sites: sites.counts })
+}
+
+/// A device that does not follow the cloud job cannot have the snapshots its script LOADs
+/// (they are in the cloud's directory): refused at its start when one is LOADed into a synopsis
+/// it keeps whole, whose state the cloud would take from this device without the snapshot
+/// (into the others the cloud merges, its own state has it).
+fn loads_kept_whole(script: &str, plan: &Plan, windows: &DeviceWindows) -> Result<(), String> {
+    for req in parse_requests(script).into_iter().flatten() {
+        let Action::Load { file } = &req.action else { continue };
+        let kept = plan.routing.synopses.iter().enumerate().any(|(s, spec)| {
+            req.names_synopsis(&spec.dataset, &spec.stream, spec.synopsis_id, &spec.field)
+                && windows.keeps_whole_synopsis(plan, s as u32)
+        });
+        if kept {
+            return Err(format!(
+                "the request script LOADs {file} into synopsisID {} on stream {:?} of dataset {:?}, which this device \
+                 keeps whole (--sole-reader/--resident): the snapshot is in the cloud job's directory; run the device \
+                 with --follow (the cloud sends it the snapshot)",
+                req.synopsis_id, req.stream_id, req.dataset_key
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The monitoring sites of a device (`--monitor-site`).

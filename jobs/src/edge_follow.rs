@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::edge::control::{Applied, Control, control_topic};
+use crate::edge::control::{Applied, Control, Snapshots, control_topic};
 use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics};
 
 /// How often a device waiting for the cloud job says so.
@@ -19,8 +19,8 @@ const WAIT_NOTE: Duration = Duration::from_secs(10);
 /// What the follower heard so far.
 #[derive(Debug, Default)]
 struct Heard {
-    /// The first `start` record's script.
-    script: Option<String>,
+    /// The first `start` record's script, and the snapshot files its LOADs name.
+    script: Option<(String, Snapshots)>,
     /// Live requests by their place in the order applied (several `start` records, of a
     /// resumed job, repeat some: kept once).
     requests: BTreeMap<u64, Applied>,
@@ -46,8 +46,8 @@ impl Heard {
 
     fn take(&mut self, record: Control) {
         match record {
-            Control::Start { script, log } => {
-                self.script.get_or_insert(script);
+            Control::Start { script, log, snapshots } => {
+                self.script.get_or_insert((script, snapshots));
                 for r in log {
                     self.requests.entry(r.at).or_insert(r);
                 }
@@ -146,11 +146,12 @@ impl Follower {
         }
     }
 
-    /// The cloud job's request script (waits for its start record).
+    /// The cloud job's request script and the snapshot files its LOADs name (waits for its
+    /// start record).
     ///
     /// # Errors
     /// The topic cannot be read.
-    pub fn script(&self) -> Result<String, String> {
+    pub fn script(&self) -> Result<(String, Snapshots), String> {
         self.wait("its start", |h| h.script.clone())
     }
 
@@ -182,7 +183,7 @@ mod tests {
     use super::*;
 
     fn applied(at: u64, fence: u64) -> Applied {
-        Applied { at, fence, text: format!("r{at}") }
+        Applied { at, fence, text: format!("r{at}"), snapshots: Snapshots::new() }
     }
 
     /// Requests heard out of order count from the first without a gap; a resumed job's start
@@ -191,12 +192,13 @@ mod tests {
     #[test]
     fn heard_requests_count_without_gaps_and_once() {
         let mut h = Heard::default();
-        h.take(Control::Start { script: "s".into(), log: vec![applied(0, 60)] });
+        h.take(Control::Start { script: "s".into(), log: vec![applied(0, 60)], snapshots: Snapshots::new() });
         h.take(Control::Request(applied(2, 180)));
         assert_eq!(h.contiguous(), 1);
         h.take(Control::Request(applied(1, 120)));
-        h.take(Control::Start { script: "other".into(), log: vec![applied(0, 60), applied(1, 120)] });
-        assert_eq!((h.contiguous(), h.requests.len(), h.script.as_deref()), (3, 3, Some("s")));
+        let log = vec![applied(0, 60), applied(1, 120)];
+        h.take(Control::Start { script: "other".into(), log, snapshots: Snapshots::new() });
+        assert_eq!((h.contiguous(), h.requests.len(), h.script.as_ref().map(|s| s.0.as_str())), (3, 3, Some("s")));
         h.take(Control::Routed { window: 120, applied: 2 });
         h.take(Control::Routed { window: 60, applied: 1 });
         assert_eq!((h.routed, h.applied), (Some(120), 2));

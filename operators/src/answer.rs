@@ -57,7 +57,9 @@ pub fn continuous(plan: &Plan, syn: u32, state: &dyn Synopsis, items: u64, span:
 }
 
 /// Merge into `state` the snapshots LOADed while the job ran that take effect by window `window`
-/// (`done` of them already are); a failed merge is an error line for the LOAD.
+/// (`done` of them already are); a failed merge is an error line for the LOAD. A query view
+/// (a synopsis resident on an edge device) takes none: the device merged them into its state,
+/// and its views have them.
 pub fn merge_loads(
     plan: &Plan,
     syn: u32,
@@ -67,8 +69,12 @@ pub fn merge_loads(
     out: &mut Vec<String>,
 ) {
     let s = &plan.routing.synopses[syn as usize];
+    let view = state.as_any().is::<crate::query_view::QueryView>();
     while let Some(load) = s.loads.get(*done).filter(|l| l.from <= window) {
         *done += 1;
+        if view {
+            continue;
+        }
         if let Err(e) = state.merge(load.state.get()) {
             let mut est =
                 Estimation::error(load.request_id.clone(), None, s.synopsis_id, format!("LOAD {}: {e}", load.file));
@@ -101,6 +107,8 @@ pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64, span: 
         AskWhat::Save(file) => (Json::Null, save(plan, file, state)),
         // Answered from every participant's state at the pair's home ([`crate::pair_ask`]).
         AskWhat::Pair(pair) => (pair.args.clone(), Answer::Error("a pair query is answered at the pair's home".into())),
+        // Handed on by the synopsis' home ([`crate::update`]).
+        AskWhat::Answered(a) => (Json::Null, Answer::Error(format!("an answer of device {} handed on", a.device))),
     };
     let e = Estimation {
         request_id: ask.request_id.clone(),

@@ -36,8 +36,13 @@ use timely::dataflow::operators::{Input, Inspect, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
+use saams::api::estimation::Estimation;
+use saams_operators::ask::{Origin, reply_line};
+use saams_operators::plan::Applied;
+
 use crate::control::hub::Hub;
 use crate::control::request_log::{RequestLog, TopicRecord};
+use crate::edge::refusals::{asks_a_device, body_refusal};
 
 /// A body of requests on its way: who took it, the ticket waiting there, the requests as the
 /// hub vetted them (typed: serialized by timely between processes, never parsed again).
@@ -280,8 +285,17 @@ impl Fences {
             return;
         }
         let mut forwarded = false;
+        let devices = hub.devices();
         for s in bodies {
-            if Plan::reads_only(&s.requests) {
+            if let Some(refused) = devices.as_ref().and_then(|table| body_refusal(table, &s.requests)) {
+                // As `POST /requests` refuses it (it checked before it queued the body).
+                plan.borrow_mut().push_applied(refused_body(&s.requests, &refused.message, (self.me as u32, s.ticket)));
+                continue;
+            }
+            // An ad-hoc query or SAVE a device answers needs a fence: sequenced.
+            let asks_device =
+                devices.as_ref().is_some_and(|table| s.requests.iter().flatten().any(|r| asks_a_device(table, r)));
+            if Plan::reads_only(&s.requests) && !asks_device {
                 let mut plan = plan.borrow_mut();
                 let applied = plan.ask_now(&s.requests, (self.me as u32, s.ticket));
                 plan.push_applied(applied);
@@ -422,6 +436,25 @@ impl Fences {
             std::process::exit(2);
         }
     }
+}
+
+/// What a body refused for its devices gives ([`crate::edge::refusals`]): an error line for
+/// each of its requests (none is applied), for the output and whoever waits.
+fn refused_body(requests: &Parsed, why: &str, origin: Origin) -> Applied {
+    let lines = requests
+        .iter()
+        .map(|r| {
+            let (id, uid, syn) = match r {
+                Ok(req) => {
+                    (req.request_id.clone().unwrap_or(serde_json::Value::Null), req.uid.clone(), req.synopsis_id)
+                }
+                Err(_) => (serde_json::Value::Null, None, 0),
+            };
+            let line = Estimation::error(id, uid, syn, format!("not applied: {why}")).to_json_line();
+            reply_line(Some(origin), line)
+        })
+        .collect();
+    Applied { origin: Some(origin), lines, ..Applied::default() }
 }
 
 /// Shared with a dataflow's inspect closure: what reached this worker.

@@ -16,9 +16,10 @@
 //! [`Hub::submit`]), so a refused body changes nothing: malformed JSON
 //! or a request that is none is 400, a construct the library refuses (unknown kind, bad
 //! parameters) is 400, a query, delete or SAVE naming a synopsis that is neither live nor
-//! constructed earlier in the same body is 404, an ad-hoc query, SAVE or LOAD of a synopsis
-//! resident on an edge device is 409 (naming the device), a body over the limit is 413, a job that takes no
-//! requests (not started yet, or finished) is 503. Errors are `{"error": "…"}`.
+//! constructed earlier in the same body is 404, a LOAD, ad-hoc query or SAVE that cannot reach
+//! the edge device holding the synopsis' state is 409 or 503 ([`crate::edge::refusals`]), a body
+//! over the limit is 413, a job that takes no requests (not started yet, or finished) is 503.
+//! Errors are `{"error": "…"}`.
 //!
 //! At most [`HttpLimits::pending`] bodies are taken at once (vetted or waiting for their replies);
 //! one more is refused at once with 503 and `Retry-After`, counted in
@@ -45,7 +46,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use saams::api::monitor::{MonitorQuery, MonitorSpec, SLIDING_WINDOW_MONITOR_ID};
 use saams::api::registry::LiveSynopsis;
-use saams::api::request::{Action, Parsed, QueryMode, Request, parse_requests};
+use saams::api::request::{Action, Parsed, Request, parse_requests};
 use saams::error::SynopsisError;
 use serde_json::{Value, json};
 
@@ -55,6 +56,7 @@ use super::hub::Hub;
 use super::introspection;
 use super::page;
 use super::tls::TlsListener;
+use crate::edge::refusals::{asks_a_device, body_refusal, resident_device};
 use tokio::sync::Semaphore;
 
 /// What `GET /metrics` serves: called at every scrape.
@@ -405,12 +407,22 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
         Err(Refusal { status, message }) => return error_response(status, &message),
     };
     let devices = s.hub.devices();
-    if let Some(message) = devices.as_ref().and_then(|table| loads_kept_whole(&requests, table)) {
-        return error_response(StatusCode::CONFLICT, &message);
+    if let Some(refused) = devices.as_ref().and_then(|table| body_refusal(table, &requests)) {
+        let status = StatusCode::from_u16(refused.status).unwrap_or(StatusCode::CONFLICT);
+        return error_response(status, &refused.message);
     }
-    if let Err(Refusal { status, message }) = refuse_resident(&requests, devices.as_ref()) {
-        return error_response(status, &message);
-    }
+    // Ad-hoc queries and SAVEs a device answers: named in a 504's reason.
+    let asked: Vec<String> = devices
+        .as_ref()
+        .map(|table| {
+            requests
+                .iter()
+                .flatten()
+                .filter(|r| asks_a_device(table, r))
+                .filter_map(|r| resident_device(table, r))
+                .collect()
+        })
+        .unwrap_or_default();
     if !s.hub.is_open() {
         return error_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -432,22 +444,21 @@ fn answer_requests(s: &Service, body: &[u8]) -> Response {
         let (status, why) = if replies.abandoned {
             (StatusCode::SERVICE_UNAVAILABLE, "the job stopped before answering".to_string())
         } else {
-            (StatusCode::GATEWAY_TIMEOUT, format!("no reply within {:?}", s.limits.reply_timeout))
+            let waiting = match asked.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " (device {} answers for a synopsis resident on it, at the request's fence: it has not reached it, \
+                     or did not answer)",
+                    asked.join(", ")
+                ),
+            };
+            (StatusCode::GATEWAY_TIMEOUT, format!("no reply within {:?}{waiting}", s.limits.reply_timeout))
         };
         out.push_str(&json!({ "error": format!("{why}: {got} of {expected} replies") }).to_string());
         out.push('\n');
         status
     };
     (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"))], out).into_response()
-}
-
-/// A job merging devices: the refusal of the first LOAD into a synopsis a device keeps whole
-/// ([`crate::edge::devices::load_refusal`]), answered 409.
-fn loads_kept_whole(parsed: &Parsed, table: &Value) -> Option<String> {
-    parsed.iter().enumerate().find_map(|(i, r)| {
-        let why = crate::edge::devices::load_refusal(table, r.as_ref().ok()?)?;
-        Some(format!("request {}: {why}", i + 1))
-    })
 }
 
 /// Why a body is refused.
@@ -510,38 +521,6 @@ fn vet(parsed: &Parsed, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
     Ok(requests.len())
 }
 
-/// 409 for an ad-hoc query, a SAVE or a LOAD of a synopsis resident on an edge device
-/// (`saams-edge --resident`, listed as `resident` in `GET /devices`): the cloud holds only
-/// what its continuous queries read; the state, which these need, is on the device.
-fn refuse_resident(parsed: &Parsed, devices: Option<&Value>) -> Result<(), Refusal> {
-    let Some(resident) = devices.and_then(|d| d.get("resident")).and_then(Value::as_array) else { return Ok(()) };
-    for (i, req) in parsed.iter().filter_map(|r| r.as_ref().ok()).enumerate() {
-        let what = match &req.action {
-            Action::Query { mode: QueryMode::AdHoc, .. } => "an ad-hoc query",
-            Action::Save { .. } => "a SAVE",
-            Action::Load { .. } => "a LOAD",
-            _ => continue,
-        };
-        let on = resident.iter().find(|r| {
-            r["dataSetKey"] == req.dataset_key.as_str()
-                && r["streamID"] == req.stream_id.as_str()
-                && (req.synopsis_id == 0 || r["synopsisID"] == req.synopsis_id)
-        });
-        if let Some(device) = on.and_then(|r| r["device"].as_str()) {
-            let message = format!(
-                "request {}: {what} of synopsisID {} on stream {:?} of dataset {:?}: the synopsis is resident on device \
-                 {device} (saams-edge --resident), which holds its state; the cloud answers only its continuous queries",
-                i + 1,
-                req.synopsis_id,
-                req.stream_id,
-                req.dataset_key
-            );
-            return Err(refuse(StatusCode::CONFLICT, message));
-        }
-    }
-    Ok(())
-}
-
 /// A request of the monitoring kind (`synopsisID` 14, no synopsis of the library): its
 /// construct parameters or query arguments, checked as the plan will.
 fn vet_monitor(req: &Request) -> Result<(), String> {
@@ -578,24 +557,6 @@ mod tests {
 
     fn vet(text: &str, rows: &[LiveSynopsis]) -> Result<usize, Refusal> {
         super::vet(&parse_requests(text), rows)
-    }
-
-    #[test]
-    fn ad_hoc_requests_of_a_resident_synopsis_are_409_naming_its_device() {
-        let devices =
-            json!({ "resident": [{ "dataSetKey": "F", "streamID": "A", "synopsisID": 1, "device": "pi-3" }] });
-        let r = refuse_resident(&parse_requests(QUERY), Some(&devices)).unwrap_err();
-        assert_eq!(r.status, StatusCode::CONFLICT);
-        assert!(r.message.contains("resident on device pi-3"), "{}", r.message);
-        let save = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["SAVE_REQUEST","x.bin"]}"#;
-        let parsed = parse_requests(save);
-        assert!(matches!(parsed[0], Ok(Request { action: Action::Save { .. }, .. })), "{parsed:?}");
-        assert_eq!(refuse_resident(&parsed, Some(&devices)).unwrap_err().status, StatusCode::CONFLICT);
-        let continuous = QUERY.replace("Ad-hoc", "Continues");
-        assert_eq!(refuse_resident(&parse_requests(&continuous), Some(&devices)), Ok(()));
-        assert_eq!(refuse_resident(&parse_requests(CM), Some(&devices)), Ok(()));
-        assert_eq!(refuse_resident(&parse_requests(&QUERY.replace("\"A\"", "\"B\"")), Some(&devices)), Ok(()));
-        assert_eq!(refuse_resident(&parse_requests(QUERY), None), Ok(()));
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //!
 //! - `start`: the job's request script and the live requests it applied before (a job resumed
 //!   from a checkpoint), written by worker 0 when the job starts;
-//! - `request`: a live request (construct, delete, LOAD, continuous query) with its fence, the
-//!   `at`-th in the order every worker applies them, written by worker 0 when it is agreed;
+//! - `request`: a live request (construct, delete, LOAD, continuous query, and an ad-hoc query
+//!   or SAVE of a synopsis resident on a device) with its fence, the `at`-th in the order every
+//!   worker applies them, written by worker 0 when it is agreed;
 //! - `routed`: a worker has routed a value (a device's shipment or position) of `window`, with
 //!   `applied` live requests in its plan then.
 //!
@@ -22,6 +23,11 @@
 //! requests it has heard at their fences, between its windows. The price is one round trip to
 //! the cloud per window and device (a position is ~30 bytes).
 //!
+//! A LOAD names a file in the cloud's snapshot directory, which a device does not have: the
+//! `start` and `request` records carry the snapshot files their LOADs name (`snapshots`, file →
+//! the file's bytes in hex, [`snapshots_of`]), read by worker 0 when it writes the record, so a
+//! device merges the same state into the synopses it keeps whole, at the same fence.
+//!
 //! ```
 //! use saams_jobs::edge::control::{Control, control_topic};
 //! let line = Control::Routed { window: 60_000, applied: 2 }.to_line();
@@ -31,6 +37,10 @@
 //! assert_eq!(control_topic("partials"), "partials.control");
 //! ```
 
+use std::collections::BTreeMap;
+
+use saams::api::request::{Action, read_log};
+use saams_operators::plan::SnapshotStore;
 use serde::{Deserialize, Serialize};
 
 /// The control topic of the partials topic `partials`.
@@ -47,7 +57,21 @@ pub struct Applied {
     pub fence: u64,
     /// Its requests (the checkpoints' request log text: typed requests as JSON).
     pub text: String,
+    /// The snapshot files its LOADs name, as the cloud read them ([`snapshots_of`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub snapshots: Snapshots,
 }
+
+impl Applied {
+    /// The `at`-th live request, agreed at `fence` with its `text`, and the snapshot files its
+    /// LOADs name read from `store`.
+    pub fn of(at: u64, (fence, text): (u64, &str), store: &dyn SnapshotStore) -> Applied {
+        Applied { at, fence, text: text.to_string(), snapshots: snapshots_of(text, store) }
+    }
+}
+
+/// Snapshot files by name, their bytes in hex (JSON carries no bytes).
+pub type Snapshots = BTreeMap<String, String>;
 
 /// One record of the control topic.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +84,9 @@ pub enum Control {
         script: String,
         /// Live requests already applied, in order.
         log: Vec<Applied>,
+        /// The snapshot files the script's LOADs name ([`snapshots_of`]).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        snapshots: Snapshots,
     },
     /// A live request agreed at its fence.
     Request(Applied),
@@ -85,6 +112,45 @@ impl Control {
     pub fn parse(bytes: &[u8]) -> Result<Control, String> {
         serde_json::from_slice(bytes).map_err(|e| format!("not a control record: {e}"))
     }
+}
+
+/// The snapshot files the LOADs of `text` (requests as a script or the request log's text)
+/// name, read from `store` (the cloud job's snapshot directory); a file that cannot be read is
+/// left out (the cloud's own LOAD of it failed too, and the device's fails the same way).
+///
+/// ```
+/// use saams_jobs::edge::control::{snapshots_of, unhex};
+/// use saams_operators::plan::SnapshotStore;
+/// struct One;
+/// impl SnapshotStore for One {
+///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { if f == "cm.bin" { Ok(vec![0, 255]) } else { Err(f.into()) } }
+///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+///     fn check(&self, _: &str) -> Result<(), String> { Ok(()) }
+/// }
+/// let load = |f: &str| format!(r#"{{"dataSetKey":"F","streamID":"A","synopsisID":1,"param":["LOAD_REQUEST","{f}"]}}"#);
+/// let files = snapshots_of(&format!("{}\n{}", load("cm.bin"), load("gone.bin")), &One);
+/// assert_eq!(files.len(), 1);
+/// assert_eq!(unhex(&files["cm.bin"]), Some(vec![0, 255]));
+/// ```
+pub fn snapshots_of(text: &str, store: &dyn SnapshotStore) -> Snapshots {
+    let mut out = Snapshots::new();
+    for req in read_log(text).into_iter().flatten() {
+        if let Action::Load { file } = &req.action
+            && !out.contains_key(file)
+            && let Ok(bytes) = store.load(file)
+        {
+            out.insert(file.clone(), bytes.iter().map(|b| format!("{b:02x}")).collect());
+        }
+    }
+    out
+}
+
+/// The bytes of [`snapshots_of`]'s hex text (`None`: not hex).
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
 /// Where a job's workers write control records (a Kafka producer made by the job's Kafka side:

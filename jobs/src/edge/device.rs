@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use saams::api::Tuple;
 use saams::{Datum, Synopsis};
+use saams_operators::answer;
 use saams_operators::plan::Mode;
 use saams_operators::record::pack_zero_runs;
 use saams_operators::window::Held;
@@ -85,7 +86,9 @@ pub struct DeviceWindows {
     /// Keep them resident and ship their query views ([`DeviceWindows::resident`]).
     resident: bool,
     /// Per synopsis of a group kept whole: its state, as the cloud's owner holds it.
-    held: HashMap<u32, Held>,
+    pub(super) held: HashMap<u32, Held>,
+    /// Per synopsis of a group kept whole: how many of its live LOADs are merged into it.
+    loaded: HashMap<u32, usize>,
     /// The open window's values of groups kept whole already shipped raw (`--ship-every`):
     /// fed at the window's close with the rest.
     shipped_open: BTreeMap<u32, Vec<RawValue>>,
@@ -103,6 +106,7 @@ impl DeviceWindows {
             sole_reader: false,
             resident: false,
             held: HashMap::new(),
+            loaded: HashMap::new(),
             shipped_open: BTreeMap::new(),
         }
     }
@@ -151,8 +155,16 @@ impl DeviceWindows {
             && (!mergeable(plan, g) || self.is_resident(plan, g))
     }
 
+    /// True when synopsis `s` is of a group kept whole here (on the streams it reads).
+    pub fn keeps_whole_synopsis(&self, plan: &Plan, s: u32) -> bool {
+        plan.routing
+            .synopses
+            .get(s as usize)
+            .is_some_and(|spec| spec.group != u32::MAX && self.keeps_whole(plan, spec.group))
+    }
+
     /// True when group `g` is resident here (only its views are shipped).
-    fn is_resident(&self, plan: &Plan, g: u32) -> bool {
+    pub(super) fn is_resident(&self, plan: &Plan, g: u32) -> bool {
         self.resident && resident_group(plan, g)
     }
 
@@ -189,12 +201,24 @@ impl DeviceWindows {
                     held.items += values.len() as u64;
                 }
                 period_items = held.items;
-                states.push(if resident {
-                    view_bytes(plan, s, held.state.as_ref())
+                let live = plan.live.is_live(s, window);
+                // Live LOADs merge where the cloud's owner merges them: after the window's
+                // values, before its answers. A whole state is shipped before (the cloud merges
+                // them into it after installing it), a view after (the cloud cannot merge into
+                // a view: the device's answers have them).
+                let done = self.loaded.entry(s).or_insert(0);
+                if resident {
+                    if live {
+                        merge_loads(plan, s, window, held, done);
+                    }
+                    states.push(view_bytes(plan, s, held.state.as_ref()));
                 } else {
-                    pack_zero_runs(&held.state.encode_exact())
-                });
-                if plan.live.is_live(s, window) {
+                    states.push(pack_zero_runs(&held.state.encode_exact()));
+                    if live {
+                        merge_loads(plan, s, window, held, done);
+                    }
+                }
+                if live {
                     held.close(spec.windowing(), window, cadence, &mut |_, _, _| {});
                 }
             }
@@ -415,6 +439,14 @@ impl DeviceWindows {
     }
 }
 
+/// Merge synopsis `s`'s live LOADs due by `window` into `held` ([`answer::merge_loads`]); a
+/// merge that fails is said on stderr (the cloud's own merge fails the same way and answers it).
+fn merge_loads(plan: &Plan, s: u32, window: u64, held: &mut Held, done: &mut usize) {
+    let mut errors = Vec::new();
+    answer::merge_loads(plan, s, window, held.state.as_mut(), done, &mut errors);
+    errors.iter().for_each(|e| eprintln!("saams-edge: {e}"));
+}
+
 /// A record of the partials topic stays under this many bytes (brokers refuse records over
 /// their `message.max.bytes`, 1 MB by default): a window's values beyond it are shipped in
 /// several shipments of the same window.
@@ -466,14 +498,19 @@ fn synopsis_ids(plan: &Plan, g: u32) -> Vec<SynId> {
         .iter()
         .map(|&s| &plan.routing.synopses[s as usize])
         .filter(|s| !s.is_deleted())
-        .map(|s| SynId {
-            dataset: s.dataset.clone(),
-            stream: s.stream.clone(),
-            field: s.field.clone(),
-            synopsis_id: s.synopsis_id,
-            params: serde_json::to_string(&s.params).unwrap_or_default(),
-        })
+        .map(syn_id)
         .collect()
+}
+
+/// Synopsis `s` named by what it is.
+pub(super) fn syn_id(s: &saams_operators::plan::SynSpec) -> SynId {
+    SynId {
+        dataset: s.dataset.clone(),
+        stream: s.stream.clone(),
+        field: s.field.clone(),
+        synopsis_id: s.synopsis_id,
+        params: serde_json::to_string(&s.params).unwrap_or_default(),
+    }
 }
 
 /// True when group `g` feeds a synopsis not deleted (a group without one is not shipped).

@@ -43,6 +43,9 @@ pub struct DeviceRow {
     pub refused: u64,
     /// The update groups it ships whole (`saams-edge --sole-reader`): (dataset, stream, field).
     pub whole: BTreeSet<(String, String, String)>,
+    /// It follows the control topic (`saams-edge --follow`: it shipped a position), so live
+    /// requests (a LOAD's snapshot, an ad-hoc query of a synopsis resident on it) reach it.
+    pub follows: bool,
 }
 
 impl DeviceRow {
@@ -61,6 +64,7 @@ impl DeviceRow {
             replayed: 0,
             refused: 0,
             whole: BTreeSet::new(),
+            follows: false,
         }
     }
 }
@@ -252,6 +256,7 @@ impl Devices {
                     "late": r.late,
                     "replayed": r.replayed,
                     "refused": r.refused,
+                    "follows": r.follows,
                     "wholeGroups": r.whole.iter().map(|(d, s, f)| json!({"dataset": d, "stream": s, "field": f})).collect::<Vec<_>>(),
                 })
             })
@@ -331,51 +336,7 @@ impl Devices {
         });
         resident.sort_by_key(|a| a.to_string());
         resident.dedup();
-        json!({ "devices": devices, "unreadable": unreadable, "resident": resident })
+        let refused = super::refusals::refused_bodies();
+        json!({ "devices": devices, "unreadable": unreadable, "resident": resident, "refusedRequests": refused })
     }
-}
-
-/// Why a LOAD `req` must be refused, given the job's device table `table` ([`Devices::to_json`]):
-/// it names a synopsis of an update group a device keeps whole (`saams-edge --sole-reader`).
-/// Such a device ships the group's whole states, installed at each window's close in place of
-/// the cloud's, and it loads no snapshots: the loaded state would be overwritten from the next
-/// window on. `None` for any other request (and for a group no device has shipped whole yet).
-///
-/// ```
-/// use saams::api::request::parse_requests;
-/// use saams_jobs::edge::devices::{Devices, load_refusal};
-/// let d = Devices::new(std::time::Duration::from_secs(5));
-/// d.touch("pi-1", |r| {
-///     r.whole.insert(("Forex".into(), "EURTRY".into(), "price".into()));
-/// });
-/// let load = r#"{"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":1,"param":["LOAD_REQUEST","cm.bin"],"requestID":9}"#;
-/// let other = load.replace("EURTRY", "XAUUSD");
-/// let parsed = |t: &str| parse_requests(t).remove(0).unwrap();
-/// assert!(load_refusal(&d.to_json(), &parsed(load)).unwrap().contains("pi-1"));
-/// assert_eq!(load_refusal(&d.to_json(), &parsed(&other)), None);
-/// ```
-pub fn load_refusal(table: &serde_json::Value, req: &saams::api::request::Request) -> Option<String> {
-    if !matches!(req.action, saams::api::request::Action::Load { .. }) {
-        return None;
-    }
-    let rows = table["devices"].as_array()?;
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    rows.iter().find_map(|row| {
-        let groups = row["wholeGroups"].as_array()?;
-        let kept = groups.iter().any(|g| {
-            req.names_synopsis(&text(&g["dataset"]), &text(&g["stream"]), req.synopsis_id, &text(&g["field"]))
-        });
-        kept.then(|| {
-            format!(
-                "LOAD into synopsisID {} on stream {:?} of dataset {:?}: device {} keeps that stream's synopses whole \
-                 (saams-edge --sole-reader) and ships their whole states, which replace the cloud's at every window's \
-                 close; the loaded snapshot would be lost from the next window on. LOAD into a synopsis the cloud \
-                 merges, or run that device without --sole-reader",
-                req.synopsis_id,
-                req.stream_id,
-                req.dataset_key,
-                text(&row["device"])
-            )
-        })
-    })
 }

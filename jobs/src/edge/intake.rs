@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use saams::Synopsis;
+use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
 use saams_operators::device_part::DevicePart;
 use saams_operators::plan::Mode;
 use saams_operators::query_view::QueryView;
@@ -22,7 +23,7 @@ use serde_json::Value as Json;
 
 use super::devices::Devices;
 use super::monitor_site::{SiteOwners, site_recs};
-use super::shipment::{Body, GroupData, GroupShip, Shipment, SynId};
+use super::shipment::{Answered, Body, GroupData, GroupShip, Shipment, SynId};
 
 /// Bit 62 marks the sequence numbers of a device's values, above 22 bits of the device id's
 /// hash and 40 bits of the device's own sequence number: they never meet those of files
@@ -54,6 +55,8 @@ pub struct Intake {
     newest: HashMap<i32, u64>,
     /// Which device runs each monitored stream's site.
     sites: SiteOwners,
+    /// Devices' answers to asks, as ask records for the tuple input ([`Intake::take_answers`]).
+    answers: Vec<Ask>,
 }
 
 /// The sequence-number base of `device`'s values.
@@ -64,7 +67,13 @@ fn device_base(device: &str) -> u64 {
 impl Intake {
     /// A reader filling `devices`.
     pub fn new(devices: std::sync::Arc<Devices>) -> Intake {
-        Intake { devices, merged: HashMap::new(), newest: HashMap::new(), sites: SiteOwners::default() }
+        Intake {
+            devices,
+            merged: HashMap::new(),
+            newest: HashMap::new(),
+            sites: SiteOwners::default(),
+            answers: Vec::new(),
+        }
     }
 
     /// Read one record of `partition`: `Ok(Some((time, recs)))` to send into the tuple input at event time
@@ -95,6 +104,7 @@ impl Intake {
                 self.devices.touch(&ship.device, |r| r.state = "left");
                 return Ok(None);
             }
+            Body::Answer(answered) => return self.answer(plan, &ship.device, answered).map(|()| None),
             Body::Data { window, raw_bytes, groups } => (window, raw_bytes, groups),
         };
         let device = ship.device;
@@ -150,7 +160,7 @@ impl Intake {
 
     /// Note `device` as the reader of the stream groups of its merged shipment (`read`), and
     /// the groups it ships whole (`GET /devices`' `wholeGroups`, which a LOAD into them is
-    /// refused by: [`super::devices::load_refusal`]), and the synopses resident on it (their
+    /// refused by when it does not follow: [`super::refusals`]), and the synopses resident on it (their
     /// query views: ad-hoc requests for them are refused, naming it).
     fn note_readers(&self, plan: &Plan, device: &str, read: &[(u32, Form)]) {
         for &(group, form) in read {
@@ -212,13 +222,61 @@ impl Intake {
 }
 
 impl Intake {
+    /// A device's answer to an ask of a synopsis resident on it ([`super::asks`]): an ask record
+    /// for the synopsis' home, which hands it on ([`Intake::take_answers`]).
+    ///
+    /// # Errors
+    /// A synopsis this job does not maintain (counted as refused for the device).
+    fn answer(&mut self, plan: &Plan, device: &str, answered: Answered) -> Result<(), Refusal> {
+        self.devices.touch(device, |r| r.state = "live");
+        let Some(syn) = find(plan, &answered.synopsis) else {
+            self.devices.touch(device, |r| r.refused += 1);
+            let id = &answered.synopsis;
+            let why = format!(
+                "{device}: an answer for an unknown synopsis: kind {} over {}/{}",
+                id.synopsis_id, id.dataset, id.stream
+            );
+            return Err((why, false));
+        };
+        let home = plan.routing.synopses[syn as usize].home as u32;
+        let answer = DeviceAnswer { device: device.to_string(), line: answered.line, saved: answered.saved };
+        self.answers.push(Ask {
+            id: answered.ask,
+            syn,
+            home,
+            spread: false,
+            request_id: Json::Null,
+            uid: None,
+            what: AskWhat::Answered(answer),
+            origin: None,
+            device: Some(device.to_string()),
+        });
+        Ok(())
+    }
+
+    /// The devices' answers admitted since the last call, as records of the tuple input sent
+    /// at `time` (the input's epoch), each to its synopsis' home.
+    pub fn take_answers(&mut self, time: u64) -> Vec<Rec> {
+        let time = i64::try_from(time).unwrap_or(i64::MAX);
+        self.answers
+            .drain(..)
+            .map(|ask| {
+                let home = u64::from(ask.home);
+                Rec { seq: home, ..ask.into_rec(time) }
+            })
+            .collect()
+    }
+
     /// A device's *position* (a data shipment without groups: it is about to read `window`, and
     /// waits until a worker has routed it; [`super::control`]): routed as no values at the
     /// window's start, so this worker's newest routed window (what fences follow) reaches it.
     /// Nothing is merged, and a position behind what the partition merged (a restarted device
     /// reading its windows again) is dropped: those windows were routed already.
     fn position(&mut self, partition: i32, device: &str, window: u64, late_below: i64) -> Option<(i64, Vec<Rec>)> {
-        self.devices.touch(device, |r| r.state = "live");
+        self.devices.touch(device, |r| {
+            r.state = "live";
+            r.follows = true;
+        });
         let time = i64::try_from(window).unwrap_or(i64::MAX);
         let newest =
             self.newest.get(&partition).map_or(late_below, |&w| late_below.max(i64::try_from(w).unwrap_or(i64::MAX)));

@@ -10,11 +10,15 @@
 //! - [`control`]: the control topic the job writes its live requests (with their fences) and
 //!   its progress to, which devices follow;
 //! - [`resident`]: groups whose states stay on their device, which ships their query views;
+//! - [`asks`]: ad-hoc queries and SAVEs of resident synopses, answered by their device;
+//! - [`snapshots`]: a device's snapshot store: the files the cloud sends for its LOADs, the
+//!   states its SAVEs ship;
 //! - [`resume`]: a device's state file, which makes its shipments exactly once across a
 //!   restart;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`);
 //! - [`monitor_site`]: the sites of monitored streams (`synopsisID` 14) a device runs, shipping
 //!   the protocols' messages instead of the items;
+//! - [`refusals`]: requests the cloud cannot carry out for its devices, refused on every path;
 //! - [`reports`]: the processes' device tables, exchanged (`GET /devices` under `-n > 1`).
 //!
 //! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
@@ -22,12 +26,15 @@
 //! own; `saams --help` stays the job's. Its loop (inputs, requests, the producer) is
 //! [`crate::edge_device`].
 
+pub mod asks;
 pub mod control;
 pub mod device;
 pub mod devices;
 pub mod intake;
 pub mod monitor_site;
+pub mod refusals;
 pub mod reports;
 pub mod resident;
 pub mod resume;
 pub mod shipment;
+pub mod snapshots;

@@ -274,12 +274,14 @@ mod tests {
 
     use saams::api::request::parse_requests;
 
+    use crate::edge::snapshots::ShippedSnapshots;
+
     use super::*;
 
     /// A monitor of D/S over 2 sites, W 2 s, in job windows of 1 s.
     fn plan() -> Plan {
         let script = r#"{"streamID":"S","synopsisID":14,"dataSetKey":"D","param":["SlidingWindowMonitor","v","NotQueryable","2s",0.1,0.2,2]}"#;
-        Plan::build(&parse_requests(script), 1, 1000, Arc::new(crate::edge_device::NoSnapshots))
+        Plan::build(&parse_requests(script), 1, 1000, Arc::new(ShippedSnapshots::default()))
     }
 
     const T0: i64 = 1_600_000_000_000;

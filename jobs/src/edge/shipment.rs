@@ -3,7 +3,7 @@
 //! anything is read from it.
 //!
 //! A record is `SAED`, the format version (1), the CRC-32 of the rest, then the body: the kind
-//! (hello, data, goodbye), the device id, the sequence number and, for data, the window and per
+//! (hello, data, goodbye, a device's answer to an ask), the device id, the sequence number and, for data, the window and per
 //! update group of the device's plan the synopses it feeds (named by what they are: dataset,
 //! stream, field, kind and construct parameters, so the cloud finds them whatever its own
 //! indices) and either their partials (the codec bytes), their whole states (the checkpoint
@@ -145,6 +145,23 @@ pub enum Body {
         /// The end of the last window it shipped.
         through: u64,
     },
+    /// A device's answer to an ad-hoc query or SAVE of a synopsis resident on it, asked at a
+    /// fence ([`crate::edge::asks`]).
+    Answer(Answered),
+}
+
+/// What a device answers for a synopsis resident on it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answered {
+    /// The ask's id (the same on the device and in the cloud: both number the asks of live
+    /// requests in the order they apply them).
+    pub ask: u64,
+    /// The synopsis asked.
+    pub synopsis: SynId,
+    /// The answer line, as the cloud's owner would write it from the state.
+    pub line: String,
+    /// A SAVE's snapshot (file, the state's bytes): the cloud writes it.
+    pub saved: Option<(String, Vec<u8>)>,
 }
 
 /// One record of the partials topic.
@@ -169,6 +186,20 @@ impl Shipment {
             Body::Goodbye { through } => {
                 w.u8(2);
                 w.varint(*through);
+            }
+            Body::Answer(a) => {
+                w.u8(3);
+                w.varint(a.ask);
+                encode_syn(&mut w, &a.synopsis);
+                w.len_bytes(a.line.as_bytes());
+                match &a.saved {
+                    None => w.u8(0),
+                    Some((file, bytes)) => {
+                        w.u8(1);
+                        w.len_bytes(file.as_bytes());
+                        w.len_bytes(bytes);
+                    }
+                }
             }
             Body::Data { window, raw_bytes, groups } => {
                 w.u8(1);
@@ -211,14 +242,24 @@ impl Shipment {
     }
 }
 
+fn encode_syn(w: &mut Writer, s: &SynId) {
+    for text in [&s.dataset, &s.stream, &s.field] {
+        w.len_bytes(text.as_bytes());
+    }
+    w.varint(s.synopsis_id);
+    w.len_bytes(s.params.as_bytes());
+}
+
+fn decode_syn(r: &mut Reader<'_>) -> Result<SynId, String> {
+    let (dataset, stream, field) = (text(r)?, text(r)?, text(r)?);
+    let synopsis_id = r.varint().map_err(|e| e.to_string())?;
+    Ok(SynId { dataset, stream, field, synopsis_id, params: text(r)? })
+}
+
 fn encode_group(w: &mut Writer, window: u64, g: &GroupShip) {
     w.varint(g.synopses.len() as u64);
     for s in &g.synopses {
-        for text in [&s.dataset, &s.stream, &s.field] {
-            w.len_bytes(text.as_bytes());
-        }
-        w.varint(s.synopsis_id);
-        w.len_bytes(s.params.as_bytes());
+        encode_syn(w, s);
     }
     match &g.data {
         GroupData::Partials { items, parts } => {
@@ -285,6 +326,17 @@ fn decode_body(body: &[u8]) -> Result<Shipment, String> {
     let body = match r.u8().map_err(e)? {
         0 => Body::Hello,
         2 => Body::Goodbye { through: r.varint().map_err(e)? },
+        3 => {
+            let ask = r.varint().map_err(e)?;
+            let synopsis = decode_syn(&mut r)?;
+            let line = text(&mut r)?;
+            let saved = match r.u8().map_err(e)? {
+                0 => None,
+                1 => Some((text(&mut r)?, r.len_bytes().map_err(e)?.to_vec())),
+                k => return Err(format!("unknown answer form {k}")),
+            };
+            Body::Answer(Answered { ask, synopsis, line, saved })
+        }
         1 => {
             let window = r.varint().map_err(e)?;
             let raw_bytes = r.u64().map_err(e)?;
@@ -306,9 +358,7 @@ fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
     let n = r.count(5).map_err(e)?;
     let mut synopses = Vec::with_capacity(n);
     for _ in 0..n {
-        let (dataset, stream, field) = (text(r)?, text(r)?, text(r)?);
-        let synopsis_id = r.varint().map_err(e)?;
-        synopses.push(SynId { dataset, stream, field, synopsis_id, params: text(r)? });
+        synopses.push(decode_syn(r)?);
     }
     let data = match r.u8().map_err(e)? {
         0 => {

@@ -9,11 +9,12 @@ use std::sync::atomic::Ordering;
 
 use saams::api::request::{parse_requests, read_log, requests_from_value};
 use saams_operators::Plan;
-use saams_operators::ask::{split_reply, to_every_worker};
+use saams_operators::ask::{Ask, AskWhat, split_reply, to_every_worker};
 
 use crate::control::hub::Hub;
 use crate::control::intake::Intake;
 use crate::dataflow::RecInput;
+use crate::edge::refusals::resident_on;
 use crate::sink::file::LineSink;
 
 use super::config::Shared;
@@ -112,7 +113,10 @@ pub(super) fn take_applied(
                 hub.reply(ticket, body.to_string());
             }
         }
-        for ask in a.asks {
+        for mut ask in a.asks {
+            if a.fence > 0 {
+                ask.device = device_answering(&plan.borrow(), hub, &ask);
+            }
             let peers = plan.borrow().routing.peers;
             for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {
                 input.send(copy);
@@ -121,6 +125,16 @@ pub(super) fn take_applied(
     }
     input.flush();
     changed
+}
+
+/// The device that answers `ask` (made at a fence): the one its synopsis is resident on, for
+/// an ad-hoc query or SAVE ([`crate::edge::asks`]).
+fn device_answering(plan: &Plan, hub: &Hub, ask: &Ask) -> Option<String> {
+    if !matches!(ask.what, AskWhat::Query(_) | AskWhat::Save(_)) {
+        return None;
+    }
+    let spec = plan.routing.synopses.get(ask.syn as usize)?;
+    resident_on(&hub.devices()?, (&spec.dataset, &spec.stream, spec.synopsis_id))
 }
 
 /// Tell the process' rescale board about rescales the plan applied since it last looked (the

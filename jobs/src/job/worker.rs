@@ -18,7 +18,7 @@ use timely::worker::Worker;
 use crate::checkpoint::resume::Resume;
 use crate::control::fence::Fences;
 use crate::dataflow::RecInput;
-use crate::edge::control::{Applied, Control};
+use crate::edge::control::{Applied, Control, snapshots_of};
 use crate::kafka::KafkaInput;
 
 use super::checkpoints::{want_boundaries, write_checkpoints};
@@ -219,9 +219,11 @@ impl<'a> WorkerState<'a> {
             let log = log
                 .iter()
                 .enumerate()
-                .map(|(at, r)| Applied { at: at as u64, fence: r.fence_ms, text: r.text.clone() })
+                .map(|(at, r)| Applied::of(at as u64, (r.fence_ms, &r.text), &*self.job.store))
                 .collect();
-            devices.publish(&Control::Start { script: self.job.requests.clone().unwrap_or_default(), log });
+            let script = self.job.requests.clone().unwrap_or_default();
+            let snapshots = snapshots_of(&script, &*self.job.store);
+            devices.publish(&Control::Start { script, log, snapshots });
             self.told_devices.0 = self.fences.request_log().len();
         }
         self
@@ -236,8 +238,7 @@ impl<'a> WorkerState<'a> {
         let log = self.fences.request_log();
         if self.me == 0 {
             for (at, r) in log.iter().enumerate().skip(self.told_devices.0) {
-                let applied = Applied { at: at as u64, fence: r.fence_ms, text: r.text.clone() };
-                devices.publish(&Control::Request(applied));
+                devices.publish(&Control::Request(Applied::of(at as u64, (r.fence_ms, &r.text), &*self.job.store)));
             }
         }
         self.told_devices.0 = log.len();
@@ -491,6 +492,9 @@ impl<'a> WorkerState<'a> {
                         },
                     );
                     router.send_batch(input);
+                    // Devices' answers to asks (`edge::asks`), to their synopses' homes.
+                    let time = *input.time();
+                    intake.take_answers(time).into_iter().for_each(|r| input.send(r));
                 }
             } else if hold_end.is_none() && allowance > router.tuples - routed_before {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {

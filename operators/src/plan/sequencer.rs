@@ -153,7 +153,8 @@ fn make_asks(
                 // The pair is answered where the named synopsis' merged state is.
                 pair.answer_home = s.home as u32;
             }
-            Ask { id, syn, home: s.home as u32, spread: s.mode != Mode::Owned, request_id, uid, what, origin }
+            let spread = s.mode != Mode::Owned;
+            Ask { id, syn, home: s.home as u32, spread, request_id, uid, what, origin, device: None }
         })
         .collect()
 }

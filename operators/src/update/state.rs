@@ -11,6 +11,7 @@ use saams::{Datum, Synopsis};
 use super::moves::{Move, Moves};
 use super::reorder::Reorder;
 
+mod device_asks;
 mod device_parts;
 mod pair_stop;
 use crate::answer;
@@ -117,6 +118,8 @@ pub(super) struct State {
     pub(super) pair_hold: u64,
     /// Device partials of owned groups, per window, waiting for its close ([`device_parts`]).
     device_parts: DeviceParts,
+    /// Asks of synopses resident on a device, and the devices' answers ([`device_asks`]).
+    device_asks: device_asks::DeviceAsks,
 }
 
 /// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at
@@ -492,6 +495,7 @@ pub(super) fn take_batch(
             state.feed_staged(plan);
             let Some(rec) = recs.next() else { continue };
             match Ask::from_rec(&rec) {
+                Some(ask) if state.device_ask(plan, me, &ask, asked) => {}
                 Some(ask) if pair_of(&ask).is_some() => state.ask_pair(plan, me, ask, rec.time, asked),
                 Some(ask) => state.ask(plan, me, ask, watermark, asked),
                 None => {}

@@ -1,0 +1,55 @@
+//! Ad-hoc queries and SAVEs of synopses resident on a device (`saams-edge --resident --follow`),
+//! answered by the device: the cloud holds only their query views, the device their states.
+//!
+//! The cloud sequences such a request like a construct (it needs a fence: [`super::refusals`]),
+//! and every worker makes its ask at the fence, numbered in the order every worker applies
+//! live requests; the synopsis' owner keeps it waiting instead of answering from the view. The
+//! device hears the request on the control topic with its fence and applies it there, as it
+//! applies every live request ([`crate::edge_device`]): its plan makes the same ask, with the
+//! same number. It answers once it has closed every window before the fence and before it
+//! reads a value of the fence's window — from its state as the cloud's owner would have held
+//! it there, with the owner's code ([`answer::ask_line`]): the same line, `asOf` the fence — and
+//! ships the answer ([`Body::Answer`]) on its partition of the partials topic. The cloud hands
+//! it to the waiting ask's owner, which writes a SAVE's snapshot and hands the line on to the
+//! output and whoever waits ([`saams_operators::ask::AskWhat::Answered`]).
+//!
+//! So the answer covers exactly the values before the fence: the answer of one job reading the
+//! same tuples up to the fence. A device that reads nothing more answers when its next window
+//! (or its end) comes; meanwhile an HTTP client waits up to its reply timeout (504, naming the
+//! device).
+
+use saams::api::estimation::with_as_of;
+use saams_operators::Plan;
+use saams_operators::answer;
+use saams_operators::ask::{Ask, AskWhat};
+
+use super::device::{DeviceWindows, syn_id};
+use super::shipment::{Answered, Body};
+use super::snapshots::ShippedSnapshots;
+
+impl DeviceWindows {
+    /// This device's answer to `ask`, made at `fence` (every window before it closed here,
+    /// nothing of it read): `None` unless the synopsis is resident here and this device read
+    /// its stream. A SAVE's state is taken from `store`, where the plan saved it.
+    pub fn answer(&self, plan: &Plan, ask: &Ask, fence: u64, store: &ShippedSnapshots) -> Option<Body> {
+        let spec = plan.routing.synopses.get(ask.syn as usize)?;
+        if matches!(ask.what, AskWhat::Pair(_) | AskWhat::Answered(_))
+            || spec.group == u32::MAX
+            || !self.is_resident(plan, spec.group)
+        {
+            return None;
+        }
+        let held = self.held.get(&ask.syn)?;
+        let cadence = plan.routing.window_ms as u64;
+        let line = match held.view(spec.windowing(), cadence, Vec::new()) {
+            Ok((state, items, span)) => answer::ask_line(plan, ask, state.as_ref(), items, Some(span)),
+            Err(e) => answer::ask_error(ask, &format!("the device's state: {e}")),
+        };
+        let saved = match &ask.what {
+            AskWhat::Save(file) => store.take_saved(file).map(|bytes| (file.clone(), bytes)),
+            _ => None,
+        };
+        let line = with_as_of(line, i64::try_from(fence).unwrap_or(i64::MAX));
+        Some(Body::Answer(Answered { ask: ask.id, synopsis: syn_id(spec), line, saved }))
+    }
+}
