@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+#[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
 use kafka_common::{check, declared_broker, unique};
 mod edge_common;

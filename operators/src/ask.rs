@@ -100,7 +100,7 @@ pub enum AskWhat {
     /// The answer of the edge device a synopsis is resident on ([`crate::query_view`]) to the
     /// ask numbered [`Ask::id`], which the synopsis' home took at a fence and keeps waiting:
     /// the home hands it on to whoever waits for it.
-    Answered(DeviceAnswer),
+    Answered(Box<DeviceAnswer>),
 }
 
 /// A device's answer to an ask of a synopsis resident on it.
@@ -151,10 +151,10 @@ pub struct Ask {
     pub what: AskWhat,
     /// Who waits for the answer, if anyone.
     pub origin: Option<Origin>,
-    /// The edge device the synopsis is resident on, which answers this ask made at a fence
-    /// (set by the worker that sends it): its owner keeps it waiting for that answer.
+    /// The edge device the synopsis is resident on answers this ask made at a fence (set by
+    /// the worker that sends it): its owner keeps it waiting for that answer.
     #[serde(default)]
-    pub device: Option<String>,
+    pub device_answers: bool,
 }
 
 impl Ask {
@@ -163,7 +163,7 @@ impl Ask {
     /// ```
     /// use saams_operators::ask::{ASK_GROUP, Ask, AskWhat};
     /// let ask = Ask { id: 7, syn: 2, home: 1, spread: true, request_id: serde_json::json!(9), uid: None,
-    ///                 what: AskWhat::Query(serde_json::json!([1.5])), origin: Some((0, 3)), device: None };
+    ///                 what: AskWhat::Query(serde_json::json!([1.5])), origin: Some((0, 3)), device_answers: false };
     /// let rec = ask.clone().into_rec(60_000);
     /// assert_eq!((rec.group, rec.time), (ASK_GROUP, 60_000));
     /// assert_eq!(Ask::from_rec(&rec), Some(ask));
@@ -274,7 +274,7 @@ mod tests {
             uid: Some(serde_json::json!("u")),
             what: AskWhat::Query(serde_json::json!([1.5, "price"])),
             origin: Some((1, 9)),
-            device: Some("pi-1".into()),
+            device_answers: true,
         };
         let part = AskPart { ask: ask.clone(), closed_before: 60_000, parts: Vec::new() };
         let bytes = bincode::serialize(&part).expect("encode");

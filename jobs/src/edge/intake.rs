@@ -247,9 +247,9 @@ impl Intake {
             spread: false,
             request_id: Json::Null,
             uid: None,
-            what: AskWhat::Answered(answer),
+            what: AskWhat::Answered(Box::new(answer)),
             origin: None,
-            device: Some(device.to_string()),
+            device_answers: false,
         });
         Ok(())
     }

@@ -115,7 +115,7 @@ pub(super) fn take_applied(
         }
         for mut ask in a.asks {
             if a.fence > 0 {
-                ask.device = device_answering(&plan.borrow(), hub, &ask);
+                ask.device_answers = device_answering(&plan.borrow(), hub, &ask).is_some();
             }
             let peers = plan.borrow().routing.peers;
             for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {

@@ -154,7 +154,7 @@ fn make_asks(
                 pair.answer_home = s.home as u32;
             }
             let spread = s.mode != Mode::Owned;
-            Ask { id, syn, home: s.home as u32, spread, request_id, uid, what, origin, device: None }
+            Ask { id, syn, home: s.home as u32, spread, request_id, uid, what, origin, device_answers: false }
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 //! whoever waits (tagged with the ask's origin), after writing a SAVE's snapshot with the job's
 //! store. Either may come first: the ask waits for its answer, or the answer for its ask.
 //!
-//! Which asks: those the worker that sends them marked with the device ([`Ask::device`]), made
+//! Which asks: those the worker that sends them marked ([`Ask::device_answers`]), made
 //! at a fence (the device hears them on the control topic with their fences). Not the view's
 //! presence here: a window's views are installed at its close, which an ask may come before.
 
@@ -26,12 +26,12 @@ const EARLY_ANSWERS: usize = 1024;
 #[derive(Default)]
 pub(super) struct DeviceAsks {
     waiting: HashMap<u64, Ask>,
-    early: BTreeMap<u64, (u32, DeviceAnswer)>,
+    early: BTreeMap<u64, (u32, Box<DeviceAnswer>)>,
 }
 
 impl State {
     /// Take `ask` if it is a device's: an answer (handed on once its ask is here) or an ask a
-    /// device answers ([`Ask::device`]) of a synopsis this worker owns (kept for its answer).
+    /// device answers ([`Ask::device_answers`]) of a synopsis this worker owns (kept for its answer).
     /// False for any other ask.
     pub(super) fn device_ask(&mut self, plan: &Plan, me: usize, ask: &Ask, out: &mut Vec<Out>) -> bool {
         if let AskWhat::Answered(answer) = &ask.what {
@@ -49,7 +49,7 @@ impl State {
             }
             return true;
         }
-        if ask.device.is_none() || ask.spread || ask.home as usize != me || matches!(ask.what, AskWhat::Pair(_)) {
+        if !ask.device_answers || ask.spread || ask.home as usize != me || matches!(ask.what, AskWhat::Pair(_)) {
             return false;
         }
         match self.device_asks.early.remove(&ask.id) {
