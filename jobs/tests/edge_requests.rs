@@ -160,7 +160,8 @@ fn a_load_reaches_the_device_at_its_fence(mode: &str) {
     expected.extend(loaded.iter().filter(|l| from_fence(l)).cloned());
     expected.sort();
     let first = plain.iter().filter(|l| cm(l)).map(|l| window_end(l)).min().expect("Count-Min answers");
-    assert!(fence as u64 > first, "the fence is mid-stream: {fence}");
+    // Mid-stream: at least the first window is answered before the fence.
+    assert!(fence as u64 >= first, "the fence is mid-stream: {fence}");
     assert_ne!(expected, plain, "the snapshot changes the answers from the fence on");
     assert_eq!(answers, expected, "the answers of the raw run with the snapshot merged at the fence");
     let _ = std::fs::remove_dir_all(&dir);

@@ -148,3 +148,43 @@ static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 pub fn refused_bodies() -> u64 {
     REFUSED.load(std::sync::atomic::Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests {
+    use saams::api::request::parse_requests;
+    use serde_json::json;
+
+    use super::*;
+
+    fn table(follows: bool, state: &str) -> Value {
+        json!({
+            "devices": [{ "device": "pi-3", "follows": follows, "state": state, "wholeGroups": [] }],
+            "resident": [{ "dataSetKey": "F", "streamID": "A", "synopsisID": 1, "device": "pi-3" }],
+        })
+    }
+
+    const QUERY: &str =
+        r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[1.5,"price","Queryable","Ad-hoc"]}"#;
+
+    /// An ad-hoc query, SAVE or LOAD of a resident synopsis goes to a following, live device;
+    /// 409 when the device does not follow, 503 when it left; other requests and other streams
+    /// are not the device's.
+    #[test]
+    fn requests_of_a_resident_synopsis_are_refused_only_when_they_cannot_reach_its_device() {
+        let parsed = |t: &str| parse_requests(t);
+        let save = r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["SAVE_REQUEST","x.bin"]}"#;
+        for text in [QUERY, save] {
+            assert_eq!(body_refusal(&table(true, "live"), &parsed(text)), None, "{text}");
+            let refused = body_refusal(&table(false, "live"), &parsed(text)).unwrap();
+            assert_eq!(refused.status, 409);
+            assert!(refused.message.starts_with("request 1: ") && refused.message.contains("resident on device pi-3"));
+            assert_eq!(body_refusal(&table(true, "left"), &parsed(text)).unwrap().status, 503);
+            assert!(asks_a_device(&table(true, "live"), &parsed(text)[0].clone().unwrap()));
+        }
+        let continuous = QUERY.replace("Ad-hoc", "Continues");
+        assert_eq!(body_refusal(&table(false, "gone"), &parsed(&continuous)), None);
+        assert!(!asks_a_device(&table(true, "live"), &parsed(&continuous)[0].clone().unwrap()));
+        let other = QUERY.replace("\"A\"", "\"B\"");
+        assert_eq!(body_refusal(&table(false, "gone"), &parsed(&other)), None);
+    }
+}

@@ -403,3 +403,30 @@ fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
     };
     Ok(GroupShip { synopses, data })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A device's answer, with and without a SAVE's snapshot, is read back as written; a
+    /// damaged one is refused by its CRC.
+    #[test]
+    fn an_answer_survives_the_record_format() {
+        let synopsis = SynId {
+            dataset: "F".into(),
+            stream: "A".into(),
+            field: "price".into(),
+            synopsis_id: 1,
+            params: "[0.01,0.9,7]".into(),
+        };
+        let answered = Answered { ask: 3, synopsis, line: r#"{"requestID":201}"#.into(), saved: None };
+        for saved in [None, Some(("cm.bin".to_string(), vec![0, 1, 255]))] {
+            let ship =
+                Shipment { device: "pi-1".into(), seq: 0, body: Body::Answer(Answered { saved, ..answered.clone() }) };
+            let mut bytes = ship.encode();
+            assert_eq!(Shipment::decode(&bytes).unwrap(), ship);
+            bytes[12] ^= 1;
+            assert!(Shipment::decode(&bytes).unwrap_err().contains("CRC"));
+        }
+    }
+}
