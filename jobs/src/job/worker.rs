@@ -397,14 +397,20 @@ impl<'a> WorkerState<'a> {
         }
         let kafka_low = self.read_kafka(allowance, routed_before, hold_end);
         self.advance_epoch(kafka_low);
-        if self.router.tuples == routed_before && hold_end.is_none() {
+        // --rate: what was not read goes back to the process' bucket before this worker parks.
+        // Parked holding it (10 ms per quiet round), a worker whose partitions had nothing
+        // took the whole allowance of a slow rate, round after round, and the worker with
+        // records left read none until `--exit-when-idle` ended the job with them unread.
+        let routed = self.router.tuples - routed_before;
+        pacer.settle(allowance, routed);
+        if routed == 0 && hold_end.is_none() {
             // Nothing to read right now (a quiet live input): wait for it or for the others.
             self.router.flush_counts();
             self.park(worker, Some(self.quiet_park()));
         } else {
             worker.step();
         }
-        pacer.settle(allowance, self.router.tuples - routed_before); // --rate: park until the next batch may be read
+        // --rate: park until the next batch may be read.
         if let Some(wait) = pacer.wait(Instant::now()) {
             self.park(worker, Some(wait));
         }
