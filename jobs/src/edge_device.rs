@@ -421,6 +421,13 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         None => request_text(cli, &opts)?,
     };
     let mut plan = Plan::build(&parse_requests(&script), 1, window_ms, store.clone());
+    // The script's synopses registered from the start, as the cloud's registry has them. A
+    // device joins no registry dataflow, so its plan took every synopsis as live until the
+    // first live request (`--follow`) registered one: from then on only that one was, and the
+    // states kept whole or resident here froze at its fence (their views with them).
+    for ((_, syn), at, diff) in plan.registry_updates() {
+        plan.live.apply(syn, at, diff);
+    }
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let (mut batches, mut windows) = Batches::open(cli)?;

@@ -314,7 +314,9 @@ fn live_requests_reach_running_devices_at_their_fences() {
         Command::new(SAAMS)
             .args(["--requests", &requests(), "--window", "10s", "-w", "2", "--progress", "0"])
             .args(["--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest", "--partitions", "4"])
-            .args(["--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"]),
+            .args(["--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"])
+            // The devices start after the job: their partitions wait for them as for a device.
+            .args(["--idle-timeout", "60s"]),
         &files,
     );
     let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));

@@ -207,6 +207,8 @@ fn a_following_device_killed_and_restarted_from_its_state_is_merged_exactly_once
         .cloud_base(&brokers, &topic)
         .args(["--partitions", "4"])
         .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
+        // Device 1 ships once device 0 is done: its partition waits for it as for a device.
+        .args(["--idle-timeout", "120s"])
         .arg(dir.join("dead.json"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

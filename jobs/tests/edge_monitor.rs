@@ -200,8 +200,9 @@ fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
     let topic = unique("edge-monitor-live");
     let edge = setting_of(&requests);
     let mut base = edge.cloud_base(&brokers, &topic);
+    // The devices start after the job: their partitions wait for them as for a device.
     let live = ["--partitions", "4", "--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"];
-    let (mut cloud, texts) = edge_common::spawn_with_texts(base.args(live), &files);
+    let (mut cloud, texts) = edge_common::spawn_with_texts(base.args(live).args(["--idle-timeout", "60s"]), &files);
     let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
     let mut devices: Vec<edge_common::Fed> = texts
         .iter()

@@ -57,6 +57,11 @@ pub struct Intake {
     sites: SiteOwners,
     /// Devices' answers to asks, as ask records for the tuple input ([`Intake::take_answers`]).
     answers: Vec<Ask>,
+    /// Per partition: the devices heard on it that have not said goodbye. A partition without
+    /// any is *vacant*, and stops holding windows sooner ([`Intake::vacancies`]).
+    assigned: HashMap<i32, std::collections::BTreeSet<String>>,
+    /// Partitions whose vacancy changed since the worker last asked.
+    vacancies: Vec<(i32, bool)>,
 }
 
 /// The sequence-number base of `device`'s values.
@@ -73,6 +78,29 @@ impl Intake {
             newest: HashMap::new(),
             sites: SiteOwners::default(),
             answers: Vec::new(),
+            assigned: HashMap::new(),
+            vacancies: Vec::new(),
+        }
+    }
+
+    /// The partitions whose vacancy changed since the last call: `(partition, true)` when its
+    /// last device said goodbye, `(partition, false)` when a device was first heard on it. The
+    /// worker tells its partitions' clocks ([`crate::kafka::KafkaInput::set_vacant`]).
+    pub fn vacancies(&mut self) -> Vec<(i32, bool)> {
+        std::mem::take(&mut self.vacancies)
+    }
+
+    /// `device` is heard on `partition` (`here`), or said goodbye there.
+    fn assign(&mut self, partition: i32, device: &str, here: bool) {
+        let devices = self.assigned.entry(partition).or_default();
+        let was_vacant = devices.is_empty();
+        if here {
+            devices.insert(device.to_string());
+        } else {
+            devices.remove(device);
+        }
+        if was_vacant != devices.is_empty() {
+            self.vacancies.push((partition, devices.is_empty()));
         }
     }
 
@@ -95,6 +123,7 @@ impl Intake {
             (e, false)
         })?;
         let size = payload.len() as u64;
+        self.assign(partition, &ship.device, !matches!(ship.body, Body::Goodbye { .. }));
         let (window, raw_bytes, groups) = match ship.body {
             Body::Hello => {
                 self.devices.touch(&ship.device, |r| r.state = "live");

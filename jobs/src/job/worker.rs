@@ -502,6 +502,9 @@ impl<'a> WorkerState<'a> {
                     let time = *input.time();
                     intake.take_answers(time).into_iter().for_each(|r| input.send(r));
                 }
+                for (partition, vacant) in intake.vacancies() {
+                    k.set_vacant(partition, vacant);
+                }
             } else if hold_end.is_none() && allowance > router.tuples - routed_before {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
                     kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source

@@ -119,6 +119,17 @@ impl KafkaTupleSource {
         Ok(KafkaTupleSource { reader, clock, offsets: OffsetTracker::default() }.with_ends())
     }
 
+    /// A partials topic: every partition starts *vacant* (no device known to ship to it;
+    /// [`PartitionWatermarks::set_vacant`]), silent for at most `timeout` before it is idle,
+    /// except those `assigned` says a device shipped to (a resumed job's partitions read
+    /// before its checkpoint): they wait the idle timeout, as a silent device's.
+    pub fn vacant_until_heard(&mut self, timeout: Duration, assigned: impl Fn(i32) -> bool) {
+        self.clock.set_vacant_timeout(timeout);
+        for &p in &self.reader.partitions {
+            self.clock.set_vacant(p, !assigned(p));
+        }
+    }
+
     /// Tells the partitions' clocks which partitions are below their ends (see
     /// [`PartitionWatermarks::set_below_end`]): only a partition read to its high watermark
     /// may go idle.

@@ -42,6 +42,8 @@ pub struct PartitionWatermarks {
     emitted: Option<i64>,
     /// When the source last looked for records ([`looked_at`](Self::looked_at)).
     last_look: Option<Instant>,
+    /// How long a *vacant* partition may be silent ([`set_vacant`](Self::set_vacant)).
+    vacant_timeout: Duration,
 }
 
 /// The longest pause between two looks for records that counts in full toward a partition's
@@ -55,6 +57,8 @@ struct PartitionClock {
     last_active: Instant,
     /// Known to have records past its position ([`PartitionWatermarks::set_below_end`]).
     below_end: bool,
+    /// No producer is known to write to it ([`PartitionWatermarks::set_vacant`]).
+    vacant: bool,
 }
 
 impl PartitionWatermarks {
@@ -62,11 +66,24 @@ impl PartitionWatermarks {
     pub fn new(partitions: &[i32], lateness_ms: i64, idle_timeout: Duration, now: Instant) -> Self {
         let mut parts: Vec<PartitionClock> = partitions
             .iter()
-            .map(|&partition| PartitionClock { partition, max_event_ms: None, last_active: now, below_end: false })
+            .map(|&partition| PartitionClock {
+                partition,
+                max_event_ms: None,
+                last_active: now,
+                below_end: false,
+                vacant: false,
+            })
             .collect();
         parts.sort_by_key(|p| p.partition);
         parts.dedup_by_key(|p| p.partition);
-        PartitionWatermarks { lateness_ms: lateness_ms.max(0), idle_timeout, parts, emitted: None, last_look: None }
+        PartitionWatermarks {
+            lateness_ms: lateness_ms.max(0),
+            idle_timeout,
+            parts,
+            emitted: None,
+            last_look: None,
+            vacant_timeout: idle_timeout,
+        }
     }
 
     /// Records event time `t` (ms) seen on `partition` at `now`; the partition becomes active.
@@ -102,7 +119,38 @@ impl PartitionWatermarks {
     }
 
     fn is_active(&self, part: &PartitionClock, now: Instant) -> bool {
-        part.below_end || now.saturating_duration_since(part.last_active) < self.idle_timeout
+        let timeout = if part.vacant { self.vacant_timeout } else { self.idle_timeout };
+        part.below_end || now.saturating_duration_since(part.last_active) < timeout
+    }
+
+    /// Whether no producer is known to write to `partition` (a partials topic's partition no
+    /// device ships to, or whose devices all said goodbye): silent at its end, it goes idle
+    /// after `vacant_timeout` ([`set_vacant_timeout`](Self::set_vacant_timeout)) instead of the
+    /// idle timeout. Why: the idle timeout of a partials topic is `--device-timeout`, the
+    /// patience owed to a device that pauses; a partition without a device owes it nothing, and
+    /// held every window that long (a whole test run at 120 s).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use saams_jobs::kafka::PartitionWatermarks;
+    /// let t0 = Instant::now();
+    /// let mut w = PartitionWatermarks::new(&[0, 1], 0, Duration::from_secs(600), t0);
+    /// w.set_vacant_timeout(Duration::from_secs(2));
+    /// w.set_vacant(1, true); // no device ships to partition 1
+    /// w.observe(0, 9_000, t0);
+    /// assert_eq!(w.watermark(t0 + Duration::from_secs(1)), None, "partition 1 may still get a device");
+    /// assert_eq!(w.watermark(t0 + Duration::from_secs(2)), Some(9_000), "not the 600 s of a silent device");
+    /// ```
+    pub fn set_vacant(&mut self, partition: i32, vacant: bool) {
+        if let Ok(i) = self.parts.binary_search_by_key(&partition, |p| p.partition) {
+            self.parts[i].vacant = vacant;
+        }
+    }
+
+    /// How long a vacant partition may be silent at its end before it is idle (never longer
+    /// than the idle timeout).
+    pub fn set_vacant_timeout(&mut self, timeout: Duration) {
+        self.vacant_timeout = timeout.min(self.idle_timeout);
     }
 
     /// Whether `partition`'s position is below its end (its high watermark): records are

@@ -40,7 +40,9 @@ pub struct KafkaArgs {
     #[arg(long = "partials-topic", conflicts_with = "data_topic")]
     pub partials_topic: Option<String>,
     /// With --partials-topic: a device without records for this long is gone, and its
-    /// partition stops holding windows open (as --idle-timeout, which it replaces).
+    /// partition stops holding windows open (as --idle-timeout, which it replaces for
+    /// partitions with a device; one no device ships to, or whose devices said goodbye, waits
+    /// the shorter of the two).
     #[arg(long = "device-timeout")]
     pub device_timeout: Option<String>,
     /// Topic of requests (one JSON request or array per record), read to its end at start

@@ -229,6 +229,12 @@ impl KafkaInput {
         self.after_poll(polled)
     }
 
+    /// Whether no device ships to `partition` now (a partials topic: [`crate::edge::intake`]
+    /// says when its first device is heard and when its last says goodbye).
+    pub fn set_vacant(&mut self, partition: i32, vacant: bool) {
+        self.source.clock.set_vacant(partition, vacant);
+    }
+
     /// Keep every partition's position at checkpoint boundary `b` (a job with `--checkpoints`).
     pub fn want(&mut self, b: u64) {
         if let Some(p) = self.positions.as_mut() {
@@ -407,13 +413,21 @@ impl KafkaJob {
                     })
             }
         };
-        let (source, positions) = match opened {
+        let (mut source, positions) = match opened {
             Ok(opened) => opened,
             Err(e) => {
                 self.set_fatal(format!("worker {me}: {e}"));
                 return None;
             }
         };
+        if let Some(timeout) = self.vacant_timeout {
+            // A device shipped to a partition a checkpoint's position is past the start of.
+            let shipped = |p: i32| {
+                let at = checkpoints.flatten().and_then(|r| r.position(&format!("kafka:{topic}:{p}")));
+                at.is_some_and(|at| at.offset > 0)
+            };
+            source.vacant_until_heard(timeout, shipped);
+        }
         let ctx = match LineContext::new(saams_datasets::Format::JsonLines, topic, None) {
             Ok(ctx) => ctx,
             Err(e) => {

@@ -51,6 +51,10 @@ pub struct KafkaJob {
     /// How long a partition (with --partials-topic: a device) may be silent before it stops
     /// holding windows open.
     pub idle_timeout: Duration,
+    /// With --partials-topic: how long a partition with no device may be silent at its end
+    /// before it stops holding windows (the shorter of `--idle-timeout` and
+    /// `--device-timeout`; [`crate::kafka::PartitionWatermarks::set_vacant`]).
+    pub vacant_timeout: Option<Duration>,
     exit_when_idle: Option<Duration>,
     /// The estimation producer (`--output-topic`); an input flushes it before committing.
     pub(super) out: Option<Arc<Mutex<KafkaEstimationSink>>>,
@@ -98,6 +102,10 @@ impl KafkaJob {
             request_topic: args.request_topic.clone(),
             lateness_ms,
             idle_timeout,
+            vacant_timeout: match &args.partials_topic {
+                Some(_) => Some(Duration::from_millis(parse_duration_ms(&args.idle_timeout)? as u64).min(idle_timeout)),
+                None => None,
+            },
             exit_when_idle,
             out,
             dead,
