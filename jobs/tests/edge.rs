@@ -357,13 +357,7 @@ fn live_requests_reach_running_devices_at_their_fences() {
         sorted(&out.stdout).iter().filter(|l| !l.contains("\"accepted\"")).map(|l| without_devices(l).0).collect();
     // One job over the raw tuples with the construct in its script, and what the fences keep
     // of it: the live Count-Min's windows from its fence on, the deleted one's before its fence.
-    let script = std::fs::read_to_string(requests()).expect("the script")
-        + &serde_json::from_str::<Vec<serde_json::Value>>(LIVE_CONSTRUCT)
-            .expect("JSON")
-            .iter()
-            .map(|r| format!("{r}\n"))
-            .collect::<String>();
-    std::fs::write(dir.join("with-live.json"), script).expect("write the script");
+    edge_common::script_with(&requests(), LIVE_CONSTRUCT, &dir.join("with-live.json"));
     let raw = Command::new(SAAMS)
         .args(["--window", "10s", "-w", "1", "--progress", "0", "--requests"])
         .arg(dir.join("with-live.json"))

@@ -177,16 +177,8 @@ fn a_cloud_job_killed_and_restarted_from_its_checkpoint_answers_as_the_raw_run()
         check(d.wait_with_output().expect("the device ends"), "saams-edge");
     }
     let status = checkpointed_cloud(&brokers, &topic, &dir, &e).wait().expect("the restarted job ends");
-    let mut stderr = String::new();
-    for entry in std::fs::read_dir(&dir).expect("the test directory").filter_map(Result::ok) {
-        if entry.file_name().to_string_lossy().starts_with("stderr-") {
-            stderr.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
-    assert!(status.success(), "the restarted job failed: {stderr}");
-    assert!(stderr.contains("resuming from checkpoint"), "{stderr}");
-    let out = std::fs::read_to_string(dir.join("out.json")).expect("the answers");
-    let mut answers: Vec<String> = out.lines().map(|l| edge_common::without_devices(l).0).collect();
+    let lines = edge_common::resumed_answers(&dir, status);
+    let mut answers: Vec<String> = lines.iter().map(|l| edge_common::without_devices(l).0).collect();
     answers.sort();
     assert!(written > 0 && written < expected.len(), "killed mid-stream: {written} of {} answers", expected.len());
     assert_eq!(answers, expected, "each answer once, as the raw run's, across the kill");

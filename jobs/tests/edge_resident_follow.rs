@@ -75,13 +75,7 @@ fn post_fence(addr: &str, body: &str) -> String {
 /// The raw run of `dir/all.json` with the script and the live construct, keeping of the live
 /// Count-Min the windows from its fence on and of the deleted one those before its fence.
 fn raw_with_live(e: &Edge, dir: &Path, (constructed, deleted): (&str, &str)) -> Vec<String> {
-    let script = std::fs::read_to_string(&e.requests).expect("the script")
-        + &serde_json::from_str::<Vec<serde_json::Value>>(LIVE_CONSTRUCT)
-            .expect("JSON")
-            .iter()
-            .map(|r| format!("{r}\n"))
-            .collect::<String>();
-    std::fs::write(dir.join("with-live.json"), script).expect("write the script");
+    edge_common::script_with(&e.requests, LIVE_CONSTRUCT, &dir.join("with-live.json"));
     let with_live = Edge::of_script(dir.join("with-live.json").to_str().expect("a path"), e.window);
     let span = |l: &str| {
         let v: serde_json::Value = serde_json::from_str(l).expect("an answer");
@@ -254,16 +248,7 @@ fn a_cloud_of_resident_views_and_a_resident_device_killed_and_restarted_answer_o
     check(device1.wait_with_output().expect("device 1 ends"), "saams-edge --resident");
     assert!(edge_common::figure(&again, "edge ", "view_groups") > 0, "the restarted device shipped views");
     let status = checkpointed_cloud(&brokers, &topic, &dir, &e).wait().expect("the restarted job ends");
-    let mut stderr = String::new();
-    for entry in std::fs::read_dir(&dir).expect("the test directory").filter_map(Result::ok) {
-        if entry.file_name().to_string_lossy().starts_with("stderr-") {
-            stderr.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
-    assert!(status.success(), "the restarted job failed: {stderr}");
-    assert!(stderr.contains("resuming from checkpoint"), "{stderr}");
-    let out = std::fs::read_to_string(dir.join("out.json")).expect("the answers");
-    let lines: Vec<String> = out.lines().map(str::to_string).collect();
+    let lines = edge_common::resumed_answers(&dir, status);
     let mut answers: Vec<String> = lines.iter().map(|l| without_devices(l).0).collect();
     answers.sort();
     assert!(written > 0 && written < expected.len(), "killed mid-stream: {written} of {} answers", expected.len());

@@ -271,3 +271,30 @@ impl Edge {
         check(out, "saams --partials-topic")
     }
 }
+
+/// A job resumed from its checkpoint into `dir` ended with `status`: assert it succeeded and
+/// resumed (its runs' stderr is in `dir/stderr-*`), and return its answer lines (`dir/out.json`).
+pub fn resumed_answers(dir: &Path, status: std::process::ExitStatus) -> Vec<String> {
+    let mut stderr = String::new();
+    for entry in std::fs::read_dir(dir).expect("the test directory").filter_map(Result::ok) {
+        if entry.file_name().to_string_lossy().starts_with("stderr-") {
+            stderr.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    assert!(status.success(), "the restarted job failed: {stderr}");
+    assert!(stderr.contains("resuming from checkpoint"), "{stderr}");
+    let out = std::fs::read_to_string(dir.join("out.json")).expect("the answers");
+    out.lines().map(str::to_string).collect()
+}
+
+/// Write to `path` the request script at `requests` followed by the requests of the JSON array
+/// `live` (what a job over the raw tuples runs to match live requests).
+pub fn script_with(requests: &str, live: &str, path: &Path) {
+    let script = std::fs::read_to_string(requests).expect("the script")
+        + &serde_json::from_str::<Vec<serde_json::Value>>(live)
+            .expect("JSON")
+            .iter()
+            .map(|r| format!("{r}\n"))
+            .collect::<String>();
+    std::fs::write(path, script).expect("write the script");
+}
