@@ -198,9 +198,9 @@ fn a_following_device_killed_and_restarted_from_its_state_is_merged_exactly_once
     let cloud = e
         .cloud_base(&brokers, &topic)
         .args(["--partitions", "4"])
-        .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
         // Device 1 ships once device 0 is done: its partition waits for it as for a device.
         .args(["--idle-timeout", "120s"])
+        .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
         .arg(dir.join("dead.json"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
