@@ -402,6 +402,34 @@ fn following(cli: &EdgeCli, opts: &KafkaOptions, store: &Arc<ShippedSnapshots>) 
     }))
 }
 
+/// The device's plan, from the request script it reads or (`--follow`) the cloud's start
+/// record, with the snapshots that record ships; the follower, if it follows; the script.
+fn device_plan(
+    cli: &EdgeCli,
+    opts: &KafkaOptions,
+    window_ms: i64,
+) -> Result<(Plan, Option<Following>, String), String> {
+    let store = Arc::new(ShippedSnapshots::default());
+    let following = following(cli, opts, &store)?;
+    let script = match &following {
+        Some(f) => {
+            let (script, snapshots) = f.follower.script()?;
+            store.add(&snapshots)?;
+            script
+        }
+        None => request_text(cli, opts)?,
+    };
+    let plan = Plan::build(&parse_requests(&script), 1, window_ms, store.clone());
+    // The script's synopses registered from the start, as the cloud's registry has them. A
+    // device joins no registry dataflow, so its plan took every synopsis as live until the
+    // first live request (`--follow`) registered one: from then on only that one was, and the
+    // states kept whole or resident here froze at its fence (their views with them).
+    for ((_, syn), at, diff) in plan.registry_updates() {
+        plan.live.apply(syn, at, diff);
+    }
+    Ok((plan, following, script))
+}
+
 /// Run a device until its input ends.
 ///
 /// # Errors
@@ -410,24 +438,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
-    let store = Arc::new(ShippedSnapshots::default());
-    let mut following = following(cli, &opts, &store)?;
-    let script = match &following {
-        Some(f) => {
-            let (script, snapshots) = f.follower.script()?;
-            store.add(&snapshots)?;
-            script
-        }
-        None => request_text(cli, &opts)?,
-    };
-    let mut plan = Plan::build(&parse_requests(&script), 1, window_ms, store.clone());
-    // The script's synopses registered from the start, as the cloud's registry has them. A
-    // device joins no registry dataflow, so its plan took every synopsis as live until the
-    // first live request (`--follow`) registered one: from then on only that one was, and the
-    // states kept whole or resident here froze at its fence (their views with them).
-    for ((_, syn), at, diff) in plan.registry_updates() {
-        plan.live.apply(syn, at, diff);
-    }
+    let (mut plan, mut following, script) = device_plan(cli, &opts, window_ms)?;
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     let (mut batches, mut windows) = Batches::open(cli)?;
