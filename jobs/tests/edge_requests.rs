@@ -83,9 +83,20 @@ impl Running {
     fn start(brokers: &str, (dir, files): (&Path, &[PathBuf]), topic: &str, mode: &str) -> Running {
         let e = edge();
         let mut base = e.cloud_base(brokers, topic);
-        base.args(["--partitions", "4", "--exit-when-idle", "10s", "--device-timeout", "60s", "--http-timeout", "60"])
-            .args(["--http", "127.0.0.1:0", "--snapshots"])
-            .arg(dir.join("snapshots"));
+        base.args([
+            "--partitions",
+            "4",
+            "--exit-when-idle",
+            "10s",
+            "--device-timeout",
+            "60s",
+            "--idle-timeout",
+            "60s",
+            "--http-timeout",
+            "60",
+        ])
+        .args(["--http", "127.0.0.1:0", "--snapshots"])
+        .arg(dir.join("snapshots"));
         let (mut cloud, texts) = edge_common::spawn_with_texts(&mut base, files);
         let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
         let devices = texts
