@@ -138,19 +138,12 @@ impl KafkaInput {
             let handle = |line: usize, bytes: &[u8], text: Result<&str, Utf8Error>| {
                 lines_read += 1;
                 let line = line as u64;
-                match admit(ctx, (&r, text, line), late_below) {
-                    Ok(Some((time, tuple))) => {
+                match admit(ctx, (&r, text, line), late_below, &mut route) {
+                    Ok(routed) => {
                         if let Some(p) = positions.as_mut() {
-                            p.record(r.partition, r.offset, line, Some(time));
+                            p.record(r.partition, r.offset, line, routed.map(|(time, _)| time));
                         }
-                        let window = route(sequence_number(r.partition, r.offset, line), tuple);
-                        marks.push(r.partition, r.offset, Some((time, window)));
-                    }
-                    Ok(None) => {
-                        if let Some(p) = positions.as_mut() {
-                            p.record(r.partition, r.offset, line, None);
-                        }
-                        marks.push(r.partition, r.offset, None);
+                        marks.push(r.partition, r.offset, routed);
                     }
                     Err(Rejected { reason, late }) => {
                         if let Some(p) = positions.as_mut() {
@@ -451,31 +444,45 @@ struct Rejected {
 }
 
 /// Parses `text`, line `line` of record `r` (the whole payload of a one-tuple record; `Err`
-/// when those bytes are not UTF-8), as a JSON tuple and gives it its event time (the tuple's, else the record timestamp):
-/// `Ok(Some((time, tuple)))` to route, `Ok(None)` for a blank line (nothing to do), `Err` for a
-/// line that is not UTF-8, not a tuple, without event time, or older than `late_below`.
+/// when those bytes are not UTF-8), as a JSON tuple, gives it its event time (the tuple's, else
+/// the record timestamp) and hands it to `route(sequence number, tuple)`, which returns its
+/// window: `Ok(Some((time, window)))` for a routed tuple, `Ok(None)` for a blank line (nothing
+/// to do), `Err` for a line that is not UTF-8, not a tuple, without event time, or older than
+/// `late_below`.
+///
+/// Why it routes the tuple itself rather than return it: the tuple then goes from the parser's
+/// result straight to `route`. Returned through `Result<Option<(i64, Tuple)>, _>` and matched
+/// again by the caller, its ~90 bytes were copied three more times a line, each copy stalling on
+/// the one before (a quarter of the Kafka source's own time per batched line: perf annotate,
+/// docs/figures.md "Kafka record formats and consumer settings").
+#[inline]
 fn admit(
     ctx: &LineContext,
     (r, text, line): (&RecordRef<'_>, Result<&str, Utf8Error>, u64),
     late_below: i64,
-) -> Result<Option<(i64, Tuple)>, Rejected> {
+    route: &mut impl FnMut(u64, Tuple) -> u64,
+) -> Result<Option<(i64, u64)>, Rejected> {
     let refuse = |reason: String| Rejected { reason, late: false };
     if line >= MAX_LINES_PER_RECORD as u64 {
         return Err(refuse(format!("line {line} of a record: a record carries at most {MAX_LINES_PER_RECORD} lines")));
     }
     let text = text.map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
-    let Some(mut t) = ctx.parse_line(r.offset.max(0) as u64, text).map_err(|e| refuse(e.message))? else {
-        return Ok(None);
+    let mut t = match ctx.parse_line(r.offset.max(0) as u64, text) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(refuse(e.message)),
     };
     let Some(time) = t.time_ms.or(r.timestamp_ms) else {
+        saams_datasets::jsonl::recycle(t);
         return Err(refuse("no event time: neither the tuple nor the record has one".into()));
     };
-    t.time_ms = Some(time);
     if time < late_below {
+        saams_datasets::jsonl::recycle(t);
         let reason = format!("late: {} ms behind the watermark of its partitions", late_below - time);
         return Err(Rejected { reason, late: true });
     }
-    Ok(Some((time, t)))
+    t.time_ms = Some(time);
+    Ok(Some((time, route(sequence_number(r.partition, r.offset, line), t))))
 }
 
 /// The lines of the record at `offset` of `partition` to skip: those a resumed checkpoint counted
@@ -509,9 +516,30 @@ mod tests {
         RecordRef { partition: 1, offset: 7, timestamp_ms, key: None, payload }
     }
 
+    /// [`admit`] of line `line` of record `r` (its text `text`): the tuple routed, with its
+    /// event time; checks the sequence number and the window `admit` says it was routed with.
+    fn admit_line(
+        ctx: &LineContext,
+        (r, text, line): (&RecordRef<'_>, Result<&str, Utf8Error>, u64),
+        late_below: i64,
+    ) -> Result<Option<(i64, Tuple)>, Rejected> {
+        let mut routed = None;
+        let admitted = admit(ctx, (r, text, line), late_below, &mut |seq, t| {
+            assert_eq!(seq, sequence_number(r.partition, r.offset, line));
+            assert!(routed.is_none(), "one tuple a line");
+            routed = Some(t);
+            42
+        })?;
+        match (admitted, routed) {
+            (Some((time, 42)), Some(t)) => Ok(Some((time, t))),
+            (None, None) => Ok(None),
+            other => panic!("admitted {:?} but routed {:?}", other.0, other.1),
+        }
+    }
+
     /// [`admit`] of a one-tuple record.
     fn admit_record(ctx: &LineContext, r: &RecordRef<'_>, late_below: i64) -> Result<Option<(i64, Tuple)>, Rejected> {
-        admit(ctx, (r, std::str::from_utf8(r.payload), 0), late_below)
+        admit_line(ctx, (r, std::str::from_utf8(r.payload), 0), late_below)
     }
 
     fn refusal(result: Result<Option<(i64, Tuple)>, Rejected>) -> (String, bool) {
@@ -577,14 +605,14 @@ mod tests {
         let got: Vec<_> = RecordLines::new(payload)
             .enumerate()
             .map(|(i, text)| {
-                admit(&ctx, (&r, std::str::from_utf8(text), i as u64), 0)
+                admit_line(&ctx, (&r, std::str::from_utf8(text), i as u64), 0)
                     .map(|t| t.map(|(_, t)| t.stream_id.to_string()))
             })
             .collect();
         assert!(matches!(&got[0], Ok(Some(s)) if s == "A"));
         assert!(got[1].is_err(), "the malformed line alone is refused");
         assert!(matches!(&got[2], Ok(Some(s)) if s == "B"));
-        let (reason, _) = refusal(admit(&ctx, (&r, Ok("{}"), MAX_LINES_PER_RECORD as u64), 0));
+        let (reason, _) = refusal(admit_line(&ctx, (&r, Ok("{}"), MAX_LINES_PER_RECORD as u64), 0));
         assert!(reason.contains("at most"), "{reason}");
     }
 
