@@ -345,6 +345,33 @@ impl LineContext {
         };
         result.map(|()| true).map_err(|m| ParseError::new(&self.file, line_no, m))
     }
+
+    /// The line at the start of `text` (a block's unread lines, as
+    /// [`crate::lines::LineReader::next_parsed_or_line`] offers them) parsed into `t`, when this
+    /// format's parser finds a line's end as it parses: JSON lines in the reference form
+    /// ([`crate::jsonl::parse_reference_line`]). The line's length with its line end, or `None`
+    /// (another format, or a line that is not in that form: `t` is then in any state), and the
+    /// line is for [`Self::parse_line_into`], which gives the same tuple for every line this
+    /// takes.
+    ///
+    /// ```
+    /// use saams::api::Tuple;
+    /// use saams_datasets::{Format, LineContext};
+    /// let ctx = LineContext::new(Format::JsonLines, "ticks.jsonl", None).unwrap();
+    /// let line = r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":6.0654}"#;
+    /// let (mut t, mut u) = (Tuple::default(), Tuple::default());
+    /// assert_eq!(ctx.parse_block_line_into(&format!("{line}\n{line}"), &mut t), Some(line.len() + 1));
+    /// assert!(ctx.parse_line_into(1, line, &mut u).unwrap());
+    /// assert_eq!(t, u);
+    /// assert_eq!(ctx.parse_block_line_into("\n", &mut t), None);
+    /// ```
+    #[inline]
+    pub fn parse_block_line_into(&self, text: &str, t: &mut Tuple) -> Option<usize> {
+        match self.format {
+            Format::JsonLines => crate::jsonl::parse_reference_line(text, t),
+            _ => None,
+        }
+    }
 }
 
 /// `line` without leading byte-order marks (U+FEFF); looks at the first byte before comparing

@@ -19,6 +19,23 @@ pub enum Line<'a> {
     NotUtf8(&'a [u8]),
 }
 
+/// What [`LineReader::next_parsed_or_line`] gives: the line taken by the caller's parser, or the
+/// line itself.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ahead<'a> {
+    /// The caller's parser took the line (its result is the caller's).
+    Parsed,
+    /// The line, for the caller to parse.
+    Line(Line<'a>),
+}
+
+/// True if the first `n` bytes of `text` (a block's unread lines) are whole lines: `n` is past a
+/// line end, or the text's end (where the last line of the input lacks one).
+#[inline(always)]
+fn ends_line(text: &[u8], n: usize) -> bool {
+    n > 0 && (n == text.len() || text.get(n - 1) == Some(&b'\n'))
+}
+
 /// Lines of a reader, in order; see the [module docs](self).
 ///
 /// ```
@@ -85,13 +102,64 @@ impl<R: Read> LineReader<R> {
         match self.prepare()? {
             None => Ok(None),
             Some(Next::Bad) => Ok(Some((Line::NotUtf8(&self.bad), self.bad.len()))),
+            Some(Next::Text) => Ok(self.text_line()),
+        }
+    }
+
+    /// The next line of `text` (after [`Self::prepare`] found one), found by a newline search.
+    #[inline(always)]
+    fn text_line(&mut self) -> Option<(Line<'_>, usize)> {
+        let start = self.pos;
+        let rest = &self.text.as_bytes()[start..];
+        let n = memchr::memchr(b'\n', rest).map_or(rest.len(), |p| p + 1);
+        self.pos += n;
+        // `text` is a String and `start`, `start + n` are at line ends (ASCII) or its end.
+        self.text.get(start..start + n).map(|line| (Line::Text(line), n))
+    }
+
+    /// The next line, offered first to `parse` inside its block: `parse` gets the unread text
+    /// of the block (valid UTF-8, starting at the line and holding it whole, usually with many
+    /// lines after it) and, when it takes the line, returns the line's length with its line end
+    /// (so the text's next byte starts a line, or the text ends there). The line is then passed
+    /// over ([`Ahead::Parsed`]); otherwise it is handed out as [`Self::next_line`] would. The
+    /// length (line end included) comes with either.
+    ///
+    /// Why: a parser that finds the line's end as part of its parse (the JSON-lines reference
+    /// form's closing brace and the newline after it, [`crate::jsonl::parse_reference_line`])
+    /// saves the newline search a line (`memchr`, ~85 instructions on a 127-byte line) and the
+    /// slicing and trimming of the line around the parse. A length that does not end a line
+    /// (not after a `\n`, nor the text's end) is not taken: the line is handed out instead.
+    ///
+    /// ```
+    /// use saams_datasets::lines::{Ahead, Line, LineReader};
+    /// let input: &[u8] = b"take 5\nleave\ntake 9";
+    /// let mut r = LineReader::new(input);
+    /// let mut take = |text: &str| text.starts_with("take").then(|| text.find('\n').map_or(text.len(), |p| p + 1));
+    /// assert!(matches!(r.next_parsed_or_line(&mut take).unwrap(), Some((Ahead::Parsed, 7))));
+    /// assert!(matches!(r.next_parsed_or_line(&mut take).unwrap(), Some((Ahead::Line(Line::Text("leave\n")), 6))));
+    /// assert!(matches!(r.next_parsed_or_line(&mut take).unwrap(), Some((Ahead::Parsed, 6))));
+    /// assert!(r.next_parsed_or_line(&mut take).unwrap().is_none());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Self::next_line`].
+    #[inline]
+    pub fn next_parsed_or_line(
+        &mut self,
+        parse: impl FnOnce(&str) -> Option<usize>,
+    ) -> io::Result<Option<(Ahead<'_>, usize)>> {
+        match self.prepare()? {
+            None => Ok(None),
+            Some(Next::Bad) => Ok(Some((Ahead::Line(Line::NotUtf8(&self.bad)), self.bad.len()))),
             Some(Next::Text) => {
-                let start = self.pos;
-                let rest = &self.text.as_bytes()[start..];
-                let n = memchr::memchr(b'\n', rest).map_or(rest.len(), |p| p + 1);
-                self.pos += n;
-                // `text` is a String and `start`, `start + n` are at line ends (ASCII) or its end.
-                Ok(self.text.get(start..start + n).map(|line| (Line::Text(line), n)))
+                // `text` is a String and `pos` is at a line start (after an ASCII line end).
+                if let Some(rest) = self.text.get(self.pos..)
+                    && let Some(n) = parse(rest).filter(|&n| ends_line(rest.as_bytes(), n))
+                {
+                    self.pos += n;
+                    return Ok(Some((Ahead::Parsed, n)));
+                }
+                Ok(self.text_line().map(|(line, n)| (Ahead::Line(line), n)))
             }
         }
     }

@@ -9,7 +9,7 @@ use saams::api::Tuple;
 
 use crate::error::ParseError;
 use crate::format::{Format, LineContext};
-use crate::lines::{Line, LineReader};
+use crate::lines::{Ahead, Line, LineReader};
 
 /// File extensions a directory walk picks up.
 const DATA_EXTENSIONS: [&str; 6] = ["csv", "txt", "json", "jsonl", "ndjson", "ais"];
@@ -334,18 +334,30 @@ impl Iterator for TupleReader {
                     Err(_) => Err(ParseError::new(ctx.file(), self.line_no, "not valid UTF-8")),
                 }
             } else {
-                match lines.next_line() {
+                // A JSON line in the reference form is parsed inside the reader's block (the
+                // parse finds its end); any other line is handed out and parsed by itself.
+                let mut spare = crate::tuple_pool::take_spare();
+                match lines.next_parsed_or_line(|text| ctx.parse_block_line_into(text, &mut spare)) {
                     Ok(None) => {
+                        crate::tuple_pool::recycle(spare);
                         self.current = None;
                         continue;
                     }
-                    Ok(Some((line, n))) => {
+                    Ok(Some((ahead, n))) => {
                         self.bytes += n as u64;
                         self.line_no += 1;
                         self.lines += 1;
-                        match line {
-                            Line::Text(line) => ctx.parse_line(self.line_no, line),
-                            Line::NotUtf8(_) => Err(ParseError::new(ctx.file(), self.line_no, "not valid UTF-8")),
+                        match ahead {
+                            Ahead::Parsed => Ok(Some(spare)),
+                            Ahead::Line(line) => {
+                                crate::tuple_pool::recycle(spare);
+                                match line {
+                                    Line::Text(line) => ctx.parse_line(self.line_no, line),
+                                    Line::NotUtf8(_) => {
+                                        Err(ParseError::new(ctx.file(), self.line_no, "not valid UTF-8"))
+                                    }
+                                }
+                            }
                         }
                     }
                     Err(e) => {

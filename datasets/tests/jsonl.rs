@@ -1,5 +1,6 @@
 //! The fast JSON tuple parser agrees with `Tuple::from_json` (same tuples up to field order, same
-//! errors) on real converted rows, generated rows, edge cases and seeded random corruptions.
+//! errors) on real converted rows, generated rows, edge cases and seeded random corruptions; the
+//! block parse agrees with parsing each line alone.
 
 use std::path::PathBuf;
 
@@ -7,7 +8,8 @@ use saams::api::Tuple;
 use saams::hash::SplitMix64;
 use saams_datasets::generator::GeneratorSpec;
 use saams_datasets::jsonl::{parse_json_tuple, recycle, write_reference_json};
-use saams_datasets::read_path;
+use saams_datasets::lines::{Ahead, Line, LineReader};
+use saams_datasets::{Format, LineContext, read_path};
 
 fn normalized(mut t: Tuple) -> Tuple {
     t.fields.sort_by(|a, b| a.0.cmp(&b.0));
@@ -189,5 +191,83 @@ fn recycled_tuples_change_nothing() {
                 recycle(Tuple::from_json(&lines[1]).unwrap());
             }
         }
+    }
+}
+
+/// Reads of at most `step` bytes, so the line reader's blocks end anywhere in a line.
+struct Steps<'a> {
+    rest: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Steps<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let (now, later) = self.rest.split_at(self.rest.len().min(self.step).min(out.len()));
+        out[..now.len()].copy_from_slice(now);
+        self.rest = later;
+        Ok(now.len())
+    }
+}
+
+/// The file sources' block parse (a reference line parsed inside the reader's block, its end
+/// found by the parse) gives, line for line, the length and tuple of parsing the line alone, and
+/// hands every other line out whole: generated lines, the reference layout's variants, seeded
+/// corruptions (line ends, carriage returns, spaces and control bytes among them), `\n` and
+/// `\r\n` line ends, a last line without one, blocks cut anywhere.
+#[test]
+fn block_parse_agrees_with_parsing_each_line() {
+    let mut lines: Vec<String> = GeneratorSpec::parse("stocks:20:40")
+        .unwrap()
+        .interleaved(0, 1)
+        .chain(GeneratorSpec::parse("ais:5:40").unwrap().interleaved(0, 1))
+        .map(|t| {
+            let mut s = String::new();
+            write_reference_json(&t, &mut s);
+            s
+        })
+        .collect();
+    let reference = lines.len();
+    let mut rng = SplitMix64::new(36);
+    let alphabet = b"{}\":,.-0123456789 \n\r\t\x01nulAz\\";
+    for k in 0..6000 {
+        let mut bytes = lines[k % reference].clone().into_bytes();
+        for _ in 0..1 + rng.next_u64() % 2 {
+            let pos = (rng.next_u64() % bytes.len() as u64) as usize;
+            let c = alphabet[(rng.next_u64() % alphabet.len() as u64) as usize];
+            if rng.next_u64() % 2 == 0 { bytes[pos] = c } else { bytes.insert(pos, c) }
+        }
+        lines.push(String::from_utf8(bytes).unwrap());
+    }
+    let mut text = String::new();
+    for (k, line) in lines.iter().enumerate() {
+        text.push_str(line);
+        text.push_str(if k % 7 == 3 { "\r\n" } else { "\n" });
+    }
+    text.push_str(&lines[0]);
+    let ctx = LineContext::new(Format::JsonLines, "block.jsonl", None).unwrap();
+    for step in [usize::MAX, 4093, 200] {
+        let mut reader = LineReader::new(Steps { rest: text.as_bytes(), step });
+        let (mut in_block, mut alone, mut parsed) = (Tuple::default(), Tuple::default(), 0);
+        for (n, expected) in text.split_inclusive('\n').enumerate() {
+            let (ahead, len) =
+                reader.next_parsed_or_line(|text| ctx.parse_block_line_into(text, &mut in_block)).unwrap().unwrap();
+            assert_eq!(len, expected.len(), "step {step}, line {n}");
+            match ahead {
+                Ahead::Parsed => {
+                    assert!(ctx.parse_line_into(n as u64 + 1, expected, &mut alone).unwrap(), "{expected:?}");
+                    assert_eq!(in_block, alone, "step {step}, line {n}: {expected:?}");
+                    parsed += 1;
+                }
+                Ahead::Line(line) => assert_eq!(line, Line::Text(expected), "step {step}, line {n}"),
+            }
+        }
+        assert!(reader.next_line().unwrap().is_none());
+        // Every generated line and the unchanged last one; corrupted lines only where they stay
+        // in the reference form.
+        assert!(
+            parsed > reference && parsed < lines.len(),
+            "step {step}: {parsed} of {} parsed in the block",
+            lines.len()
+        );
     }
 }

@@ -21,6 +21,7 @@ mod values;
 
 pub use crate::tuple_pool::recycle;
 pub use parse::{parse_json_tuple, parse_json_tuple_into};
+pub use reference::parse_reference_line;
 
 /// Append the reference JSON object of `t` (no line end) to `out`.
 ///

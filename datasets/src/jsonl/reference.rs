@@ -140,6 +140,57 @@ fn closing_quote(line: &str, i: usize) -> Option<usize> {
 /// line to the general flat path. Same tuple as that path wherever both succeed.
 pub(super) fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
     let b = line.as_bytes();
+    let i = reference_object(line, t)?;
+    if i + 1 != b.len() && skip_ws(b, i + 1) != b.len() {
+        return None;
+    }
+    Some(())
+}
+
+/// Parse the reference-form line at the start of `text` (a block of lines) into `t`, finding
+/// the line's end as part of the parse: the closing brace and the line end right after it
+/// (`\n`, `\r\n`, or the end of `text`). The line's length with its line end, or `None`
+/// (anything else after the brace, or not the reference form: `t` is then in any state and the
+/// caller parses the line by itself, [`super::parse_json_tuple_into`]).
+///
+/// Why: the file source searched each line's end first (`memchr`, ~85 instructions on a
+/// 127-byte line) and then parsed it; no token of the reference form can hold a line end (strings
+/// stop at control bytes, numbers, the time and the literals take none), so the parse itself
+/// stops at the line's closing brace. The bytes this reads past the line's end (16-byte words
+/// near it) decide nothing the line's own bytes do not: the tuple is the one
+/// [`super::parse_json_tuple_into`] gives for the line alone (a test and the `tuple_jsonl` fuzz
+/// target compare them).
+///
+/// ```
+/// use saams::api::Tuple;
+/// use saams_datasets::jsonl::{parse_json_tuple, parse_reference_line};
+/// let a = r#"{"streamID":"EURTRY","objectID":null,"dataSetKey":"Forex","date":"01/02/2019","time":"00:00:01","price":6.0654,"volume":1}"#;
+/// let text = format!("{a}\r\n{a}\n");
+/// let mut t = Tuple::default();
+/// assert_eq!(parse_reference_line(&text, &mut t), Some(a.len() + 2));
+/// assert_eq!(t, parse_json_tuple(a).unwrap());
+/// assert_eq!(parse_reference_line(&text[a.len() + 2..], &mut t), Some(a.len() + 1));
+/// assert_eq!(parse_reference_line(&text[..a.len()], &mut t), Some(a.len()));
+/// // A space after the brace: the line is the general parser's.
+/// assert_eq!(parse_reference_line(&format!("{a} \n"), &mut t), None);
+/// ```
+#[inline]
+pub fn parse_reference_line(text: &str, t: &mut Tuple) -> Option<usize> {
+    let b = text.as_bytes();
+    let i = reference_object(text, t)?;
+    match b.get(i + 1) {
+        Some(b'\n') => Some(i + 2),
+        None => Some(i + 1),
+        Some(b'\r') if b.get(i + 2) == Some(&b'\n') => Some(i + 3),
+        _ => None,
+    }
+}
+
+/// The reference-form object at the start of `line` parsed into `t`; the index of its closing
+/// brace (what follows it is the caller's to check).
+#[inline(always)]
+fn reference_object(line: &str, t: &mut Tuple) -> Option<usize> {
+    let b = line.as_bytes();
     if word_at(b, 0)? & low_bytes(13) != literal(HEAD) {
         return None;
     }
@@ -158,11 +209,8 @@ pub(super) fn parse_reference(line: &str, t: &mut Tuple) -> Option<()> {
     let (ms, mut i) = time_at(line, dataset_end + 30)?;
     t.time_ms = Some(days * 86_400_000 + ms);
     let n = value_fields(line, &mut i, t)?;
-    if i + 1 != b.len() && skip_ws(b, i + 1) != b.len() {
-        return None;
-    }
     t.fields.truncate(n);
-    Some(())
+    Some(i)
 }
 
 /// The value fields from `b[*i]` to the closing brace (where `*i` is left), written over `t`'s

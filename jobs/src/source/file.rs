@@ -11,7 +11,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use saams::api::Tuple;
-use saams_datasets::lines::{Line, LineReader};
+use saams_datasets::lines::{Ahead, Line, LineReader};
 use saams_datasets::{Format, LineContext};
 
 /// One input unit.
@@ -147,7 +147,8 @@ const NOT_UTF8: &str = "read error: stream did not contain valid UTF-8";
 /// Reads one unit's tuples.
 ///
 /// Lines come from a [`LineReader`] (blocks of 1 MiB, UTF-8 checked once per block), so a line
-/// costs its parse and no copy or validation of its own.
+/// costs its parse and no copy or validation of its own; JSON lines in the reference form are
+/// parsed inside the block, the parse finding the line's end (no newline search a line).
 pub struct UnitReader {
     ctx: LineContext,
     lines: LineReader<Box<dyn Read + Send>>,
@@ -398,15 +399,22 @@ impl UnitReader {
                 return None;
             }
             self.line_no += 1;
-            let line = match self.lines.next_line() {
+            // A JSON line in the reference form is parsed inside the reader's block, its end
+            // found by the parse (no newline search, no line slice); any other line is handed
+            // out and parsed below.
+            let ctx = &self.ctx;
+            let line = match self.lines.next_parsed_or_line(|text| ctx.parse_block_line_into(text, t)) {
                 Ok(None) => return None,
-                Ok(Some((line, n))) => {
+                Ok(Some((ahead, n))) => {
                     if self.budget != u64::MAX {
                         self.budget = self.budget.saturating_sub(n as u64);
                     }
                     self.line_start = (self.offset, self.line_no - 1);
                     self.offset += n as u64;
-                    line
+                    match ahead {
+                        Ahead::Parsed => return Some((self.line_no, Ok(()))),
+                        Ahead::Line(line) => line,
+                    }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     // Nothing has arrived yet (a live stdin): not the end.
@@ -452,6 +460,45 @@ mod tests {
         assert_eq!(got[3], (5, Ok("C".to_string())));
     }
 
+    /// Line `i` of a test file: every other one in the reference form, every fifth with `\r\n`.
+    fn mixed_line(i: usize) -> String {
+        let pad = "x".repeat(i % 37);
+        let end = if i % 5 == 0 { "\r\n" } else { "\n" };
+        if i % 2 == 0 {
+            format!("{{\"streamID\":\"S{i}\",\"dataSetKey\":\"D{pad}\",\"price\":{i}}}{end}")
+        } else {
+            format!(
+                "{{\"streamID\":\"S{i}\",\"objectID\":null,\"dataSetKey\":\"D{pad}\",\"date\":\"01/02/2019\",\"time\":\"00:00:01\",\"price\":{i}}}{end}"
+            )
+        }
+    }
+
+    /// Positions stay exact whichever way a line is parsed (inside the reader's block or by
+    /// itself): every tuple's `line_start` is its line's first byte and number, and a reader
+    /// opened there reads that tuple again; `position` after the last line is the file's end.
+    #[test]
+    fn positions_are_exact_for_lines_parsed_in_the_block() {
+        let path = std::env::temp_dir().join(format!("saams-file-positions-{}.jsonl", std::process::id()));
+        let lines: Vec<String> = (0..3000).map(mixed_line).collect();
+        std::fs::write(&path, lines.concat()).unwrap();
+        let unit = Input::File(path.clone(), None);
+        let mut r = UnitReader::open(&unit).unwrap();
+        let mut offset = 0u64;
+        for (k, line) in lines.iter().enumerate() {
+            let (n, t) = r.next_tuple().unwrap();
+            assert_eq!((n, t.unwrap().stream_id), (k as u64 + 1, format!("S{k}")));
+            assert_eq!(r.line_start(), (offset, k as u64), "line {k}");
+            if k % 97 == 0 {
+                let mut again = UnitReader::open_at(&unit, offset, k as u64).unwrap();
+                assert_eq!(again.next_tuple().map(|(n, t)| (n, t.unwrap().stream_id)), Some((n, format!("S{k}"))));
+            }
+            offset += line.len() as u64;
+        }
+        assert_eq!(r.position(), (offset, lines.len() as u64));
+        assert!(r.next_tuple().is_none());
+        std::fs::remove_file(&path).unwrap();
+    }
+
     #[test]
     fn standard_input_given_twice_is_refused() {
         let twice = ["-".to_string(), "-".to_string()];
@@ -467,9 +514,9 @@ mod tests {
         let path = dir.join("ticks.jsonl");
         let mut text = String::new();
         for i in 0..5000 {
-            // Lines of varying length, so range ends fall everywhere in a line.
-            let pad = "x".repeat(i % 37);
-            text.push_str(&format!("{{\"streamID\":\"S{i}\",\"dataSetKey\":\"D{pad}\",\"price\":{i}}}\n"));
+            // Lines of varying length, so range ends fall everywhere in a line; every other one
+            // in the reference form (parsed inside the reader's block), some ending in `\r\n`.
+            text.push_str(&mixed_line(i));
         }
         std::fs::write(&path, &text).unwrap();
         let whole = expand_inputs(&[path.display().to_string()], None, 0, RangeLayout::Equal).unwrap();
