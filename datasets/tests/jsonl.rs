@@ -234,7 +234,7 @@ fn block_parse_agrees_with_parsing_each_line() {
         for _ in 0..1 + rng.next_u64() % 2 {
             let pos = (rng.next_u64() % bytes.len() as u64) as usize;
             let c = alphabet[(rng.next_u64() % alphabet.len() as u64) as usize];
-            if rng.next_u64() % 2 == 0 { bytes[pos] = c } else { bytes.insert(pos, c) }
+            if rng.next_u64().is_multiple_of(2) { bytes[pos] = c } else { bytes.insert(pos, c) }
         }
         lines.push(String::from_utf8(bytes).unwrap());
     }

@@ -463,8 +463,8 @@ mod tests {
     /// Line `i` of a test file: every other one in the reference form, every fifth with `\r\n`.
     fn mixed_line(i: usize) -> String {
         let pad = "x".repeat(i % 37);
-        let end = if i % 5 == 0 { "\r\n" } else { "\n" };
-        if i % 2 == 0 {
+        let end = if i.is_multiple_of(5) { "\r\n" } else { "\n" };
+        if i.is_multiple_of(2) {
             format!("{{\"streamID\":\"S{i}\",\"dataSetKey\":\"D{pad}\",\"price\":{i}}}{end}")
         } else {
             format!(
