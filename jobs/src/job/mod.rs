@@ -32,6 +32,7 @@ use services::Services;
 
 mod checkpoints;
 mod config;
+mod epoch_pace;
 mod generated;
 mod handover;
 mod reading;

@@ -23,6 +23,7 @@ use crate::kafka::KafkaInput;
 
 use super::checkpoints::{want_boundaries, write_checkpoints};
 use super::config::{Settings, Shared};
+use super::epoch_pace::EpochPace;
 use super::generated::generated_routes;
 use super::handover::Handover;
 use super::reading::{Left, Reading, Source, open_readers, resume_readers};
@@ -39,6 +40,10 @@ const MAX_LAG_MS: i64 = 4 * EPOCH_STEP_MS;
 /// How many epoch steps (past the lateness) a worker may read ahead of the job's frontier when
 /// its units do not hold it ([`WorkerState::span_end`]).
 const SPAN_STEPS: u64 = 2;
+
+/// The most epoch steps one paced advance counts for in [`WorkerState::span_end`] (the first
+/// advance moves from 0 to the input's first time).
+const STRIDE_STEPS: u64 = 16;
 
 /// How long a worker whose Kafka partitions had nothing parks before it looks again. Records
 /// wake it at once (the fetch queue unparks it), and so does its dataflow (timely unparks a
@@ -126,6 +131,8 @@ struct WorkerState<'a> {
     intake: Option<crate::edge::intake::Intake>,
     /// The tuple input's epoch.
     epoch: u64,
+    /// When this worker next advances its epoch while it reads (`super::epoch_pace`).
+    pace: EpochPace,
     /// False once this worker's input has ended.
     reading: bool,
     /// A job taking over: whether this worker has seen it take over.
@@ -203,6 +210,7 @@ impl<'a> WorkerState<'a> {
             kafka,
             kafka_unit,
             epoch: 0,
+            pace: EpochPace::new(),
             reading: true,
             took_over: false,
             told_devices: (0, None),
@@ -396,12 +404,14 @@ impl<'a> WorkerState<'a> {
             h.give(units, self.job.settings.lateness_ms, self.job.checkpoints.is_some());
         }
         let kafka_low = self.read_kafka(allowance, routed_before, hold_end);
-        self.advance_epoch(kafka_low);
+        let routed = self.router.tuples - routed_before;
+        // At once when idle (no window waits for a worker with nothing to read) or while a
+        // fence is agreed; else at the pace of `super::epoch_pace`.
+        self.advance_epoch(kafka_low, routed == 0 || hold_end.is_some());
         // --rate: what was not read goes back to the process' bucket before this worker parks.
         // Parked holding it (10 ms per quiet round), a worker whose partitions had nothing
         // took the whole allowance of a slow rate, round after round, and the worker with
         // records left read none until `--exit-when-idle` ended the job with them unread.
-        let routed = self.router.tuples - routed_before;
         pacer.settle(allowance, routed);
         if routed == 0 && hold_end.is_none() {
             // Nothing to read right now (a quiet live input): wait for it or for the others.
@@ -563,13 +573,20 @@ impl<'a> WorkerState<'a> {
         if own - own % step <= frontier {
             return None;
         }
-        let span = lateness_ms.max(0) as u64 + SPAN_STEPS * step;
+        // The frontier may stay behind the reading by a paced advance's stride: reading that
+        // far more keeps the workers ahead from waiting on the pace (`super::epoch_pace`).
+        let paced = 2 * self.pace.stride().min(STRIDE_STEPS * step);
+        let span = lateness_ms.max(0) as u64 + SPAN_STEPS * step + paced;
         Some(frontier.saturating_add(span).min(i64::MAX as u64) as i64)
     }
 
     /// Advance the input's epoch to the oldest event time any of this worker's inputs can still
-    /// produce (`kafka_low`: its partitions'), in steps.
-    fn advance_epoch(&mut self, kafka_low: Option<u64>) {
+    /// produce (`kafka_low`: its partitions'), in steps, when it is due (`urgent`, or at the
+    /// pace of `super::epoch_pace`).
+    fn advance_epoch(&mut self, kafka_low: Option<u64>, urgent: bool) {
+        if !self.pace.due(self.router.tuples, urgent) {
+            return;
+        }
         let window_ms = self.job.settings.window_ms;
         let low = self.units_low().into_iter().chain(kafka_low).min();
         // In steps of EPOCH_STEP_MS (or the window): every advance is progress traffic
@@ -584,6 +601,7 @@ impl<'a> WorkerState<'a> {
         if let Some(low) = low
             && low > self.epoch
         {
+            self.pace.advanced(self.router.tuples, low - self.epoch);
             self.epoch = low;
             self.input.advance_to(self.epoch);
             self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);

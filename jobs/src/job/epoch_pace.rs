@@ -1,0 +1,84 @@
+//! How often a reading worker advances its input's epoch. Every advance is progress traffic:
+//! timely sends the input's change to every worker (of every process), and each of them
+//! wakes, merges it and propagates the frontier through its dataflow. A worker that advanced
+//! at every epoch step it passed (a minute of event time: ~166 tuples of the AIS generator)
+//! made a job of 12 threads spend most of its time in `step_or_park`, `poll_events` and
+//! `propagate_pointstamps` (docs/figures.md, Figure 12), and a `-w 2` worker ~30 instructions
+//! a tuple in progress tracking.
+//!
+//! So a worker that is reading at full pace advances only once it has routed
+//! [`PACE_TUPLES`] tuples since its last advance or [`PACE_WAIT`] of wall time has passed,
+//! whichever comes first. It advances at once when it has nothing to read (a quiet or ended
+//! input, or one waiting for the other workers): a window never waits for the next batch of a
+//! worker that is idle. The epoch it advances to is the same as before (the oldest time its
+//! inputs can still produce, in steps), only later: the values sent, their times and their
+//! order are unchanged, so every answer is byte-identical; a window's answers come out at most
+//! [`PACE_WAIT`] (plus the round in progress) later than with an advance at every step.
+
+use std::time::{Duration, Instant};
+
+/// Tuples a worker routes between two advances of its epoch while it reads at full pace: at
+/// ~12 k instructions of progress tracking per advance at `-w 2`, under one instruction a
+/// tuple.
+pub(super) const PACE_TUPLES: u64 = 16_384;
+
+/// The longest a reading worker holds an advance back: the bound on how much later a window's
+/// answers come out than with an advance at every epoch step.
+pub(super) const PACE_WAIT: Duration = Duration::from_millis(5);
+
+/// A worker's pace of epoch advances: when and at which tuple count it last advanced, and how
+/// far (event-time ms) that advance moved its epoch.
+pub(super) struct EpochPace {
+    routed_at: u64,
+    since: Instant,
+    stride: u64,
+}
+
+impl EpochPace {
+    pub(super) fn new() -> EpochPace {
+        EpochPace { routed_at: 0, since: Instant::now(), stride: 0 }
+    }
+
+    /// Whether the worker, having routed `routed` tuples in all, advances its epoch now:
+    /// `urgent` (it read nothing this round, or a fence is being agreed), or enough tuples or
+    /// wall time since the last advance.
+    pub(super) fn due(&self, routed: u64, urgent: bool) -> bool {
+        urgent || routed.saturating_sub(self.routed_at) >= PACE_TUPLES || self.since.elapsed() >= PACE_WAIT
+    }
+
+    /// The epoch advanced by `stride` event-time ms, with `routed` tuples routed in all.
+    pub(super) fn advanced(&mut self, routed: u64, stride: u64) {
+        self.routed_at = routed;
+        self.since = Instant::now();
+        self.stride = stride;
+    }
+
+    /// How far the last advance moved the epoch (event-time ms): about how far behind its
+    /// reading a worker's epoch (and so the job's frontier) may stay between two advances.
+    pub(super) fn stride(&self) -> u64 {
+        self.stride
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_after_enough_tuples_or_when_urgent() {
+        let mut pace = EpochPace::new();
+        pace.advanced(1_000, 60_000);
+        assert!(!pace.due(1_000 + PACE_TUPLES - 1, false) || pace.since.elapsed() >= PACE_WAIT);
+        assert!(pace.due(1_000 + PACE_TUPLES, false));
+        assert!(pace.due(1_000, true), "an idle worker advances at once");
+        assert_eq!(pace.stride(), 60_000);
+    }
+
+    #[test]
+    fn due_after_the_wait() {
+        let mut pace = EpochPace::new();
+        pace.advanced(0, 0);
+        pace.since -= PACE_WAIT;
+        assert!(pace.due(1, false), "a slow reader advances after PACE_WAIT");
+    }
+}
