@@ -41,9 +41,10 @@ const MAX_LAG_MS: i64 = 4 * EPOCH_STEP_MS;
 /// its units do not hold it ([`WorkerState::span_end`]).
 const SPAN_STEPS: u64 = 2;
 
-/// The most epoch steps one paced advance counts for in [`WorkerState::span_end`] (the first
-/// advance moves from 0 to the input's first time).
-const STRIDE_STEPS: u64 = 16;
+/// The most epoch steps a paced worker's reach ([`EpochPace::reach`]) counts for: bounds the
+/// event time read ahead of the frontier for sparse inputs (and the first advance, from 0 to
+/// the input's first time).
+const REACH_STEPS: u64 = 256;
 
 /// How long a worker whose Kafka partitions had nothing parks before it looks again. Records
 /// wake it at once (the fetch queue unparks it), and so does its dataflow (timely unparks a
@@ -429,7 +430,9 @@ impl<'a> WorkerState<'a> {
         // the exchanges): park (instead of spinning) while other workers catch up, still taking
         // part in the fences (they may wait for this worker's position). A bound in windows
         // alone let a one-hour window queue 64 hours of values (peak RSS 1.55× that of 60 s).
-        let behind = self.epoch.saturating_sub((64 * window_ms).min(MAX_LAG_MS) as u64);
+        // (Plus what a paced worker reads between two advances: `super::epoch_pace`.)
+        let lag = (64 * window_ms).min(MAX_LAG_MS) as u64 + 2 * self.pace.reach();
+        let behind = self.epoch.saturating_sub(lag);
         if self.probe.less_than(&behind) {
             self.park(worker, Some(Duration::from_millis(1)));
             return;
@@ -573,10 +576,9 @@ impl<'a> WorkerState<'a> {
         if own - own % step <= frontier {
             return None;
         }
-        // The frontier may stay behind the reading by a paced advance's stride: reading that
-        // far more keeps the workers ahead from waiting on the pace (`super::epoch_pace`).
-        let paced = 2 * self.pace.stride().min(STRIDE_STEPS * step);
-        let span = lateness_ms.max(0) as u64 + SPAN_STEPS * step + paced;
+        // The frontier may stay behind the reading by a paced worker's reach: reading that far
+        // more keeps the workers ahead from waiting on the pace (`super::epoch_pace`).
+        let span = lateness_ms.max(0) as u64 + SPAN_STEPS * step + 2 * self.pace.reach();
         Some(frontier.saturating_add(span).min(i64::MAX as u64) as i64)
     }
 
@@ -601,7 +603,7 @@ impl<'a> WorkerState<'a> {
         if let Some(low) = low
             && low > self.epoch
         {
-            self.pace.advanced(self.router.tuples, low - self.epoch);
+            self.pace.advanced(self.router.tuples, low - self.epoch, REACH_STEPS * step);
             self.epoch = low;
             self.input.advance_to(self.epoch);
             self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
