@@ -55,11 +55,17 @@ impl EpochPace {
     }
 
     /// The epoch advanced by `stride` event-time ms (at most `most`), with `routed` tuples
-    /// routed in all: the reach is what those tuples say [`PACE_TUPLES`] of them span, at most
-    /// `most`.
-    pub(super) fn advanced(&mut self, routed: u64, stride: u64, most: u64) {
-        let tuples = routed.saturating_sub(self.routed_at).max(1) as u128;
-        let reach = stride.min(most) as u128 * PACE_TUPLES as u128 / tuples;
+    /// routed in all. The reach is the event time of the tuples routed since the last advance,
+    /// or of [`PACE_TUPLES`] of them if more; a worker `held` (it read nothing because it is a
+    /// span ahead of the frontier) reads on as fast as the span lets it, so its reach is what
+    /// its tuples say [`PACE_TUPLES`] of them span: with the tuples' own event time, the span
+    /// never grew past one step. Not so for a worker reading slowly (`--rate`, a live input):
+    /// extrapolated, its span let it read far ahead of the others, and the boundaries agreed
+    /// after the newest value read came late (a rate-limited run wrote fewer checkpoints).
+    pub(super) fn advanced(&mut self, routed: u64, stride: u64, (most, held): (u64, bool)) {
+        let tuples = routed.saturating_sub(self.routed_at).max(1);
+        let counted = if held { PACE_TUPLES } else { PACE_TUPLES.min(tuples) };
+        let reach = stride.min(most) as u128 * counted as u128 / tuples as u128;
         self.reach = reach.min(most as u128) as u64;
         self.routed_at = routed;
         self.since = Instant::now();
@@ -79,7 +85,7 @@ mod tests {
     #[test]
     fn due_after_enough_tuples_or_when_urgent() {
         let mut pace = EpochPace::new();
-        pace.advanced(1_000, 60_000, u64::MAX);
+        pace.advanced(1_000, 60_000, (u64::MAX, false));
         assert!(!pace.due(1_000 + PACE_TUPLES - 1, false) || pace.since.elapsed() >= PACE_WAIT);
         assert!(pace.due(1_000 + PACE_TUPLES, false));
         assert!(pace.due(1_000, true), "an idle worker advances at once");
@@ -88,18 +94,24 @@ mod tests {
     #[test]
     fn reach_is_the_event_time_of_pace_tuples() {
         let mut pace = EpochPace::new();
-        // 1,024 tuples in a minute: PACE_TUPLES of them span 16 minutes.
-        pace.advanced(1_024, 60_000, u64::MAX);
+        // Held by the span after 1,024 tuples in a minute: PACE_TUPLES of them span 16 minutes.
+        pace.advanced(1_024, 60_000, (u64::MAX, true));
         assert_eq!(pace.reach(), 16 * 60_000);
+        // Reading slowly, not held: the minute those tuples spanned.
+        pace.advanced(2_048, 60_000, (u64::MAX, false));
+        assert_eq!(pace.reach(), 60_000);
+        // Reading fast: PACE_TUPLES of 4 × PACE_TUPLES tuples span a quarter.
+        pace.advanced(2_048 + 4 * PACE_TUPLES, 60_000, (u64::MAX, false));
+        assert_eq!(pace.reach(), 15_000);
         // At most `most`, however sparse (the first advance moves from 0 to the first time).
-        pace.advanced(1_025, 1 << 40, 3_600_000);
+        pace.advanced(2_049 + 4 * PACE_TUPLES, 1 << 40, (3_600_000, true));
         assert_eq!(pace.reach(), 3_600_000);
     }
 
     #[test]
     fn due_after_the_wait() {
         let mut pace = EpochPace::new();
-        pace.advanced(0, 0, 0);
+        pace.advanced(0, 0, (0, false));
         pace.since -= PACE_WAIT;
         assert!(pace.due(1, false), "a slow reader advances after PACE_WAIT");
     }

@@ -397,7 +397,8 @@ impl<'a> WorkerState<'a> {
         let hold_end = self.fences.hold().map(|h| (h as i64).saturating_add(window_ms));
         let (allowance, routed_before) = (pacer.take(Instant::now()), self.router.tuples);
         // Nothing past the fence being agreed, nor past the span this worker may run ahead.
-        let limit = [hold_end, self.span_end()].into_iter().flatten().min();
+        let span_end = self.span_end();
+        let limit = [hold_end, span_end].into_iter().flatten().min();
         let ended = &mut self.ended;
         read_units(&mut self.readers, &mut self.router, &mut self.input, (allowance, limit), (window_ms, ended));
         if let Some(h) = self.handover.as_mut() {
@@ -408,7 +409,8 @@ impl<'a> WorkerState<'a> {
         let routed = self.router.tuples - routed_before;
         // At once when idle (no window waits for a worker with nothing to read) or while a
         // fence is agreed; else at the pace of `super::epoch_pace`.
-        self.advance_epoch(kafka_low, routed == 0 || hold_end.is_some());
+        let held = routed == 0 && span_end.is_some();
+        self.advance_epoch(kafka_low, (routed == 0 || hold_end.is_some(), held));
         // --rate: what was not read goes back to the process' bucket before this worker parks.
         // Parked holding it (10 ms per quiet round), a worker whose partitions had nothing
         // took the whole allowance of a slow rate, round after round, and the worker with
@@ -584,8 +586,8 @@ impl<'a> WorkerState<'a> {
 
     /// Advance the input's epoch to the oldest event time any of this worker's inputs can still
     /// produce (`kafka_low`: its partitions'), in steps, when it is due (`urgent`, or at the
-    /// pace of `super::epoch_pace`).
-    fn advance_epoch(&mut self, kafka_low: Option<u64>, urgent: bool) {
+    /// pace of `super::epoch_pace`); `held`: it read nothing, being a span ahead of the frontier.
+    fn advance_epoch(&mut self, kafka_low: Option<u64>, (urgent, held): (bool, bool)) {
         if !self.pace.due(self.router.tuples, urgent) {
             return;
         }
@@ -603,7 +605,7 @@ impl<'a> WorkerState<'a> {
         if let Some(low) = low
             && low > self.epoch
         {
-            self.pace.advanced(self.router.tuples, low - self.epoch, REACH_STEPS * step);
+            self.pace.advanced(self.router.tuples, low - self.epoch, (REACH_STEPS * step, held));
             self.epoch = low;
             self.input.advance_to(self.epoch);
             self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
