@@ -21,6 +21,7 @@ use saams_operators::Plan;
 
 use crate::control::intake::Intake;
 use crate::duration::parse_duration_ms;
+use crate::edge::control::Applied;
 use crate::edge::device::{DeviceCounts, DeviceWindows};
 use crate::edge::monitor_site::{DeviceSites, SiteCounts};
 use crate::edge::resume::Resume;
@@ -90,6 +91,13 @@ pub struct EdgeCli {
     /// from them and refuses ad-hoc ones, SAVE and LOAD with 409 naming this device.
     #[arg(long)]
     pub resident: bool,
+    /// With --follow: once the input has been quiet this long, an ad-hoc query or SAVE of a
+    /// synopsis resident here waiting at a fence the device has not reached is answered: the
+    /// device takes the fence as its watermark (it ships its open window and its position
+    /// there; an older tuple read later is late). Default: it waits for a tuple at or after the
+    /// fence, or its input's end.
+    #[arg(long = "idle-after", requires = "follow")]
+    pub idle_after: Option<String>,
     /// The partials topic's partition this device ships to (default: a hash of its id). Devices
     /// on one partition share its watermark: give each its own.
     #[arg(long)]
@@ -129,17 +137,20 @@ pub struct FollowCounts {
     pub requests: u64,
     /// Ad-hoc queries and SAVEs of synopses resident here answered ([`crate::edge::asks`]).
     pub answers: u64,
+    /// Fences taken as the watermark of a quiet input, for the asks waiting there
+    /// (`--idle-after`).
+    pub idle_fences: u64,
 }
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
     /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…
-    /// answers=… monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
+    /// answers=… idle_fences=… monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
     /// monitor_shipped_bytes=… monitor_raw_bytes=…`.
     pub fn line(&self, device: &str) -> String {
         let (c, f, m) = (&self.counts, &self.follow, &self.sites);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} answers={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} answers={} idle_fences={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
             c.tuples,
             c.windows,
             c.partial_windows,
@@ -153,6 +164,7 @@ impl EdgeSummary {
             f.position_bytes,
             f.requests,
             f.answers,
+            f.idle_fences,
             m.items,
             m.refused,
             m.messages,
@@ -176,47 +188,121 @@ struct Following {
 }
 
 impl Following {
-    /// Before the device reads `tuple`: if it opens a new window, ship the open one (read with
-    /// the plan of its window), ship this device's position, wait until the cloud job has
+    /// Before the device reads `tuple`: [`Following::advance`] to its window.
+    fn before(&mut self, ctx: Ctx<'_>, ship: (&Shipper, &mut Batches), tuple: &Tuple) -> Result<(), String> {
+        let window = ctx.0.window_of(tuple.time_ms.unwrap_or(0).max(0));
+        self.advance(ctx, ship, window)
+    }
+
+    /// The device is about to read `window`: if it is a new window, ship the open one (read
+    /// with the plan of its window), ship this device's position, wait until the cloud job has
     /// reached it, and apply the live requests whose fences have come.
-    fn before(
+    fn advance(
         &mut self,
-        (plan, windows, sites): (&mut Plan, &mut DeviceWindows, &mut DeviceSites),
+        (plan, windows, sites): Ctx<'_>,
         (shipper, batches): (&Shipper, &mut Batches),
-        tuple: &saams::api::Tuple,
+        window: u64,
     ) -> Result<(), String> {
-        let window = plan.window_of(tuple.time_ms.unwrap_or(0).max(0));
         if self.reached.is_some_and(|w| window <= w) {
             return Ok(());
         }
-        if windows.open_end(plan).is_some_and(|end| window >= end) {
-            let upto = windows.read_count();
-            let watermark = i64::try_from(window).unwrap_or(i64::MAX);
-            batches.send(shipper, close_window(plan, (windows, sites), &shipper.device, watermark), (upto, false))?;
-        }
+        close_before((plan, windows, sites), (shipper, batches), window)?;
         let position = Body::Data { window, raw_bytes: 0, groups: Vec::new() };
         let position = Shipment { device: shipper.device.clone(), seq: 0, body: position };
         self.counts.positions += 1;
         self.counts.position_bytes += position.encode().len() as u64;
         shipper.ship(&position)?;
         for r in self.follower.reached(window, self.next_at)? {
-            let (requests, notes) = Intake::new(false).vet(read_log(&r.text));
-            notes.iter().for_each(|n| eprintln!("saams-edge: {n}"));
-            self.store.add(&r.snapshots)?;
-            // Its asks of synopses resident here are answered now: at their fence.
-            for ask in plan.extend(&requests, r.fence, None).asks {
-                if let Some(body) = windows.answer(plan, &ask, r.fence, &self.store) {
-                    shipper.ship(&Shipment { device: shipper.device.clone(), seq: 0, body })?;
-                    self.counts.answers += 1;
-                }
-            }
-            self.next_at = r.at + 1;
-            self.counts.requests += 1;
+            self.apply(plan, windows, shipper, &r)?;
         }
         self.reached = Some(window);
         Ok(())
     }
+
+    /// Apply the live request `r` at its fence, and answer its asks of synopses resident here
+    /// from the state there ([`crate::edge::asks`]).
+    fn apply(
+        &mut self,
+        plan: &mut Plan,
+        windows: &DeviceWindows,
+        shipper: &Shipper,
+        r: &Applied,
+    ) -> Result<(), String> {
+        let (requests, notes) = Intake::new(false).vet(read_log(&r.text));
+        notes.iter().for_each(|n| eprintln!("saams-edge: {n}"));
+        self.store.add(&r.snapshots)?;
+        for ask in plan.extend(&requests, r.fence, None).asks {
+            if let Some(body) = windows.answer(plan, &ask, r.fence, &self.store) {
+                shipper.ship(&Shipment { device: shipper.device.clone(), seq: 0, body })?;
+                self.counts.answers += 1;
+            }
+        }
+        self.next_at = r.at + 1;
+        self.counts.requests += 1;
+        Ok(())
+    }
+
+    /// The live requests heard and not applied yet, up to the last that asks this device (an
+    /// ad-hoc query or SAVE of a synopsis resident here); none when none asks it.
+    fn up_to_last_ask(&self, plan: &Plan, windows: &DeviceWindows) -> Vec<Applied> {
+        let mut heard = self.follower.heard(self.next_at);
+        let asks = heard.iter().rposition(|r| windows.answers_text(plan, &r.text)).map_or(0, |i| i + 1);
+        heard.truncate(asks);
+        heard
+    }
+
+    /// The input has been quiet for `--idle-after`: when an ask waits for this device at a
+    /// fence it has not reached, take that fence as its watermark — ship the open window, refuse
+    /// older values from now on ([`DeviceWindows::hold_below`]) — and apply the live requests
+    /// heard up to the ask (fences follow the order requests are agreed in, so theirs are at or
+    /// before it), answering it. No position is shipped: the cloud's input stays at the windows
+    /// the device read, so the answer reaches the client at once; the next tuple (of the fence's
+    /// window or later) ships the position as usual, and the requests agreed after the ask apply
+    /// then.
+    fn idle(&mut self, (plan, windows, sites): Ctx<'_>, ship: (&Shipper, &mut Batches)) -> Result<(), String> {
+        let waiting = self.up_to_last_ask(plan, windows);
+        let Some(ask) = waiting.iter().position(|r| windows.answers_text(plan, &r.text)) else { return Ok(()) };
+        let fence = waiting[ask].fence;
+        if self.reached.is_some_and(|w| fence <= w) {
+            return Ok(());
+        }
+        close_before((plan, windows, sites), (ship.0, &mut *ship.1), fence)?;
+        windows.hold_below(fence);
+        self.counts.idle_fences += 1;
+        for r in &waiting[..=ask] {
+            self.apply(plan, windows, ship.0, r)?;
+        }
+        Ok(())
+    }
+
+    /// The input ended and its last window is shipped: answer the asks heard, whatever their
+    /// fences (no value of their windows can come any more), applying the live requests before
+    /// them in order.
+    fn finish(&mut self, plan: &mut Plan, windows: &DeviceWindows, shipper: &Shipper) -> Result<(), String> {
+        for r in self.up_to_last_ask(plan, windows) {
+            self.apply(plan, windows, shipper, &r)?;
+        }
+        Ok(())
+    }
 }
+
+/// Ship the open window if `window` is after it (read with the plan of its window), closing it
+/// with the sites' messages sent before `window`.
+fn close_before(
+    (plan, windows, sites): Ctx<'_>,
+    (shipper, batches): (&Shipper, &mut Batches),
+    window: u64,
+) -> Result<(), String> {
+    if windows.open_end(plan).is_some_and(|end| window >= end) {
+        let upto = windows.read_count();
+        let watermark = i64::try_from(window).unwrap_or(i64::MAX);
+        batches.send(shipper, close_window(plan, (windows, sites), &shipper.device, watermark), (upto, false))?;
+    }
+    Ok(())
+}
+
+/// What a following device changes as it advances: its plan, its windows and its sites.
+type Ctx<'a> = (&'a mut Plan, &'a mut DeviceWindows, &'a mut DeviceSites);
 
 /// The request text: the file, or the request topic from its start to its end.
 fn request_text(cli: &EdgeCli, opts: &KafkaOptions) -> Result<String, String> {
@@ -438,11 +524,11 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
-    let (mut plan, mut following, script) = device_plan(cli, &opts, window_ms)?;
+    let (plan, following, script) = device_plan(cli, &opts, window_ms)?;
     let shipper = Shipper::open(cli, &opts)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
-    let (mut batches, mut windows) = Batches::open(cli)?;
-    let mut sites = device_sites(cli, &plan)?;
+    let (batches, mut windows) = Batches::open(cli)?;
+    let sites = device_sites(cli, &plan)?;
     if cli.resident {
         windows = windows.resident();
     } else if cli.sole_reader {
@@ -451,58 +537,108 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     if following.is_none() {
         loads_kept_whole(&script, &plan, &windows)?;
     }
-    let every = match &cli.ship_every {
-        Some(d) => Some(Duration::from_millis(u64::try_from(parse_duration_ms(d)?).unwrap_or(0).max(1))),
-        None => None,
-    };
+    let every = optional_duration(cli.ship_every.as_deref())?;
+    let idle_after = optional_duration(cli.idle_after.as_deref())?;
+    let mut device = Device { plan, following, shipper, batches, windows, sites };
     let lines = read_lines(cli)?;
     let mut next_ship = every.map(|e| Instant::now() + e);
+    let mut last_line = Instant::now();
     loop {
-        let wait = next_ship.map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(Instant::now()));
+        let mut wait = next_ship.map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(Instant::now()));
+        if idle_after.is_some() {
+            wait = wait.min(IDLE_LOOK);
+        }
         match lines.recv_timeout(wait) {
-            Ok(Line::Tuple(ctx, unit, n, line)) => match ctx.parse_line(n, &line) {
-                Ok(Some(_)) if batches.skip > 0 => batches.skip -= 1,
-                Ok(Some(tuple)) => {
-                    batches.before_tuple(&shipper, (&plan, &mut windows))?;
-                    if let Some(f) = following.as_mut() {
-                        f.before((&mut plan, &mut windows, &mut sites), (&shipper, &mut batches), &tuple)?;
-                    }
-                    let upto = windows.read_count();
-                    let ships = push(&plan, (&mut windows, &mut sites), &tuple, ((unit << 40) | n, &cli.device));
-                    batches.send(&shipper, ships, (upto, false))?;
+            Ok(Line::Tuple(ctx, unit, n, line)) => {
+                last_line = Instant::now();
+                match ctx.parse_line(n, &line) {
+                    Ok(Some(_)) if device.batches.skip > 0 => device.batches.skip -= 1,
+                    Ok(Some(tuple)) => device.take(&tuple, ((unit << 40) | n, &cli.device))?,
+                    Ok(None) => {}
+                    Err(e) => eprintln!("saams-edge: {e}"),
                 }
-                Ok(None) => {}
-                Err(e) => eprintln!("saams-edge: {e}"),
-            },
+            }
             Ok(Line::Failed(e)) => return Err(e),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
         // Due whether the input is quiet or busy.
-        if next_ship.is_some_and(|t| Instant::now() >= t) && batches.replay_open.is_none() {
-            let upto = windows.read_count();
-            batches.send(&shipper, windows.ship_open(&plan), (upto, true))?;
+        if next_ship.is_some_and(|t| Instant::now() >= t) && device.batches.replay_open.is_none() {
+            let upto = device.windows.read_count();
+            device.batches.send(&device.shipper, device.windows.ship_open(&device.plan), (upto, true))?;
             next_ship = every.map(|e| Instant::now() + e);
         }
-    }
-    batches.before_tuple(&shipper, (&plan, &mut windows))?;
-    let upto = windows.read_count();
-    let open_end = windows.open_end(&plan).unwrap_or(0);
-    let last = close_window(&plan, (&mut windows, &mut sites), &cli.device, i64::MAX);
-    // The sites' last messages (expiries) may fall in windows after the last item's.
-    let through = last.iter().fold(open_end, |end, s| match s.body {
-        Body::Data { window, .. } => end.max(window.saturating_add(window_ms as u64)),
-        _ => end,
-    });
-    batches.send(&shipper, last, (upto, false))?;
-    shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Goodbye { through } })?;
-    let follow = following.map_or_else(FollowCounts::default, |f| {
-        if f.follower.unreadable() > 0 {
-            eprintln!("saams-edge: {} records of the control topic were not control records", f.follower.unreadable());
+        if idle_after.is_some_and(|quiet| last_line.elapsed() >= quiet)
+            && let Some(f) = device.following.as_mut()
+        {
+            f.idle((&mut device.plan, &mut device.windows, &mut device.sites), (&device.shipper, &mut device.batches))?;
         }
-        f.counts
-    });
-    Ok(EdgeSummary { counts: windows.counts, follow, sites: sites.counts })
+    }
+    device.end(&cli.device, window_ms)
+}
+
+/// How often a device with `--idle-after` looks whether an ask waits for it.
+const IDLE_LOOK: Duration = Duration::from_millis(100);
+
+/// A duration flag's value, if given (at least 1 ms).
+fn optional_duration(flag: Option<&str>) -> Result<Option<Duration>, String> {
+    match flag {
+        Some(d) => Ok(Some(Duration::from_millis(u64::try_from(parse_duration_ms(d)?).unwrap_or(0).max(1)))),
+        None => Ok(None),
+    }
+}
+
+/// A running device: its plan, its follower of the cloud job, where it ships, its batches, its
+/// windows and its monitoring sites.
+struct Device {
+    plan: Plan,
+    following: Option<Following>,
+    shipper: Shipper,
+    batches: Batches,
+    windows: DeviceWindows,
+    sites: DeviceSites,
+}
+
+impl Device {
+    /// Take one tuple (`at`: its unit and line, and this device's id).
+    fn take(&mut self, tuple: &Tuple, (seq, device): (u64, &str)) -> Result<(), String> {
+        self.batches.before_tuple(&self.shipper, (&self.plan, &mut self.windows))?;
+        if let Some(f) = self.following.as_mut() {
+            let ctx = (&mut self.plan, &mut self.windows, &mut self.sites);
+            f.before(ctx, (&self.shipper, &mut self.batches), tuple)?;
+        }
+        let upto = self.windows.read_count();
+        let ships = push(&self.plan, (&mut self.windows, &mut self.sites), tuple, (seq, device));
+        self.batches.send(&self.shipper, ships, (upto, false))
+    }
+
+    /// The input ended: ship the last window, answer the asks heard (`--follow`), say goodbye.
+    fn end(mut self, device: &str, window_ms: i64) -> Result<EdgeSummary, String> {
+        self.batches.before_tuple(&self.shipper, (&self.plan, &mut self.windows))?;
+        let upto = self.windows.read_count();
+        let open_end = self.windows.open_end(&self.plan).unwrap_or(0);
+        let last = close_window(&self.plan, (&mut self.windows, &mut self.sites), device, i64::MAX);
+        // The sites' last messages (expiries) may fall in windows after the last item's.
+        let through = last.iter().fold(open_end, |end, s| match s.body {
+            Body::Data { window, .. } => end.max(window.saturating_add(window_ms as u64)),
+            _ => end,
+        });
+        self.batches.send(&self.shipper, last, (upto, false))?;
+        if let Some(f) = self.following.as_mut() {
+            f.finish(&mut self.plan, &self.windows, &self.shipper)?;
+        }
+        self.shipper.ship(&Shipment { device: device.to_string(), seq: 0, body: Body::Goodbye { through } })?;
+        let follow = self.following.map_or_else(FollowCounts::default, |f| {
+            if f.follower.unreadable() > 0 {
+                eprintln!(
+                    "saams-edge: {} records of the control topic were not control records",
+                    f.follower.unreadable()
+                );
+            }
+            f.counts
+        });
+        Ok(EdgeSummary { counts: self.windows.counts, follow, sites: self.sites.counts })
+    }
 }
 
 /// A device that does not follow the cloud job cannot have the snapshots its script LOADs

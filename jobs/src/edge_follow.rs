@@ -172,6 +172,14 @@ impl Follower {
         })
     }
 
+    /// The live requests heard so far from the `from`-th on, without a gap, whatever their
+    /// fences: what a device whose input is idle or ended looks at for asks waiting for it.
+    pub fn heard(&self, from: u64) -> Vec<Applied> {
+        let heard = self.heard.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let upto = heard.contiguous();
+        heard.requests.range(from..upto.max(from)).map(|(_, r)| r.clone()).collect()
+    }
+
     /// Records of the topic that were not control records.
     pub fn unreadable(&self) -> u64 {
         self.heard.0.lock().unwrap_or_else(PoisonError::into_inner).unreadable

@@ -11,6 +11,11 @@
 //!   at their fence: the reply equals the end-of-input answer of one job over the raw tuples
 //!   before the fence (with `asOf`, the fence, added), and the snapshot file has the same bytes.
 //!   Once the devices have left, the same query is 503 naming the device.
+//! - An ask waiting when its device's input ends is answered from the device's state at its end;
+//!   one to a device whose input is quiet (`saams-edge --idle-after`) once it has been quiet
+//!   that long, and one to a device fed slowly when it reads its fence's window: each equals the
+//!   answer of one job over the tuples the device took before the fence (those older than a
+//!   fence it took as its watermark, read after it, are late on the device).
 //!
 //! Where the variable was unset at build time the tests show as ignored.
 
@@ -80,7 +85,9 @@ struct Running {
 }
 
 impl Running {
-    fn start(brokers: &str, (dir, files): (&Path, &[PathBuf]), topic: &str, mode: &str) -> Running {
+    /// `flags`: the devices'; `idle`: the cloud's `--idle-timeout` (how long a partition whose
+    /// device said goodbye holds windows).
+    fn start(brokers: &str, (dir, files): (&Path, &[PathBuf]), topic: &str, (flags, idle): (&[&str], &str)) -> Running {
         let e = edge();
         let mut base = e.cloud_base(brokers, topic);
         base.args([
@@ -91,7 +98,7 @@ impl Running {
             "--device-timeout",
             "60s",
             "--idle-timeout",
-            "60s",
+            idle,
             "--http-timeout",
             "60",
         ])
@@ -103,7 +110,8 @@ impl Running {
             .into_iter()
             .enumerate()
             .map(|(i, text)| {
-                let mut child = e.device_on_stdin(brokers, topic, (&format!("dev{i}"), i), &["--follow", mode]);
+                let flags: Vec<&str> = ["--follow"].iter().chain(flags).copied().collect();
+                let mut child = e.device_on_stdin(brokers, topic, (&format!("dev{i}"), i), &flags);
                 let stdin = child.stdin.take().expect("its stdin");
                 let text: &'static str = Box::leak(text.into_boxed_str());
                 (child, stdin, text.lines().collect())
@@ -116,10 +124,10 @@ impl Running {
         edge_common::feed_third(&mut self.devices, part, 2);
     }
 
-    /// Wait until the cloud has merged a window of both devices.
-    fn wait_merged(&self) {
+    /// Wait until the cloud has merged a window of both devices at or after `from` (ms).
+    fn wait_merged(&self, from: u64) {
         let addr = self.addr.clone();
-        edge_common::wait_merged(move || http_common::call(&addr, "GET", "/devices", "").1, &["dev0", "dev1"], 0);
+        edge_common::wait_merged(move || http_common::call(&addr, "GET", "/devices", "").1, &["dev0", "dev1"], from);
     }
 
     /// The devices' ends (their inputs closed), then `more` while the cloud runs, then its end.
@@ -147,9 +155,9 @@ fn a_load_reaches_the_device_at_its_fence(mode: &str) {
     raw_with(&dir, (&[save], &dir.join("snapshots")), &dir.join("all.json"));
     assert!(dir.join("snapshots/cm.bin").exists(), "the snapshot was saved");
     let topic = unique("edge-requests-load");
-    let mut run = Running::start(&brokers, (&dir, &files), &topic, mode);
+    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&[mode], "60s"));
     run.feed(0);
-    run.wait_merged();
+    run.wait_merged(0);
     let load = request(r#"["LOAD_REQUEST","cm.bin"]"#, 101);
     let (status, body) = http_common::call(&run.addr, "POST", "/requests", &load);
     assert_eq!(status, 200, "{body}");
@@ -203,23 +211,21 @@ fn ad_hoc_queries_and_saves_of_a_resident_synopsis_are_answered_by_its_device() 
     let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
     let (dir, files) = workspace("asks");
     let topic = unique("edge-requests-asks");
-    let mut run = Running::start(&brokers, (&dir, &files), &topic, "--resident");
+    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident"], "60s"));
     run.feed(0);
-    run.wait_merged();
-    let query = request(r#"[13.5,"price","Queryable","Ad-hoc"]"#, 201);
+    run.wait_merged(0);
+    let query = query(201);
     let save = request(r#"["SAVE_REQUEST","saved.bin"]"#, 202);
-    let body = format!("[{query},{save}]");
-    let addr = run.addr.clone();
     // Answered once the device reads past the fence: the POST waits while it is fed.
-    let post = std::thread::spawn(move || http_common::call(&addr, "POST", "/requests", &body));
+    let posted = post(&run.addr, &format!("[{query},{save}]"));
     std::thread::sleep(Duration::from_secs(2));
     run.feed(1);
-    let (status, reply) = post.join().expect("the POST");
+    let (status, reply) = posted.join().expect("the POST");
     assert_eq!(status, 200, "{reply}");
     let lines: Vec<&str> = reply.lines().collect();
     assert_eq!(lines.len(), 2, "{reply}");
     run.feed(2);
-    let ask_again = request(r#"[13.5,"price","Queryable","Ad-hoc"]"#, 203);
+    let ask_again = self::query(203);
     let mut gone = (0, String::new());
     let (outs, out) = run.finish(|addr| gone = http_common::call(addr, "POST", "/requests", &ask_again));
     let answered: u64 = outs.iter().map(|o| edge_common::figure(o, "edge ", "answers")).sum();
@@ -247,5 +253,187 @@ fn ad_hoc_queries_and_saves_of_a_resident_synopsis_are_answered_by_its_device() 
     assert!(stdout.lines().any(|l| l.starts_with("{\"requestID\":201,")), "the answer is in the job's output");
     assert_eq!(gone.0, 503, "{}", gone.1);
     assert!(gone.1.contains("resident on device dev0") && gone.1.contains("has left"), "{}", gone.1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// EURTRY's Count-Min asked for the frequency of 13.5, as request `id`.
+fn query(id: u32) -> String {
+    request(r#"[13.5,"price","Queryable","Ad-hoc"]"#, id)
+}
+
+/// `POST /requests` of `body` on a thread (the reply waits for the device's answer).
+fn post(addr: &str, body: &str) -> std::thread::JoinHandle<(u16, String)> {
+    let (addr, body) = (addr.to_string(), body.to_string());
+    std::thread::spawn(move || http_common::call(&addr, "POST", "/requests", &body))
+}
+
+/// The answer line of a `POST /requests` reply without its `asOf`, and the fence it is as of.
+fn answered(reply: (u16, String)) -> (String, i64) {
+    let (status, body) = reply;
+    assert_eq!(status, 200, "{body}");
+    without_as_of(body.lines().next().unwrap_or_else(|| panic!("no answer in {body}")))
+}
+
+/// Wait until the control topic of `topic` holds `n` live requests (the devices can hear them).
+fn wait_requests(brokers: &str, topic: &str, n: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let control = format!("{topic}.control");
+    while kafka_common::read_topic(brokers, &control).iter().filter(|r| r.starts_with(b"{\"request\"")).count() < n {
+        assert!(std::time::Instant::now() < deadline, "the cloud job did not agree {n} live requests");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Wait until the partials topic `topic` holds `n` devices' answers.
+fn wait_answers(brokers: &str, topic: &str, n: usize) {
+    use saams_jobs::edge::shipment::{Body, Shipment};
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let answers = || {
+        let records = kafka_common::read_topic(brokers, topic);
+        records.iter().filter(|r| matches!(Shipment::decode(r).map(|s| s.body), Ok(Body::Answer(_)))).count()
+    };
+    while answers() < n {
+        assert!(std::time::Instant::now() < deadline, "the devices did not answer {n} asks");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The answer to `query` of one job over `lines` (its script with the query after it), asked at
+/// the input's end: the raw run of the tuples a device took.
+fn raw_answer(dir: &Path, name: &str, lines: &[&str], query: &str) -> String {
+    let data = dir.join(format!("{name}.json"));
+    std::fs::write(&data, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write the tuples");
+    let snapshots = dir.join(format!("{name}-snapshots"));
+    std::fs::create_dir_all(&snapshots).expect("a snapshot directory");
+    let id: serde_json::Value = serde_json::from_str(query).expect("JSON");
+    let prefix = format!("{{\"requestID\":{},", id["requestID"]);
+    let raw = raw_with(dir, (&[query.to_string()], &snapshots), &data);
+    raw.into_iter().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {prefix} in the raw run"))
+}
+
+/// The first cut of the devices' inputs (second of the day): each device reads what comes
+/// before it, then waits; the second cut ends what a paced device reads.
+const CUT: u64 = 120;
+const CUT2: u64 = 240;
+
+impl Running {
+    /// Feed each device its lines whose second of the day is in `seconds`, twenty at a time,
+    /// every `pause` (`ZERO`: at once); both devices window by window, so neither runs ahead.
+    fn feed_seconds(&mut self, seconds: std::ops::Range<u64>, pause: Duration) {
+        use std::io::Write;
+        let e = edge();
+        let step = e.window_ms / 1000;
+        let last = self.devices.iter().flat_map(|(_, _, lines)| lines.last()).map(|l| edge_common::second_of_day(l));
+        let end = seconds.end.min(last.max().unwrap_or(0) + 1);
+        for window in (seconds.start / step * step..end).step_by(step as usize) {
+            for (_, stdin, lines) in &mut self.devices {
+                let of = |l: &&&str| {
+                    let s = edge_common::second_of_day(l);
+                    seconds.contains(&s) && s / step * step == window
+                };
+                let mine: Vec<&str> = lines.iter().filter(|l| of(l)).copied().collect();
+                for chunk in mine.chunks(20) {
+                    chunk.iter().for_each(|l| writeln!(stdin, "{l}").expect("feed the device"));
+                    stdin.flush().expect("flush");
+                    std::thread::sleep(pause);
+                }
+            }
+        }
+    }
+
+    /// Wait until the cloud merged every window before the last one before `CUT` (which stays
+    /// open until a later tuple or the input's end), then a second more.
+    fn wait_cut(&self) {
+        let e = edge();
+        // The generated tuples are of 2 January 2019.
+        let day = saams::api::time::parse_timestamp("2019-01-02T00:00:00Z").expect("a time") as u64;
+        self.wait_merged(day + CUT * 1000 - 2 * e.window_ms);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// The lines of `lines` whose second of the day is in `seconds`.
+fn lines_in<'a>(lines: &[&'a str], seconds: std::ops::Range<u64>) -> Vec<&'a str> {
+    lines.iter().filter(|l| seconds.contains(&edge_common::second_of_day(l))).copied().collect()
+}
+
+/// The second of the day of a fence (ms since the epoch).
+fn second_of(fence: i64) -> u64 {
+    (fence % 86_400_000) as u64 / 1000
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn an_ask_waiting_when_its_device_input_ends_is_answered_from_its_state_at_the_end() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let (dir, files) = workspace("ended");
+    let topic = unique("edge-requests-ended");
+    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident"], "60s"));
+    run.feed_seconds(0..CUT, Duration::ZERO);
+    run.wait_cut();
+    let asked = query(211);
+    let reply = post(&run.addr, &asked);
+    wait_requests(&brokers, &topic, 1);
+    // dev0's input ends with the ask waiting: no value of the fence's window can come.
+    let (dev0, stdin, lines) = run.devices.remove(0);
+    drop(stdin);
+    let dev0 = check(dev0.wait_with_output().expect("dev0 ends"), "saams-edge --follow");
+    let (answer, fence) = answered(reply.join().expect("the POST"));
+    let (outs, _) = run.finish(|_| {});
+    assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), 1, "dev0 answered at its end");
+    assert!(second_of(fence) >= CUT, "the fence {fence} is after every tuple dev0 read: it answered at its end");
+    let taken = lines_in(&lines, 0..CUT);
+    assert_eq!(answer, raw_answer(&dir, "ended", &taken, &asked), "the state of every tuple dev0 read");
+    assert_eq!(edge_common::figure(&outs[0], "edge ", "answers"), 0, "dev1 holds no EURTRY");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn asks_to_a_quiet_device_and_to_a_slowly_paced_one_are_answered_at_their_fences() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let (dir, files) = workspace("quiet");
+    let topic = unique("edge-requests-quiet");
+    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident", "--idle-after", "3s"], "2s"));
+    // Up to the middle of the window before the cut: that window stays open on the devices.
+    let half = CUT - edge().window_ms / 2000;
+    run.feed_seconds(0..half, Duration::ZERO);
+    run.wait_cut();
+    // dev1's input ends: from now on only dev0 holds the cloud's watermark (a quiet device
+    // beside it would hold it, and the reply with it, for --device-timeout).
+    let (dev1, stdin, _) = run.devices.remove(1);
+    drop(stdin);
+    let dev1 = check(dev1.wait_with_output().expect("dev1 ends"), "saams-edge --follow");
+    // Quiet: 3 s after its last line dev0 takes the fence as its watermark and answers. (The
+    // reply reaches the client once the cloud's watermark passes the input's epoch, which a
+    // quiet device does not move: it comes while dev0 is fed again.)
+    let first = query(221);
+    let reply1 = post(&run.addr, &first);
+    wait_answers(&brokers, &topic, 1);
+    let lines = run.devices[0].2.clone();
+    // Paced: lines come a few at a time; the ask is answered at the first of its fence's window.
+    let addr = run.addr.clone();
+    let second = query(222);
+    let reply = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        answered(http_common::call(&addr, "POST", "/requests", &second))
+    });
+    run.feed_seconds(half..CUT2, Duration::from_millis(250));
+    let (quiet, fence) = answered(reply1.join().expect("the POST"));
+    assert!(second_of(fence) >= CUT, "the fence {fence} is after every tuple dev0 read: it answered while quiet");
+    let (answer, fence2) = reply.join().expect("the POST");
+    run.feed_seconds(CUT2..u64::MAX, Duration::ZERO);
+    let (outs, _) = run.finish(|_| {});
+    assert_eq!(quiet, raw_answer(&dir, "quiet", &lines_in(&lines, 0..half), &first), "what dev0 read before");
+    let paced = second_of(fence)..second_of(fence2);
+    assert!(paced.start < paced.end && paced.end < CUT2, "the second fence is in the paced lines: {paced:?}");
+    let taken: Vec<&str> = lines_in(&lines, 0..half).into_iter().chain(lines_in(&lines, paced)).collect();
+    assert_eq!(answer, raw_answer(&dir, "paced", &taken, &query(222)), "the lines dev0 took before the second fence");
+    let figure = |out: &Output, key: &str| edge_common::figure(out, "edge ", key);
+    assert_eq!((figure(&outs[0], "answers"), figure(&outs[0], "idle_fences")), (2, 1), "dev0 went quiet once");
+    let late = lines_in(&lines, half..second_of(fence)).len() as u64;
+    assert!(late > 0, "dev0 read lines of the window it closed when quiet");
+    assert_eq!(figure(&outs[0], "late"), late, "the lines older than the first fence, read after it");
+    assert_eq!((figure(&dev1, "answers"), figure(&dev1, "idle_fences")), (0, 0), "no ask waited for dev1");
     let _ = std::fs::remove_dir_all(&dir);
 }

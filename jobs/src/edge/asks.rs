@@ -14,11 +14,17 @@
 //! output and whoever waits ([`saams_operators::ask::AskWhat::Answered`]).
 //!
 //! So the answer covers exactly the values before the fence: the answer of one job reading the
-//! same tuples up to the fence. A device that reads nothing more answers when its next window
-//! (or its end) comes; meanwhile an HTTP client waits up to its reply timeout (504, naming the
-//! device).
+//! same tuples up to the fence. A device whose input ends answers the asks it has heard then,
+//! from its state at its end (nothing of the fence's window can come any more). One whose input
+//! is quiet answers at its next window, or, with `saams-edge --idle-after D`, once its input has
+//! been quiet for D: it then takes the fence as its watermark, as if it had read a tuple of the
+//! fence's window (it ships its open window and its position there), so a tuple older than the
+//! fence that comes later is late on the device ([`DeviceWindows::hold_below`]) — the answer
+//! never misses a value the device takes. Meanwhile an HTTP client waits up to its reply
+//! timeout (504, naming the device).
 
 use saams::api::estimation::with_as_of;
+use saams::api::request::{Action, QueryMode, read_log};
 use saams_operators::Plan;
 use saams_operators::answer;
 use saams_operators::ask::{Ask, AskWhat};
@@ -28,6 +34,20 @@ use super::shipment::{Answered, Body};
 use super::snapshots::ShippedSnapshots;
 
 impl DeviceWindows {
+    /// True when the live request `text` (the control topic's typed requests) holds an ad-hoc
+    /// query or a SAVE of a synopsis resident here: this device answers it at its fence.
+    pub fn answers_text(&self, plan: &Plan, text: &str) -> bool {
+        read_log(text).into_iter().flatten().any(|req| {
+            matches!(req.action, Action::Query { mode: QueryMode::AdHoc, .. } | Action::Save { .. })
+                && plan.routing.synopses.iter().any(|spec| {
+                    spec.group != u32::MAX
+                        && !spec.is_deleted()
+                        && self.is_resident(plan, spec.group)
+                        && req.names_synopsis(&spec.dataset, &spec.stream, spec.synopsis_id, &spec.field)
+                })
+        })
+    }
+
     /// This device's answer to `ask`, made at `fence` (every window before it closed here,
     /// nothing of it read): `None` unless the synopsis is resident here and this device read
     /// its stream. A SAVE's state is taken from `store`, where the plan saved it.

@@ -92,6 +92,9 @@ pub struct DeviceWindows {
     /// The open window's values of groups kept whole already shipped raw (`--ship-every`):
     /// fed at the window's close with the rest.
     shipped_open: BTreeMap<u32, Vec<RawValue>>,
+    /// The device's watermark when no window is open: values of older windows are late
+    /// ([`DeviceWindows::hold_below`]).
+    floor: u64,
 }
 
 impl DeviceWindows {
@@ -108,6 +111,7 @@ impl DeviceWindows {
             held: HashMap::new(),
             loaded: HashMap::new(),
             shipped_open: BTreeMap::new(),
+            floor: 0,
         }
     }
 
@@ -236,6 +240,10 @@ impl DeviceWindows {
         let seq = self.next_seq;
         self.next_seq += 1;
         let shipped = match &self.open {
+            _ if window < self.floor => {
+                self.counts.late += 1;
+                return Vec::new();
+            }
             Some((open, _)) if window < *open => {
                 self.counts.late += 1;
                 return Vec::new();
@@ -251,6 +259,13 @@ impl DeviceWindows {
             }
         }
         shipped
+    }
+
+    /// From now on, values of windows before `window` are late (refused and counted): a device
+    /// whose input went idle took `window` as its watermark ([`super::asks`]), after closing the
+    /// windows before it.
+    pub fn hold_below(&mut self, window: u64) {
+        self.floor = self.floor.max(window);
     }
 
     /// Close the open window (the input ended, or a later window began): its shipment (what it

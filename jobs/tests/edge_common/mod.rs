@@ -54,6 +54,13 @@ pub fn stream_of(line: &str) -> &str {
     &line[at..at + line[at..].find('"').expect("its end")]
 }
 
+/// The second of the day of a generated tuple line (its `time` field, `hh:mm:ss.mmm`).
+pub fn second_of_day(line: &str) -> u64 {
+    let at = line.find("\"time\":\"").expect("a time") + 8;
+    let hms: Vec<u64> = line[at..at + 8].split(':').map(|x| x.parse().expect("a number")).collect();
+    hms[0] * 3600 + hms[1] * 60 + hms[2]
+}
+
 /// The lines of `out`, sorted.
 pub fn sorted(out: &[u8]) -> Vec<String> {
     let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
@@ -159,9 +166,7 @@ impl Edge {
 
     /// The job window (start, ms of the day) of a generated tuple line (its `time` field).
     pub fn window_of(&self, line: &str) -> u64 {
-        let at = line.find("\"time\":\"").expect("a time") + 8;
-        let hms: Vec<u64> = line[at..at + 8].split(':').map(|x| x.parse().expect("a number")).collect();
-        (hms[0] * 3600 + hms[1] * 60 + hms[2]) * 1000 / self.window_ms * self.window_ms
+        second_of_day(line) * 1000 / self.window_ms * self.window_ms
     }
 
     /// The answers of one job reading every tuple of `dir/all.json`, sorted.
