@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams::api::Tuple;
-use saams::api::request::{Action, parse_requests, read_log};
+use saams::api::request::{parse_requests, read_log};
 use saams_datasets::{Format, LineContext};
 use saams_operators::Plan;
 
@@ -26,7 +26,7 @@ use crate::edge::device::{DeviceCounts, DeviceWindows};
 use crate::edge::monitor_site::{DeviceSites, SiteCounts};
 use crate::edge::resume::Resume;
 use crate::edge::shipment::{Body, Shipment};
-use crate::edge::snapshots::ShippedSnapshots;
+use crate::edge::snapshots::{ShippedSnapshots, loads_kept_whole};
 use crate::edge_follow::Follower;
 use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics, parse_setting};
 
@@ -639,29 +639,6 @@ impl Device {
         });
         Ok(EdgeSummary { counts: self.windows.counts, follow, sites: self.sites.counts })
     }
-}
-
-/// A device that does not follow the cloud job cannot have the snapshots its script LOADs
-/// (they are in the cloud's directory): refused at its start when one is LOADed into a synopsis
-/// it keeps whole, whose state the cloud would take from this device without the snapshot
-/// (into the others the cloud merges, its own state has it).
-fn loads_kept_whole(script: &str, plan: &Plan, windows: &DeviceWindows) -> Result<(), String> {
-    for req in parse_requests(script).into_iter().flatten() {
-        let Action::Load { file } = &req.action else { continue };
-        let kept = plan.routing.synopses.iter().enumerate().any(|(s, spec)| {
-            req.names_synopsis(&spec.dataset, &spec.stream, spec.synopsis_id, &spec.field)
-                && windows.keeps_whole_synopsis(plan, s as u32)
-        });
-        if kept {
-            return Err(format!(
-                "the request script LOADs {file} into synopsisID {} on stream {:?} of dataset {:?}, which this device \
-                 keeps whole (--sole-reader/--resident): the snapshot is in the cloud job's directory; run the device \
-                 with --follow (the cloud sends it the snapshot)",
-                req.synopsis_id, req.stream_id, req.dataset_key
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The monitoring sites of a device (`--monitor-site`).

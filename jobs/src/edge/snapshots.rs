@@ -24,9 +24,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
+use saams::api::request::{Action, parse_requests};
+use saams_operators::Plan;
 use saams_operators::plan::SnapshotStore;
 
 use super::control::{Snapshots, unhex};
+use super::device::DeviceWindows;
 
 /// The snapshot files a device was sent, and the states its plan saved.
 #[derive(Debug, Default)]
@@ -76,4 +79,27 @@ impl SnapshotStore for ShippedSnapshots {
     fn check(&self, _: &str) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// A device that does not follow the cloud job cannot have the snapshots its script LOADs
+/// (they are in the cloud's directory): refused at its start when one is LOADed into a synopsis
+/// it keeps whole, whose state the cloud would take from this device without the snapshot
+/// (into the others the cloud merges, its own state has it).
+pub fn loads_kept_whole(script: &str, plan: &Plan, windows: &DeviceWindows) -> Result<(), String> {
+    for req in parse_requests(script).into_iter().flatten() {
+        let Action::Load { file } = &req.action else { continue };
+        let kept = plan.routing.synopses.iter().enumerate().any(|(s, spec)| {
+            req.names_synopsis(&spec.dataset, &spec.stream, spec.synopsis_id, &spec.field)
+                && windows.keeps_whole_synopsis(plan, s as u32)
+        });
+        if kept {
+            return Err(format!(
+                "the request script LOADs {file} into synopsisID {} on stream {:?} of dataset {:?}, which this device \
+                 keeps whole (--sole-reader/--resident): the snapshot is in the cloud job's directory; run the device \
+                 with --follow (the cloud sends it the snapshot)",
+                req.synopsis_id, req.stream_id, req.dataset_key
+            ));
+        }
+    }
+    Ok(())
 }
