@@ -135,29 +135,55 @@ impl Router {
         parsed: Result<(), BadLine>,
         input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
     ) {
+        if let Err((raw, e)) = parsed {
+            if self.tuples == 0 {
+                self.stats.first.get_or_init(Instant::now);
+            }
+            return self.reject(unit, line, &raw, &e, false);
+        }
+        if let Some((time, window)) = self.records_of(unit, &unit.tuple, line) {
+            self.accept(unit, (line, time), window, input);
+        }
+    }
+
+    /// Route `t`, line (or sequence number) `line` of `unit`, kept by its input: the Kafka
+    /// partitions' tuple, parsed in place line after line and lent here, not moved (see
+    /// [`crate::kafka::KafkaInput::poll`]).
+    pub(super) fn route_tuple(
+        &mut self,
+        unit: &mut Reading,
+        t: &Tuple,
+        line: u64,
+        input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
+    ) {
+        if let Some((time, window)) = self.records_of(unit, t, line) {
+            self.accept(unit, (line, time), window, input);
+        }
+    }
+
+    /// The window of event time `time` (ms), cached for a run of equal windows ([`LastWindow`]).
+    #[inline]
+    pub(super) fn window_of(&mut self, time: i64) -> u64 {
+        self.last_window.of(&self.plan.borrow(), time)
+    }
+
+    /// `t`'s records (and its monitored values), made into `self.recs`: its time and window, or
+    /// `None` when it is not routed (counted before the checkpoint `unit` resumed from, or
+    /// dead-lettered: before 1970, late, a field not numeric). `unit` is only read: the caller
+    /// changes it after (`accept`), so `t` may be the unit's own tuple.
+    #[inline]
+    fn records_of(&mut self, unit: &Reading, t: &Tuple, line: u64) -> Option<(i64, u64)> {
         if self.tuples == 0 {
             self.stats.first.get_or_init(Instant::now);
         }
-        if let Err((raw, e)) = parsed {
-            return self.reject(unit, line, &raw, &e, false);
-        }
-        // Borrowed until the records are made; the unit is changed only after (`accept`).
-        let t = &unit.tuple;
         let time = t.time_ms.unwrap_or(0);
         if time < unit.marks.skip_before {
             // Counted (or found late) before the checkpoint this unit resumed from.
-            return;
+            return None;
         }
-        if time < 0 {
-            return self.reject(unit, line, &t.to_json(), "event time before 1970", false);
-        }
-        if unit.max_time != i64::MIN && time < unit.max_time.saturating_sub(self.lateness_ms) {
-            let msg = format!(
-                "late: {} ms older than the newest tuple of its input (lateness bound {} ms)",
-                unit.max_time - time,
-                self.lateness_ms
-            );
-            return self.reject(unit, line, &t.to_json(), &msg, true);
+        if let Err((msg, late)) = self.check_time(unit, time) {
+            self.reject(unit, line, &t.to_json(), &msg, late);
+            return None;
         }
         let plan = self.plan.borrow();
         let window = self.last_window.of(&plan, time);
@@ -180,7 +206,8 @@ impl Router {
                     _ if group.numeric => {
                         let msg = format!("field `{}` is not numeric: {s:?}", group.field);
                         let to = (&*self.stats, self.dead.as_deref());
-                        return reject_line(to, unit, line, &t.to_json(), &msg, false);
+                        reject_line(to, unit, line, &t.to_json(), &msg, false);
+                        return None;
                     }
                     _ => Val::Str(s.into()),
                 },
@@ -188,8 +215,7 @@ impl Router {
             self.recs.push(Rec { group: g, time, seq, val });
         }
         monitor_values(&plan, t, (time, seq), &mut self.monitor_recs);
-        drop(plan);
-        self.accept(unit, (line, time), window, input);
+        Some((time, window))
     }
 
     /// Route records made elsewhere — a device's shipment ([`crate::edge::intake`]), at event

@@ -523,13 +523,8 @@ impl<'a> WorkerState<'a> {
             } else if hold_end.is_none() && allowance > router.tuples - routed_before {
                 k.poll(allowance - (router.tuples - routed_before), stats, |seq, t| {
                     kafka_unit.max_time = i64::MIN; // lateness is judged per partition by the source
-                    let window = plan.borrow().window_of(t.time_ms.unwrap_or(0));
-                    let mut t = t;
-                    std::mem::swap(&mut kafka_unit.tuple, &mut t);
-                    router.route(kafka_unit, seq, Ok(()), input);
-                    // The next record parsed on this thread reuses the previous tuple's
-                    // allocations.
-                    saams_datasets::jsonl::recycle(t);
+                    let window = router.window_of(t.time_ms.unwrap_or(0));
+                    router.route_tuple(kafka_unit, t, seq, input);
                     window
                 });
                 router.send_batch(input);

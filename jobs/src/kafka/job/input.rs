@@ -65,6 +65,11 @@ pub struct KafkaInput {
     /// record. `max` and [`POLL_BATCH`] count tuples; a poll takes that many over this records.
     lines_per_record: f64,
     floor_ms: i64,
+    /// The tuple every line is parsed into and routed from, by reference: its strings and field
+    /// vector are reused line after line. Handing each line's tuple to the worker by value (and
+    /// back to the parsers' thread-local pool) copied its ~90 bytes once more a line, about a
+    /// quarter of the line loop's samples (docs/figures.md, "The batched format's cost per line").
+    tuple: Tuple,
 }
 
 impl KafkaInput {
@@ -97,6 +102,7 @@ impl KafkaInput {
             quiet: false,
             lines_per_record: 1.0,
             floor_ms: 0,
+            tuple: Tuple::default(),
         }
     }
 
@@ -121,12 +127,12 @@ impl KafkaInput {
     /// (`--rate`'s allowance), parses each line of each record (one, or
     /// many in the batched format) as a JSON tuple (event time: the tuple's, else the record
     /// timestamp) and hands valid, on-time tuples to `route(seq, tuple)`, which returns the
-    /// tuple's window. Malformed and late lines go to the dead letters and are counted in
+    /// tuple's window (the tuple is lent: the next line is parsed into it). Malformed and late lines go to the dead letters and are counted in
     /// `stats`; the rest of their record is still read. Returns the records handled.
-    pub fn poll(&mut self, max: u64, stats: &Stats, mut route: impl FnMut(u64, Tuple) -> u64) -> usize {
+    pub fn poll(&mut self, max: u64, stats: &Stats, mut route: impl FnMut(u64, &Tuple) -> u64) -> usize {
         // below the watermark, or below the epoch this worker's input already passed: late
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
-        let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, resume_lines, .. } = self;
+        let KafkaInput { job, ctx, topic, source, file_dead, marks, positions, resume_lines, tuple, .. } = self;
         let max = usize::try_from(max).map_or(POLL_BATCH, |m| m.min(POLL_BATCH));
         // `max` counts tuples: `--rate` and the batch a step handles hold for batched records
         // too (give or take the last record's lines).
@@ -138,7 +144,7 @@ impl KafkaInput {
             let handle = |line: usize, bytes: &[u8], text: Result<&str, Utf8Error>| {
                 lines_read += 1;
                 let line = line as u64;
-                match admit(ctx, (&r, text, line), late_below, &mut route) {
+                match admit((ctx, &mut *tuple), (&r, text, line), late_below, &mut route) {
                     Ok(routed) => {
                         if let Some(p) = positions.as_mut() {
                             p.record(r.partition, r.offset, line, routed.map(|(time, _)| time));
@@ -457,27 +463,25 @@ struct Rejected {
 /// docs/figures.md "Kafka record formats and consumer settings").
 #[inline]
 fn admit(
-    ctx: &LineContext,
+    (ctx, t): (&LineContext, &mut Tuple),
     (r, text, line): (&RecordRef<'_>, Result<&str, Utf8Error>, u64),
     late_below: i64,
-    route: &mut impl FnMut(u64, Tuple) -> u64,
+    route: &mut impl FnMut(u64, &Tuple) -> u64,
 ) -> Result<Option<(i64, u64)>, Rejected> {
     let refuse = |reason: String| Rejected { reason, late: false };
     if line >= MAX_LINES_PER_RECORD as u64 {
         return Err(refuse(format!("line {line} of a record: a record carries at most {MAX_LINES_PER_RECORD} lines")));
     }
     let text = text.map_err(|e| refuse(format!("record is not UTF-8: {e}")))?;
-    let mut t = match ctx.parse_line(r.offset.max(0) as u64, text) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Ok(None),
+    match ctx.parse_line_into(r.offset.max(0) as u64, text, t) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
         Err(e) => return Err(refuse(e.message)),
-    };
+    }
     let Some(time) = t.time_ms.or(r.timestamp_ms) else {
-        saams_datasets::jsonl::recycle(t);
         return Err(refuse("no event time: neither the tuple nor the record has one".into()));
     };
     if time < late_below {
-        saams_datasets::jsonl::recycle(t);
         let reason = format!("late: {} ms behind the watermark of its partitions", late_below - time);
         return Err(Rejected { reason, late: true });
     }
@@ -524,10 +528,12 @@ mod tests {
         late_below: i64,
     ) -> Result<Option<(i64, Tuple)>, Rejected> {
         let mut routed = None;
-        let admitted = admit(ctx, (r, text, line), late_below, &mut |seq, t| {
+        let mut tuple =
+            Tuple { stream_id: "old".into(), dataset_key: "old".into(), time_ms: Some(1), fields: Vec::new() };
+        let admitted = admit((ctx, &mut tuple), (r, text, line), late_below, &mut |seq, t| {
             assert_eq!(seq, sequence_number(r.partition, r.offset, line));
             assert!(routed.is_none(), "one tuple a line");
-            routed = Some(t);
+            routed = Some(t.clone());
             42
         })?;
         match (admitted, routed) {
