@@ -124,7 +124,13 @@ impl Reorder {
     /// there are at least `at_least` of them (and at least one).
     pub(super) fn take_older(&mut self, bound: i64, at_least: usize) -> Option<&[Rec]> {
         self.released.clear();
-        let mut counts: Vec<usize> = self.runs.iter().map(|run| run.partition_point(|r| r.time < bound)).collect();
+        // At most MAX_RUNS runs (`push` merges past it): the counts on the stack, not allocated
+        // at every release a buffer is asked for.
+        let mut counts = [0usize; MAX_RUNS];
+        let counts = &mut counts[..self.runs.len()];
+        for (n, run) in counts.iter_mut().zip(&self.runs) {
+            *n = older_than(run, bound);
+        }
         let total: usize = counts.iter().sum();
         if total == 0 || total < at_least {
             return None;
@@ -158,10 +164,60 @@ impl Reorder {
     }
 }
 
+/// How many of `run`'s values are older than `bound`: a galloping search from the front (probes
+/// at 1, 2, 4, … values, then a binary search between the last two). A release usually takes a
+/// short prefix of a long run (the values of the last few epochs of a buffer that holds minutes
+/// of them), and a buffer holding fewer than `at_least` such values is asked again at every
+/// activation: a binary search over the whole run touched a cache line in each part of it
+/// (`partition_point` was ~3.6 % of a batched Kafka run's worker samples), this one only the
+/// front the release reads anyway.
+fn older_than(run: &VecDeque<Rec>, bound: i64) -> usize {
+    let (front, back) = run.as_slices();
+    let n = gallop(front, bound);
+    if n < front.len() { n } else { n + gallop(back, bound) }
+}
+
+/// [`older_than`] in one sorted slice.
+fn gallop(s: &[Rec], bound: i64) -> usize {
+    let (mut lo, mut step) = (0, 1);
+    // `s[..lo]` are all older than `bound`.
+    while lo + step <= s.len() {
+        let probe = lo + step - 1;
+        if s[probe].time >= bound {
+            return lo + s[lo..probe].partition_point(|r| r.time < bound);
+        }
+        lo = probe + 1;
+        step *= 2;
+    }
+    lo + s[lo..].partition_point(|r| r.time < bound)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::Val;
+
+    #[test]
+    fn older_than_counts_what_a_binary_search_does_in_wrapped_runs() {
+        let rec = |time: i64| Rec { group: 0, time, seq: 0, val: Val::Num(0.0) };
+        let mut wrapped = 0;
+        for len in 0..70usize {
+            for skip in [0usize, 1, 5, 33] {
+                // The values start `skip` slots into the deque's buffer, so they wrap around its end.
+                let mut run: VecDeque<Rec> = VecDeque::with_capacity(len);
+                for _ in 0..skip.min(run.capacity()) {
+                    run.push_back(rec(-1_000));
+                    run.pop_front();
+                }
+                run.extend((0..len).map(|i| rec((i / 3) as i64 * 2)));
+                wrapped += usize::from(!run.as_slices().1.is_empty());
+                for bound in -2..(len as i64) + 2 {
+                    assert_eq!(older_than(&run, bound), run.partition_point(|r| r.time < bound), "{len} {skip} {bound}");
+                }
+            }
+        }
+        assert!(wrapped > 50, "runs in two slices were tried: {wrapped}");
+    }
 
     /// Several inputs, each in event-time order, interleaved in uneven runs (as a file read in
     /// byte ranges or Kafka partitions arrive), plus values in falling time that start runs:
