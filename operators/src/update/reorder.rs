@@ -212,7 +212,11 @@ mod tests {
                 run.extend((0..len).map(|i| rec((i / 3) as i64 * 2)));
                 wrapped += usize::from(!run.as_slices().1.is_empty());
                 for bound in -2..(len as i64) + 2 {
-                    assert_eq!(older_than(&run, bound), run.partition_point(|r| r.time < bound), "{len} {skip} {bound}");
+                    assert_eq!(
+                        older_than(&run, bound),
+                        run.partition_point(|r| r.time < bound),
+                        "{len} {skip} {bound}"
+                    );
                 }
             }
         }
