@@ -5,7 +5,9 @@
 # It comes back on the address and object store it had; KAFKA_PIDFILE, KAFKA_S3_PIDFILE, KAFKA_VENV
 # and KAFKA_LOG as for start-kafka.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=kafka-home.sh
+. "$SCRIPTS/kafka-home.sh"
 DOWN=${1:-0}
 PIDFILE=${KAFKA_PIDFILE:-kafka-durable.pid}
 S3_PIDFILE=${KAFKA_S3_PIDFILE:-kafka-s3.pid}
@@ -32,4 +34,4 @@ if [ -f "$PIDFILE" ]; then
   rm -f "$PIDFILE"
 fi
 sleep "$DOWN"
-exec scripts/start-kafka.sh --durable
+exec "$SCRIPTS/start-kafka.sh" --durable

@@ -13,11 +13,14 @@
 #
 # Environment: KAFKA_HOST, KAFKA_PORT, KAFKA_S3_PORT, KAFKA_VENV, KAFKA_PIDFILE, KAFKA_S3_PIDFILE,
 # KAFKA_LOG, KAFKA_S3_LOG override the defaults above (logs: kafka.log, kafka-durable.log,
-# kafka-s3.log). Running it again while the broker runs does nothing; with --durable and the object
+# kafka-s3.log), all relative to the main checkout (a linked worktree uses its brokers; KAFKA_HOME
+# overrides it: scripts/kafka-home.sh). Running it again while the broker runs does nothing; with --durable and the object
 # store running but the broker not, it starts only the broker, on the same storage.
 # Production deployments point saams --brokers at their own Kafka cluster instead.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=kafka-home.sh
+. "$SCRIPTS/kafka-home.sh"
 DURABLE=0
 for arg in "$@"; do
   case "$arg" in

@@ -2,7 +2,9 @@
 # Stop the broker started by scripts/start-kafka.sh (by the PID it wrote); with --durable, the
 # durable broker and then its object store (whose contents are lost: it keeps them in memory).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=kafka-home.sh
+. "$SCRIPTS/kafka-home.sh"
 DURABLE=0
 for arg in "$@"; do
   case "$arg" in

@@ -4,7 +4,8 @@
 //! `scripts/start-kafka.sh --durable` (Tansu on S3 storage kept by a local object store) and set
 //! `SAAMS_KAFKA_DURABLE_BROKERS` to it (127.0.0.1:9192; `scripts/test.sh` does both). The test
 //! restarts it with `scripts/restart-kafka.sh` (kill -9, start again on the same address and
-//! storage). Shows as ignored where that variable was unset at build time (`scripts/test.sh` sets it).
+//! storage; from a linked worktree too, as the scripts keep their PID files in the main checkout).
+//! Shows as ignored where that variable was unset at build time (`scripts/test.sh` sets it).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
