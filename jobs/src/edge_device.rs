@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams::api::Tuple;
 use saams::api::request::{parse_requests, read_log};
 use saams_datasets::{Format, LineContext};
@@ -24,14 +23,11 @@ use crate::duration::parse_duration_ms;
 use crate::edge::control::Applied;
 use crate::edge::device::{DeviceCounts, DeviceWindows};
 use crate::edge::monitor_site::{DeviceSites, SiteCounts};
-use crate::edge::resume::Resume;
 use crate::edge::shipment::{Body, Shipment};
 use crate::edge::snapshots::{ShippedSnapshots, loads_kept_whole};
 use crate::edge_follow::Follower;
-use crate::kafka::{KafkaBroadcastSource, KafkaOptions, TopicSpec, ensure_topics, parse_setting};
-
-/// How long a shipment may take to be acknowledged by the brokers.
-const SHIP_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::edge_ship::{Batches, Shipper};
+use crate::kafka::{KafkaBroadcastSource, KafkaOptions, parse_setting};
 
 /// The command line of `saams-edge`.
 #[derive(Clone, Debug, clap::Parser)]
@@ -184,6 +180,9 @@ struct Following {
     store: Arc<ShippedSnapshots>,
     reached: Option<u64>,
     next_at: u64,
+    /// A device restarted from its state file answers only asks at or after the window it
+    /// resumed in: those before were answered before the kill, and its states are that window's.
+    answers_from: u64,
     counts: FollowCounts,
 }
 
@@ -224,15 +223,17 @@ impl Following {
     fn apply(
         &mut self,
         plan: &mut Plan,
-        windows: &DeviceWindows,
+        windows: &mut DeviceWindows,
         shipper: &Shipper,
         r: &Applied,
     ) -> Result<(), String> {
         let (requests, notes) = Intake::new(false).vet(read_log(&r.text));
         notes.iter().for_each(|n| eprintln!("saams-edge: {n}"));
         self.store.add(&r.snapshots)?;
-        for ask in plan.extend(&requests, r.fence, None).asks {
-            if let Some(body) = windows.answer(plan, &ask, r.fence, &self.store) {
+        let asks = plan.extend(&requests, r.fence, None).asks;
+        windows.install_restored(plan)?;
+        for ask in asks.iter().filter(|_| r.fence >= self.answers_from) {
+            if let Some(body) = windows.answer(plan, ask, r.fence, &self.store) {
                 shipper.ship(&Shipment { device: shipper.device.clone(), seq: 0, body })?;
                 self.counts.answers += 1;
             }
@@ -278,7 +279,7 @@ impl Following {
     /// The input ended and its last window is shipped: answer the asks heard, whatever their
     /// fences (no value of their windows can come any more), applying the live requests before
     /// them in order.
-    fn finish(&mut self, plan: &mut Plan, windows: &DeviceWindows, shipper: &Shipper) -> Result<(), String> {
+    fn finish(&mut self, plan: &mut Plan, windows: &mut DeviceWindows, shipper: &Shipper) -> Result<(), String> {
         for r in self.up_to_last_ask(plan, windows) {
             self.apply(plan, windows, shipper, &r)?;
         }
@@ -296,7 +297,8 @@ fn close_before(
     if windows.open_end(plan).is_some_and(|end| window >= end) {
         let upto = windows.read_count();
         let watermark = i64::try_from(window).unwrap_or(i64::MAX);
-        batches.send(shipper, close_window(plan, (windows, sites), &shipper.device, watermark), (upto, false))?;
+        let ships = close_window(plan, (windows, sites), &shipper.device, watermark);
+        batches.send((shipper, windows), ships, (upto, false))?;
     }
     Ok(())
 }
@@ -319,44 +321,6 @@ fn request_text(cli: &EdgeCli, opts: &KafkaOptions) -> Result<String, String> {
         }
     }
     Ok(text)
-}
-
-/// The shipping side: a producer to one partition of the partials topic.
-struct Shipper {
-    producer: BaseProducer,
-    topic: String,
-    partition: i32,
-    device: String,
-}
-
-impl Shipper {
-    fn open(cli: &EdgeCli, opts: &KafkaOptions) -> Result<Shipper, String> {
-        ensure_topics(opts, &[TopicSpec::new(&cli.partials_topic, cli.partitions)]).map_err(|e| e.to_string())?;
-        let producer: BaseProducer = opts
-            .client_config_with(&[("acks", "all"), ("enable.idempotence", "true")])
-            .create()
-            .map_err(|e| format!("kafka producer: {e}"))?;
-        let partition = match cli.partition {
-            Some(p) => p,
-            None => {
-                let metadata = producer
-                    .client()
-                    .fetch_metadata(Some(&cli.partials_topic), Duration::from_secs(10))
-                    .map_err(|e| format!("kafka metadata: {e}"))?;
-                let n = metadata.topics().first().map_or(0, |t| t.partitions().len()).max(1);
-                (saams::hash::hash_bytes(cli.device.as_bytes(), 0xED6E) % n as u64) as i32
-            }
-        };
-        Ok(Shipper { producer, topic: cli.partials_topic.clone(), partition, device: cli.device.clone() })
-    }
-
-    /// Produce `ship` and wait until the brokers have it.
-    fn ship(&self, ship: &Shipment) -> Result<(), String> {
-        let bytes = ship.encode();
-        let record = BaseRecord::to(&self.topic).partition(self.partition).key(&self.device).payload(&bytes);
-        self.producer.send(record).map_err(|(e, _)| format!("kafka send: {e}"))?;
-        self.producer.flush(SHIP_TIMEOUT).map_err(|e| format!("kafka flush: {e}"))
-    }
 }
 
 /// A line of the device's input, read on a thread of its own (so the device ships on time
@@ -402,72 +366,6 @@ fn read_lines(cli: &EdgeCli) -> Result<Receiver<Line>, String> {
     Ok(rx)
 }
 
-/// The device's shipments in batches (those one tuple, timer or end of input makes), each
-/// recorded in the state file before it is produced (`--state`, [`crate::edge::resume`]).
-struct Batches {
-    file: Option<std::path::PathBuf>,
-    /// The device's count of tuples read when the last batch was made.
-    from: u64,
-    /// A restarted device: tuples of its input to skip (shipped before), and the count at which
-    /// it ships its open window as it did before the kill (its timer waits until then).
-    skip: u64,
-    replay_open: Option<u64>,
-}
-
-impl Batches {
-    /// The state file's batch, if any, and the windows to resume with.
-    fn open(cli: &EdgeCli) -> Result<(Batches, DeviceWindows), String> {
-        if cli.state.is_some() && (cli.sole_reader || cli.resident) {
-            // A restarted device skips what it shipped, but a whole state is built from every
-            // value of its synopses' windows (landmarks: of all of them), skipped ones included.
-            return Err("--state and --sole-reader cannot be combined yet: a device restarted from its \
-                 state file would skip values its whole states were built from (restart a sole reader \
-                 without --state: the cloud refuses what it merged already)"
-                .into());
-        }
-        let resume = match &cli.state {
-            Some(file) => Resume::read(file)?,
-            None => None,
-        };
-        let windows = match resume {
-            Some(r) => DeviceWindows::resumed(&cli.device, r.window, r.seq, r.from),
-            None => DeviceWindows::new(&cli.device),
-        };
-        let batches = Batches {
-            file: cli.state.clone(),
-            from: resume.map_or(0, |r| r.from),
-            skip: resume.map_or(0, |r| r.from),
-            replay_open: resume.filter(|r| r.open).map(|r| r.upto),
-        };
-        Ok((batches, windows))
-    }
-
-    /// Record then produce `ships`, made of the tuples read since the last batch up to `upto`
-    /// (`open`: by shipping the open window so far).
-    fn send(&mut self, shipper: &Shipper, ships: Vec<Shipment>, (upto, open): (u64, bool)) -> Result<(), String> {
-        let Some(Body::Data { window, .. }) = ships.first().map(|s| &s.body) else { return Ok(()) };
-        if let Some(file) = &self.file {
-            Resume { window: *window, seq: ships[0].seq, from: self.from, upto, open }.write(file)?;
-        }
-        for ship in &ships {
-            shipper.ship(ship)?;
-        }
-        self.from = upto;
-        Ok(())
-    }
-
-    /// Before the device reads its next tuple: a restarted device ships its open window where
-    /// it did before the kill.
-    fn before_tuple(&mut self, shipper: &Shipper, (plan, windows): (&Plan, &mut DeviceWindows)) -> Result<(), String> {
-        if self.replay_open == Some(windows.read_count()) {
-            self.replay_open = None;
-            let upto = windows.read_count();
-            self.send(shipper, windows.ship_open(plan), (upto, true))?;
-        }
-        Ok(())
-    }
-}
-
 /// With `--follow`, the device's follower of the cloud job's control topic (waiting for the
 /// job up to `--cloud-timeout`, `0`: for ever).
 fn following(cli: &EdgeCli, opts: &KafkaOptions, store: &Arc<ShippedSnapshots>) -> Result<Option<Following>, String> {
@@ -484,6 +382,7 @@ fn following(cli: &EdgeCli, opts: &KafkaOptions, store: &Arc<ShippedSnapshots>) 
         store: store.clone(),
         reached: None,
         next_at: 0,
+        answers_from: 0,
         counts: FollowCounts::default(),
     }))
 }
@@ -525,14 +424,19 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
     let (plan, following, script) = device_plan(cli, &opts, window_ms)?;
-    let shipper = Shipper::open(cli, &opts)?;
+    let shipper = Shipper::open(&opts, (&cli.partials_topic, cli.partitions, cli.partition), &cli.device)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
-    let (batches, mut windows) = Batches::open(cli)?;
+    let (batches, mut windows) = Batches::open(cli.state.as_deref(), &cli.device, cli.sole_reader || cli.resident)?;
     let sites = device_sites(cli, &plan)?;
     if cli.resident {
         windows = windows.resident();
     } else if cli.sole_reader {
         windows = windows.sole_reader();
+    }
+    windows.install_restored(&plan)?;
+    let mut following = following;
+    if let (Some(f), Some((resumed_in, _))) = (following.as_mut(), windows.open_seq()) {
+        f.answers_from = resumed_in;
     }
     if following.is_none() {
         loads_kept_whole(&script, &plan, &windows)?;
@@ -565,7 +469,8 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
         // Due whether the input is quiet or busy.
         if next_ship.is_some_and(|t| Instant::now() >= t) && device.batches.replay_open.is_none() {
             let upto = device.windows.read_count();
-            device.batches.send(&device.shipper, device.windows.ship_open(&device.plan), (upto, true))?;
+            let ships = device.windows.ship_open(&device.plan);
+            device.batches.send((&device.shipper, &device.windows), ships, (upto, true))?;
             next_ship = every.map(|e| Instant::now() + e);
         }
         if idle_after.is_some_and(|quiet| last_line.elapsed() >= quiet)
@@ -609,7 +514,7 @@ impl Device {
         }
         let upto = self.windows.read_count();
         let ships = push(&self.plan, (&mut self.windows, &mut self.sites), tuple, (seq, device));
-        self.batches.send(&self.shipper, ships, (upto, false))
+        self.batches.send((&self.shipper, &self.windows), ships, (upto, false))
     }
 
     /// The input ended: ship the last window, answer the asks heard (`--follow`), say goodbye.
@@ -623,9 +528,9 @@ impl Device {
             Body::Data { window, .. } => end.max(window.saturating_add(window_ms as u64)),
             _ => end,
         });
-        self.batches.send(&self.shipper, last, (upto, false))?;
+        self.batches.send((&self.shipper, &self.windows), last, (upto, false))?;
         if let Some(f) = self.following.as_mut() {
-            f.finish(&mut self.plan, &self.windows, &self.shipper)?;
+            f.finish(&mut self.plan, &mut self.windows, &self.shipper)?;
         }
         self.shipper.ship(&Shipment { device: device.to_string(), seq: 0, body: Body::Goodbye { through } })?;
         let follow = self.following.map_or_else(FollowCounts::default, |f| {

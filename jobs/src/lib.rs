@@ -11,6 +11,7 @@ pub mod duration;
 pub mod edge;
 pub mod edge_device;
 pub mod edge_follow;
+pub mod edge_ship;
 pub mod handoff;
 pub mod job;
 pub mod kafka;

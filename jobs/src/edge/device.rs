@@ -39,6 +39,7 @@ use saams_operators::record::pack_zero_runs;
 use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
+use super::kept::KeptPoints;
 use super::resident::{resident_group, view_bytes, view_shipments};
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
 
@@ -88,13 +89,15 @@ pub struct DeviceWindows {
     /// Per synopsis of a group kept whole: its state, as the cloud's owner holds it.
     pub(super) held: HashMap<u32, Held>,
     /// Per synopsis of a group kept whole: how many of its live LOADs are merged into it.
-    loaded: HashMap<u32, usize>,
+    pub(super) loaded: HashMap<u32, usize>,
     /// The open window's values of groups kept whole already shipped raw (`--ship-every`):
     /// fed at the window's close with the rest.
     shipped_open: BTreeMap<u32, Vec<RawValue>>,
     /// The device's watermark when no window is open: values of older windows are late
     /// ([`DeviceWindows::hold_below`]).
     floor: u64,
+    /// What the state file records of the states kept here ([`super::kept`]).
+    pub(super) kept: KeptPoints,
 }
 
 impl DeviceWindows {
@@ -112,18 +115,21 @@ impl DeviceWindows {
             loaded: HashMap::new(),
             shipped_open: BTreeMap::new(),
             floor: 0,
+            kept: KeptPoints::default(),
         }
     }
 
     /// A device restarted from its state file ([`super::resume`]): `window` open with nothing
     /// read in it yet, its next shipment numbered `seq`, its next tuple `from`.
     pub fn resumed(device: &str, window: u64, seq: u64, from: u64) -> DeviceWindows {
-        DeviceWindows {
+        let mut windows = DeviceWindows {
             open: Some((window, BTreeMap::new())),
             next_seq: from,
             ship_seq: seq,
             ..DeviceWindows::new(device)
-        }
+        };
+        windows.kept.open_from = from;
+        windows
     }
 
     /// How many tuples the device has read (the number of the next one).
@@ -251,6 +257,9 @@ impl DeviceWindows {
             Some((open, _)) if window > *open => self.close(plan),
             _ => Vec::new(),
         };
+        if self.open.is_none() {
+            self.kept.open_from = seq;
+        }
         let (_, groups) = self.open.get_or_insert_with(|| (window, BTreeMap::new()));
         let (per_stream, wide) = plan.routes(&t.dataset_key, &t.stream_id);
         for &g in per_stream.iter().chain(wide) {
@@ -272,7 +281,9 @@ impl DeviceWindows {
     /// read since the last one), or none when no group took a value.
     pub fn close(&mut self, plan: &Plan) -> Vec<Shipment> {
         let Some((window, groups)) = self.open.take() else { return Vec::new() };
+        self.closing(window);
         let wholes = self.feed_whole(plan, window, &groups);
+        self.closed();
         let (resident, groups): (BTreeMap<_, _>, BTreeMap<_, _>) =
             groups.into_iter().partition(|(g, _)| self.is_resident(plan, *g) && has_synopses(plan, *g));
         let mut out = self.ship_views(plan, window, &resident, &wholes);
@@ -286,12 +297,28 @@ impl DeviceWindows {
     /// Groups kept whole go raw here (their states are only the cloud's at a window's close);
     /// their values are kept to feed them at the close.
     pub fn ship_open(&mut self, plan: &Plan) -> Vec<Shipment> {
+        let Some((window, taken)) = self.take_open(plan) else { return Vec::new() };
+        let mut out = Vec::new();
+        self.ship_all(plan, window, taken, None, &mut out);
+        out
+    }
+
+    /// A restarted device has read again the tuples of its open window it had shipped with
+    /// `--ship-every` before the kill ([`super::kept`]): leave the open window as their
+    /// shipment left it, without shipping them again.
+    pub fn forget_shipped(&mut self, plan: &Plan) {
+        self.take_open(plan);
+    }
+
+    /// Take the open window's values to ship them before its close: all but the resident
+    /// groups', which stay (their views at the close cover all of it); those of groups kept
+    /// whole are kept to be fed at the close.
+    fn take_open(&mut self, plan: &Plan) -> Option<(u64, BTreeMap<u32, Vec<RawValue>>)> {
         let resident: Vec<u32> = match &self.open {
             Some((_, groups)) => groups.keys().copied().filter(|&g| self.is_resident(plan, g)).collect(),
             None => Vec::new(),
         };
-        let Some((window, groups)) = self.open.as_mut() else { return Vec::new() };
-        // Resident groups stay open: their views at the window's close cover all of it.
+        let (window, groups) = self.open.as_mut()?;
         let kept: BTreeMap<u32, Vec<RawValue>> = resident.iter().filter_map(|g| groups.remove_entry(g)).collect();
         let (window, taken) = (*window, std::mem::replace(groups, kept));
         for (&g, values) in &taken {
@@ -299,9 +326,7 @@ impl DeviceWindows {
                 self.shipped_open.entry(g).or_default().extend(values.iter().cloned());
             }
         }
-        let mut out = Vec::new();
-        self.ship_all(plan, window, taken, None, &mut out);
-        out
+        Some((window, taken))
     }
 
     /// Ship `groups`' values in `window` as one shipment, or, when their raw form is over

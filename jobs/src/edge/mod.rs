@@ -14,7 +14,7 @@
 //! - [`snapshots`]: a device's snapshot store: the files the cloud sends for its LOADs, the
 //!   states its SAVEs ship;
 //! - [`resume`]: a device's state file, which makes its shipments exactly once across a
-//!   restart;
+//!   restart, and [`kept`]: the states kept whole or resident it records;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`);
 //! - [`monitor_site`]: the sites of monitored streams (`synopsisID` 14) a device runs, shipping
 //!   the protocols' messages instead of the items;
@@ -31,6 +31,7 @@ pub mod control;
 pub mod device;
 pub mod devices;
 pub mod intake;
+pub mod kept;
 pub mod monitor_site;
 pub mod refusals;
 pub mod reports;

@@ -13,6 +13,11 @@
 //! and nothing is lost, whenever the kill came; the device resumes from its own file, not from
 //! what the cloud acknowledged (the cloud's refusals do the rest).
 //!
+//! A device that keeps groups whole or resident also records the states it keeps, as they were
+//! when the batch's window opened, and where that window's tuples start (`window_from`): it reads
+//! the window again from there ([`super::kept`]). The file is then one JSON line, then those
+//! states' bytes.
+//!
 //! ```
 //! use saams_jobs::edge::resume::Resume;
 //! let dir = std::env::temp_dir().join(format!("saams-resume-doc-{}", std::process::id()));
@@ -20,9 +25,13 @@
 //! let file = dir.join("pi-1.state");
 //! let _ = std::fs::remove_file(&file);
 //! assert_eq!(Resume::read(&file).unwrap(), None);
-//! let r = Resume { window: 60_000, seq: 2, from: 40, upto: 57, open: true };
+//! let r = Resume { window: 60_000, seq: 2, from: 40, upto: 57, open: true, ..Resume::default() };
 //! r.write(&file).unwrap();
 //! assert_eq!(Resume::read(&file).unwrap(), Some(r));
+//! // A device keeping states whole records them after the header line, as bytes.
+//! let k = Resume { window_from: Some(31), kept: vec![0, 10, 255], ..Resume::default() };
+//! k.write(&file).unwrap();
+//! assert_eq!(Resume::read(&file).unwrap(), Some(k));
 //! std::fs::write(&file, "{").unwrap();
 //! assert!(Resume::read(&file).unwrap_err().contains("pi-1.state"));
 //! ```
@@ -33,7 +42,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The batch of shipments a device is about to produce, as its state file records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resume {
     /// The window (start, ms) the batch ships.
     pub window: u64,
@@ -45,6 +54,13 @@ pub struct Resume {
     pub upto: u64,
     /// The batch ships the open window so far (`--ship-every`), not its close.
     pub open: bool,
+    /// With states kept whole or resident: the count of tuples read before the first of the
+    /// batch's window, from where a restarted device reads it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_from: Option<u64>,
+    /// Those states when the window opened ([`super::kept`]'s bytes), after the JSON line.
+    #[serde(skip)]
+    pub kept: Vec<u8>,
 }
 
 impl Resume {
@@ -54,9 +70,13 @@ impl Resume {
     /// An unreadable or damaged file, named.
     pub fn read(file: &Path) -> Result<Option<Resume>, String> {
         match std::fs::read(file) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| format!("{}: not a device state file: {e}", file.display())),
+            Ok(bytes) => {
+                let header = bytes.iter().position(|&b| b == b'\n').unwrap_or(bytes.len());
+                let mut resume: Resume = serde_json::from_slice(&bytes[..header])
+                    .map_err(|e| format!("{}: not a device state file: {e}", file.display()))?;
+                resume.kept = bytes.get(header + 1..).unwrap_or_default().to_vec();
+                Ok(Some(resume))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {e}", file.display())),
         }
@@ -70,7 +90,12 @@ impl Resume {
         let err = |e: std::io::Error| format!("{}: {e}", file.display());
         let tmp = file.with_extension("tmp");
         let mut f = std::fs::File::create(&tmp).map_err(err)?;
-        f.write_all(&serde_json::to_vec(self).expect("a state serializes")).map_err(err)?;
+        let mut bytes = serde_json::to_vec(self).expect("a state serializes");
+        if self.window_from.is_some() {
+            bytes.push(b'\n');
+            bytes.extend_from_slice(&self.kept);
+        }
+        f.write_all(&bytes).map_err(err)?;
         f.sync_all().map_err(err)?;
         std::fs::rename(&tmp, file).map_err(err)?;
         let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

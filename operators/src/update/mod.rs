@@ -54,7 +54,7 @@ use crate::out::Out;
 use crate::plan::Plan;
 use crate::record::{Rec, RecBatch};
 use distributor::RunDistributor;
-pub use moves::{Move, moved_totals};
+pub use moves::{Move, MovedState, moved_totals};
 use state::{State, take_batch};
 
 /// What the update operator emits: its output, and owned states moving to their new owner at a

@@ -18,7 +18,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use saams::SynopsisError;
 use saams::api::window::{Span, WindowType};
+use saams::codec::{Reader, Writer};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Mode, Plan};
@@ -62,7 +64,9 @@ pub struct MovedState {
 }
 
 impl MovedState {
-    fn encode(syn: u32, held: Held, loads: usize) -> MovedState {
+    /// Synopsis `syn`'s held state with the live LOADs merged into it, in the checkpoints'
+    /// exact codec (also what a resident device keeps in its state file, `saams-edge --state`).
+    pub fn encode(syn: u32, held: &Held, loads: usize) -> MovedState {
         MovedState {
             syn,
             state: held.state.encode_exact(),
@@ -70,9 +74,74 @@ impl MovedState {
             since: held.since,
             fed_to: held.fed_to,
             panes: held.panes.iter().map(|p| (p.start, p.items, p.state.encode_exact())).collect(),
-            last: held.last.map(|(span, state, items)| (span.kind, span.start, span.end, state.encode_exact(), items)),
+            last: held
+                .last
+                .as_ref()
+                .map(|(span, state, items)| (span.kind, span.start, span.end, state.encode_exact(), *items)),
             loads,
         }
+    }
+
+    /// The synopsis it is the state of.
+    pub fn syn(&self) -> u32 {
+        self.syn
+    }
+
+    /// Append it to `w` (a device's state file).
+    pub fn write(&self, w: &mut Writer) {
+        w.varint(u64::from(self.syn));
+        w.len_bytes(&self.state);
+        w.varint(self.items);
+        w.varint(self.since.map_or(0, |s| s + 1));
+        w.varint(self.fed_to);
+        w.varint(self.panes.len() as u64);
+        for (start, items, bytes) in &self.panes {
+            w.varint(*start);
+            w.varint(*items);
+            w.len_bytes(bytes);
+        }
+        match &self.last {
+            None => w.u8(0),
+            Some((kind, start, end, bytes, items)) => {
+                w.u8(match kind {
+                    WindowType::Landmark => 1,
+                    WindowType::Tumbling => 2,
+                    WindowType::Sliding => 3,
+                });
+                w.i64(*start);
+                w.i64(*end);
+                w.len_bytes(bytes);
+                w.varint(*items);
+            }
+        }
+        w.varint(self.loads as u64);
+    }
+
+    /// Read one written by [`MovedState::write`].
+    ///
+    /// # Errors
+    /// Bytes that are not one.
+    pub fn read(r: &mut Reader<'_>) -> Result<MovedState, SynopsisError> {
+        let syn = u32::try_from(r.varint()?).map_err(|_| SynopsisError::Codec("a synopsis number too large".into()))?;
+        let state = r.len_bytes()?.to_vec();
+        let (items, since, fed_to) = (r.varint()?, r.varint()?.checked_sub(1), r.varint()?);
+        let mut panes = Vec::new();
+        for _ in 0..r.count(3)? {
+            panes.push((r.varint()?, r.varint()?, r.len_bytes()?.to_vec()));
+        }
+        let kind = match r.u8()? {
+            0 => None,
+            1 => Some(WindowType::Landmark),
+            2 => Some(WindowType::Tumbling),
+            3 => Some(WindowType::Sliding),
+            k => return Err(SynopsisError::Codec(format!("window type {k}"))),
+        };
+        let last = match kind {
+            Some(kind) => Some((kind, r.i64()?, r.i64()?, r.len_bytes()?.to_vec(), r.varint()?)),
+            None => None,
+        };
+        let loads = r.varint()? as usize;
+        Ok(MovedState { syn, state, items, since, fed_to, panes, last, loads })
     }
 
     fn bytes(&self) -> usize {
@@ -81,8 +150,12 @@ impl MovedState {
             + self.last.as_ref().map_or(0, |l| l.3.len())
     }
 
-    /// The held state again, checked against the synopsis it is for.
-    fn decode(self, plan: &Plan) -> Result<(u32, Held, usize), String> {
+    /// The held state again (synopsis, state, LOADs merged), checked against the synopsis it is
+    /// for.
+    ///
+    /// # Errors
+    /// A state that does not decode or is not of its synopsis' kind.
+    pub fn decode(self, plan: &Plan) -> Result<(u32, Held, usize), String> {
         let spec = plan.routing.synopses.get(self.syn as usize).ok_or("a moved state of an unknown synopsis")?;
         let decode = |bytes: &[u8]| {
             let state = crate::query_view::decode_state(bytes).map_err(|e| format!("synopsis {}: {e}", self.syn))?;
@@ -192,7 +265,7 @@ impl Moves {
             let mut states = Vec::new();
             for &syn in &plan.routing.groups[group as usize].synopses {
                 if let Some(held) = merged.remove(&syn) {
-                    states.push(MovedState::encode(syn, held, loaded.remove(&syn).unwrap_or(0)));
+                    states.push(MovedState::encode(syn, &held, loaded.remove(&syn).unwrap_or(0)));
                 }
             }
             let bytes: usize = states.iter().map(MovedState::bytes).sum();
