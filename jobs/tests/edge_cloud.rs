@@ -193,19 +193,8 @@ fn a_following_device_killed_and_restarted_from_its_state_is_merged_exactly_once
     let files = edge_common::data(&dir, 2, by_stream);
     let expected = e.raw_run(&dir);
     let topic = unique("edge-follow-state");
-    // The cloud job runs throughout (the devices wait for it before each window); a device
-    // restarting is not timed out.
-    let cloud = e
-        .cloud_base(&brokers, &topic)
-        .args(["--partitions", "4"])
-        // Device 1 ships once device 0 is done: its partition waits for it as for a device.
-        .args(["--idle-timeout", "120s"])
-        .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
-        .arg(dir.join("dead.json"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams");
+    // Device 1 ships once device 0 is done.
+    let cloud = e.cloud_throughout(&brokers, &topic, &dir);
     let text = std::fs::read_to_string(&files[0]).expect("device 0 tuples");
     let lines: Vec<&str> = text.lines().collect();
     let state = dir.join("dev0.state");

@@ -12,7 +12,7 @@
 //! Where the variable was unset at build time the tests show as ignored.
 
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 mod edge_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
@@ -103,17 +103,8 @@ fn a_resident_device_following_the_job_killed_and_restarted_from_its_state_file_
     let files = edge_common::data(&dir, 2, by_share);
     let expected = e.raw_run(&dir);
     let topic = unique("edge-resident-state-follow");
-    // The job runs throughout (the devices wait for it before each window); a device
-    // restarting is not timed out, and device 1 ships once device 0 is done.
-    let cloud = e
-        .cloud_base(&brokers, &topic)
-        .args(["--partitions", "4", "--idle-timeout", "120s"])
-        .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
-        .arg(dir.join("dead.json"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams");
+    // Device 1 ships once device 0 is done.
+    let cloud = e.cloud_throughout(&brokers, &topic, &dir);
     // Hello, then per window its position and the views of the one before: up to the fourth's
     // position.
     let restarted = kill_and_restart(&e, (&brokers, &topic, 8), &dir, &files, &["--resident", "--follow"]);

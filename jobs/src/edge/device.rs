@@ -36,10 +36,10 @@ use saams::{Datum, Synopsis};
 use saams_operators::answer;
 use saams_operators::plan::Mode;
 use saams_operators::record::pack_zero_runs;
+use saams_operators::update::MovedState;
 use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
-use super::kept::KeptPoints;
 use super::resident::{resident_group, view_bytes, view_shipments};
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
 
@@ -589,4 +589,22 @@ fn partials_of(plan: &Plan, g: u32, values: &[RawValue]) -> GroupData {
         })
         .collect();
     GroupData::Partials { items: values.len() as u64, parts }
+}
+
+/// Where a device's kept states stand (`saams-edge --state` with groups kept whole,
+/// [`super::kept`]).
+#[derive(Default)]
+pub(super) struct KeptPoints {
+    /// Record them at all.
+    pub(super) on: bool,
+    /// The count of tuples read before the open window's first.
+    pub(super) open_from: u64,
+    /// The states when the open window opened (encoded).
+    pub(super) at_open: Vec<u8>,
+    /// The window closed last: its start, the count before its first tuple, the states when it
+    /// opened.
+    pub(super) closed: Option<(u64, u64, Vec<u8>)>,
+    /// States restored from the state file whose synopses the plan has not had yet (a device
+    /// following the job learns its live constructs again as it goes).
+    pub(super) pending: BTreeMap<u32, MovedState>,
 }

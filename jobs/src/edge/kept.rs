@@ -58,23 +58,6 @@ pub fn decode(bytes: &[u8]) -> Result<BTreeMap<u32, MovedState>, String> {
     Ok(out)
 }
 
-/// Where a device's kept states stand (`saams-edge --state` with groups kept whole).
-#[derive(Default)]
-pub(super) struct KeptPoints {
-    /// Record them at all.
-    pub(super) on: bool,
-    /// The count of tuples read before the open window's first.
-    pub(super) open_from: u64,
-    /// The states when the open window opened (encoded).
-    pub(super) at_open: Vec<u8>,
-    /// The window closed last: its start, the count before its first tuple, the states when it
-    /// opened.
-    pub(super) closed: Option<(u64, u64, Vec<u8>)>,
-    /// States restored from the state file whose synopses the plan has not had yet (a device
-    /// following the job learns its live constructs again as it goes).
-    pub(super) pending: BTreeMap<u32, MovedState>,
-}
-
 impl DeviceWindows {
     /// Record the states kept whole or resident here with each batch ([`Self::resume_point`]).
     #[must_use]

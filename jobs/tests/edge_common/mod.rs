@@ -270,6 +270,21 @@ impl Edge {
         command
     }
 
+    /// The cloud job of a test that restarts a following device, started with its outputs
+    /// piped: it runs throughout (the devices wait for it before each window), a device
+    /// restarting is not timed out, and a device shipping once another is done joins (its
+    /// partition waits for it as for a device); dead letters to `dir/dead.json`.
+    pub fn cloud_throughout(&self, brokers: &str, topic: &str, dir: &Path) -> Child {
+        self.cloud_base(brokers, topic)
+            .args(["--partitions", "4", "--idle-timeout", "120s"])
+            .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
+            .arg(dir.join("dead.json"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start saams")
+    }
+
     /// [`Edge::cloud_command`] with `extra` flags, run to its end.
     pub fn cloud(&self, brokers: &str, topic: &str, dir: &Path, extra: &[&str]) -> Output {
         let out = self.cloud_command(brokers, topic, dir).args(extra).output().expect("run saams");
