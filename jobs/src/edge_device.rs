@@ -73,7 +73,9 @@ pub struct EdgeCli {
     pub ship_every: Option<String>,
     /// Keep the device's state in this file (written before every shipment), so a device killed
     /// and restarted over the same input ships every tuple exactly once, `--ship-every` included:
-    /// it skips what it shipped and ships the batch it was producing again, the same.
+    /// it skips what it shipped and ships the batch it was producing again, the same. With
+    /// --sole-reader or --resident it also keeps the states kept here (as the window being
+    /// shipped opened), and reads that window again.
     #[arg(long)]
     pub state: Option<std::path::PathBuf>,
     /// No other device reads the streams this one reads: keep their per-stream synopses whole
@@ -276,12 +278,23 @@ impl Following {
         Ok(())
     }
 
-    /// The input ended and its last window is shipped: answer the asks heard, whatever their
+    /// The input ended and its last window is shipped: advance to `through` (the window after
+    /// it) as to any window — ship the position, wait for the cloud job to route it and for the
+    /// live requests it had agreed then, one round trip — so an ask agreed after the device's
+    /// last window but before its end is heard; then answer the asks heard, whatever their
     /// fences (no value of their windows can come any more), applying the live requests before
-    /// them in order.
-    fn finish(&mut self, plan: &mut Plan, windows: &mut DeviceWindows, shipper: &Shipper) -> Result<(), String> {
+    /// them in order, from the device's final state.
+    fn finish(
+        &mut self,
+        (plan, windows, sites): Ctx<'_>,
+        ship: (&Shipper, &mut Batches),
+        through: u64,
+    ) -> Result<(), String> {
+        if self.reached.is_some() {
+            self.advance((plan, windows, sites), (ship.0, &mut *ship.1), through)?;
+        }
         for r in self.up_to_last_ask(plan, windows) {
-            self.apply(plan, windows, shipper, &r)?;
+            self.apply(plan, windows, ship.0, &r)?;
         }
         Ok(())
     }
@@ -530,7 +543,8 @@ impl Device {
         });
         self.batches.send((&self.shipper, &self.windows), last, (upto, false))?;
         if let Some(f) = self.following.as_mut() {
-            f.finish(&mut self.plan, &mut self.windows, &self.shipper)?;
+            let ctx = (&mut self.plan, &mut self.windows, &mut self.sites);
+            f.finish(ctx, (&self.shipper, &mut self.batches), through)?;
         }
         self.shipper.ship(&Shipment { device: device.to_string(), seq: 0, body: Body::Goodbye { through } })?;
         let follow = self.following.map_or_else(FollowCounts::default, |f| {

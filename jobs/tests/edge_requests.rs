@@ -11,7 +11,9 @@
 //!   at their fence: the reply equals the end-of-input answer of one job over the raw tuples
 //!   before the fence (with `asOf`, the fence, added), and the snapshot file has the same bytes.
 //!   Once the devices have left, the same query is 503 naming the device.
-//! - An ask waiting when its device's input ends is answered from the device's state at its end;
+//! - An ask waiting when its device's input ends is answered from the device's state at its end,
+//!   also one posted as the input ends, before the device can have heard it (it hears it in the
+//!   round trip it makes to the cloud at its end);
 //!   one to a device whose input is quiet (`saams-edge --idle-after`) once it has been quiet
 //!   that long, and one to a device fed slowly when it reads its fence's window: each equals the
 //!   answer of one job over the tuples the device took before the fence (those older than a
@@ -365,15 +367,34 @@ fn second_of(fence: i64) -> u64 {
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn an_ask_waiting_when_its_device_input_ends_is_answered_from_its_state_at_the_end() {
+    an_ask_at_the_input_end("ended", true);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn an_ask_posted_as_its_device_input_ends_is_answered_not_timed_out() {
+    an_ask_at_the_input_end("ending", false);
+}
+
+/// An ask of dev0's resident Count-Min posted after its last window, its input ended once the
+/// job agreed the ask (`agreed`), or at once: before dev0 can have heard the ask, which it then
+/// hears in the round trip it makes at its end. Either way the reply is its answer from its
+/// state at its end, never a 504.
+fn an_ask_at_the_input_end(name: &str, agreed: bool) {
     let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
-    let (dir, files) = workspace("ended");
-    let topic = unique("edge-requests-ended");
+    let (dir, files) = workspace(name);
+    let topic = unique(&format!("edge-requests-{name}"));
     let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident"], "60s"));
     run.feed_seconds(0..CUT, Duration::ZERO);
     run.wait_cut();
     let asked = query(211);
     let reply = post(&run.addr, &asked);
-    wait_requests(&brokers, &topic, 1);
+    if agreed {
+        wait_requests(&brokers, &topic, 1);
+    } else {
+        // The request on its way to the job.
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // dev0's input ends with the ask waiting: no value of the fence's window can come.
     let (dev0, stdin, lines) = run.devices.remove(0);
     drop(stdin);
@@ -383,7 +404,7 @@ fn an_ask_waiting_when_its_device_input_ends_is_answered_from_its_state_at_the_e
     assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), 1, "dev0 answered at its end");
     assert!(second_of(fence) >= CUT, "the fence {fence} is after every tuple dev0 read: it answered at its end");
     let taken = lines_in(&lines, 0..CUT);
-    assert_eq!(answer, raw_answer(&dir, "ended", &taken, &asked), "the state of every tuple dev0 read");
+    assert_eq!(answer, raw_answer(&dir, name, &taken, &asked), "the state of every tuple dev0 read");
     assert_eq!(edge_common::figure(&outs[0], "edge ", "answers"), 0, "dev1 holds no EURTRY");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -412,10 +433,16 @@ fn asks_to_a_quiet_device_and_to_a_slowly_paced_one_are_answered_at_their_fences
     wait_answers(&brokers, &topic, 1);
     let lines = run.devices[0].2.clone();
     // Paced: lines come a few at a time; the ask is answered at the first of its fence's window.
+    // It is posted once dev0 has merged a window after the first fence (at most the window
+    // after dev1's end, which dev1's end routed: a request agreed after that takes effect after
+    // it), so its fence is in the paced lines after the first.
     let addr = run.addr.clone();
     let second = query(222);
+    let day = saams::api::time::parse_timestamp("2019-01-02T00:00:00Z").expect("a time") as u64;
+    let after_first = day + CUT * 1000 + edge().window_ms;
     let reply = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(2));
+        let table = || http_common::call(&addr, "GET", "/devices", "").1;
+        edge_common::wait_merged(table, &["dev0"], after_first);
         answered(http_common::call(&addr, "POST", "/requests", &second))
     });
     run.feed_seconds(half..CUT2, Duration::from_millis(250));
