@@ -121,3 +121,35 @@ impl DeviceWindows {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use saams::{CountMin, Datum, Synopsis};
+
+    use super::*;
+
+    /// The kept states go through the state file's bytes unchanged (the checkpoints' exact
+    /// codec), restored ones not installed yet included; damaged bytes are an error.
+    #[test]
+    fn kept_states_survive_the_state_file_bytes() {
+        let mut cm = CountMin::with_accuracy(0.01, 0.99, 7).expect("a Count-Min");
+        let mut held = Held::new(&cm);
+        cm.update(Datum::Str("a"));
+        held.state.update(Datum::Num(2.5));
+        held.items = 1;
+        held.since = Some(60_000);
+        held.fed_to = 120_000;
+        let held: HashMap<u32, Held> = [(3, held)].into_iter().collect();
+        let loaded: HashMap<u32, usize> = [(3, 2)].into_iter().collect();
+        let pending: BTreeMap<u32, MovedState> = [(7, MovedState::encode(7, &Held::new(&cm), 0))].into_iter().collect();
+        let bytes = encode(&held, &loaded, &pending);
+        let states = decode(&bytes).expect("the kept states");
+        assert_eq!(states.keys().copied().collect::<Vec<_>>(), vec![3, 7]);
+        let mut again = Writer::new();
+        again.varint(2);
+        states.values().for_each(|m| m.write(&mut again));
+        assert_eq!(again.into_inner(), bytes, "written again, the same bytes");
+        assert!(decode(&bytes[..bytes.len() - 1]).is_err(), "a cut file is refused");
+        assert!(decode(&[]).expect("none kept").is_empty());
+    }
+}
