@@ -157,6 +157,26 @@ pub fn load_reports(worker: &mut Worker, load: Arc<crate::stats::Stats>) -> Load
     handle
 }
 
+/// The input a worker sends messages about moving units into: each to one worker (global
+/// index).
+pub type MoveInput<T> = InputHandle<u64, CapacityContainerBuilder<Vec<(u64, T)>>>;
+
+/// Input units moving between processes (`job::handover`): every worker's messages (offers,
+/// answers, epochs, a unit's encoded reader) reach the worker each names, whose `inbox` they
+/// land in, in the order sent. The sender advances the input's time after what it sent (an
+/// exchange straight behind an input hands data on only then: see the test below). Why a
+/// dataflow: it is the channel every worker already has to every other, across processes.
+pub fn reader_moves<T: timely::ExchangeData + Clone>(worker: &mut Worker, inbox: Rc<RefCell<Vec<T>>>) -> MoveInput<T> {
+    let mut handle = InputHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        scope
+            .input_from(&mut handle)
+            .exchange(|(to, _): &(u64, T)| *to)
+            .inspect(move |(_, message): &(u64, T)| inbox.borrow_mut().push(message.clone()));
+    });
+    handle
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

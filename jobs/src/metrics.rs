@@ -71,6 +71,11 @@ pub struct Metrics {
     pub rescale_bytes_moved: Counter,
     /// Workers holding the synopses now.
     pub active_workers: Gauge,
+    /// Input units this process' workers took over from a worker of another process.
+    pub units_moved_between_processes: Counter,
+    /// Moves of input units to this process' workers they refused (the file does not open
+    /// here, or the worker's input has ended): the old worker reads on.
+    pub unit_moves_refused: Counter,
     /// Per device of a partials topic (`device`): the bytes its shipments took (`form` =
     /// `shipped`) and what the same windows take raw (`form` = `raw`).
     pub device_bytes: Family<WorkerLabels, Gauge>,
@@ -108,6 +113,8 @@ impl Metrics {
             bins_moved: Counter::default(),
             rescale_bytes_moved: Counter::default(),
             active_workers: Gauge::default(),
+            units_moved_between_processes: Counter::default(),
+            unit_moves_refused: Counter::default(),
             device_bytes: Family::default(),
             device_shipments: Family::default(),
             autoscale_decisions: Family::default(),
@@ -158,6 +165,16 @@ impl Metrics {
             "device_shipments",
             "Per device: shipments merged, late, replayed or refused (outcome)",
             m.device_shipments.clone(),
+        );
+        registry.register(
+            "units_moved_between_processes",
+            "Input units this process' workers took over from a worker of another process",
+            m.units_moved_between_processes.clone(),
+        );
+        registry.register(
+            "unit_moves_refused",
+            "Moves of input units this process' workers refused (file not readable here, input ended)",
+            m.unit_moves_refused.clone(),
         );
         registry.register(
             "autoscale_decisions",

@@ -116,6 +116,40 @@ impl AisStream {
         self.remaining
     }
 
+    /// The vessel's state so far, as words: what [`AisStream::restore`] needs to go on from
+    /// here on another worker or process (the rest follows from the spec and the index).
+    pub fn state(&self) -> Vec<u64> {
+        let left = self.remaining.map_or([0, 0], |n| [1, n]);
+        let floats = [self.speed, self.course, self.lat, self.lon].map(f64::to_bits);
+        [self.rng.state(), left[0], left[1], self.time_ms as u64].into_iter().chain(floats).collect()
+    }
+
+    /// Go on from `state` ([`AisStream::state`] of the same vessel).
+    ///
+    /// ```
+    /// use saams_datasets::generator::{AisStream, GeneratorSpec};
+    /// let spec = GeneratorSpec::parse("ais:2:9").unwrap();
+    /// let mut a = AisStream::new(&spec, 1);
+    /// a.nth(3);
+    /// let mut b = AisStream::new(&spec, 1);
+    /// b.restore(&a.state()).unwrap();
+    /// assert_eq!(a.collect::<Vec<_>>(), b.collect::<Vec<_>>());
+    /// assert!(AisStream::new(&spec, 1).restore(&[]).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// When `state` is not a vessel's.
+    pub fn restore(&mut self, state: &[u64]) -> Result<(), String> {
+        let &[rng, bounded, left, time, speed, course, lat, lon] = state else {
+            return Err(format!("a vessel's state has 8 words, not {}", state.len()));
+        };
+        self.rng = SplitMix64::new(rng);
+        self.remaining = (bounded == 1).then_some(left);
+        self.time_ms = time as i64;
+        [self.speed, self.course, self.lat, self.lon] = [speed, course, lat, lon].map(f64::from_bits);
+        Ok(())
+    }
+
     /// A report as a [`Tuple`] of this vessel (`lat`, `lon`, `speed`, `course`, `heading`,
     /// `shiptype`); allocates the tuple's strings.
     ///

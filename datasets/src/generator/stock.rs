@@ -103,6 +103,41 @@ impl StockStream {
         self.remaining
     }
 
+    /// The walk's state so far, as words: what [`StockStream::restore`] needs to go on from
+    /// here on another worker or process (the rest follows from the spec and the index).
+    pub fn state(&self) -> Vec<u64> {
+        let spare = self.spare_gaussian.map_or([0, 0], |z| [1, z.to_bits()]);
+        let left = self.remaining.map_or([0, 0], |n| [1, n]);
+        vec![self.rng.state(), left[0], left[1], self.time_ms as u64, self.log_price.to_bits(), spare[0], spare[1]]
+    }
+
+    /// Go on from `state` ([`StockStream::state`] of the same stream).
+    ///
+    /// ```
+    /// use saams_datasets::generator::{GeneratorSpec, StockStream};
+    /// let spec = GeneratorSpec::parse("stocks:2:9").unwrap();
+    /// let mut a = StockStream::new(&spec, 1);
+    /// a.nth(3);
+    /// let mut b = StockStream::new(&spec, 1);
+    /// b.restore(&a.state()).unwrap();
+    /// assert_eq!(a.collect::<Vec<_>>(), b.collect::<Vec<_>>());
+    /// assert!(StockStream::new(&spec, 1).restore(&[1, 2]).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// When `state` is not a stock stream's.
+    pub fn restore(&mut self, state: &[u64]) -> Result<(), String> {
+        let &[rng, bounded, left, time, log_price, spare, z] = state else {
+            return Err(format!("a stock stream's state has 7 words, not {}", state.len()));
+        };
+        self.rng = SplitMix64::new(rng);
+        self.remaining = (bounded == 1).then_some(left);
+        self.time_ms = time as i64;
+        self.log_price = f64::from_bits(log_price);
+        self.spare_gaussian = (spare == 1).then(|| f64::from_bits(z));
+        Ok(())
+    }
+
     /// A tick as a [`Tuple`] of this stream (`price`, `volume`); allocates the tuple's strings.
     ///
     /// ```

@@ -168,7 +168,7 @@ impl<'a> WorkerState<'a> {
         //    lateness): the watermark that releases values to their synopses inside a window.
         let (dead, stats) = (job.dead.as_deref(), &*job.stats);
         // With units following the active workers, the plan's active workers read them.
-        let handover = job.reader_board.clone().map(|board| Handover::new(board, me, &plan.borrow()));
+        let handover = job.reader_board.clone().map(|board| Handover::new(board, worker, &plan.borrow(), job));
         let readers_of = if handover.is_some() { plan.borrow().routing.active_workers() } else { peers };
         let mut readers =
             open_readers(&plan.borrow(), job.generator.as_ref(), &job.units, (me, readers_of), dead, stats);
@@ -367,8 +367,7 @@ impl<'a> WorkerState<'a> {
         let step = self.job.settings.window_ms.clamp(1, EPOCH_STEP_MS) as u64;
         let epoch = board.advance(self.me, bound - bound % step, false);
         if epoch > self.epoch {
-            self.epoch = epoch;
-            self.input.advance_to(epoch);
+            self.advance_to(epoch);
         }
         self.park(worker, Some(FOLLOW_PARK));
         true
@@ -380,7 +379,7 @@ impl<'a> WorkerState<'a> {
         if let Some(h) = self.handover.as_mut() {
             // Units given to it as the job stops: their positions are in its checkpoints.
             h.take(&self.plan.borrow(), &mut self.readers);
-            h.board().advance(self.me, DONE_EPOCH, true);
+            h.stop_reading();
         }
         self.reading = false;
         self.fences.stop_forwarding();
@@ -601,15 +600,21 @@ impl<'a> WorkerState<'a> {
             && low > self.epoch
         {
             self.pace.advanced(self.router.tuples, low - self.epoch, (REACH_STEPS * step, held));
-            self.epoch = low;
-            self.input.advance_to(self.epoch);
-            self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
-            // A rescale has moved once the job's frontier (not just this worker's input) is in
-            // its fence's window.
-            if let Some(done) = self.probe.with_frontier(|f| f.first().copied()) {
-                let window = self.plan.borrow().window_of(done.min(i64::MAX as u64) as i64);
-                self.job.hub.rescale_board().set_open_window(window as i64);
-            }
+            self.advance_to(low);
+        }
+    }
+
+    /// Advance the input's epoch to `epoch` (later than it is), and say so to the process'
+    /// progress and rescale board.
+    fn advance_to(&mut self, epoch: u64) {
+        self.epoch = epoch;
+        self.input.advance_to(self.epoch);
+        self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
+        // A rescale has moved once the job's frontier (not just this worker's input) is in
+        // its fence's window.
+        if let Some(done) = self.probe.with_frontier(|f| f.first().copied()) {
+            let window = self.plan.borrow().window_of(done.min(i64::MAX as u64) as i64);
+            self.job.hub.rescale_board().set_open_window(window as i64);
         }
     }
 

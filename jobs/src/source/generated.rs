@@ -53,6 +53,43 @@ impl Generated {
         self.index
     }
 
+    /// The stream's state (tuples handed out, and the generator's walk): stream `i` of the
+    /// same spec goes on from it exactly ([`Generated::restore`]), on any worker or process,
+    /// without generating the way there again as [`Generated::skip`] does.
+    pub fn state(&self) -> (u64, Vec<u64>) {
+        let walk = match &self.stream {
+            Stream::Stocks(s) => s.state(),
+            Stream::Ais(s) => s.state(),
+        };
+        (self.index, walk)
+    }
+
+    /// Stream `i` of `spec`, going on from `state` ([`Generated::state`]).
+    ///
+    /// ```
+    /// use saams_datasets::GeneratorSpec;
+    /// use saams_jobs::source::generated::Generated;
+    /// let spec = GeneratorSpec::parse("ais:3:20").unwrap();
+    /// let (mut a, mut values) = (Generated::open(&spec, 2), [0.0; 6]);
+    /// a.skip(7);
+    /// let mut b = Generated::restore(&spec, 2, a.state()).unwrap();
+    /// let mut other = [0.0; 6];
+    /// assert_eq!(a.next_values(&mut values), b.next_values(&mut other));
+    /// assert_eq!((values, b.index()), (other, 8));
+    /// ```
+    ///
+    /// # Errors
+    /// When `state` is not one of this spec's kind of stream.
+    pub fn restore(spec: &GeneratorSpec, i: usize, (index, walk): (u64, Vec<u64>)) -> Result<Generated, String> {
+        let mut g = Generated::open(spec, i);
+        match &mut g.stream {
+            Stream::Stocks(s) => s.restore(&walk)?,
+            Stream::Ais(s) => s.restore(&walk)?,
+        }
+        g.index = index;
+        Ok(g)
+    }
+
     /// Pass over the next `n` tuples (a resumed job reads on from a checkpoint's position: the
     /// streams are random walks, so the way there is generated again); false if the stream
     /// ended first.

@@ -20,19 +20,26 @@
 //!   later ones ([`Reading::after`], [`Left`]), so a checkpoint names every unit once.
 //!
 //! A unit moves at the first round after the rescale's fence at which both sides are ready,
-//! not necessarily at the fence: the fence decides the bins, not the readers. With several
-//! processes (readers would cross machines) and Kafka inputs (partitions follow the consumer
-//! group), every worker reads its share as before.
+//! not necessarily at the fence: the fence decides the bins, not the readers. Between the
+//! workers of one process a unit moves through the board; to a worker of another process
+//! (`-n > 1`) it is encoded and sent through a dataflow, with an offer, an acceptance that
+//! holds the receiver's epoch, and the unit sent once its `low` has reached that epoch
+//! ([`remote`], whose doc gives the protocol and why it cannot deadlock). Kafka inputs
+//! (partitions follow the consumer group) are read by every worker as before.
+
+mod remote;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::Thread;
 
 use saams_datasets::GeneratorSpec;
 use saams_operators::Plan;
+use timely::worker::Worker;
 
 use crate::source::file::Input as Unit;
 
 use super::generated::{generated_routes, generated_stream_readers};
+use super::config::Shared;
 use super::reading::{Left, Reading, Source, reads_unit};
 
 /// The input's epoch of a worker whose input has ended (as the worker loop's).
@@ -49,9 +56,14 @@ struct Moving {
 /// What the board knows, behind one lock (a give, a take and an epoch's advance are each one
 /// step of it, so no epoch passes a unit on its way).
 struct BoardState {
-    /// Per worker: its input's epoch, and whether it holds units (a worker that holds none
-    /// follows the others; one whose input ended holds its epoch at [`DONE`]).
+    /// Per worker of the job (global index): its input's epoch, and whether it holds units (a
+    /// worker that holds none follows the others; one whose input ended holds its epoch at
+    /// [`DONE`]). Another process' workers' entries are what their gossip said last (a lower
+    /// bound: epochs only grow), `(0, true)` before it said anything.
     epochs: Vec<(u64, bool)>,
+    /// Per worker of this process: it accepted a unit from another process and holds its
+    /// epoch until the unit arrives ([`remote`]).
+    expecting: Vec<bool>,
     moving: Vec<Moving>,
 }
 
@@ -63,17 +75,21 @@ pub(super) struct ReaderBoard {
 }
 
 impl ReaderBoard {
-    /// The board of a job of `processes` processes of `workers` workers, if its units follow
-    /// the active workers: one process (readers cross no process) reading files or the
-    /// generator (Kafka partitions follow their consumer group).
+    /// The board of a process of a job of `processes` processes of `workers` workers each, if
+    /// its units follow the active workers: a job reading files or the generator (Kafka
+    /// partitions follow their consumer group).
     pub(super) fn for_job(processes: usize, workers: usize, kafka: bool) -> Option<Arc<ReaderBoard>> {
-        (processes == 1 && !kafka).then(|| ReaderBoard::new(workers))
+        (!kafka).then(|| ReaderBoard::new(processes.max(1) * workers))
     }
 
     /// A board for `workers` workers, each holding units at epoch 0 until it says otherwise.
     fn new(workers: usize) -> Arc<ReaderBoard> {
         Arc::new(ReaderBoard {
-            state: Mutex::new(BoardState { epochs: vec![(0, true); workers], moving: Vec::new() }),
+            state: Mutex::new(BoardState {
+                epochs: vec![(0, true); workers],
+                expecting: vec![false; workers],
+                moving: Vec::new(),
+            }),
             threads: Mutex::new(vec![None; workers]),
         })
     }
@@ -83,14 +99,48 @@ impl ReaderBoard {
     }
 
     /// The epoch worker `me` may advance to, at most `proposed`: not past the units on their
-    /// way to it. It holds units (or not) at that epoch from now on.
+    /// way to it, nor at all while it waits for a unit from another process. It holds units
+    /// (or not) at that epoch from now on (a worker waiting for a unit counts as holding).
     pub(super) fn advance(&self, me: usize, proposed: u64, holding: bool) -> u64 {
         let mut s = self.lock();
         let incoming = s.moving.iter().filter(|m| m.to == me).map(|m| m.low).min().unwrap_or(u64::MAX);
         let (epoch, _) = s.epochs[me];
-        let allowed = proposed.min(incoming).max(epoch);
-        s.epochs[me] = (allowed, holding);
+        let expecting = s.expecting[me];
+        let allowed = if expecting { epoch } else { proposed.min(incoming).max(epoch) };
+        s.epochs[me] = (allowed, holding || expecting);
         allowed
+    }
+
+    /// Worker `me` waits for a unit from another process (its epoch stays where it is), or no
+    /// longer does; its epoch now.
+    fn expect(&self, me: usize, expecting: bool) -> u64 {
+        let mut s = self.lock();
+        s.expecting[me] = expecting;
+        if expecting {
+            s.epochs[me].1 = true;
+        }
+        s.epochs[me].0
+    }
+
+    /// Worker `me`'s epoch, and whether it holds units.
+    fn epoch_of(&self, me: usize) -> (u64, bool) {
+        self.lock().epochs[me]
+    }
+
+    /// Worker `from` of another process said its epoch is `epoch` (epochs only grow: an older
+    /// word arriving late changes nothing but the holding flag of that word's time).
+    fn heard(&self, from: usize, epoch: u64, holding: bool) {
+        let mut s = self.lock();
+        if let Some(e) = s.epochs.get_mut(from)
+            && epoch >= e.0
+        {
+            *e = (epoch, holding);
+        }
+    }
+
+    /// A unit from another process arrived for worker `me`: taken with the others given to it.
+    fn arrived(&self, me: usize, low: u64, reading: Reading) {
+        self.lock().moving.push(Moving { to: me, low, reading: Box::new(reading) });
     }
 
     /// How far a worker that holds no units may advance: the oldest epoch of the workers that
@@ -138,6 +188,8 @@ pub(super) struct Handover {
     me: usize,
     /// Rescales of the plan applied to the units' assignment.
     seen: usize,
+    /// A job of several processes: the moves to and from their workers.
+    remote: Option<remote::Remote>,
 }
 
 /// Where a worker's units are, for a move: its readers and those it left (with the newest
@@ -145,15 +197,31 @@ pub(super) struct Handover {
 pub(super) type Units<'a> = (&'a mut Vec<Reading>, &'a mut Vec<Left>, u64);
 
 impl Handover {
-    /// Worker `me`'s side; the plan's rescales so far are in the units it opens (which the
-    /// plan's active workers read).
-    pub(super) fn new(board: Arc<ReaderBoard>, me: usize, plan: &Plan) -> Handover {
+    /// The worker's side; the plan's rescales so far are in the units it opens (which the
+    /// plan's active workers read). With several processes it builds the dataflow of the moves
+    /// between them (every worker does, in the same order).
+    pub(super) fn new(board: Arc<ReaderBoard>, worker: &mut Worker, plan: &Plan, job: &Shared) -> Handover {
+        let (me, peers) = (worker.index(), worker.peers());
         if let Ok(mut t) = board.threads.lock()
             && let Some(slot) = t.get_mut(me)
         {
             *slot = Some(std::thread::current());
         }
-        Handover { board, me, seen: plan.routing.rescales().len() }
+        let per_process = job.settings.workers_per_process.max(1);
+        let remote = (peers > per_process).then(|| {
+            let inputs = (job.generator.clone(), job.units.clone());
+            remote::Remote::new(worker, (me, per_process, peers), inputs, (job.metrics.clone(), job.stats.clone()))
+        });
+        Handover { board, me, seen: plan.routing.rescales().len(), remote }
+    }
+
+    /// This worker's input has ended: it holds nobody's windows back from now on (the other
+    /// processes' workers are told at once).
+    pub(super) fn stop_reading(&mut self) {
+        self.board.advance(self.me, DONE, true);
+        if let Some(r) = self.remote.as_mut() {
+            r.publish(&self.board, true);
+        }
     }
 
     /// The board (epochs, following).
@@ -179,6 +247,11 @@ impl Handover {
         let active = plan.routing.active_workers().max(1);
         let streams = spec.map(|s| generated_stream_readers(plan, s, active));
         for r in readers.iter_mut() {
+            if self.remote.as_ref().is_some_and(|m| m.committed(r)) {
+                // Accepted by a worker of another process: this worker sends it there (which
+                // assigns it anew).
+                continue;
+            }
             let to = match &r.source {
                 Source::Generated(..) => streams.as_ref().and_then(|s| s.get(r.unit as usize).copied()),
                 Source::Lines(_) => units
@@ -195,6 +268,9 @@ impl Handover {
     /// True if this worker gave any.
     pub(super) fn give(&mut self, (readers, left, known): Units<'_>, lateness_ms: i64, checkpoints: bool) -> bool {
         if readers.iter().all(|r| r.moving_to.is_none()) {
+            if let Some(m) = self.remote.as_mut() {
+                m.settle(readers);
+            }
             return false;
         }
         let mut gave = false;
@@ -205,12 +281,25 @@ impl Handover {
                 continue;
             };
             let low = r.low(lateness_ms);
+            if let Some(m) = self.remote.as_mut()
+                && m.crosses(to)
+                && !m.ready(&r, to, low)
+            {
+                // Offered, or accepted at an epoch the unit has not reached: read on here.
+                r.moving_to = Some(to);
+                kept.push(r);
+                continue;
+            }
             let at = r.position_now();
             let marks = std::mem::take(&mut r.marks);
             r.marks.skip_before = marks.skip_before;
             let after = r.after;
             r.after = known.max(after);
-            match self.board.give(to, low, Box::new(r)) {
+            let given = match self.remote.as_mut().filter(|m| m.crosses(to)) {
+                Some(m) => m.send_unit(r, to, low),
+                None => self.board.give(to, low, Box::new(r)).map_err(|r| *r),
+            };
+            match given {
                 Ok(()) => {
                     gave = true;
                     if checkpoints && known > after {
@@ -220,17 +309,24 @@ impl Handover {
                 Err(mut r) => {
                     // Its worker is ahead of it: read on here, and try again next round.
                     (r.marks, r.after, r.moving_to) = (marks, after, Some(to));
-                    kept.push(*r);
+                    kept.push(r);
                 }
             }
         }
         *readers = kept;
+        if let Some(m) = self.remote.as_mut() {
+            m.settle(readers);
+        }
         gave
     }
 
     /// Take the units given to this worker: their generated streams' routes are this plan's,
     /// and they mark the checkpoint boundaries after the old worker's.
     pub(super) fn take(&mut self, plan: &Plan, readers: &mut Vec<Reading>) -> bool {
+        if let Some(m) = self.remote.as_mut() {
+            m.poll(&self.board, readers);
+            m.publish(&self.board, false);
+        }
         let taken = self.board.take(self.me);
         if taken.is_empty() {
             return false;
