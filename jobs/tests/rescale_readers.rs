@@ -1,28 +1,37 @@
 //! Only the active workers read (`--active-workers`, `POST /rescale`; `saams_jobs::job`'s
-//! `handover`): a job of `-w 4` started on one active worker, rescaled 1 → 4 → 1 with
-//! checkpoints, on the generator and on a file cut into byte ranges. While one worker is active
-//! the other three read nothing (their `saams_tuples_in_total` stays put while worker 0's grows);
-//! at 4 the others read too; the job is killed (-9) three checkpoints after it is back at 1 and
-//! restarted from its
-//! checkpoints (on the file at another shape, `-w 2`): every answer is that of a run without a
+//! `handover`): a job of 4 workers (`-w 4`, and `-n 2 -w 2`: units then move between
+//! processes) started on one active worker, rescaled 1 → 4 → 1 with checkpoints, on the
+//! generator and on a file cut into byte ranges. While one worker is active the other three read
+//! nothing (their `saams_tuples_in_total` stays put while worker 0's grows); at 4 the others read
+//! too (across processes, units moved: `saams_units_moved_between_processes_total`); the job is
+//! killed (-9) three checkpoints after it is back at 1 and restarted from its checkpoints (on the
+//! file at one process at another shape, `-w 2`): every answer is that of a run without a
 //! rescale (sorted, byte for byte), so each tuple was read once across the moves.
 
 mod checkpoint_common;
 mod http_common;
 mod rescale_common;
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use rescale_common::{GENERATOR, PACE, answers, get_json, metrics, rescale, saams, script, temp};
+use rescale_common::{GENERATOR, PACE, answers, free_port, get_json, metrics, rescale, saams, script, temp};
 
 const WORKERS: usize = 4;
 
-/// Each worker's `saams_tuples_in_total` (0 for a worker without the series).
-fn tuples_in(addr: &str) -> [u64; WORKERS] {
+/// The sum over every process (`addrs`) of a metric's samples whose line starts with `prefix`.
+fn metric_sum(addrs: &[String], prefix: &str) -> u64 {
+    let text: String = addrs.iter().map(|a| metrics(a)).collect();
+    let values = text.lines().filter_map(|l| l.strip_prefix(prefix)?.rsplit(' ').next()?.trim().parse::<u64>().ok());
+    values.sum()
+}
+
+/// Each worker's `saams_tuples_in_total` (0 for a worker without the series), over every
+/// process (`addrs`).
+fn tuples_in(addrs: &[String]) -> [u64; WORKERS] {
     let mut counts = [0; WORKERS];
-    for line in metrics(addr).lines() {
+    for line in addrs.iter().map(|a| metrics(a)).collect::<String>().lines() {
         let Some(rest) = line.strip_prefix("saams_tuples_in_total{worker=\"") else { continue };
         let Some((worker, value)) = rest.split_once("\"} ") else { continue };
         if let (Ok(w), Ok(v)) = (worker.parse::<usize>(), value.trim().parse::<u64>())
@@ -36,13 +45,13 @@ fn tuples_in(addr: &str) -> [u64; WORKERS] {
 
 /// Wait (at most 20 s) until the rescale has moved and, over half a second, worker 0 read more
 /// while the others read nothing; the counts then.
-fn only_worker_0_reads(addr: &str) -> [u64; WORKERS] {
+fn only_worker_0_reads(addrs: &[String]) -> [u64; WORKERS] {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let before = tuples_in(addr);
+        let before = tuples_in(addrs);
         std::thread::sleep(Duration::from_millis(500));
-        let after = tuples_in(addr);
-        let moved = get_json(addr, "/status")["rescaling"] == false;
+        let after = tuples_in(addrs);
+        let moved = addrs.iter().all(|a| get_json(a, "/status")["rescaling"] == false);
         if moved && after[0] > before[0] && after[1..] == before[1..] {
             return after;
         }
@@ -50,9 +59,55 @@ fn only_worker_0_reads(addr: &str) -> [u64; WORKERS] {
     }
 }
 
-/// 1 → 4 → 1 active workers on `input` with checkpoints, killed (-9) once back at 1 and
-/// restarted at `-w restart_workers`: the answers of a run without rescale.
-fn one_four_one(dir: &Path, input: &[&str], restart_workers: &str) {
+/// A job of [`WORKERS`] workers in `processes` processes (`-w 4`, or `-n 2 -w 2` on a hosts
+/// file in `dir`): its processes, each writing its own output.
+struct Job {
+    children: Vec<Child>,
+    outs: Vec<PathBuf>,
+}
+
+impl Job {
+    fn start(dir: &Path, args: &[&str], processes: usize, http: bool) -> Job {
+        let per_process = (WORKERS / processes).to_string();
+        let hosts = dir.join("hosts");
+        if processes > 1 && !hosts.exists() {
+            let lines: String = (0..processes).map(|_| format!("127.0.0.1:{}\n", free_port())).collect();
+            std::fs::write(&hosts, lines).expect("hosts");
+        }
+        let (n, hosts) = (processes.to_string(), hosts.display().to_string());
+        let outs: Vec<PathBuf> = (0..processes).map(|p| dir.join(format!("rescaled-p{p}.jsonl"))).collect();
+        let children = (0..processes)
+            .map(|p| {
+                let p = p.to_string();
+                let mut all = args.to_vec();
+                all.extend(["-w", &per_process]);
+                if processes > 1 {
+                    all.extend(["-n", &n, "-p", &p, "-h", &hosts]);
+                }
+                saams(&all, &outs[p.parse::<usize>().expect("p")], http)
+            })
+            .collect();
+        Job { children, outs }
+    }
+
+    fn wait(mut self) -> Vec<PathBuf> {
+        for c in &mut self.children {
+            assert!(c.wait().expect("wait").success());
+        }
+        self.outs
+    }
+
+    /// Wait until `n` more checkpoints are complete (every process' manifest), then SIGKILL
+    /// every process.
+    fn kill_after(mut self, dir: &Path, n: u64) {
+        checkpoint_common::kill_all_after(&mut self.children, dir, n);
+    }
+}
+
+/// 1 → 4 → 1 active workers on `input` with checkpoints in `processes` processes, killed (-9)
+/// once back at 1 and restarted in `restart` processes of `restart.1` workers: the answers of a
+/// run without rescale.
+fn one_four_one(dir: &Path, input: &[&str], processes: usize, restart: (usize, &str)) {
     let requests = script(dir).display().to_string();
     let mut args: Vec<&str> = input.to_vec();
     args.extend(["--window", "1s", "--requests", &requests]);
@@ -63,50 +118,82 @@ fn one_four_one(dir: &Path, input: &[&str], restart_workers: &str) {
     let expected = answers(&[reference]);
     assert!(expected.len() > 100, "the script answers: {}", expected.len());
 
-    let out = dir.join("rescaled.jsonl");
     let checkpoints = dir.join("checkpoints").display().to_string();
     args.extend(["--checkpoints", &checkpoints, "--checkpoint-interval", "200ms"]);
     let mut rescaled = args.clone();
-    rescaled.extend(["-w", "4", "--active-workers", "1", "--rate", PACE]);
-    let mut child = saams(&rescaled, &out, true);
-    let addr = http_common::http_address(&mut child, Duration::from_secs(30));
-    let at_start = only_worker_0_reads(&addr);
+    rescaled.extend(["--active-workers", "1", "--rate", PACE]);
+    let mut job = Job::start(dir, &rescaled, processes, true);
+    let outs = job.outs.clone();
+    let addrs: Vec<String> =
+        job.children.iter_mut().map(|c| http_common::http_address(c, Duration::from_secs(30))).collect();
+    let at_start = only_worker_0_reads(&addrs);
     assert_eq!(at_start[1..], [0, 0, 0], "one active worker: the others read nothing");
-    rescale(&addr, 4);
+    rescale(&addrs[0], 4);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while tuples_in(&addr)[1..].iter().all(|&n| n == 0) {
-        assert!(Instant::now() < deadline, "at 4 active workers only worker 0 reads: {:?}", tuples_in(&addr));
+    while tuples_in(&addrs)[1..].iter().any(|&n| n == 0) {
+        assert!(Instant::now() < deadline, "at 4 active workers not every worker reads: {:?}", tuples_in(&addrs));
         std::thread::sleep(Duration::from_millis(50));
     }
-    rescale(&addr, 1);
-    only_worker_0_reads(&addr);
+    if processes > 1 {
+        let moved = metric_sum(&addrs, "saams_units_moved_between_processes_total");
+        assert!(moved > 0, "units moved between processes: {moved}");
+    }
+    rescale(&addrs[addrs.len() - 1], 1);
+    only_worker_0_reads(&addrs);
     // Killed after three more checkpoints: the restart resumes after both moves.
-    checkpoint_common::kill_after(&mut child, dir, 3);
+    job.kill_after(dir, 3);
 
-    let mut restart = args.clone();
-    restart.extend(["-w", restart_workers]);
-    assert!(saams(&restart, &out, false).wait().expect("wait").success());
-    checkpoint_common::assert_same(&answers(&[out]), &expected, "rescaled 1 → 4 → 1, killed and restarted");
+    let (restart_processes, restart_workers) = restart;
+    let mut again = args.clone();
+    if restart_processes == processes {
+        Job::start(dir, &again, processes, false).wait();
+    } else {
+        again.extend(["-w", restart_workers]);
+        assert!(saams(&again, &outs[0], false).wait().expect("wait").success());
+    }
+    checkpoint_common::assert_same(&answers(&outs), &expected, "rescaled 1 → 4 → 1, killed and restarted");
+}
+
+/// The generator's tuples written as a file cut into six byte ranges: units for every worker,
+/// and more than one each at 1 active worker. The `--data` arguments.
+fn file_in_ranges(dir: &Path) -> [String; 4] {
+    let data = dir.join("ticks.jsonl");
+    let generated =
+        Command::new(env!("CARGO_BIN_EXE_replay")).args(["--generate", GENERATOR]).output().expect("replay");
+    assert!(generated.status.success() && !generated.stdout.is_empty(), "replay --generate");
+    std::fs::write(&data, &generated.stdout).expect("data");
+    let chunk = (generated.stdout.len() / 6 + 1).to_string();
+    ["--data".into(), data.display().to_string(), "--chunk-bytes".into(), chunk]
 }
 
 #[test]
 fn on_the_generator_only_active_workers_read_and_the_answers_are_a_plain_runs() {
     let dir = temp("readers-gen");
-    one_four_one(&dir, &["--generate", GENERATOR], "4");
+    one_four_one(&dir, &["--generate", GENERATOR], 1, (1, "4"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn on_a_file_in_byte_ranges_only_active_workers_read_and_a_restart_at_w2_answers_as_a_plain_run() {
     let dir = temp("readers-file");
-    let data = dir.join("ticks.jsonl");
-    let generated =
-        Command::new(env!("CARGO_BIN_EXE_replay")).args(["--generate", GENERATOR]).output().expect("replay");
-    assert!(generated.status.success() && !generated.stdout.is_empty(), "replay --generate");
-    std::fs::write(&data, &generated.stdout).expect("data");
-    // Six byte ranges: units for every worker, and more than one each at 1 active worker.
-    let chunk = (generated.stdout.len() / 6 + 1).to_string();
-    let data = data.display().to_string();
-    one_four_one(&dir, &["--data", &data, "--chunk-bytes", &chunk], "2");
+    let input = file_in_ranges(&dir);
+    let input: Vec<&str> = input.iter().map(String::as_str).collect();
+    one_four_one(&dir, &input, 1, (1, "2"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn across_two_processes_on_the_generator_units_move_and_the_answers_are_a_plain_runs() {
+    let dir = temp("readers-gen-n2");
+    one_four_one(&dir, &["--generate", GENERATOR], 2, (2, "2"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn across_two_processes_on_a_file_in_byte_ranges_units_move_and_a_restart_answers_as_a_plain_run() {
+    let dir = temp("readers-file-n2");
+    let input = file_in_ranges(&dir);
+    let input: Vec<&str> = input.iter().map(String::as_str).collect();
+    one_four_one(&dir, &input, 2, (2, "2"));
     let _ = std::fs::remove_dir_all(&dir);
 }

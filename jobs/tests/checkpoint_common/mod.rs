@@ -1,6 +1,7 @@
 //! Shared by the tests that kill a checkpointed job and compare what it ends with: the
 //! checkpoints completed so far, killing after more of them, the jobs' stderr, and comparing
 //! sorted outputs.
+#![allow(dead_code)] // Not every test that includes this module calls every helper.
 
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -49,17 +50,28 @@ pub fn newest_id(dir: &Path, processes: usize) -> u64 {
 
 /// Wait until `n` more checkpoints have completed (ids grow by one), then SIGKILL.
 pub fn kill_after(child: &mut Child, dir: &Path, n: u64) {
-    let first = newest_id(&dir.join("checkpoints"), 1);
+    kill_all_after(std::slice::from_mut(child), dir, n);
+}
+
+/// Wait until `n` more checkpoints have completed in `dir/checkpoints` with a manifest of
+/// every process (one child each), then SIGKILL them all.
+pub fn kill_all_after(children: &mut [Child], dir: &Path, n: u64) {
+    let processes = children.len();
+    let first = newest_id(&dir.join("checkpoints"), processes);
     let deadline = Instant::now() + Duration::from_secs(120);
-    while newest_id(&dir.join("checkpoints"), 1) < first + n {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the job ended ({status}) before {n} checkpoints: {}", stderr_of(dir));
+    while newest_id(&dir.join("checkpoints"), processes) < first + n {
+        for child in children.iter_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the job ended ({status}) before {n} checkpoints: {}", stderr_of(dir));
+            }
         }
         assert!(Instant::now() < deadline, "no {n} checkpoints within 2 minutes: {}", stderr_of(dir));
         std::thread::sleep(Duration::from_millis(5));
     }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
+    for child in children {
+        child.kill().expect("kill -9");
+        let _ = child.wait();
+    }
 }
 
 /// Everything the jobs started in `dir` wrote to stderr (their `stderr-*` files).
