@@ -148,14 +148,6 @@ impl Metrics {
             "HTTP requests refused before the job saw them: reason=unauthorized (401), busy (503)",
             m.http_refused.clone(),
         );
-        registry.register("rescales", "Rescales applied (the bin map redrawn at a fence)", m.rescales.clone());
-        registry.register("bins_moved", "Bins that changed worker in rescales", m.bins_moved.clone());
-        registry.register(
-            "rescale_bytes_moved",
-            "Bytes of synopsis state sent to a bin's new worker in rescales",
-            m.rescale_bytes_moved.clone(),
-        );
-        registry.register("active_workers", "Workers holding the synopses", m.active_workers.clone());
         registry.register(
             "device_bytes",
             "Per device of the partials topic: bytes shipped (form=shipped) and the same windows raw (form=raw)",
@@ -166,21 +158,7 @@ impl Metrics {
             "Per device: shipments merged, late, replayed or refused (outcome)",
             m.device_shipments.clone(),
         );
-        registry.register(
-            "units_moved_between_processes",
-            "Input units this process' workers took over from a worker of another process",
-            m.units_moved_between_processes.clone(),
-        );
-        registry.register(
-            "unit_moves_refused",
-            "Moves of input units this process' workers refused (file not readable here, input ended)",
-            m.unit_moves_refused.clone(),
-        );
-        registry.register(
-            "autoscale_decisions",
-            "Changes of the active workers --autoscale made, by direction (up, down)",
-            m.autoscale_decisions.clone(),
-        );
+        register_rescaling(&mut registry, &m);
         Metrics { registry, ..m }
     }
 
@@ -446,4 +424,32 @@ impl Metrics {
             self.render()
         })
     }
+}
+
+/// Register the metrics of rescales, of the input units that follow the active workers and of
+/// `--autoscale`.
+fn register_rescaling(registry: &mut Registry, m: &Metrics) {
+    registry.register("rescales", "Rescales applied (the bin map redrawn at a fence)", m.rescales.clone());
+    registry.register("bins_moved", "Bins that changed worker in rescales", m.bins_moved.clone());
+    registry.register(
+        "rescale_bytes_moved",
+        "Bytes of synopsis state sent to a bin's new worker in rescales",
+        m.rescale_bytes_moved.clone(),
+    );
+    registry.register("active_workers", "Workers holding the synopses", m.active_workers.clone());
+    registry.register(
+        "units_moved_between_processes",
+        "Input units this process' workers took over from a worker of another process",
+        m.units_moved_between_processes.clone(),
+    );
+    registry.register(
+        "unit_moves_refused",
+        "Moves of input units this process' workers refused (file not readable here, input ended)",
+        m.unit_moves_refused.clone(),
+    );
+    registry.register(
+        "autoscale_decisions",
+        "Changes of the active workers --autoscale made, by direction (up, down)",
+        m.autoscale_decisions.clone(),
+    );
 }

@@ -8,6 +8,7 @@
 //! file at one process at another shape, `-w 2`): every answer is that of a run without a
 //! rescale (sorted, byte for byte), so each tuple was read once across the moves.
 
+#[allow(dead_code)] // kill_after: this test kills every process of a job
 mod checkpoint_common;
 mod http_common;
 mod rescale_common;
@@ -130,7 +131,7 @@ fn one_four_one(dir: &Path, input: &[&str], processes: usize, restart: (usize, &
     assert_eq!(at_start[1..], [0, 0, 0], "one active worker: the others read nothing");
     rescale(&addrs[0], 4);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while tuples_in(&addrs)[1..].iter().any(|&n| n == 0) {
+    while tuples_in(&addrs)[1..].contains(&0) {
         assert!(Instant::now() < deadline, "at 4 active workers not every worker reads: {:?}", tuples_in(&addrs));
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use saams_datasets::GeneratorSpec;
+use saams_operators::Plan;
 use timely::communication::Config as CommunicationConfig;
 use timely::communication::allocator::AllocatorBuilder;
 use timely::{Config, WorkerConfig};
@@ -29,6 +30,7 @@ use crate::source::stop::StopFlag;
 use crate::stats::Stats;
 use crate::writer_lock::{WriterLock, lock_what_the_job_writes};
 
+use super::handover::Handover;
 use super::request_topic::{refuse_checkpoints_without_topic, script_at_restart};
 use saams::api::window::WindowSpec;
 use saams_datasets::pace::Pacer;
@@ -445,9 +447,19 @@ pub(super) struct Shared {
     pub(super) settings: Settings,
     /// With checkpoints: a hand-off to or from another job (`crate::handoff`).
     pub(super) handoff: Option<Arc<HandOff>>,
-    /// A job of one process reading files or the generator: its units on their way between
+    /// A job reading files or the generator: its units on their way between the process'
     /// workers (`super::handover`); only the active workers read.
     pub(super) reader_board: Option<Arc<super::handover::ReaderBoard>>,
+}
+
+impl Shared {
+    /// Worker `worker`'s side of the units' moves, if they follow the active workers
+    /// (`super::handover`).
+    pub(super) fn handover(&self, worker: &mut timely::worker::Worker, plan: &Plan) -> Option<Handover> {
+        let counts = (self.metrics.clone(), self.stats.clone());
+        let inputs = (self.settings.workers_per_process, self.generator, self.units.clone(), counts);
+        self.reader_board.clone().map(|board| Handover::new(board, worker, plan, inputs))
+    }
 }
 
 /// The job's settings every worker reads.

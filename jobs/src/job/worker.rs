@@ -168,7 +168,7 @@ impl<'a> WorkerState<'a> {
         //    lateness): the watermark that releases values to their synopses inside a window.
         let (dead, stats) = (job.dead.as_deref(), &*job.stats);
         // With units following the active workers, the plan's active workers read them.
-        let handover = job.reader_board.clone().map(|board| Handover::new(board, worker, &plan.borrow(), job));
+        let handover = job.handover(worker, &plan.borrow());
         let readers_of = if handover.is_some() { plan.borrow().routing.active_workers() } else { peers };
         let mut readers =
             open_readers(&plan.borrow(), job.generator.as_ref(), &job.units, (me, readers_of), dead, stats);
@@ -604,14 +604,12 @@ impl<'a> WorkerState<'a> {
         }
     }
 
-    /// Advance the input's epoch to `epoch` (later than it is), and say so to the process'
-    /// progress and rescale board.
+    /// Advance the input's epoch to `epoch` (later), and tell the process' progress and rescales.
     fn advance_to(&mut self, epoch: u64) {
         self.epoch = epoch;
         self.input.advance_to(self.epoch);
         self.job.stats.epoch.store(self.plan.borrow().window_of(self.epoch as i64) as i64, Ordering::Relaxed);
-        // A rescale has moved once the job's frontier (not just this worker's input) is in
-        // its fence's window.
+        // A rescale has moved once the job's frontier (not this worker's input alone) is in its fence's window.
         if let Some(done) = self.probe.with_frontier(|f| f.first().copied()) {
             let window = self.plan.borrow().window_of(done.min(i64::MAX as u64) as i64);
             self.job.hub.rescale_board().set_open_window(window as i64);

@@ -1,7 +1,6 @@
 //! Shared by the tests that kill a checkpointed job and compare what it ends with: the
 //! checkpoints completed so far, killing after more of them, the jobs' stderr, and comparing
 //! sorted outputs.
-#![allow(dead_code)] // Not every test that includes this module calls every helper.
 
 use std::path::{Path, PathBuf};
 use std::process::Child;

@@ -36,10 +36,11 @@ use saams_datasets::GeneratorSpec;
 use saams_operators::Plan;
 use timely::worker::Worker;
 
+use crate::metrics::Metrics;
 use crate::source::file::Input as Unit;
+use crate::stats::Stats;
 
 use super::generated::{generated_routes, generated_stream_readers};
-use super::config::Shared;
 use super::reading::{Left, Reading, Source, reads_unit};
 
 /// The input's epoch of a worker whose input has ended (as the worker loop's).
@@ -181,6 +182,11 @@ impl ReaderBoard {
     }
 }
 
+/// What a worker's side of the moves between processes needs of the job: its workers per
+/// process, the generator's spec and the input units (to re-open a unit), and where refusals
+/// are counted.
+pub(super) type JobInputs = (usize, Option<GeneratorSpec>, Vec<Unit>, (Arc<Metrics>, Arc<Stats>));
+
 /// One worker's side of the moves: the board, and the rescales whose assignment it has applied
 /// to its units.
 pub(super) struct Handover {
@@ -200,18 +206,17 @@ impl Handover {
     /// The worker's side; the plan's rescales so far are in the units it opens (which the
     /// plan's active workers read). With several processes it builds the dataflow of the moves
     /// between them (every worker does, in the same order).
-    pub(super) fn new(board: Arc<ReaderBoard>, worker: &mut Worker, plan: &Plan, job: &Shared) -> Handover {
+    pub(super) fn new(board: Arc<ReaderBoard>, worker: &mut Worker, plan: &Plan, job: JobInputs) -> Handover {
         let (me, peers) = (worker.index(), worker.peers());
         if let Ok(mut t) = board.threads.lock()
             && let Some(slot) = t.get_mut(me)
         {
             *slot = Some(std::thread::current());
         }
-        let per_process = job.settings.workers_per_process.max(1);
-        let remote = (peers > per_process).then(|| {
-            let inputs = (job.generator.clone(), job.units.clone());
-            remote::Remote::new(worker, (me, per_process, peers), inputs, (job.metrics.clone(), job.stats.clone()))
-        });
+        let (per_process, generator, units, counts) = job;
+        let per_process = per_process.max(1);
+        let remote = (peers > per_process)
+            .then(|| remote::Remote::new(worker, (me, per_process, peers), (generator, units), counts));
         Handover { board, me, seen: plan.routing.rescales().len(), remote }
     }
 
@@ -296,8 +301,8 @@ impl Handover {
             let after = r.after;
             r.after = known.max(after);
             let given = match self.remote.as_mut().filter(|m| m.crosses(to)) {
-                Some(m) => m.send_unit(r, to, low),
-                None => self.board.give(to, low, Box::new(r)).map_err(|r| *r),
+                Some(m) => m.send_unit(Box::new(r), to, low),
+                None => self.board.give(to, low, Box::new(r)),
             };
             match given {
                 Ok(()) => {
@@ -309,7 +314,7 @@ impl Handover {
                 Err(mut r) => {
                     // Its worker is ahead of it: read on here, and try again next round.
                     (r.marks, r.after, r.moving_to) = (marks, after, Some(to));
-                    kept.push(r);
+                    kept.push(*r);
                 }
             }
         }

@@ -100,13 +100,30 @@ pub struct Packed {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Wire {
     /// Worker `from`'s input epoch, and whether it holds (or awaits) units.
-    Epoch { from: u32, epoch: u64, holding: bool },
-    Offer { from: u32, unit: UnitId },
+    Epoch {
+        from: u32,
+        epoch: u64,
+        holding: bool,
+    },
+    Offer {
+        from: u32,
+        unit: UnitId,
+    },
     /// `from` holds its epoch at `epoch` until the unit arrives.
-    Accept { from: u32, unit: UnitId, epoch: u64 },
-    Refuse { from: u32, unit: UnitId, reason: String },
+    Accept {
+        from: u32,
+        unit: UnitId,
+        epoch: u64,
+    },
+    Refuse {
+        from: u32,
+        unit: UnitId,
+        reason: String,
+    },
     /// The accepted unit will not come (it ended, or was moved elsewhere before it was accepted).
-    Cancel { unit: UnitId },
+    Cancel {
+        unit: UnitId,
+    },
     Unit(Box<Packed>),
 }
 
@@ -224,7 +241,7 @@ impl Remote {
 
     /// Send `r` (ready: [`Remote::ready`]) to worker `to`, its positions at boundaries up to
     /// `after` staying here. A unit that cannot be encoded stays (the receiver stops waiting).
-    pub(super) fn send_unit(&mut self, r: Reading, to: usize, low: u64) -> Result<(), Reading> {
+    pub(super) fn send_unit(&mut self, r: Box<Reading>, to: usize, low: u64) -> Result<(), Box<Reading>> {
         let id = UnitId::of(&r);
         self.offered.remove(&id);
         match pack(&r, id, low) {
@@ -278,7 +295,11 @@ impl Remote {
                     if self.offered.get(&unit).is_some_and(|&(to, _)| to == from as usize) {
                         self.offered.remove(&unit);
                         if let Some(r) = readers.iter_mut().find(|r| UnitId::of(r) == unit) {
-                            eprintln!("saams: {} stays with worker {}: worker {from} refused it: {reason}", r.name(), self.me);
+                            eprintln!(
+                                "saams: {} stays with worker {}: worker {from} refused it: {reason}",
+                                r.name(),
+                                self.me
+                            );
                             r.moving_to = None;
                         }
                     }
