@@ -94,6 +94,15 @@ impl TokenBucket {
         TokenBucket { per_second, tokens: batch, capacity, batch, most, last: now }
     }
 
+    /// Fill at `per_second` (positive, finite) from `now` on, for `takers` workers: the tokens
+    /// earned so far are kept (up to the new capacity).
+    pub fn set_rate(&mut self, per_second: f64, takers: usize, now: Instant) {
+        self.refill(now);
+        let fresh = TokenBucket::new(per_second, takers, now);
+        (self.per_second, self.capacity, self.batch, self.most) = (per_second, fresh.capacity, fresh.batch, fresh.most);
+        self.tokens = self.tokens.min(self.capacity);
+    }
+
     /// Bring the bucket up to `now`: add the tokens earned since the last look, up to capacity.
     fn refill(&mut self, now: Instant) {
         if now > self.last {
@@ -125,10 +134,10 @@ impl TokenBucket {
     }
 }
 
-/// The pacer of one process: a [`TokenBucket`] shared by its workers (clones share it);
-/// unlimited without a rate.
+/// The pacer of one process: a [`TokenBucket`] shared by its workers (clones share it), with
+/// the job's rate and the process' workers; unlimited without a rate.
 #[derive(Clone, Debug)]
-pub struct Pacer(Option<Arc<Mutex<TokenBucket>>>);
+pub struct Pacer(Option<Arc<Mutex<TokenBucket>>>, f64, usize);
 
 impl Pacer {
     /// The pacer of one of `processes` processes sharing `rate` tuples per second (`None`:
@@ -146,11 +155,30 @@ impl Pacer {
     /// When the rate is not a positive finite number.
     pub fn new(rate: Option<f64>, processes: usize, workers: usize, now: Instant) -> Result<Pacer, String> {
         match rate {
-            None => Ok(Pacer(None)),
+            None => Ok(Pacer(None, 0.0, workers)),
             Some(r) => {
                 let bucket = TokenBucket::new(checked_rate(r)? / processes.max(1) as f64, workers, now);
-                Ok(Pacer(Some(Arc::new(Mutex::new(bucket)))))
+                Ok(Pacer(Some(Arc::new(Mutex::new(bucket))), r, workers))
             }
+        }
+    }
+
+    /// This process reads `part` (0 < part ≤ 1) of the job's rate from `now` on: its share of
+    /// the workers that read, when only the active workers read. A process without readers
+    /// (`part` 0) keeps its bucket (nothing takes from it).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use saams_datasets::pace::Pacer;
+    /// let pacer = Pacer::new(Some(3000.0), 2, 2, Instant::now()).unwrap();
+    /// pacer.share(2.0 / 3.0, Instant::now());
+    /// assert_eq!(pacer.per_second(), Some(2000.0));
+    /// pacer.share(0.0, Instant::now());
+    /// assert_eq!(pacer.per_second(), Some(2000.0));
+    /// ```
+    pub fn share(&self, part: f64, now: Instant) {
+        if part > 0.0 && part <= 1.0 {
+            self.with((), |b| b.set_rate(self.1 * part, self.2, now));
         }
     }
 

@@ -155,16 +155,19 @@ fn one_four_one(dir: &Path, input: &[&str], processes: usize, restart: (usize, &
     checkpoint_common::assert_same(&answers(&outs), &expected, "rescaled 1 → 4 → 1, killed and restarted");
 }
 
-/// The generator's tuples written as a file cut into six byte ranges: units for every worker,
-/// and more than one each at 1 active worker. The `--data` arguments.
-fn file_in_ranges(dir: &Path) -> [String; 4] {
+/// 1 → 4 → 1 ([`one_four_one`]) on the generator's tuples written as a file cut into six byte
+/// ranges: units for every worker, and more than one each at 1 active worker.
+fn on_a_file(name: &str, processes: usize, restart: (usize, &str)) {
+    let dir = temp(name);
     let data = dir.join("ticks.jsonl");
     let generated =
         Command::new(env!("CARGO_BIN_EXE_replay")).args(["--generate", GENERATOR]).output().expect("replay");
     assert!(generated.status.success() && !generated.stdout.is_empty(), "replay --generate");
     std::fs::write(&data, &generated.stdout).expect("data");
     let chunk = (generated.stdout.len() / 6 + 1).to_string();
-    ["--data".into(), data.display().to_string(), "--chunk-bytes".into(), chunk]
+    let data = data.display().to_string();
+    one_four_one(&dir, &["--data", &data, "--chunk-bytes", &chunk], processes, restart);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -176,11 +179,7 @@ fn on_the_generator_only_active_workers_read_and_the_answers_are_a_plain_runs() 
 
 #[test]
 fn on_a_file_in_byte_ranges_only_active_workers_read_and_a_restart_at_w2_answers_as_a_plain_run() {
-    let dir = temp("readers-file");
-    let input = file_in_ranges(&dir);
-    let input: Vec<&str> = input.iter().map(String::as_str).collect();
-    one_four_one(&dir, &input, 1, (1, "2"));
-    let _ = std::fs::remove_dir_all(&dir);
+    on_a_file("readers-file", 1, (1, "2"));
 }
 
 #[test]
@@ -192,9 +191,5 @@ fn across_two_processes_on_the_generator_units_move_and_the_answers_are_a_plain_
 
 #[test]
 fn across_two_processes_on_a_file_in_byte_ranges_units_move_and_a_restart_answers_as_a_plain_run() {
-    let dir = temp("readers-file-n2");
-    let input = file_in_ranges(&dir);
-    let input: Vec<&str> = input.iter().map(String::as_str).collect();
-    one_four_one(&dir, &input, 2, (2, "2"));
-    let _ = std::fs::remove_dir_all(&dir);
+    on_a_file("readers-file-n2", 2, (2, "2"));
 }

@@ -456,9 +456,13 @@ impl Shared {
     /// Worker `worker`'s side of the units' moves, if they follow the active workers
     /// (`super::handover`).
     pub(super) fn handover(&self, worker: &mut timely::worker::Worker, plan: &Plan) -> Option<Handover> {
-        let counts = (self.metrics.clone(), self.stats.clone());
-        let inputs = (self.settings.workers_per_process, self.generator, self.units.clone(), counts);
-        self.reader_board.clone().map(|board| Handover::new(board, worker, plan, inputs))
+        let job = super::handover::JobInputs {
+            workers_per_process: self.settings.workers_per_process,
+            inputs: (self.generator, self.units.clone()),
+            counts: (self.metrics.clone(), self.stats.clone()),
+            pacer: self.pacer.clone(),
+        };
+        self.reader_board.clone().map(|board| Handover::new(board, worker, plan, job))
     }
 }
 

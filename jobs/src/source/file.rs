@@ -404,7 +404,11 @@ impl UnitReader {
             // out and parsed below.
             let ctx = &self.ctx;
             let line = match self.lines.next_parsed_or_line(|text| ctx.parse_block_line_into(text, t)) {
-                Ok(None) => return None,
+                Ok(None) => {
+                    // The end: no line was read (`position` counts the lines there are).
+                    self.line_no -= 1;
+                    return None;
+                }
                 Ok(Some((ahead, n))) => {
                     if self.budget != u64::MAX {
                         self.budget = self.budget.saturating_sub(n as u64);
@@ -475,7 +479,8 @@ mod tests {
 
     /// Positions stay exact whichever way a line is parsed (inside the reader's block or by
     /// itself): every tuple's `line_start` is its line's first byte and number, and a reader
-    /// opened there reads that tuple again; `position` after the last line is the file's end.
+    /// opened there reads that tuple again; `position` after the last line is the file's end, and stays
+    /// there once the reader has found the end.
     #[test]
     fn positions_are_exact_for_lines_parsed_in_the_block() {
         let path = std::env::temp_dir().join(format!("saams-file-positions-{}.jsonl", std::process::id()));
@@ -496,6 +501,8 @@ mod tests {
         }
         assert_eq!(r.position(), (offset, lines.len() as u64));
         assert!(r.next_tuple().is_none());
+        // Asking past the end reads no line: the count stays (it counted one more).
+        assert_eq!(r.position(), (offset, lines.len() as u64), "after the end");
         std::fs::remove_file(&path).unwrap();
     }
 

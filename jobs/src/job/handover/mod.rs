@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::Thread;
 
 use saams_datasets::GeneratorSpec;
+use saams_datasets::pace::Pacer;
 use saams_operators::Plan;
 use timely::worker::Worker;
 
@@ -182,10 +183,16 @@ impl ReaderBoard {
     }
 }
 
-/// What a worker's side of the moves between processes needs of the job: its workers per
-/// process, the generator's spec and the input units (to re-open a unit), and where refusals
-/// are counted.
-pub(super) type JobInputs = (usize, Option<GeneratorSpec>, Vec<Unit>, (Arc<Metrics>, Arc<Stats>));
+/// What a worker's side of the moves between processes needs of the job.
+pub(super) struct JobInputs {
+    pub(super) workers_per_process: usize,
+    /// The generator's spec and the input units (to re-open a unit that arrives).
+    pub(super) inputs: (Option<GeneratorSpec>, Vec<Unit>),
+    /// Where refusals, and units that cannot be re-opened, are counted.
+    pub(super) counts: (Arc<Metrics>, Arc<Stats>),
+    /// The process' `--rate` bucket: it fills at the process' share of the readers.
+    pub(super) pacer: Pacer,
+}
 
 /// One worker's side of the moves: the board, and the rescales whose assignment it has applied
 /// to its units.
@@ -196,6 +203,8 @@ pub(super) struct Handover {
     seen: usize,
     /// A job of several processes: the moves to and from their workers.
     remote: Option<remote::Remote>,
+    /// The process' `--rate` bucket, and its workers per process.
+    pacer: (Pacer, usize),
 }
 
 /// Where a worker's units are, for a move: its readers and those it left (with the newest
@@ -213,11 +222,24 @@ impl Handover {
         {
             *slot = Some(std::thread::current());
         }
-        let (per_process, generator, units, counts) = job;
-        let per_process = per_process.max(1);
-        let remote = (peers > per_process)
-            .then(|| remote::Remote::new(worker, (me, per_process, peers), (generator, units), counts));
-        Handover { board, me, seen: plan.routing.rescales().len(), remote }
+        let JobInputs { workers_per_process, inputs, counts, pacer } = job;
+        let per_process = workers_per_process.max(1);
+        let remote =
+            (peers > per_process).then(|| remote::Remote::new(worker, (me, per_process, peers), inputs, counts));
+        let handover = Handover { board, me, seen: plan.routing.rescales().len(), remote, pacer: (pacer, per_process) };
+        handover.share_rate(plan);
+        handover
+    }
+
+    /// `--rate` is the job's: each process reads its share of it, the share of the active
+    /// workers (the readers) it has. (A fixed `rate / processes` each left a process without
+    /// readers its share unused: `-n 2 --active-workers 1` read at half the rate.)
+    fn share_rate(&self, plan: &Plan) {
+        let (pacer, per_process) = &self.pacer;
+        let active = plan.routing.active_workers().max(1);
+        let first = self.me - self.me % per_process;
+        let here = active.saturating_sub(first).min(*per_process);
+        pacer.share(here as f64 / active as f64, std::time::Instant::now());
     }
 
     /// This worker's input has ended: it holds nobody's windows back from now on (the other
@@ -238,7 +260,11 @@ impl Handover {
     /// learns where it goes: [`Handover::assign`]).
     pub(super) fn rescaled(&mut self, plan: &Plan) -> bool {
         let n = plan.routing.rescales().len();
-        std::mem::replace(&mut self.seen, n) != n
+        let rescaled = std::mem::replace(&mut self.seen, n) != n;
+        if rescaled {
+            self.share_rate(plan);
+        }
+        rescaled
     }
 
     /// Each of `readers` learns the worker that reads it under the plan's active workers (as a
