@@ -123,8 +123,9 @@ pub struct Cli {
     /// closes its windows and prints its summary).
     #[arg(long, default_value = "stocks:100:2000")]
     pub generate: String,
-    /// Read at most this many tuples per second over the whole job, from any input (each of the
-    /// process reads its share, R / processes, from a token bucket its workers share). Generated
+    /// Read at most this many tuples per second over the whole job, from any input (each process
+    /// reads its share from a token bucket its workers share: R / processes, or with files and the
+    /// generator, whose readers are the active workers, R times its part of them). Generated
     /// event times stay synthetic: they advance by the generator's own gaps, not by wall-clock
     /// time. Default: as fast as possible.
     #[arg(long, value_name = "R", value_parser = parse_rate)]
