@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use rescale_common::{GENERATOR, PACE, answers, free_port, get_json, metrics, rescale, saams, script, temp};
+use rescale_common::{GENERATOR, PACE, answers, free_port, get_json, metrics, rescale, saams, saams_in, script, temp};
 
 const WORKERS: usize = 4;
 
@@ -69,6 +69,11 @@ struct Job {
 
 impl Job {
     fn start(dir: &Path, args: &[&str], processes: usize, http: bool) -> Job {
+        Job::start_in(dir, &[], args, processes, http)
+    }
+
+    /// [`Job::start`], process `p` run in `cwds[p]` if given.
+    fn start_in(dir: &Path, cwds: &[&Path], args: &[&str], processes: usize, http: bool) -> Job {
         let per_process = (WORKERS / processes).to_string();
         let hosts = dir.join("hosts");
         if processes > 1 && !hosts.exists() {
@@ -85,7 +90,8 @@ impl Job {
                 if processes > 1 {
                     all.extend(["-n", &n, "-p", &p, "-h", &hosts]);
                 }
-                saams(&all, &outs[p.parse::<usize>().expect("p")], http)
+                let p = p.parse::<usize>().expect("p");
+                saams_in(cwds.get(p).copied(), &all, &outs[p], http)
             })
             .collect();
         Job { children, outs }
@@ -159,14 +165,57 @@ fn one_four_one(dir: &Path, input: &[&str], processes: usize, restart: (usize, &
 /// ranges: units for every worker, and more than one each at 1 active worker.
 fn on_a_file(name: &str, processes: usize, restart: (usize, &str)) {
     let dir = temp(name);
-    let data = dir.join("ticks.jsonl");
+    let chunk = ticks_in(&dir);
+    let data = dir.join("ticks.jsonl").display().to_string();
+    one_four_one(&dir, &["--data", &data, "--chunk-bytes", &chunk], processes, restart);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The generator's tuples written to `dir/ticks.jsonl`: the `--chunk-bytes` that cuts it into
+/// six byte ranges.
+fn ticks_in(dir: &Path) -> String {
     let generated =
         Command::new(env!("CARGO_BIN_EXE_replay")).args(["--generate", GENERATOR]).output().expect("replay");
     assert!(generated.status.success() && !generated.stdout.is_empty(), "replay --generate");
-    std::fs::write(&data, &generated.stdout).expect("data");
-    let chunk = (generated.stdout.len() / 6 + 1).to_string();
-    let data = data.display().to_string();
-    one_four_one(&dir, &["--data", &data, "--chunk-bytes", &chunk], processes, restart);
+    std::fs::write(dir.join("ticks.jsonl"), &generated.stdout).expect("data");
+    (generated.stdout.len() / 6 + 1).to_string()
+}
+
+/// A move to a worker whose process cannot open the file (process 1 reads `ticks.jsonl` in a
+/// directory of its own, whose copy is removed once the job runs) is refused, logged and
+/// counted (`saams_unit_moves_refused_total`); the old worker reads on: process 1's workers read
+/// nothing at 4 active workers, and the answers are a plain run's.
+#[test]
+fn a_move_to_a_process_that_cannot_open_the_file_is_refused_and_the_old_worker_reads_on() {
+    let dir = temp("readers-refused");
+    let chunk = ticks_in(&dir);
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("dir");
+    std::fs::copy(dir.join("ticks.jsonl"), elsewhere.join("ticks.jsonl")).expect("copy");
+    let requests = script(&dir).display().to_string();
+    let args = ["--data", "ticks.jsonl", "--chunk-bytes", &chunk, "--window", "1s", "--requests", &requests];
+    let reference = dir.join("reference.jsonl");
+    assert!(
+        saams_in(Some(&dir), &[&args[..], &["-w", "4"]].concat(), &reference, false).wait().expect("wait").success()
+    );
+    let mut rescaled = args.to_vec();
+    rescaled.extend(["--active-workers", "1", "--rate", PACE]);
+    let mut job = Job::start_in(&dir, &[&dir, &elsewhere], &rescaled, 2, true);
+    let addrs: Vec<String> =
+        job.children.iter_mut().map(|c| http_common::http_address(c, Duration::from_secs(30))).collect();
+    std::fs::remove_file(elsewhere.join("ticks.jsonl")).expect("remove the copy");
+    rescale(&addrs[0], 4);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric_sum(&addrs, "saams_unit_moves_refused_total") == 0 {
+        assert!(Instant::now() < deadline, "no move refused: {:?}", tuples_in(&addrs));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let counts = tuples_in(&addrs);
+    assert_eq!(counts[2..], [0, 0], "process 1 cannot open the file: its workers read nothing");
+    assert!(counts[0] > 0, "worker 0 reads on: {counts:?}");
+    let outs = job.wait();
+    checkpoint_common::assert_same(&answers(&outs), &answers(&[reference]), "moves refused");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -86,7 +86,15 @@ pub fn answers(outs: &[PathBuf]) -> Vec<String> {
 }
 
 pub fn saams(args: &[&str], out: &Path, http: bool) -> Child {
+    saams_in(None, args, out, http)
+}
+
+/// [`saams`] run in the directory `cwd` (relative `--data` paths are read there).
+pub fn saams_in(cwd: Option<&Path>, args: &[&str], out: &Path, http: bool) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_saams"));
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     cmd.args(args).args(["--progress", "0", "--out", &out.display().to_string()]);
     if http {
         cmd.args(["--http", "127.0.0.1:0"]);
