@@ -314,7 +314,7 @@ impl Handover {
             let low = r.low(lateness_ms);
             if let Some(m) = self.remote.as_mut()
                 && m.crosses(to)
-                && !m.ready(&r, to, low)
+                && !m.ready(&r, to, (low, known))
             {
                 // Offered, or accepted at an epoch the unit has not reached: read on here.
                 r.moving_to = Some(to);
@@ -355,7 +355,10 @@ impl Handover {
     /// and they mark the checkpoint boundaries after the old worker's.
     pub(super) fn take(&mut self, plan: &Plan, readers: &mut Vec<Reading>) -> bool {
         if let Some(m) = self.remote.as_mut() {
-            m.poll(&self.board, readers);
+            // The newest boundary known here that is still open (those written are known to
+            // every worker: the frontier passed them, so every epoch did).
+            let known = plan.checkpoints.borrow().boundaries.keys().next_back().copied().unwrap_or(0);
+            m.poll(&self.board, readers, known);
             m.publish(&self.board, false);
         }
         let taken = self.board.take(self.me);

@@ -9,9 +9,14 @@
 //!    own input has not ended; if not, it answers `Refuse` with the reason (logged, counted in
 //!    `saams_unit_moves_refused_total`) and `g` keeps reading the unit until the next rescale.
 //! 2. Else `w` holds its epoch from now on (it advances no further while it waits for a unit)
-//!    and answers `Accept` with that epoch `e`.
-//! 3. `g` reads on until the unit's oldest possible time ([`Reading::low`]) is not behind `e`,
-//!    then sends the unit (`Unit`), its positions at the boundaries `g` knew staying with `g`;
+//!    and answers `Accept` with that epoch `e` and the newest checkpoint boundary it knows.
+//! 3. `g` reads on until the unit's oldest possible time ([`Reading::low`]) is not behind `e`
+//!    and `g` knows that boundary too, then sends the unit (`Unit`), its positions at the
+//!    boundaries `g` knows staying with `g`, `w` marking the later ones. (Why the boundary: `w`
+//!    may be past a boundary `g` has not heard of yet; once `g`'s epoch passes it too, `w`
+//!    could write its part of that checkpoint before the unit arrives, and neither would name
+//!    the unit there. A boundary `w` learns after accepting is at or after `e`, which `w`
+//!    does not pass before the unit arrives.)
 //!    an accepted unit is `g`'s to send (a later rescale does not take it back: `w` assigns it
 //!    anew once it has it). If the unit ends at `g` first, `g` sends `Cancel`.
 //! 4. `w` puts the unit on its process' [`ReaderBoard`] (its epoch cannot pass the unit's
@@ -109,11 +114,13 @@ pub enum Wire {
         from: u32,
         unit: UnitId,
     },
-    /// `from` holds its epoch at `epoch` until the unit arrives.
+    /// `from` holds its epoch at `epoch` until the unit arrives; `known`: the newest
+    /// checkpoint boundary it knows.
     Accept {
         from: u32,
         unit: UnitId,
         epoch: u64,
+        known: u64,
     },
     Refuse {
         from: u32,
@@ -137,9 +144,9 @@ pub(super) struct Remote {
     /// Something was sent since the input last advanced (an exchange hands data on once its
     /// input's time moves).
     sent: bool,
-    /// Units of this worker offered to a worker of another process: to whom, and the epoch it
-    /// holds at once it accepted.
-    offered: BTreeMap<UnitId, (usize, Option<u64>)>,
+    /// Units of this worker offered to a worker of another process: to whom, and once it
+    /// accepted, the epoch it holds at and the newest checkpoint boundary it knew.
+    offered: BTreeMap<UnitId, (usize, Option<(u64, u64)>)>,
     /// Units this worker accepted and waits for, from whom.
     awaited: BTreeMap<UnitId, usize>,
     /// The epoch word last gossiped, and when.
@@ -226,11 +233,12 @@ impl Remote {
     }
 
     /// Whether `r`, which goes to worker `to` of another process, can be sent now: `to`
-    /// accepted it and `low` is not behind the epoch it holds at. Offers it first.
-    pub(super) fn ready(&mut self, r: &Reading, to: usize, low: u64) -> bool {
+    /// accepted it, `low` is not behind the epoch it holds at, and this worker knows
+    /// (`known`) every checkpoint boundary it knew. Offers it first.
+    pub(super) fn ready(&mut self, r: &Reading, to: usize, (low, known): (u64, u64)) -> bool {
         let id = UnitId::of(r);
         match self.offered.get(&id) {
-            Some(&(w, accepted)) if w == to => accepted.is_some_and(|epoch| low >= epoch),
+            Some(&(w, accepted)) if w == to => accepted.is_some_and(|(epoch, theirs)| low >= epoch && known >= theirs),
             _ => {
                 self.offered.insert(id, (to, None));
                 self.send(to, Wire::Offer { from: self.me as u32, unit: id });
@@ -276,18 +284,19 @@ impl Remote {
     /// Take what the other processes' workers said: epochs, offers (accepted or refused),
     /// answers to this worker's offers (a refused unit stays in `readers`), and units, which
     /// go to the board for this worker to take.
-    pub(super) fn poll(&mut self, board: &ReaderBoard, readers: &mut [Reading]) {
+    /// `known`: the newest checkpoint boundary this worker knows (told with an acceptance).
+    pub(super) fn poll(&mut self, board: &ReaderBoard, readers: &mut [Reading], known: u64) {
         let inbox = std::mem::take(&mut *self.inbox.borrow_mut());
         for wire in inbox {
             match wire {
                 Wire::Epoch { from, epoch, holding } => board.heard(from as usize, epoch, holding),
-                Wire::Offer { from, unit } => self.offered_to_me(board, from as usize, unit),
-                Wire::Accept { from, unit, epoch } => {
+                Wire::Offer { from, unit } => self.offered_to_me(board, from as usize, (unit, known)),
+                Wire::Accept { from, unit, epoch, known } => {
                     // Still going there (no rescale sent it elsewhere since the offer)?
                     let to = Some(from as usize);
                     let going = readers.iter().any(|r| UnitId::of(r) == unit && r.moving_to == to);
                     match self.offered.get_mut(&unit) {
-                        Some((w, accepted @ None)) if going && Some(*w) == to => *accepted = Some(epoch),
+                        Some((w, accepted @ None)) if going && Some(*w) == to => *accepted = Some((epoch, known)),
                         _ => self.send(from as usize, Wire::Cancel { unit }),
                     }
                 }
@@ -318,7 +327,7 @@ impl Remote {
 
     /// A worker of another process offers `unit`: accept it (holding this worker's epoch
     /// from now on) if this worker can read it and still reads; else refuse, saying why.
-    fn offered_to_me(&mut self, board: &ReaderBoard, from: usize, unit: UnitId) {
+    fn offered_to_me(&mut self, board: &ReaderBoard, from: usize, (unit, known): (UnitId, u64)) {
         let reason = if board.epoch_of(self.me).0 >= DONE {
             Err("its input has ended".to_string())
         } else {
@@ -328,7 +337,7 @@ impl Remote {
             Ok(()) => {
                 self.awaited.insert(unit, from);
                 let epoch = board.expect(self.me, true);
-                self.send(from, Wire::Accept { from: self.me as u32, unit, epoch });
+                self.send(from, Wire::Accept { from: self.me as u32, unit, epoch, known });
             }
             Err(reason) => {
                 eprintln!("saams: worker {} refuses unit {} from worker {from}: {reason}", self.me, unit.unit);
