@@ -68,6 +68,10 @@ pub fn build(
 ) -> (RecInput, ProbeHandle<u64>) {
     let mut input: RecInput = InputHandle::new();
     let probe = ProbeHandle::new();
+    if let Some(devices) = &devices {
+        plan.borrow_mut().device_replies = devices.relay().replies();
+        relay_answers(devices, plan.borrow().routing.window_ms, &sink, &hub);
+    }
     let at = plan.clone();
     let recent = hub.clone();
     let mut registry = worker.dataflow::<u64, _, _>(|scope| {
@@ -122,6 +126,25 @@ pub fn build(
     }
     registry.close();
     (input, probe)
+}
+
+/// A job merging devices: the devices' answers its readers hand on at once
+/// ([`crate::edge::relay`]) go where the dataflow's lines go: to the sink, named as the
+/// dataflow names its lines, and to this process' hub when someone waits here. (Held weakly:
+/// the devices' table holds this, and must not keep the sink or itself alive.)
+fn relay_answers(devices: &Arc<Devices>, window_ms: i64, sink: &Arc<LineSink>, hub: &Arc<Hub>) {
+    let (named, sink, hub) = (Arc::downgrade(devices), Arc::downgrade(sink), Arc::downgrade(hub));
+    let window_ms = window_ms.max(1) as u64;
+    devices.relay().deliver_with(Box::new(move |time, open, line| {
+        let (origin, body) = split_reply(line);
+        if let (Some(sink), Some(devices)) = (sink.upgrade(), named.upgrade()) {
+            let line = devices.name_in(body, time, time - time % window_ms);
+            sink.write_at(time, open, std::iter::once(line));
+        }
+        if let (Some((_, ticket)), Some(hub)) = (origin, hub.upgrade()) {
+            hub.reply(ticket, body.to_string());
+        }
+    }));
 }
 
 /// Epoch gossip for Kafka input: every worker's own epoch (while it has active partitions)

@@ -18,6 +18,8 @@
 //!   that long, and one to a device fed slowly when it reads its fence's window: each equals the
 //!   answer of one job over the tuples the device took before the fence (those older than a
 //!   fence it took as its watermark, read after it, are late on the device).
+//! - The cloud hands a device's answer on as it comes: with every device quiet and no
+//!   `--exit-when-idle`, the client gets it (no 504), written once to the job's output.
 //!
 //! Where the variable was unset at build time the tests show as ignored.
 
@@ -88,24 +90,25 @@ struct Running {
 
 impl Running {
     /// `flags`: the devices'; `idle`: the cloud's `--idle-timeout` (how long a partition whose
-    /// device said goodbye holds windows).
-    fn start(brokers: &str, (dir, files): (&Path, &[PathBuf]), topic: &str, (flags, idle): (&[&str], &str)) -> Running {
+    /// device said goodbye holds windows). The cloud ends 10 s after its input went idle.
+    fn start(brokers: &str, at: (&Path, &[PathBuf]), topic: &str, flags: (&[&str], &str)) -> Running {
+        Running::start_ending(brokers, at, topic, flags, &["--exit-when-idle", "10s"])
+    }
+
+    /// [`Running::start`] with the cloud's `ends` flags (none: it runs until stopped).
+    fn start_ending(
+        brokers: &str,
+        (dir, files): (&Path, &[PathBuf]),
+        topic: &str,
+        (flags, idle): (&[&str], &str),
+        ends: &[&str],
+    ) -> Running {
         let e = edge();
         let mut base = e.cloud_base(brokers, topic);
-        base.args([
-            "--partitions",
-            "4",
-            "--exit-when-idle",
-            "10s",
-            "--device-timeout",
-            "60s",
-            "--idle-timeout",
-            idle,
-            "--http-timeout",
-            "60",
-        ])
-        .args(["--http", "127.0.0.1:0", "--snapshots"])
-        .arg(dir.join("snapshots"));
+        base.args(ends)
+            .args(["--partitions", "4", "--device-timeout", "60s", "--idle-timeout", idle, "--http-timeout", "60"])
+            .args(["--http", "127.0.0.1:0", "--snapshots"])
+            .arg(dir.join("snapshots"));
         let (mut cloud, texts) = edge_common::spawn_with_texts(&mut base, files);
         let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
         let devices = texts
@@ -425,9 +428,8 @@ fn asks_to_a_quiet_device_and_to_a_slowly_paced_one_are_answered_at_their_fences
     let (dev1, stdin, _) = run.devices.remove(1);
     drop(stdin);
     let dev1 = check(dev1.wait_with_output().expect("dev1 ends"), "saams-edge --follow");
-    // Quiet: 3 s after its last line dev0 takes the fence as its watermark and answers. (The
-    // reply reaches the client once the cloud's watermark passes the input's epoch, which a
-    // quiet device does not move: it comes while dev0 is fed again.)
+    // Quiet: 3 s after its last line dev0 takes the fence as its watermark and answers (the
+    // cloud relays the answer when it comes: `a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet`).
     let first = query(221);
     let reply1 = post(&run.addr, &first);
     wait_answers(&brokers, &topic, 1);
@@ -462,5 +464,44 @@ fn asks_to_a_quiet_device_and_to_a_slowly_paced_one_are_answered_at_their_fences
     assert!(late > 0, "dev0 read lines of the window it closed when quiet");
     assert_eq!(figure(&outs[0], "late"), late, "the lines older than the first fence, read after it");
     assert_eq!((figure(&dev1, "answers"), figure(&dev1, "idle_fences")), (0, 0), "no ask waited for dev1");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let (dir, files) = workspace("relay");
+    let topic = unique("edge-requests-relay");
+    // No --exit-when-idle: nothing but the device's answer can end the client's wait.
+    let flags = (&["--resident", "--idle-after", "3s"][..], "2s");
+    let mut run = Running::start_ending(&brokers, (&dir, &files), &topic, flags, &[]);
+    let half = CUT - edge().window_ms / 2000;
+    run.feed_seconds(0..half, Duration::ZERO);
+    run.wait_cut();
+    let (dev1, stdin, _) = run.devices.remove(1);
+    drop(stdin);
+    check(dev1.wait_with_output().expect("dev1 ends"), "saams-edge --follow");
+    // Every device is quiet from here on: dev0 answers 3 s after its last line, and the cloud
+    // hands the answer on as it comes (its own watermark stays where it is).
+    let asked = query(231);
+    let (answer, fence) = answered(post(&run.addr, &asked).join().expect("the POST"));
+    let lines = run.devices[0].2.clone();
+    assert!(second_of(fence) >= CUT, "the fence {fence} is after every tuple dev0 read");
+    assert_eq!(answer, raw_answer(&dir, "relay", &lines_in(&lines, 0..half), &asked), "what dev0 read before");
+    let (dev0, stdin, _) = run.devices.remove(0);
+    drop(stdin);
+    let dev0 = check(dev0.wait_with_output().expect("dev0 ends"), "saams-edge --follow");
+    assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), 1, "dev0 answered once");
+    let stopped = Command::new("kill").args(["-TERM", &run.cloud.id().to_string()]).status().expect("kill");
+    assert!(stopped.success());
+    let out = check(run.cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let written: Vec<&str> = stdout.lines().filter(|l| l.starts_with("{\"requestID\":231,")).collect();
+    assert_eq!(written.len(), 1, "the answer is written once to the job's output: {written:?}");
+    // Named as every answer of a job merging devices is (the devices covering its window).
+    let (line, named) = edge_common::without_devices(written[0]);
+    assert_eq!(without_as_of(&line).0, answer, "the output holds the reply");
+    assert!(named.iter().any(|d| d == "dev0"), "{named:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

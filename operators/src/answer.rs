@@ -8,7 +8,7 @@ use saams::api::request::QuerySpec;
 use saams::api::request::query_spec;
 use serde_json::Value as Json;
 
-use crate::ask::{Ask, AskWhat, reply_line};
+use crate::ask::{Ask, AskWhat, DeviceAnswer, reply_line};
 use crate::plan::{Plan, QueryReg, SynSpec};
 use crate::window::Held;
 use saams::api::window::{Span, WindowSpec, WindowType};
@@ -186,4 +186,21 @@ pub fn at_end(plan: &Plan, syn: u32, held: &mut Held, out: &mut Vec<String>) {
         };
         out.push(e.to_json_line());
     }
+}
+
+/// The line that answers `asked` from the device's `answer` (for synopsis `syn`), tagged for
+/// whoever waits ([`reply_line`]): the device's line, or an error when it answered another
+/// synopsis or its SAVE's snapshot cannot be written here (written with the job's store first).
+pub fn hand_on(plan: &Plan, asked: &Ask, (syn, answer): (u32, &DeviceAnswer)) -> String {
+    if syn != asked.syn {
+        let why = format!("device {} answered synopsis {syn} for an ask of synopsis {}", answer.device, asked.syn);
+        crate::device_part::refuse(&why);
+        return reply_line(asked.origin, ask_error(asked, &why));
+    }
+    if let Some((file, bytes)) = &answer.saved
+        && let Err(e) = plan.store.save(file, bytes)
+    {
+        return reply_line(asked.origin, ask_error(asked, &format!("SAVE {file}: {e}")));
+    }
+    reply_line(asked.origin, answer.line.clone())
 }

@@ -72,6 +72,7 @@ pub mod ask;
 pub mod changes;
 pub mod checkpoint;
 pub mod device_part;
+pub mod device_replies;
 pub mod fold;
 pub mod introspection;
 pub mod merge_tree;

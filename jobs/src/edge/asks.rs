@@ -9,9 +9,9 @@
 //! same number. It answers once it has closed every window before the fence and before it
 //! reads a value of the fence's window — from its state as the cloud's owner would have held
 //! it there, with the owner's code ([`answer::ask_line`]): the same line, `asOf` the fence — and
-//! ships the answer ([`Body::Answer`]) on its partition of the partials topic. The cloud hands
-//! it to the waiting ask's owner, which writes a SAVE's snapshot and hands the line on to the
-//! output and whoever waits ([`saams_operators::ask::AskWhat::Answered`]).
+//! ships the answer ([`Body::Answer`]) on its partition of the partials topic. The cloud's
+//! worker reading it hands it on at once ([`super::relay`]): it writes a SAVE's snapshot and the
+//! line to the output and to whoever waits, without waiting for the cloud's own progress.
 //!
 //! So the answer covers exactly the values before the fence: the answer of one job reading the
 //! same tuples up to the fence. A device whose input ends answers the asks it has heard then,

@@ -91,6 +91,8 @@ pub struct Devices {
     /// Per synopsis (dataset, stream, synopsisID) resident on a device: the device
     /// ([`super::resident`]; ad-hoc requests for it are refused, naming it).
     resident: Mutex<BTreeMap<(String, String, u64), String>>,
+    /// The devices' answers to asks, handed on as they come ([`super::relay`]).
+    relay: super::relay::Relay,
 }
 
 /// A [`Publish`] (a closure, which has no `Debug`).
@@ -118,7 +120,18 @@ impl Devices {
             process: 0,
             others: Mutex::default(),
             resident: Mutex::default(),
+            relay: super::relay::Relay::default(),
         }
+    }
+
+    /// The devices' answers to asks and where they go ([`super::relay`]).
+    pub fn relay(&self) -> &super::relay::Relay {
+        &self.relay
+    }
+
+    /// This process' index.
+    pub fn process(&self) -> u64 {
+        self.process
     }
 
     /// The table of process `process` of the job.

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use saams::Synopsis;
-use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
+use saams_operators::ask::{Ask, DeviceAnswer};
 use saams_operators::device_part::DevicePart;
 use saams_operators::plan::Mode;
 use saams_operators::query_view::QueryView;
@@ -23,6 +23,7 @@ use serde_json::Value as Json;
 
 use super::devices::Devices;
 use super::monitor_site::{SiteOwners, site_recs};
+use super::relay::Admitted;
 use super::shipment::{Answered, Body, GroupData, GroupShip, Shipment, SynId};
 
 /// Bit 62 marks the sequence numbers of a device's values, above 22 bits of the device id's
@@ -57,6 +58,9 @@ pub struct Intake {
     sites: SiteOwners,
     /// Devices' answers to asks, as ask records for the tuple input ([`Intake::take_answers`]).
     answers: Vec<Ask>,
+    /// Devices' answers handed on at once ([`super::relay`]): the line, tagged for whoever
+    /// waits, and the checkpoint boundary open when it came.
+    relayed: Vec<(String, Option<u64>)>,
     /// Per partition: the devices heard on it that have not said goodbye. A partition without
     /// any is *vacant*, and stops holding windows sooner ([`Intake::vacancies`]).
     assigned: HashMap<i32, std::collections::BTreeSet<String>>,
@@ -78,6 +82,7 @@ impl Intake {
             newest: HashMap::new(),
             sites: SiteOwners::default(),
             answers: Vec::new(),
+            relayed: Vec::new(),
             assigned: HashMap::new(),
             vacancies: Vec::new(),
         }
@@ -251,11 +256,13 @@ impl Intake {
 }
 
 impl Intake {
-    /// A device's answer to an ask of a synopsis resident on it ([`super::asks`]): an ask record
-    /// for the synopsis' home, which hands it on ([`Intake::take_answers`]).
+    /// A device's answer to an ask of a synopsis resident on it ([`super::asks`]): handed on at
+    /// once when its ask waits in this process ([`super::relay`]), else an ask record for the
+    /// synopsis' home, which hands it on ([`Intake::take_answers`]).
     ///
     /// # Errors
-    /// A synopsis this job does not maintain (counted as refused for the device).
+    /// A synopsis this job does not maintain (counted as refused for the device), an answer to
+    /// an ask answered already (counted as replayed).
     fn answer(&mut self, plan: &Plan, device: &str, answered: Answered) -> Result<(), Refusal> {
         self.devices.touch(device, |r| r.state = "live");
         let Some(syn) = find(plan, &answered.synopsis) else {
@@ -269,23 +276,29 @@ impl Intake {
         };
         let home = plan.routing.synopses[syn as usize].home as u32;
         let answer = DeviceAnswer { device: device.to_string(), line: answered.line, saved: answered.saved };
-        self.answers.push(Ask {
-            id: answered.ask,
-            syn,
-            home,
-            spread: false,
-            request_id: Json::Null,
-            uid: None,
-            what: AskWhat::Answered(Box::new(answer)),
-            origin: None,
-            device_answers: false,
-        });
+        let process = self.devices.process();
+        match self.devices.relay().admit(plan, process, (answered.ask, syn, home), answer) {
+            Ok(Admitted::Now(line)) => {
+                let open = plan.checkpoints.borrow().boundaries.keys().next().copied();
+                self.relayed.push((line, open));
+            }
+            Ok(Admitted::Kept) => {}
+            Ok(Admitted::ToHome(ask)) => self.answers.push(ask),
+            Err(why) => {
+                self.devices.touch(device, |r| r.replayed += 1);
+                return Err((why, false));
+            }
+        }
         Ok(())
     }
 
-    /// The devices' answers admitted since the last call, as records of the tuple input sent
-    /// at `time` (the input's epoch), each to its synopsis' home.
+    /// The devices' answers admitted since the last call: those handed on here written now (at
+    /// `time`, the input's epoch, where the home's line would have been), the others returned
+    /// as records of the tuple input sent at `time`, each to its synopsis' home.
     pub fn take_answers(&mut self, time: u64) -> Vec<Rec> {
+        for (line, open) in self.relayed.drain(..) {
+            self.devices.relay().deliver(time, open, &line);
+        }
         let time = i64::try_from(time).unwrap_or(i64::MAX);
         self.answers
             .drain(..)

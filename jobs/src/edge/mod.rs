@@ -34,6 +34,7 @@ pub mod intake;
 pub mod kept;
 pub mod monitor_site;
 pub mod refusals;
+pub mod relay;
 pub mod reports;
 pub mod resident;
 pub mod resume;

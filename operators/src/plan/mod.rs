@@ -42,6 +42,7 @@ use saams::api::window::WindowSpec;
 
 use crate::ask::{Origin, reply_line};
 use crate::checkpoint::Checkpointing;
+use crate::device_replies::DeviceReplies;
 use crate::introspection::Published;
 use crate::monitor::MonitorPlan;
 use crate::monitor::live::MonitorApplied;
@@ -95,6 +96,9 @@ pub struct Plan {
     /// The streams of the request script monitored by the sliding-window protocols
     /// ([`crate::monitor`]), maintained on an operator path of their own.
     pub monitor: Rc<MonitorPlan>,
+    /// Asks of synopses resident on devices and the devices' answers (shared by the process'
+    /// workers in a job merging devices: [`crate::device_replies`]).
+    pub device_replies: Arc<DeviceReplies>,
 }
 
 impl std::fmt::Debug for Plan {
@@ -163,6 +167,7 @@ impl Plan {
             update: true,
             published: Arc::default(),
             monitor: Rc::new(MonitorPlan::from_script(requests)),
+            device_replies: Arc::default(),
         };
         for (n, r) in requests.iter().enumerate() {
             let generated = serde_json::json!(format!("req-{}", n + 1));

@@ -118,8 +118,6 @@ pub(super) struct State {
     pub(super) pair_hold: u64,
     /// Device partials of owned groups, per window, waiting for its close ([`device_parts`]).
     device_parts: DeviceParts,
-    /// Asks of synopses resident on a device, and the devices' answers ([`device_asks`]).
-    device_asks: device_asks::DeviceAsks,
 }
 
 /// Feed the values of buffer `key` older than `bound` (ms) to their synopses, if there are at

@@ -1,0 +1,115 @@
+//! Where a device's answer meets the ask it answers ([`crate::ask::AskWhat::Answered`]),
+//! shared by a process' workers: the synopsis' home puts the asks it keeps waiting here, and the
+//! worker reading the device's partition hands the answer on from here as soon as it comes.
+//!
+//! Why outside the dataflow: the device answered from its state at the ask's fence, which is
+//! exact whenever it comes, so nothing in the cloud needs to wait for it. Sent through the tuple
+//! input, the answer waited in the input's buffer until the reading worker's epoch moved on,
+//! which a quiet input (every device idle) never does: the client got a 504.
+//!
+//! Exactly once: an answer is handed on once per ask, by whichever side comes second (the home
+//! when the answer came first, the reader when the ask did); ids of asks answered are kept
+//! (bounded), so a device restarted after it answered, answering again, is dropped.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use crate::ask::{Ask, DeviceAnswer};
+
+/// Answers kept for asks not seen yet, and ids of asks answered kept to drop replays: beyond
+/// this many, the oldest go (an answer to an ask this job never made, e.g. one it refused,
+/// would be kept for ever).
+const KEPT: usize = 1024;
+
+/// Asks waiting for their device's answer, answers waiting for their ask, asks answered.
+#[derive(Default, Debug)]
+struct Table {
+    waiting: HashMap<u64, Ask>,
+    early: BTreeMap<u64, (u32, Box<DeviceAnswer>)>,
+    answered: BTreeSet<u64>,
+}
+
+/// What became of a device's answer handed to [`DeviceReplies::answer_came`].
+#[derive(Debug, PartialEq)]
+pub enum Came {
+    /// Its ask waited here (now taken out): hand the answer on now.
+    Ask(Box<(Ask, DeviceAnswer)>),
+    /// Kept until its ask comes ([`DeviceReplies::ask_made`] returns it).
+    Kept,
+    /// Its ask was answered already: a replay, dropped.
+    Replayed,
+}
+
+/// The asks of synopses resident on devices and the devices' answers, of one process.
+///
+/// ```
+/// use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
+/// use saams_operators::device_replies::{Came, DeviceReplies};
+/// let ask = Ask { id: 5, syn: 0, home: 0, spread: false, request_id: serde_json::json!(1), uid: None,
+///                 what: AskWhat::Query(serde_json::json!([1])), origin: Some((0, 3)), device_answers: true };
+/// let answer = || DeviceAnswer { device: "pi".into(), line: "{}".into(), saved: None };
+/// let replies = DeviceReplies::default();
+/// assert_eq!(replies.ask_made(&ask), None); // it waits
+/// assert_eq!(replies.answer_came(5, 0, answer()), Came::Ask(Box::new((ask.clone(), answer()))));
+/// assert_eq!(replies.answer_came(5, 0, answer()), Came::Replayed); // the device answered again
+/// // The answer first: the ask takes it.
+/// assert_eq!(replies.answer_came(6, 0, answer()), Came::Kept);
+/// assert_eq!(replies.ask_made(&Ask { id: 6, ..ask }), Some((0, answer())));
+/// ```
+#[derive(Default, Debug)]
+pub struct DeviceReplies {
+    table: Mutex<Table>,
+}
+
+impl DeviceReplies {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        // Every operation leaves the table consistent.
+        self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The home made `ask` (its device answers it): the device's answer `(synopsis, answer)` if
+    /// it came already (to hand on now), else `None` (the ask waits here for it).
+    pub fn ask_made(&self, ask: &Ask) -> Option<(u32, DeviceAnswer)> {
+        let mut t = self.lock();
+        match t.early.remove(&ask.id) {
+            Some((syn, answer)) => {
+                answered(&mut t, ask.id);
+                Some((syn, *answer))
+            }
+            None => {
+                t.waiting.insert(ask.id, ask.clone());
+                None
+            }
+        }
+    }
+
+    /// A device answered ask `id` (for synopsis `syn`): see [`Came`].
+    pub fn answer_came(&self, id: u64, syn: u32, answer: DeviceAnswer) -> Came {
+        let mut t = self.lock();
+        if t.answered.contains(&id) {
+            return Came::Replayed;
+        }
+        if let Some(ask) = t.waiting.remove(&id) {
+            answered(&mut t, id);
+            return Came::Ask(Box::new((ask, answer)));
+        }
+        t.early.insert(id, (syn, Box::new(answer)));
+        while t.early.len() > KEPT {
+            t.early.pop_first();
+        }
+        Came::Kept
+    }
+
+    /// The ask `id` still waiting, left waiting (who waits for it: its origin).
+    pub fn waiting(&self, id: u64) -> Option<Ask> {
+        self.lock().waiting.get(&id).cloned()
+    }
+}
+
+/// Note ask `id` answered (the oldest ids beyond [`KEPT`] go).
+fn answered(t: &mut Table, id: u64) {
+    t.answered.insert(id);
+    while t.answered.len() > KEPT {
+        t.answered.pop_first();
+    }
+}
