@@ -357,6 +357,21 @@ impl Running {
     }
 }
 
+impl Running {
+    /// Feed both devices up to the middle of the window before the cut (that window stays open
+    /// on them), then end dev1's input: from now on only dev0 holds the cloud's watermark (a
+    /// quiet device beside it would hold it, and the reply with it, for --device-timeout).
+    /// That second of the day, and dev1's output.
+    fn dev0_alone(&mut self) -> (u64, Output) {
+        let half = CUT - edge().window_ms / 2000;
+        self.feed_seconds(0..half, Duration::ZERO);
+        self.wait_cut();
+        let (dev1, stdin, _) = self.devices.remove(1);
+        drop(stdin);
+        (half, check(dev1.wait_with_output().expect("dev1 ends"), "saams-edge --follow"))
+    }
+}
+
 /// The lines of `lines` whose second of the day is in `seconds`.
 fn lines_in<'a>(lines: &[&'a str], seconds: std::ops::Range<u64>) -> Vec<&'a str> {
     lines.iter().filter(|l| seconds.contains(&edge_common::second_of_day(l))).copied().collect()
@@ -419,15 +434,7 @@ fn asks_to_a_quiet_device_and_to_a_slowly_paced_one_are_answered_at_their_fences
     let (dir, files) = workspace("quiet");
     let topic = unique("edge-requests-quiet");
     let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident", "--idle-after", "3s"], "2s"));
-    // Up to the middle of the window before the cut: that window stays open on the devices.
-    let half = CUT - edge().window_ms / 2000;
-    run.feed_seconds(0..half, Duration::ZERO);
-    run.wait_cut();
-    // dev1's input ends: from now on only dev0 holds the cloud's watermark (a quiet device
-    // beside it would hold it, and the reply with it, for --device-timeout).
-    let (dev1, stdin, _) = run.devices.remove(1);
-    drop(stdin);
-    let dev1 = check(dev1.wait_with_output().expect("dev1 ends"), "saams-edge --follow");
+    let (half, dev1) = run.dev0_alone();
     // Quiet: 3 s after its last line dev0 takes the fence as its watermark and answers (the
     // cloud relays the answer when it comes: `a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet`).
     let first = query(221);
@@ -476,12 +483,7 @@ fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
     // No --exit-when-idle: nothing but the device's answer can end the client's wait.
     let flags = (&["--resident", "--idle-after", "3s"][..], "2s");
     let mut run = Running::start_ending(&brokers, (&dir, &files), &topic, flags, &[]);
-    let half = CUT - edge().window_ms / 2000;
-    run.feed_seconds(0..half, Duration::ZERO);
-    run.wait_cut();
-    let (dev1, stdin, _) = run.devices.remove(1);
-    drop(stdin);
-    check(dev1.wait_with_output().expect("dev1 ends"), "saams-edge --follow");
+    let (half, _) = run.dev0_alone();
     // Every device is quiet from here on: dev0 answers 3 s after its last line, and the cloud
     // hands the answer on as it comes (its own watermark stays where it is).
     let asked = query(231);
