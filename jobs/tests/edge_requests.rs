@@ -20,6 +20,8 @@
 //!   fence it took as its watermark, read after it, are late on the device).
 //! - The cloud hands a device's answer on as it comes: with every device quiet and no
 //!   `--exit-when-idle`, the client gets it (no 504), written once to the job's output.
+//! - An ad-hoc pair query of resident synopses (on one device, or on two) is answered by the
+//!   cloud from the views at its point, equal to the raw run of the tuples before it.
 //!
 //! Where the variable was unset at build time the tests show as ignored.
 
@@ -48,8 +50,13 @@ fn edge() -> Edge {
 
 /// The generated tuples and each device's share, in a fresh directory with a `snapshots` one.
 fn workspace(name: &str) -> (PathBuf, Vec<PathBuf>) {
+    workspace_of(name, SHARES)
+}
+
+/// [`workspace`] with the devices reading `shares` of the streams.
+fn workspace_of(name: &str, shares: [[&str; 2]; 2]) -> (PathBuf, Vec<PathBuf>) {
     let dir = edge_common::tmp("edge-requests", name);
-    let files = edge_common::data(&dir, 2, |d, l| SHARES[d].contains(&edge_common::stream_of(l)));
+    let files = edge_common::data(&dir, 2, |d, l| shares[d].contains(&edge_common::stream_of(l)));
     std::fs::create_dir_all(dir.join("snapshots")).expect("the snapshot directory");
     (dir, files)
 }
@@ -86,6 +93,10 @@ struct Running {
     cloud: std::process::Child,
     addr: String,
     devices: Vec<edge_common::Fed<'static>>,
+    /// The cloud's standard output, read as it comes: left in its pipe until the end, the
+    /// answers of a whole run (~64 KiB) filled it, the job's writer blocked, its workers with
+    /// it, and the devices waiting for it to route their windows failed after --cloud-timeout.
+    answers: std::thread::JoinHandle<Vec<u8>>,
 }
 
 impl Running {
@@ -111,6 +122,12 @@ impl Running {
             .arg(dir.join("snapshots"));
         let (mut cloud, texts) = edge_common::spawn_with_texts(&mut base, files);
         let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
+        let mut stdout = cloud.stdout.take().expect("its stdout");
+        let answers = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut stdout, &mut bytes).expect("the job's output");
+            bytes
+        });
         let devices = texts
             .into_iter()
             .enumerate()
@@ -122,7 +139,7 @@ impl Running {
                 (child, stdin, text.lines().collect())
             })
             .collect();
-        Running { cloud, addr, devices }
+        Running { cloud, addr, devices, answers }
     }
 
     fn feed(&mut self, part: usize) {
@@ -137,17 +154,24 @@ impl Running {
 
     /// The devices' ends (their inputs closed), then `more` while the cloud runs, then its end.
     fn finish(self, more: impl FnOnce(&str)) -> (Vec<Output>, Output) {
-        let outs = self
-            .devices
+        let Running { cloud, addr, devices, answers } = self;
+        let outs = devices
             .into_iter()
             .map(|(child, stdin, _)| {
                 drop(stdin);
                 check(child.wait_with_output().expect("the device ends"), "saams-edge --follow")
             })
             .collect();
-        more(&self.addr);
-        (outs, check(self.cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http"))
+        more(&addr);
+        (outs, cloud_output(cloud, answers))
     }
+}
+
+/// The cloud job's end: its exit checked, with the output read meanwhile (`answers`).
+fn cloud_output(cloud: std::process::Child, answers: std::thread::JoinHandle<Vec<u8>>) -> Output {
+    let mut out = cloud.wait_with_output().expect("the job ends");
+    out.stdout = answers.join().expect("the job's output");
+    check(out, "saams --partials-topic --http")
 }
 
 /// A LOAD into EURTRY's Count-Min (kept whole or resident on dev0) posted mid-stream: the
@@ -497,7 +521,7 @@ fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
     assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), 1, "dev0 answered once");
     let stopped = Command::new("kill").args(["-TERM", &run.cloud.id().to_string()]).status().expect("kill");
     assert!(stopped.success());
-    let out = check(run.cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
+    let out = cloud_output(run.cloud, run.answers);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let written: Vec<&str> = stdout.lines().filter(|l| l.starts_with("{\"requestID\":231,")).collect();
     assert_eq!(written.len(), 1, "the answer is written once to the job's output: {written:?}");
@@ -506,4 +530,52 @@ fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
     assert_eq!(without_as_of(&line).0, answer, "the output holds the reply");
     assert!(named.iter().any(|d| d == "dev0"), "{named:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// EURTRY's DFT asked for every Forex pair's correlation (threshold −1), as request `id`.
+fn pair_query(id: u32) -> String {
+    format!(
+        r#"{{"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":4,"param":[-1,"correlation","price","Queryable","Ad-hoc"],"requestID":{id}}}"#
+    )
+}
+
+/// Two devices keeping `shares` of the streams resident: an ad-hoc pair query of EURTRY's DFT
+/// posted mid-stream is answered by the cloud from the views at its point (`asOf`), equal to
+/// the raw run of every tuple before it; it is not a device's ask (no device answers it or
+/// takes a fence for it).
+fn a_pair_ask_of_resident_synopses_equals_the_raw_run(name: &str, shares: [[&'static str; 2]; 2]) {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let (dir, files) = workspace_of(name, shares);
+    let topic = unique("edge-requests-pair");
+    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident", "--idle-after", "3s"], "2s"));
+    let half = CUT - edge().window_ms / 2000;
+    run.feed_seconds(0..half, Duration::ZERO);
+    run.wait_cut();
+    let asked = pair_query(241);
+    let (answer, at) = answered(post(&run.addr, &asked).join().expect("the POST"));
+    assert!(answer.contains(r#""estimate":[["EURTRY","XAUUSD","#), "the pair is answered: {answer}");
+    run.feed_seconds(half..u64::MAX, Duration::ZERO);
+    let (outs, _) = run.finish(|_| {});
+    let all = std::fs::read_to_string(dir.join("all.json")).expect("the tuples");
+    let before: Vec<&str> = all.lines().filter(|l| (edge().window_of(l) as i64) < at % 86_400_000).collect();
+    assert_eq!(answer, raw_answer(&dir, name, &before, &asked), "the pairs of the tuples before its point");
+    for out in &outs {
+        let figure = |key: &str| edge_common::figure(out, "edge ", key);
+        assert_eq!((figure("answers"), figure("idle_fences")), (0, 0), "no device answered or waited");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_pair_ask_of_synopses_resident_on_one_device_equals_the_raw_run() {
+    // EURTRY and XAUUSD (the Forex pair) both on dev0.
+    a_pair_ask_of_resident_synopses_equals_the_raw_run("pair-one", SHARES);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_pair_ask_of_synopses_resident_on_two_devices_equals_the_raw_run() {
+    // EURTRY on dev0, XAUUSD on dev1.
+    a_pair_ask_of_resident_synopses_equals_the_raw_run("pair-two", [["EURTRY", "IBM"], ["XAUUSD", "SPY"]]);
 }

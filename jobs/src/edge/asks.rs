@@ -30,15 +30,18 @@ use saams_operators::answer;
 use saams_operators::ask::{Ask, AskWhat};
 
 use super::device::{DeviceWindows, syn_id};
+use super::refusals::is_pair_query;
 use super::shipment::{Answered, Body};
 use super::snapshots::ShippedSnapshots;
 
 impl DeviceWindows {
     /// True when the live request `text` (the control topic's typed requests) holds an ad-hoc
-    /// query or a SAVE of a synopsis resident here: this device answers it at its fence.
+    /// query or a SAVE of a synopsis resident here: this device answers it at its fence. Not a
+    /// pair query: the cloud answers it from the views ([`is_pair_query`]).
     pub fn answers_text(&self, plan: &Plan, text: &str) -> bool {
         read_log(text).into_iter().flatten().any(|req| {
             matches!(req.action, Action::Query { mode: QueryMode::AdHoc, .. } | Action::Save { .. })
+                && !is_pair_query(&req)
                 && plan.routing.synopses.iter().any(|spec| {
                     spec.group != u32::MAX
                         && !spec.is_deleted()

@@ -14,7 +14,7 @@
 //! - an ad-hoc query or SAVE of a synopsis resident on a device that does not follow: 409;
 //! - any of these while that device has left or is gone (silent for `--device-timeout`): 503.
 
-use saams::api::request::{Action, QueryMode, Request};
+use saams::api::request::{Action, QueryMode, QuerySpec, Request, query_spec};
 use serde_json::Value;
 
 /// A request refused: the HTTP status it is answered with and why.
@@ -42,10 +42,31 @@ pub fn resident_on(table: &Value, (dataset, stream, synopsis_id): (&str, &str, u
 }
 
 /// True for an ad-hoc query or SAVE of a synopsis resident on a device: it needs a fence (the
-/// device answers from its state there), so it is sequenced like a construct.
+/// device answers from its state there), so it is sequenced like a construct. A pair query
+/// ([`is_pair_query`]) is sequenced so too, though the cloud answers it from the views: the
+/// fence costs one round of agreement and changes nothing in its answer (its point is the
+/// window of the ask's input time either way).
 pub fn asks_a_device(table: &Value, req: &Request) -> bool {
     matches!(req.action, Action::Query { mode: QueryMode::AdHoc, .. } | Action::Save { .. })
         && resident_device(table, req).is_some()
+}
+
+/// True for an ad-hoc *pair* query (DFT correlation, LSH similarity, AMS inner product): the
+/// cloud answers it, also for synopses resident on devices, wherever their participants live;
+/// no device answers it or takes its fence as its watermark ([`super::asks`]).
+///
+/// Why it needs no device: a pair ask takes every participant's state at one window boundary
+/// `P` (every window before it, nothing after: `saams_operators::pair_ask`), and what a DFT
+/// correlation reads of a resident DFT at a window's close is exactly what its device ships as
+/// its query view then (its spectrum), which the cloud installs at that close. So the cloud's
+/// answer at `P` is the raw run's over the tuples before `P`, whether the participants are
+/// resident on one device, on two, or one in the cloud. The views of other kinds hold only their
+/// continuous queries' outcomes: an LSH or AMS pair ask of a resident synopsis is answered with
+/// an error line naming the device (`saams_operators::query_view`).
+pub fn is_pair_query(req: &Request) -> bool {
+    let Action::Query { args, mode: QueryMode::AdHoc, .. } = &req.action else { return false };
+    let Some(kind) = saams::Kind::from_id(req.synopsis_id) else { return false };
+    query_spec(kind, args).is_ok_and(|spec| !matches!(spec, QuerySpec::Single(_)))
 }
 
 /// Whether `device` follows the control topic, and whether it is live, per `table`'s rows
@@ -186,5 +207,13 @@ mod tests {
         assert!(!asks_a_device(&table(true, "live"), &parsed(&continuous)[0].clone().unwrap()));
         let other = QUERY.replace("\"A\"", "\"B\"");
         assert_eq!(body_refusal(&table(false, "gone"), &parsed(&other)), None);
+        // A pair query of a resident DFT: answered by the cloud from the views (still sequenced).
+        let pair = r#"{"streamID":"A","synopsisID":4,"dataSetKey":"F","param":[0.5,"correlation","price","Queryable","Ad-hoc"]}"#;
+        let dft =
+            |t: Value| serde_json::from_str(&t.to_string().replace("\"synopsisID\":1", "\"synopsisID\":4")).unwrap();
+        assert!(is_pair_query(&parsed(pair)[0].clone().unwrap()));
+        let coefficients = pair.replace("0.5,\"correlation\"", "\"coefficients\"");
+        assert!(!is_pair_query(&parsed(&coefficients)[0].clone().unwrap()));
+        assert!(asks_a_device(&dft(table(true, "live")), &parsed(&coefficients)[0].clone().unwrap()));
     }
 }
