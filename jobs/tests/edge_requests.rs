@@ -21,7 +21,8 @@
 //! - The cloud hands a device's answer on as it comes: with every device quiet and no
 //!   `--exit-when-idle`, the client gets it (no 504), written once to the job's output.
 //! - An ad-hoc pair query of resident synopses (on one device, or on two) is answered by the
-//!   cloud from the views at its point, equal to the raw run of the tuples before it.
+//!   cloud from the views at its point, equal to the raw run of the tuples before it; so is one
+//!   of synopses kept whole on two devices (from their states).
 //!
 //! Where the variable was unset at build time the tests show as ignored.
 
@@ -532,6 +533,9 @@ fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The Forex pair split over the devices: EURTRY on dev0, XAUUSD on dev1.
+const SPLIT_PAIR: [[&str; 2]; 2] = [["EURTRY", "IBM"], ["XAUUSD", "SPY"]];
+
 /// EURTRY's DFT asked for every Forex pair's correlation (threshold −1), as request `id`.
 fn pair_query(id: u32) -> String {
     format!(
@@ -539,15 +543,15 @@ fn pair_query(id: u32) -> String {
     )
 }
 
-/// Two devices keeping `shares` of the streams resident: an ad-hoc pair query of EURTRY's DFT
-/// posted mid-stream is answered by the cloud from the views at its point (`asOf`), equal to
-/// the raw run of every tuple before it; it is not a device's ask (no device answers it or
-/// takes a fence for it).
-fn a_pair_ask_of_resident_synopses_equals_the_raw_run(name: &str, shares: [[&'static str; 2]; 2]) {
+/// Two devices keeping `shares` of the streams resident (or whole, as `mode` says): an ad-hoc
+/// pair query of EURTRY's DFT posted mid-stream is answered by the cloud from the views (or the
+/// states) at its point (`asOf`), equal to the raw run of every tuple before it; it is not a
+/// device's ask (no device answers it or takes a fence for it).
+fn a_pair_ask_of_device_synopses_equals_the_raw_run(name: &str, mode: &str, shares: [[&'static str; 2]; 2]) {
     let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
     let (dir, files) = workspace_of(name, shares);
     let topic = unique("edge-requests-pair");
-    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&["--resident", "--idle-after", "3s"], "2s"));
+    let mut run = Running::start(&brokers, (&dir, &files), &topic, (&[mode, "--idle-after", "3s"], "2s"));
     let half = CUT - edge().window_ms / 2000;
     run.feed_seconds(0..half, Duration::ZERO);
     run.wait_cut();
@@ -570,12 +574,19 @@ fn a_pair_ask_of_resident_synopses_equals_the_raw_run(name: &str, shares: [[&'st
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_pair_ask_of_synopses_resident_on_one_device_equals_the_raw_run() {
     // EURTRY and XAUUSD (the Forex pair) both on dev0.
-    a_pair_ask_of_resident_synopses_equals_the_raw_run("pair-one", SHARES);
+    a_pair_ask_of_device_synopses_equals_the_raw_run("pair-one", "--resident", SHARES);
 }
 
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_pair_ask_of_synopses_resident_on_two_devices_equals_the_raw_run() {
     // EURTRY on dev0, XAUUSD on dev1.
-    a_pair_ask_of_resident_synopses_equals_the_raw_run("pair-two", [["EURTRY", "IBM"], ["XAUUSD", "SPY"]]);
+    a_pair_ask_of_device_synopses_equals_the_raw_run("pair-two", "--resident", SPLIT_PAIR);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_pair_ask_of_synopses_kept_whole_on_two_devices_equals_the_raw_run() {
+    // EURTRY on dev0, XAUUSD on dev1, their states shipped whole each window.
+    a_pair_ask_of_device_synopses_equals_the_raw_run("pair-whole", "--sole-reader", SPLIT_PAIR);
 }
