@@ -93,6 +93,30 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// Read on from `inner` instead, dropping what was read and not handed out yet. The blocks'
+    /// memory is kept: a reader moved from one part of a file to another (a striped unit moving
+    /// to its next stripe) allocated and faulted in its blocks again each time when made anew
+    /// (~25 % more CPU for a file in 1 MiB stripes).
+    ///
+    /// ```
+    /// use saams_datasets::lines::{Line, LineReader};
+    /// let mut r = LineReader::new(&b"a\nb\nc\n"[..]);
+    /// assert_eq!(r.next_line().unwrap(), Some((Line::Text("a\n"), 2)));
+    /// r.restart(&b"x\ny"[..]);
+    /// assert_eq!(r.next_line().unwrap(), Some((Line::Text("x\n"), 2)));
+    /// assert_eq!(r.next_line().unwrap(), Some((Line::Text("y"), 1)));
+    /// assert_eq!(r.next_line().unwrap(), None);
+    /// ```
+    pub fn restart(&mut self, inner: R) {
+        self.inner = inner;
+        // Nothing unread; the spent text keeps its length (room for the next read, not zeroed
+        // again: see `prepare`).
+        self.pos = self.text.len();
+        self.filled = 0;
+        self.bad.clear();
+        self.eof = false;
+    }
+
     /// The next line and its length in bytes (line end included), or `None` at the end.
     ///
     /// # Errors

@@ -114,8 +114,10 @@ pub struct Cli {
     /// lines, .txt → stock text, .csv → stock or AIS CSV by its header).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Files longer than this many bytes are split into the fewest byte ranges of equal length
-    /// up to it, read by different workers (0 = never split).
+    /// Files longer than this many bytes are split into as many units as the fewest byte ranges
+    /// of equal length up to it, read by different workers (0 = never split); where those ranges
+    /// are longer than a stripe (~1 MiB), each unit reads every n-th stripe of the file instead,
+    /// so the workers read side by side in event time.
     #[arg(long = "chunk-bytes", default_value_t = 64 << 20)]
     pub chunk_bytes: u64,
     /// Seeded generator used when no --data is given: `stocks:N[:T]` or `ais:N[:T]` (N streams of

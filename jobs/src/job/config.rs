@@ -219,6 +219,9 @@ pub fn input_names(units: &[Unit], generate: Option<&str>) -> Vec<String> {
         .map(|u| match u {
             Unit::File(p, _) => format!("file:{}", p.display()),
             Unit::Range(p, _, start, end) => format!("range:{}@{start}..{end}", p.display()),
+            Unit::Stripes(p, _, s) => {
+                format!("stripes:{}@{}+{}x{}..{}", p.display(), s.first, s.stride, s.size, s.len)
+            }
             Unit::Stdin(_) => "stdin".to_string(),
         })
         .collect();
@@ -233,8 +236,11 @@ type LayoutInputs = (Vec<Unit>, Vec<String>);
 fn input_candidates(cli: &Cli, generator: Option<&GeneratorSpec>) -> Result<Vec<LayoutInputs>, String> {
     // The inputs in each way files can be cut into ranges: this job's own first, then the one a
     // checkpoint of an earlier version may name (a job resumes in the layout it started in).
-    let layouts: &[RangeLayout] =
-        if cli.checkpoints.is_some() { &[RangeLayout::Equal, RangeLayout::Fixed] } else { &[RangeLayout::Equal] };
+    let layouts: &[RangeLayout] = if cli.checkpoints.is_some() {
+        &[RangeLayout::Striped, RangeLayout::Equal, RangeLayout::Fixed]
+    } else {
+        &[RangeLayout::Striped]
+    };
     let mut candidates = Vec::new();
     for &layout in layouts {
         let units = expand_inputs(&cli.data, cli.format.map(|f| f.parser()), cli.chunk_bytes, layout)?;

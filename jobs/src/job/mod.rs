@@ -35,6 +35,7 @@ mod config;
 mod epoch_pace;
 mod generated;
 mod handover;
+mod read_units;
 mod reading;
 mod request_topic;
 mod requests;

@@ -32,6 +32,9 @@ pub(super) enum Source {
 pub(super) struct Reading {
     /// The unit's index (a generated stream's), the high bits of its tuples' arrival sequence.
     pub(super) unit: u64,
+    /// The high bits of its tuples' arrival sequence: the unit's index, or a striped unit's
+    /// file's first unit's (its lines are numbered by byte offset: [`crate::source::stripes`]).
+    pub(super) seq_unit: u64,
     pub(super) source: Source,
     /// The tuple of the last line read (the pending one while `pending` is a tuple): every line
     /// of the unit is parsed into it, reusing its strings and fields.
@@ -88,8 +91,13 @@ impl Pending {
 impl Reading {
     /// A unit about to be read from its start.
     pub(super) fn new(unit: u64, source: Source) -> Reading {
+        let seq_unit = match &source {
+            Source::Lines(r) => unit.saturating_sub(r.units_before()),
+            _ => unit,
+        };
         Reading {
             unit,
+            seq_unit,
             source,
             tuple: saams::api::Tuple::default(),
             max_time: i64::MIN,

@@ -29,10 +29,6 @@ use super::reading::{Pending, Reading, Source};
 /// Tuples between two flushes of a worker's counts into the metrics registry.
 const METRICS_EVERY: u64 = 1 << 16;
 
-/// How far (event-time ms) any input is read past the one furthest behind: the reorder buffers
-/// of order-sensitive synopses hold about this much of the input (plus the lateness).
-const READ_STEP_MS: i64 = 120_000;
-
 /// Turns parsed tuples into routed records (the reading side of the routing pacts).
 pub(super) struct Router {
     plan: Rc<RefCell<Plan>>,
@@ -96,7 +92,7 @@ impl Router {
 
     /// Read `unit`'s next tuple into its `pending` (bad lines are dead-lettered on the way);
     /// false at the end of the unit.
-    fn fetch(&mut self, unit: &mut Reading, input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>) -> bool {
+    pub(super) fn fetch(&mut self, unit: &mut Reading, input: &mut RecInput) -> bool {
         loop {
             match &mut unit.source {
                 Source::Lines(reader) => match reader.next_tuple_into(&mut unit.tuple) {
@@ -187,7 +183,7 @@ impl Router {
         }
         let plan = self.plan.borrow();
         let window = self.last_window.of(&plan, time);
-        let seq = (unit.unit << 40) | line;
+        let seq = (unit.seq_unit << 40) | line;
         self.recs.clear();
         for &g in self.route_cache.groups(&plan, &t.dataset_key, &t.stream_id) {
             let group = &plan.routing.groups[g as usize];
@@ -326,7 +322,7 @@ impl Router {
     }
 
     /// The generator's path: values of known fields, routes resolved once per stream.
-    fn route_values(
+    pub(super) fn route_values(
         &mut self,
         unit: &mut Reading,
         index: u64,
@@ -442,84 +438,6 @@ impl LastWindow {
         }
         self.window
     }
-}
-
-/// One round of reading this worker's units: each up to a little past the unit furthest behind
-/// in event time, at most `allowance` tuples in all (`--rate`), nothing past `hold_end` while a
-/// fence is agreed. Units that ended are dropped (a quiet live stdin stays).
-pub(super) fn read_units(
-    readers: &mut Vec<Reading>,
-    router: &mut Router,
-    input: &mut RecInput,
-    (allowance, hold_end): (u64, Option<i64>),
-    (window_ms, ended): (i64, &mut Vec<super::reading::Left>),
-) {
-    let routed_before = router.tuples;
-    // Read in event-time step: every unit up to a little past the unit that is furthest
-    // behind (2 windows, at most READ_STEP_MS), so the watermark follows the input closely
-    // and the values waiting for it (the update operator's reorder buffers) stay few,
-    // whatever the window length.
-    // A unit with nothing pending (it read its whole batch) is where its newest tuple is:
-    // ignoring it let every other unit run ahead, and the reorder buffers held all of them.
-    // A unit not read yet shows where it starts first: byte ranges of one file start at other
-    // times, and routing the first tuples of each at once opened windows all over the file
-    // (and put checkpoint boundaries and live requests' fences near its end).
-    for r in readers.iter_mut() {
-        if r.pending.is_none() && r.max_time == i64::MIN {
-            router.fetch(r, input);
-        }
-    }
-    let position =
-        |r: &Reading| r.pending.as_ref().map(Pending::time).or((r.max_time != i64::MIN).then_some(r.max_time));
-    let horizon = readers.iter().filter_map(position).min();
-    let horizon = horizon.map_or(i64::MIN, |t| t.saturating_add((2 * window_ms).min(READ_STEP_MS)));
-    // While a fence is being agreed, nothing past the window this worker announced.
-    let horizon = match hold_end {
-        Some(end) if horizon == i64::MIN || horizon > end => end,
-        _ => horizon,
-    };
-    // Under --rate, every unit gets its share of the allowance: a unit never read would
-    // hold the epoch (the oldest time any unit can still produce) back for good.
-    let share = allowance.div_ceil(readers.len().max(1) as u64).min(4096);
-    if share < 4096 && !readers.is_empty() {
-        // Too little for every unit this round: the next round starts with the next unit.
-        readers.rotate_left(1);
-    }
-    readers.retain_mut(|r| {
-        for _ in 0..share.min(allowance.saturating_sub(router.tuples - routed_before)) {
-            if r.pending.is_none() && !router.fetch(r, input) {
-                // The end, or (a live stdin) nothing yet: keep it and read on later.
-                let waiting = match &mut r.source {
-                    Source::Lines(reader) => reader.take_waiting(),
-                    _ => false,
-                };
-                if !waiting {
-                    // Checkpoints at later boundaries say it ended; at those it had reached
-                    // before, where it was.
-                    let mut at = r.position_now();
-                    at.done = true;
-                    ended.push(super::reading::Left::ended(at, std::mem::take(&mut r.marks), r.after));
-                }
-                return waiting;
-            }
-            match r.pending.take() {
-                Some(p)
-                    if p.time() < horizon || horizon == i64::MIN && r.max_time == i64::MIN && hold_end.is_none() =>
-                {
-                    match p {
-                        Pending::Tuple(line, _) => router.route(r, line, Ok(()), input),
-                        Pending::Values(index, time, values) => router.route_values(r, index, time, &values, input),
-                    }
-                }
-                other => {
-                    r.pending = other;
-                    return true;
-                }
-            }
-        }
-        true
-    });
-    router.send_batch(input);
 }
 
 /// The labels of each synopsis' series (`synopsis` = its index in the plan, its kind and

@@ -26,9 +26,10 @@ use super::config::{Settings, Shared};
 use super::epoch_pace::EpochPace;
 use super::generated::generated_routes;
 use super::handover::Handover;
+use super::read_units::read_units;
 use super::reading::{Left, Reading, Source, open_readers, resume_readers};
 use super::requests::{build_plan, take_applied};
-use super::routing::{Router, read_units};
+use super::routing::Router;
 
 /// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
 /// that releases values inside a window moves in these steps.

@@ -7,12 +7,14 @@
 //! stock CSV, AIS CSV).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use saams::api::Tuple;
 use saams_datasets::lines::{Ahead, Line, LineReader};
 use saams_datasets::{Format, LineContext};
+
+use super::stripes::{STRIPE_BYTES, StripeFile, Stripes};
 
 /// One input unit.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +23,8 @@ pub enum Input {
     File(PathBuf, Option<Format>),
     /// The lines of a file that start in the byte range `[start, end)`.
     Range(PathBuf, Option<Format>, u64, u64),
+    /// The lines of a file that start in one unit's stripes ([`Stripes`]).
+    Stripes(PathBuf, Option<Format>, Stripes),
     /// Standard input (JSON lines unless a format is given).
     Stdin(Option<Format>),
 }
@@ -37,6 +41,11 @@ pub enum RangeLayout {
     /// Ranges of exactly `chunk_bytes` and a last one of what is left: how files were cut before
     /// [`RangeLayout::Equal`]. A job resumes in it from a checkpoint that names such ranges.
     Fixed,
+    /// As many units as [`RangeLayout::Equal`] has ranges, each reading every `U`-th stripe of
+    /// at most [`STRIPE_BYTES`] ([`super::stripes`]: why), so the workers of a time-ordered file
+    /// read side by side in event time. Where the equal ranges are no longer than a stripe, the
+    /// units are those ranges.
+    Striped,
 }
 
 /// Expand `--data` arguments into units: directories to their files (sorted, recursively;
@@ -73,10 +82,17 @@ pub fn expand_inputs(
                 if chunk_bytes == 0 || len <= chunk_bytes {
                     out.push(Input::File(path, f));
                 } else {
+                    let units = len.div_ceil(chunk_bytes);
                     let step = match layout {
-                        RangeLayout::Equal => len.div_ceil(len.div_ceil(chunk_bytes)),
+                        RangeLayout::Equal | RangeLayout::Striped => len.div_ceil(units),
                         RangeLayout::Fixed => chunk_bytes,
                     };
+                    if layout == RangeLayout::Striped && step > STRIPE_BYTES {
+                        out.extend(
+                            Stripes::of_file(len, units).into_iter().map(|s| Input::Stripes(path.clone(), f, s)),
+                        );
+                        continue;
+                    }
                     let mut start = 0;
                     while start < len {
                         let end = (start + step).min(len);
@@ -164,6 +180,39 @@ pub struct UnitReader {
     line_start: (u64, u64),
     /// A whole file's path (its length says how far the reader is behind its end).
     whole_file: Option<std::path::PathBuf>,
+    /// A striped unit's file, stripes and the stripe being read (boxed: the reader of every
+    /// other unit stays as small as it was).
+    striped: Option<Box<Striped>>,
+}
+
+/// Where a striped unit ([`Input::Stripes`]) is.
+struct Striped {
+    path: PathBuf,
+    stripes: Stripes,
+    /// The start of the stripe being read.
+    start: u64,
+}
+
+/// The lines that start in `[start, end)` of `path`, read by `lines` (restarted there): past
+/// the line holding byte `start - 1` (the previous range's). Returns the bytes of the range
+/// after it and where its first line starts.
+fn range_lines(
+    lines: &mut LineReader<Box<dyn Read + Send>>,
+    path: &Path,
+    start: u64,
+    end: u64,
+) -> Result<(u64, u64), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    lines.restart(Box::new(StripeFile::open(path, start.saturating_sub(1), end).map_err(err)?));
+    let mut budget = end.saturating_sub(start);
+    if start > 0 {
+        let n = match lines.next_line().map_err(err)? {
+            Some((_, n)) => n,
+            None => 0,
+        };
+        budget = if n == 0 { 0 } else { budget.saturating_sub(n as u64 - 1) };
+    }
+    Ok((budget, start + (end.saturating_sub(start) - budget)))
 }
 
 /// Standard input for a job that runs as a service: a thread reads it and hands the chunks over,
@@ -231,23 +280,17 @@ impl UnitReader {
             }
             Input::Range(p, f, start, end) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
-                let mut file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                let mut budget = end - start;
-                if *start > 0 {
-                    // The line holding byte start-1 belongs to the previous range.
-                    file.seek(SeekFrom::Start(start - 1)).map_err(|e| format!("{}: {e}", p.display()))?;
-                }
-                let mut r = UnitReader::new(ctx, Box::new(file));
-                if *start > 0 {
-                    let n = match r.lines.next_line().map_err(|e| format!("{}: {e}", p.display()))? {
-                        Some((_, n)) => n,
-                        None => 0,
-                    };
-                    budget = if n == 0 { 0 } else { budget.saturating_sub(n as u64 - 1) };
-                }
-                r.budget = budget;
-                r.offset = *start + (end - start - budget);
+                let mut r = UnitReader::new(ctx, Box::new(std::io::empty()));
+                (r.budget, r.offset) = range_lines(&mut r.lines, p, *start, *end)?;
                 r.name = format!("{}@{start}", p.display());
+                Ok(r)
+            }
+            Input::Stripes(p, f, stripes) => {
+                let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
+                let mut r = UnitReader::new(ctx, Box::new(std::io::empty()));
+                r.striped = Some(Box::new(Striped { path: p.clone(), stripes: *stripes, start: stripes.first }));
+                (r.budget, r.offset) = range_lines(&mut r.lines, p, stripes.first, stripes.end_of(stripes.first))?;
+                r.name = format!("{}@byte", p.display());
                 Ok(r)
             }
             Input::Stdin(f) => {
@@ -275,6 +318,7 @@ impl UnitReader {
                     offset: 0,
                     line_start: (0, 0),
                     whole_file: None,
+                    striped: None,
                 };
                 Ok(r)
             }
@@ -293,6 +337,7 @@ impl UnitReader {
             offset: 0,
             line_start: (0, 0),
             whole_file: None,
+            striped: None,
         }
     }
 
@@ -303,31 +348,48 @@ impl UnitReader {
     /// When the file cannot be opened or read, or the offset is past the unit (stdin cannot be
     /// read again: an error).
     pub fn open_at(input: &Input, offset: u64, lines_before: u64) -> Result<UnitReader, String> {
-        let (p, f, end) = match input {
-            Input::File(p, f) => (p, f, u64::MAX),
-            Input::Range(p, f, start, end) => {
-                if offset < *start {
-                    return Err(format!("{}: offset {offset} is before its range at {start}", p.display()));
-                }
-                (p, f, *end)
-            }
+        let (p, f, start) = match input {
+            Input::File(p, f) => (p, f, 0),
+            Input::Range(p, f, start, _) => (p, f, *start),
+            Input::Stripes(p, f, stripes) => (p, f, stripes.first),
             Input::Stdin(_) => return Err("stdin cannot be read again from a position".into()),
         };
+        if offset < start {
+            return Err(format!("{}: offset {offset} is before its range at {start}", p.display()));
+        }
         let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
-        let mut file = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let len = file.metadata().map_err(|e| format!("{}: {e}", p.display()))?.len();
+        let err = |e: std::io::Error| format!("{}: {e}", p.display());
+        let len = std::fs::metadata(p).map_err(err)?.len();
         if offset > len {
             return Err(format!(
                 "{}: offset {offset} is past its end ({len} bytes): not the file the checkpoint read",
                 p.display()
             ));
         }
-        file.seek(SeekFrom::Start(offset)).map_err(|e| format!("{}: {e}", p.display()))?;
-        let mut r = UnitReader::new(ctx, Box::new(file));
-        match input {
-            Input::Range(_, _, start, _) => r.name = format!("{}@{start}", p.display()),
-            _ => r.whole_file = Some(p.clone()),
-        }
+        let mut r = UnitReader::new(ctx, Box::new(std::io::empty()));
+        let end = match input {
+            Input::Range(_, _, start, end) => {
+                r.name = format!("{}@{start}", p.display());
+                *end
+            }
+            Input::Stripes(_, _, stripes) => {
+                r.name = format!("{}@byte", p.display());
+                let (start, end) = stripes.stripe_at(offset).unwrap_or((len, len));
+                r.striped = Some(Box::new(Striped { path: p.clone(), stripes: *stripes, start }));
+                if offset < start {
+                    // Past the end of the stripe it was in: the unit's next stripe, from its start.
+                    (r.budget, r.offset) = range_lines(&mut r.lines, p, start, end)?;
+                    (r.line_no, r.line_start) = (lines_before, (r.offset, lines_before));
+                    return Ok(r);
+                }
+                end
+            }
+            _ => {
+                r.whole_file = Some(p.clone());
+                u64::MAX
+            }
+        };
+        r.lines = LineReader::new(Box::new(StripeFile::open(p, offset, end).map_err(err)?));
         r.budget = if end == u64::MAX { u64::MAX } else { end.saturating_sub(offset) };
         r.offset = offset;
         r.line_no = lines_before;
@@ -335,9 +397,30 @@ impl UnitReader {
         Ok(r)
     }
 
+    /// A striped unit at the end of a stripe: on to its next one (`false`: none is left).
+    fn next_stripe(&mut self) -> Result<bool, String> {
+        let Some(striped) = &mut self.striped else { return Ok(false) };
+        let next = striped.start.saturating_add(striped.stripes.stride.max(1));
+        if next >= striped.stripes.len {
+            return Ok(false);
+        }
+        striped.start = next;
+        (self.budget, self.offset) = range_lines(&mut self.lines, &striped.path, next, striped.stripes.end_of(next))?;
+        Ok(true)
+    }
+
+    /// How many units of its file come before this one (a striped unit's tuples are numbered
+    /// by their byte offset under the file's first unit, [`super::stripes`]); 0 for other units.
+    pub fn units_before(&self) -> u64 {
+        self.striped.as_ref().map_or(0, |s| s.stripes.units_before())
+    }
+
     /// Bytes of the unit not read yet: the rest of a byte range, or of a whole file as long as
     /// it is now (it may grow); `None` for stdin (its end is not known).
     pub fn bytes_left(&self) -> Option<u64> {
+        if let Some(s) = &self.striped {
+            return Some(self.budget + s.stripes.bytes_after(s.start));
+        }
         if self.budget != u64::MAX {
             return Some(self.budget);
         }
@@ -371,7 +454,8 @@ impl UnitReader {
     }
 
     /// The unit's name (for dead letters): the file, with `@offset` for a byte range (line
-    /// numbers then count from the range's first line).
+    /// numbers then count from the range's first line), or `@byte` for a striped unit (its
+    /// lines are known by their byte offset in the file).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -394,9 +478,17 @@ impl UnitReader {
     /// [`UnitReader::next_tuple`] into `t` (its strings and fields reused): the line number, and
     /// `Ok` if the tuple is in `t` or the bad line (trimmed) and its message.
     pub fn next_tuple_into(&mut self, t: &mut Tuple) -> Option<(u64, Result<(), BadLine>)> {
+        let mut number;
         loop {
             if self.budget == 0 {
-                return None;
+                match self.next_stripe() {
+                    Ok(true) => continue,
+                    Ok(false) => return None,
+                    Err(e) => {
+                        self.striped = None;
+                        return Some((self.line_no, Err((String::new(), format!("read error: {e}")))));
+                    }
+                }
             }
             self.line_no += 1;
             // A JSON line in the reference form is parsed inside the reader's block, its end
@@ -415,8 +507,11 @@ impl UnitReader {
                     }
                     self.line_start = (self.offset, self.line_no - 1);
                     self.offset += n as u64;
+                    // What the line is known by (dead letters, its arrival sequence): its line
+                    // number, or in a striped unit its byte offset (`super::stripes`).
+                    number = if self.striped.is_some() { self.line_start.0 } else { self.line_no };
                     match ahead {
-                        Ahead::Parsed => return Some((self.line_no, Ok(()))),
+                        Ahead::Parsed => return Some((number, Ok(()))),
                         Ahead::Line(line) => line,
                     }
                 }
@@ -430,12 +525,12 @@ impl UnitReader {
             };
             let line = match line {
                 Line::Text(s) => s,
-                Line::NotUtf8(_) => return Some((self.line_no, Err((String::new(), NOT_UTF8.to_string())))),
+                Line::NotUtf8(_) => return Some((number, Err((String::new(), NOT_UTF8.to_string())))),
             };
             match self.ctx.parse_line_into(self.line_no, line, t) {
                 Ok(false) => continue,
-                Ok(true) => return Some((self.line_no, Ok(()))),
-                Err(e) => return Some((self.line_no, Err((line.trim_end().to_string(), e.message)))),
+                Ok(true) => return Some((number, Ok(()))),
+                Err(e) => return Some((number, Err((line.trim_end().to_string(), e.message)))),
             }
         }
     }
@@ -541,5 +636,54 @@ mod tests {
             assert_eq!(got, expected, "chunk {chunk} {layout:?}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The units of a striped file hold every line once; each numbers its lines by their byte
+    /// offset (so sorting all by number gives the file's order), and a reader opened at any
+    /// position it reported (`line_start`, or `position` between stripes) reads on as it did.
+    #[test]
+    fn stripes_partition_the_lines_and_resume_anywhere() {
+        let path = std::env::temp_dir().join(format!("saams-file-stripes-{}.jsonl", std::process::id()));
+        let lines: Vec<String> = (0..3000).map(mixed_line).collect();
+        std::fs::write(&path, lines.concat()).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let mut offsets = Vec::new();
+        let mut at = 0u64;
+        for l in &lines {
+            offsets.push(at);
+            at += l.len() as u64;
+        }
+        for (size, units) in [(61u64, 3u64), (4096, 2), (20_000, 5), (1, 4)] {
+            let mut got = Vec::new();
+            for k in 0..units {
+                let unit =
+                    Input::Stripes(path.clone(), None, Stripes { first: k * size, size, stride: units * size, len });
+                let mut r = UnitReader::open(&unit).unwrap();
+                let mut mine = Vec::new();
+                let mut resumes = Vec::new();
+                while let Some((n, t)) = r.next_tuple() {
+                    if mine.len() % 37 == 0 {
+                        resumes.push((mine.len(), r.line_start()));
+                    }
+                    if mine.len() % 41 == 5 {
+                        resumes.push((mine.len() + 1, r.position()));
+                    }
+                    mine.push((n, t.unwrap().stream_id));
+                }
+                assert!(mine.windows(2).all(|w| w[0].0 < w[1].0), "size {size} unit {k}: numbers rise");
+                for (from, (offset, before)) in resumes {
+                    let mut again = UnitReader::open_at(&unit, offset, before).unwrap();
+                    let rest: Vec<_> =
+                        std::iter::from_fn(|| again.next_tuple()).map(|(n, t)| (n, t.unwrap().stream_id)).collect();
+                    assert_eq!(rest, mine[from..], "size {size} unit {k} from {from}");
+                }
+                assert_eq!(r.bytes_left(), Some(0));
+                got.extend(mine);
+            }
+            got.sort();
+            let expected: Vec<(u64, String)> = offsets.iter().enumerate().map(|(i, &o)| (o, format!("S{i}"))).collect();
+            assert_eq!(got, expected, "size {size} units {units}");
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

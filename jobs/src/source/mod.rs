@@ -5,3 +5,4 @@ pub mod generated;
 pub mod group_batch;
 pub mod route_cache;
 pub mod stop;
+pub mod stripes;

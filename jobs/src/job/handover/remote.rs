@@ -353,7 +353,7 @@ impl Remote {
             return Ok(());
         }
         match self.inputs.1.get(unit.unit as usize) {
-            Some(Unit::File(p, _) | Unit::Range(p, _, _, _)) => {
+            Some(Unit::File(p, _) | Unit::Range(p, _, _, _) | Unit::Stripes(p, _, _)) => {
                 std::fs::File::open(p).map(drop).map_err(|e| format!("{}: {e}", p.display()))
             }
             Some(Unit::Stdin(_)) => Err("standard input is read by worker 0 only".into()),
