@@ -58,8 +58,10 @@ pub struct LineReader<R> {
     /// start. The rest of `raw` is room for the next read.
     raw: Vec<u8>,
     filled: usize,
-    /// The size `raw` is grown to: from [`FIRST_BLOCK`], doubling up to [`BLOCK`].
+    /// The size `raw` is grown to: from [`FIRST_BLOCK`], doubling up to `most`.
     block: usize,
+    /// The largest block: [`BLOCK`], or less for a reader of short parts ([`Self::restart`]).
+    most: usize,
     /// The invalid line handed out last.
     bad: Vec<u8>,
     eof: bool,
@@ -88,26 +90,30 @@ impl<R: Read> LineReader<R> {
             raw: Vec::new(),
             filled: 0,
             block: FIRST_BLOCK,
+            most: BLOCK,
             bad: Vec::new(),
             eof: false,
         }
     }
 
-    /// Read on from `inner` instead, dropping what was read and not handed out yet. The blocks'
-    /// memory is kept: a reader moved from one part of a file to another (a striped unit moving
-    /// to its next stripe) allocated and faulted in its blocks again each time when made anew
-    /// (~25 % more CPU for a file in 1 MiB stripes).
+    /// Read on from `inner` instead, dropping what was read and not handed out yet, in blocks of
+    /// `block` bytes (at least 64 KiB, at most 1 MiB): a part of a file of known length (a stripe
+    /// and its last line) is then read in one block. The blocks' memory is kept: a reader moved
+    /// from one part of a file to another (a striped unit moving to its next stripe) allocated
+    /// and faulted in its blocks again each time when made anew (~25 % more CPU for a file in
+    /// 1 MiB stripes), and a block larger than the part was zeroed again to its length before
+    /// each read (as the short block of the part's end came round as the buffer read into).
     ///
     /// ```
     /// use saams_datasets::lines::{Line, LineReader};
     /// let mut r = LineReader::new(&b"a\nb\nc\n"[..]);
     /// assert_eq!(r.next_line().unwrap(), Some((Line::Text("a\n"), 2)));
-    /// r.restart(&b"x\ny"[..]);
+    /// r.restart(&b"x\ny"[..], 100_000);
     /// assert_eq!(r.next_line().unwrap(), Some((Line::Text("x\n"), 2)));
     /// assert_eq!(r.next_line().unwrap(), Some((Line::Text("y"), 1)));
     /// assert_eq!(r.next_line().unwrap(), None);
     /// ```
-    pub fn restart(&mut self, inner: R) {
+    pub fn restart(&mut self, inner: R, block: usize) {
         self.inner = inner;
         // Nothing unread; the spent text keeps its length (room for the next read, not zeroed
         // again: see `prepare`).
@@ -115,6 +121,8 @@ impl<R: Read> LineReader<R> {
         self.filled = 0;
         self.bad.clear();
         self.eof = false;
+        self.most = block.clamp(FIRST_BLOCK, BLOCK);
+        self.block = self.most;
     }
 
     /// The next line and its length in bytes (line end included), or `None` at the end.
@@ -274,7 +282,7 @@ impl<R: Read> LineReader<R> {
             // Once per block (or per doubling for a long line), not per read.
             self.raw.resize(want, 0);
             // Small inputs (a short byte range, a few lines) never pay for a whole block.
-            self.block = (2 * self.block).min(BLOCK);
+            self.block = (2 * self.block).min(self.most);
         }
         loop {
             match self.inner.read(&mut self.raw[self.filled..]) {

@@ -116,7 +116,7 @@ pub struct Cli {
     pub format: Option<Format>,
     /// Files longer than this many bytes are split into as many units as the fewest byte ranges
     /// of equal length up to it, read by different workers (0 = never split); where those ranges
-    /// are longer than a stripe (~1 MiB), each unit reads every n-th stripe of the file instead,
+    /// are longer than a stripe (at most ~1 MiB), each unit reads every n-th stripe of the file instead,
     /// so the workers read side by side in event time.
     #[arg(long = "chunk-bytes", default_value_t = 64 << 20)]
     pub chunk_bytes: u64,

@@ -16,7 +16,7 @@ use checkpoint_common::{assert_same, kill_after, nanos, stderr_of};
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
 
-/// Ranges of at most 5 MB: the ~15 MB test file is four units of about four stripes each.
+/// Ranges of at most 5 MB: the ~15 MB test file is four units of stripes of 512 KiB.
 const CHUNK: &str = "5000000";
 
 fn tmp(name: &str) -> PathBuf {
@@ -82,8 +82,8 @@ fn a_bad_line_in_a_stripe_is_reported_at_its_byte_offset() {
     let dir = tmp("bad");
     let data = ticks(&dir);
     let mut text = std::fs::read_to_string(&data).expect("read ticks");
-    // A line in the file's fifth stripe (stripes are ~1 MiB; the second of unit 0), replaced by
-    // garbage of the same length.
+    // A line about 4 MB into the file (in a stripe of unit 3), replaced by garbage of the same
+    // length.
     let near = 4 * 1_040_000;
     let start = text[..near].rfind('\n').expect("a line before") + 1;
     let end = start + text[start..].find('\n').expect("a line end");

@@ -14,7 +14,7 @@ use saams::api::Tuple;
 use saams_datasets::lines::{Ahead, Line, LineReader};
 use saams_datasets::{Format, LineContext};
 
-use super::stripes::{STRIPE_BYTES, StripeFile, Stripes};
+use super::stripes::{STRIPE_BYTES, StripeFile, Stripes, TAIL_READ};
 
 /// One input unit.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,8 +43,8 @@ pub enum RangeLayout {
     Fixed,
     /// As many units as [`RangeLayout::Equal`] has ranges, each reading every `U`-th stripe of
     /// at most [`STRIPE_BYTES`] ([`super::stripes`]: why), so the workers of a time-ordered file
-    /// read side by side in event time. Where the equal ranges are no longer than a stripe, the
-    /// units are those ranges.
+    /// read side by side in event time. Where the equal ranges are no longer than
+    /// [`STRIPE_BYTES`], the units are those ranges.
     Striped,
 }
 
@@ -203,7 +203,8 @@ fn range_lines(
     end: u64,
 ) -> Result<(u64, u64), String> {
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
-    lines.restart(Box::new(StripeFile::open(path, start.saturating_sub(1), end).map_err(err)?));
+    let block = (end.saturating_sub(start) as usize).saturating_add(2 * TAIL_READ);
+    lines.restart(Box::new(StripeFile::open(path, start.saturating_sub(1), end).map_err(err)?), block);
     let mut budget = end.saturating_sub(start);
     if start > 0 {
         let n = match lines.next_line().map_err(err)? {

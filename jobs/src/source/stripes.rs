@@ -4,9 +4,10 @@
 //! `k - 1` ends in event time. A worker given a later range cannot route it until the job's
 //! frontier gets there (its windows would stay open, its values wait in the reorder buffers), so
 //! it waited: at `-w 2` on a 2 M-line file of four ranges, about 1,000 of ~1,380 read rounds read
-//! nothing and `-w 2` ran 1.3× `-w 1`. Here the file is cut into stripes of at most
-//! [`STRIPE_BYTES`], and unit `k` of `U` reads stripes `k`, `k + U`, `k + 2U`, … in order: the
-//! units' positions stay within `U` stripes of each other, so every worker reads at once.
+//! nothing and `-w 2` ran 1.3× `-w 1`. Here the file is cut into stripes (2 MiB over the units,
+//! within [`MIN_STRIPE_BYTES`] and [`STRIPE_BYTES`]), and unit `k` of `U` reads stripes `k`,
+//! `k + U`, `k + 2U`, … in order: the units' positions stay within `U` stripes of each other,
+//! so every worker reads at once.
 //!
 //! What a stripe holds is what a byte range holds: the lines that start in it. The lines of a
 //! unit get as their sequence number their byte offset in the file and, above it, the index of
@@ -17,18 +18,27 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// The most bytes a stripe holds: small enough that the units of a file stay within a few
-/// seconds to a minute of event time of each other (1 MiB is ~8,000 reference lines), large
-/// enough that moving to the next stripe (an open, a seek, the partial first line) costs nothing
-/// next to parsing it. A little less than the line reader's 1 MiB block, so that a stripe and
-/// its last line are read in one block: a stripe of a whole block left a short block for its
-/// last line, and a short block's buffer, coming round as the one read into, was zeroed to a
-/// block's length again (a 1 MiB `memset` per stripe, 4 % of a run's samples).
+/// The most bytes a stripe holds (1 MiB is ~8,000 reference lines): files whose ranges are no
+/// longer are read in those ranges. A little less than the line reader's 1 MiB block, so that
+/// a stripe and its last line are read in one block: a stripe of a whole block left a short
+/// block for its last line, and a short block's buffer, coming round as the one read into, was
+/// zeroed to a block's length again (a 1 MiB `memset` per stripe, 4 % of a run's samples).
 pub const STRIPE_BYTES: u64 = (1 << 20) - 2 * TAIL_READ as u64;
 
 /// Bytes read past a stripe's end with it (its last line ends there unless it is longer), and
 /// at a time after that.
-const TAIL_READ: usize = 8192;
+pub(super) const TAIL_READ: usize = 8192;
+
+/// How many bytes apart a file's units start, at most (while their stripes are at least
+/// [`MIN_STRIPE_BYTES`]): the stripes are this divided by the units. Why: a worker's units
+/// reach the reorder buffers in time order, but two workers' do not, and the further apart
+/// they are the more the buffers sort and hold; at `-w 2` on a 635 MB file of ten units,
+/// stripes of 1 MiB (units 10 MiB apart) ran 1.1x `-w 1`, of 400 kB 1.3x, of 150 kB 1.5x.
+pub const UNITS_SPREAD_BYTES: u64 = 2 << 20;
+
+/// The least bytes a stripe holds: moving to the next stripe costs a file open, a seek and the
+/// stripe's partial first line (at 64 KiB the 635 MB file took 20 % more CPU than at 150 kB).
+pub const MIN_STRIPE_BYTES: u64 = 128 << 10;
 
 /// One unit's stripes of a file of `len` bytes: `[first + i·stride, … + size)` for `i = 0, 1, …`
 /// while the start is inside the file (the last stripe of the file may be shorter).
@@ -61,9 +71,12 @@ pub struct Stripes {
 
 impl Stripes {
     /// The stripes of a file of `len` bytes cut into `units` units (`units ≥ 2`, and `len` more
-    /// than `units` stripes of [`STRIPE_BYTES`]): one per unit, stripe `k` of each round for unit `k`.
+    /// than `units` stripes of [`STRIPE_BYTES`]): one per unit, stripe `k` of each round for unit
+    /// `k`, of [`UNITS_SPREAD_BYTES`] over the units (within [`MIN_STRIPE_BYTES`] and
+    /// [`STRIPE_BYTES`]).
     pub fn of_file(len: u64, units: u64) -> Vec<Stripes> {
-        let size = len.div_ceil(units).min(STRIPE_BYTES);
+        let spread = (UNITS_SPREAD_BYTES / units.max(1)).clamp(MIN_STRIPE_BYTES, STRIPE_BYTES);
+        let size = len.div_ceil(units).min(spread);
         (0..units)
             .map(|k| Stripes { first: k * size, size, stride: units * size, len })
             .filter(|s| s.first < len)
