@@ -166,14 +166,13 @@ fn http_get(addr: &str, path: &str) -> String {
 /// killed device `gone` (after `--device-timeout`) and the other `left` (its goodbye), and
 /// `/metrics` their bytes.
 fn cloud_watched(brokers: &str, topic: &str, dir: &Path) -> Output {
-    let mut child = edge()
-        .cloud_command(brokers, topic, dir)
-        .args(["--http", "127.0.0.1:0", "--metrics-linger", "10s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams");
-    let addr = http_common::http_address(&mut child, Duration::from_secs(60));
+    let child = edge_common::Cloud::start(edge().cloud_command(brokers, topic, dir).args([
+        "--http",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "10s",
+    ]));
+    let addr = child.address();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let devices: serde_json::Value = serde_json::from_str(&http_get(&addr, "/devices")).expect("JSON");
@@ -189,7 +188,7 @@ fn cloud_watched(brokers: &str, topic: &str, dir: &Path) -> Output {
     }
     let metrics = http_get(&addr, "/metrics");
     assert!(metrics.contains("saams_device_bytes{device=\"dev1\",form=\"shipped\"}"), "{metrics}");
-    check(child.wait_with_output().expect("the job ends"), "saams --partials-topic --http")
+    child.finish("saams --partials-topic --http")
 }
 
 #[test]
@@ -310,7 +309,7 @@ fn live_requests_reach_running_devices_at_their_fences() {
     let dir = tmp("live");
     let files = data(&dir, &[&["EURTRY", "XAUUSD", "BTCUSD"], &["IBM", "SPY", "ETHUSD"]]);
     let topic = unique("edge-live");
-    let (mut cloud, texts) = edge_common::spawn_with_texts(
+    let (cloud, texts) = edge_common::spawn_with_texts(
         Command::new(SAAMS)
             .args(["--requests", &requests(), "--window", "10s", "-w", "2", "--progress", "0"])
             .args(["--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest", "--partitions", "4"])
@@ -319,7 +318,7 @@ fn live_requests_reach_running_devices_at_their_fences() {
             .args(["--idle-timeout", "60s"]),
         &files,
     );
-    let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
+    let addr = cloud.address();
     let mut devices: Vec<edge_common::Fed> = texts
         .iter()
         .enumerate()
@@ -352,7 +351,7 @@ fn live_requests_reach_running_devices_at_their_fences() {
         let out = check(child.wait_with_output().expect("the device ends"), "saams-edge --follow");
         assert_eq!(figure(&out, "edge ", "live_requests"), 2, "both live requests applied on the device");
     }
-    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
+    let out = cloud.finish("saams --partials-topic --http");
     let answers: Vec<String> =
         sorted(&out.stdout).iter().filter(|l| !l.contains("\"accepted\"")).map(|l| without_devices(l).0).collect();
     // One job over the raw tuples with the construct in its script, and what the fences keep

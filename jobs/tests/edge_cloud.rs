@@ -15,7 +15,7 @@ mod edge_common;
 mod http_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
-use edge_common::{Edge, answers_and_devices, stream_of};
+use edge_common::{Cloud, Edge, answers_and_devices, stream_of};
 use kafka_common::{check, declared_broker, unique};
 
 /// The script and window of these tests.
@@ -45,19 +45,17 @@ fn device_rows(addr: &str) -> Vec<(String, u64, String)> {
 
 /// Process `p` of a two-process cloud job (one worker each: partition `q` is read by process
 /// `q mod 2`) with `--http` on a free port.
-fn cloud_process(brokers: &str, topic: &str, dir: &Path, (p, hostfile): (usize, &Path)) -> Child {
+fn cloud_process(brokers: &str, topic: &str, dir: &Path, (p, hostfile): (usize, &Path)) -> Cloud {
     let e = edge();
-    Command::new(edge_common::SAAMS)
-        .args(["--requests", &e.requests, "--window", e.window, "-w", "1", "-n", "2", "-p", &p.to_string(), "-h"])
-        .arg(hostfile)
-        .args(["--progress", "0", "--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
-        .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4"])
-        .args(["--http", "127.0.0.1:0", "--metrics-linger", "10s", "--dead-letter"])
-        .arg(dir.join(format!("dead{p}.json")))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams")
+    Cloud::start(
+        Command::new(edge_common::SAAMS)
+            .args(["--requests", &e.requests, "--window", e.window, "-w", "1", "-n", "2", "-p", &p.to_string(), "-h"])
+            .arg(hostfile)
+            .args(["--progress", "0", "--brokers", brokers, "--partials-topic", topic, "--from", "earliest"])
+            .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4"])
+            .args(["--http", "127.0.0.1:0", "--metrics-linger", "10s", "--dead-letter"])
+            .arg(dir.join(format!("dead{p}.json"))),
+    )
 }
 
 #[test]
@@ -74,9 +72,8 @@ fn every_process_of_a_two_process_cloud_job_lists_every_device() {
     }
     let hostfile = dir.join("hosts");
     std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
-    let mut processes: Vec<Child> = (0..2).map(|p| cloud_process(&brokers, &topic, &dir, (p, &hostfile))).collect();
-    let addrs: Vec<String> =
-        processes.iter_mut().map(|c| http_common::http_address(c, Duration::from_secs(60))).collect();
+    let processes: Vec<Cloud> = (0..2).map(|p| cloud_process(&brokers, &topic, &dir, (p, &hostfile))).collect();
+    let addrs: Vec<String> = processes.iter().map(Cloud::address).collect();
     // Both devices said goodbye: `left` on every process, each named with the process reading it.
     let want = vec![("dev0".to_string(), 0, "left".to_string()), ("dev1".to_string(), 1, "left".to_string())];
     for addr in &addrs {
@@ -92,7 +89,7 @@ fn every_process_of_a_two_process_cloud_job_lists_every_device() {
     }
     let mut answers = Vec::new();
     for child in processes {
-        let out = check(child.wait_with_output().expect("the process ends"), "saams -n 2 --partials-topic");
+        let out = child.finish("saams -n 2 --partials-topic");
         answers.extend(answers_and_devices(&out).0);
     }
     answers.sort();
@@ -209,7 +206,7 @@ fn a_following_device_killed_and_restarted_from_its_state_is_merged_exactly_once
     assert!(state.exists(), "the device wrote its state");
     let again = e.device(&brokers, &topic, ("dev0", 0), &files[0], &extra);
     e.device(&brokers, &topic, ("dev1", 1), &files[1], &["--follow"]);
-    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic");
+    let out = cloud.finish("saams --partials-topic");
     assert_eq!(answers_and_devices(&out).0, expected, "every tuple merged once across the kill");
     let dead = std::fs::read_to_string(dir.join("dead.json")).unwrap_or_default();
     assert!(dead.lines().all(|l| l.contains("replayed")), "only the batch being produced is sent again: {dead}");

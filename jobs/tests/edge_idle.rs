@@ -6,16 +6,13 @@
 //! (a quiet worker once held the rate's only token, and `--exit-when-idle` ended the job with
 //! records unread). Where the variable was unset at build time the tests show as ignored.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{ChildStdout, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 mod edge_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
-use edge_common::{Edge, Fed, answers_and_devices, stream_of, without_devices};
+use edge_common::{Cloud, Edge, Fed, answers_and_devices, stream_of, without_devices};
 use kafka_common::{check, declared_broker, read_topic, unique};
 
 /// EURTRY, XAUUSD and BTCUSD on device 0, IBM, SPY and ETHUSD on device 1.
@@ -24,41 +21,23 @@ fn by_stream(d: usize, line: &str) -> bool {
     first == (d == 0)
 }
 
-/// The lines the job writes, as they come.
-fn lines_of(stdout: ChildStdout) -> Receiver<String> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// Wait (up to 2 min, far under the 10 min device timeout) for an answer whose window ends
-/// after `after` (ms of the day), keeping every line read in `seen`.
-fn wait_answer_after(lines: &Receiver<String>, seen: &mut Vec<String>, e: &Edge, after: u64, what: &str) {
+/// Wait (up to 2 min, far under the 10 min device timeout) for an answer of the running job
+/// `cloud` whose window ends after `after` (ms of the day).
+fn wait_answer_after(cloud: &mut Cloud, e: &Edge, after: u64, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let lines = cloud.lines();
+        if lines.iter().any(|l| end_of(l) > after) {
+            return;
+        }
+        assert!(cloud.child.try_wait().expect("the job").is_none(), "{what}: the job ended ({} lines)", lines.len());
         assert!(
-            !left.is_zero(),
+            Instant::now() < deadline,
             "{what}: no answer ended after {after} ms ({} lines, window {})",
-            seen.len(),
+            lines.len(),
             e.window
         );
-        match lines.recv_timeout(left) {
-            Ok(line) => {
-                seen.push(line.clone());
-                if end_of(&line) > after {
-                    return;
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => panic!("{what}: the job ended ({} lines)", seen.len()),
-            Err(RecvTimeoutError::Timeout) => {}
-        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -107,15 +86,16 @@ fn partitions_without_a_device_do_not_hold_windows_for_the_device_timeout() {
         assert!(Instant::now() < deadline, "the devices did not say hello");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let mut cloud = e
-        .cloud_base(&brokers, &topic)
-        .args(["--partitions", "4", "--device-timeout", "10m", "--idle-timeout", "1s", "--exit-when-idle", "15s"])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(dir.join("cloud.err")).expect("stderr file"))
-        .spawn()
-        .expect("start saams");
-    let lines = lines_of(cloud.stdout.take().expect("its stdout"));
-    let mut seen = Vec::new();
+    let mut cloud = Cloud::start(e.cloud_base(&brokers, &topic).args([
+        "--partitions",
+        "4",
+        "--device-timeout",
+        "10m",
+        "--idle-timeout",
+        "1s",
+        "--exit-when-idle",
+        "15s",
+    ]));
     // The first four windows of each device: three shipped, so windows close while both
     // devices live (the fourth still open) and the empty partitions are silent.
     let early = |l: &str| e.window_of(l) < 4 * e.window_ms;
@@ -125,7 +105,7 @@ fn partitions_without_a_device_do_not_hold_windows_for_the_device_timeout() {
         }
         stdin.flush().expect("flush");
     }
-    wait_answer_after(&lines, &mut seen, &e, 0, "partitions 2 and 3 held the windows");
+    wait_answer_after(&mut cloud, &e, 0, "partitions 2 and 3 held the windows");
     // Device 0 leaves (its goodbye, after its fourth window); device 1 reads on: its windows
     // close without device 0's partition holding them.
     let (leaving, stdin0, lines0) = devices.remove(0);
@@ -139,11 +119,10 @@ fn partitions_without_a_device_do_not_hold_windows_for_the_device_timeout() {
         writeln!(stdin1, "{line}").expect("feed device 1");
     }
     stdin1.flush().expect("flush");
-    wait_answer_after(&lines, &mut seen, &e, last0 + 2 * e.window_ms, "device 0's partition held the windows");
+    wait_answer_after(&mut cloud, &e, last0 + 2 * e.window_ms, "device 0's partition held the windows");
     drop(stdin1);
     check(device1.wait_with_output().expect("device 1 ends"), "saams-edge");
-    assert!(cloud.wait().expect("the job ends").success(), "the cloud job failed");
-    seen.extend(lines.iter());
+    let seen = edge_common::sorted(&cloud.finish("saams --partials-topic").stdout);
     // Exact for what the devices shipped (device 0's first four windows, device 1's all), and
     // the windows after device 0 left name device 1 only.
     write_in_time_order(&dir.join("shipped.json"), kept0.into_iter().chain(lines1.iter().copied()).collect());

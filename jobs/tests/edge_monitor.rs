@@ -9,7 +9,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::Duration;
 
 use serde_json::Value;
 
@@ -202,8 +201,8 @@ fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
     let mut base = edge.cloud_base(&brokers, &topic);
     // The devices start after the job: their partitions wait for them as for a device.
     let live = ["--partitions", "4", "--exit-when-idle", "10s", "--device-timeout", "60s", "--http", "127.0.0.1:0"];
-    let (mut cloud, texts) = edge_common::spawn_with_texts(base.args(live).args(["--idle-timeout", "60s"]), &files);
-    let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
+    let (cloud, texts) = edge_common::spawn_with_texts(base.args(live).args(["--idle-timeout", "60s"]), &files);
+    let addr = cloud.address();
     let mut devices: Vec<edge_common::Fed> = texts
         .iter()
         .enumerate()
@@ -236,7 +235,7 @@ fn a_monitor_constructed_live_reaches_following_devices_at_its_fence() {
         );
         outs.push(out);
     }
-    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
+    let out = cloud.finish("saams --partials-topic --http");
     let monitor_answers = |lines: Vec<String>| -> Vec<String> {
         let monitor = |l: &String| l.contains(r#""kind":"SlidingWindowMonitor""#) && !l.contains("\"accepted\"");
         lines.into_iter().filter(monitor).collect()

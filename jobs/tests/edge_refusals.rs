@@ -23,7 +23,7 @@ mod http_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
 use edge_common::{Edge, SAAMS, stream_of};
-use kafka_common::{check, declared_broker, produce_raw, unique};
+use kafka_common::{declared_broker, produce_raw, unique};
 
 /// EURTRY and XAUUSD on device 0, IBM and SPY on device 1.
 fn by_share(d: usize, line: &str) -> bool {
@@ -67,17 +67,15 @@ fn requests_that_cannot_reach_their_device_are_refused_alike_over_http_stdin_and
     produce_raw(&brokers, &request_topic, &[array.into_bytes()]);
     // dev0 ships its whole input before the job starts, without following it.
     e.device(&brokers, &topic, ("dev0", 0), &files[0], &["--resident"]);
-    let mut cloud = Command::new(SAAMS)
-        .args(["--requests", "-", "--request-topic", &request_topic, "--window", e.window, "-w", "2"])
-        .args(["--progress", "0", "--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest"])
-        .args(["--partitions", "4", "--http", "127.0.0.1:0", "--exit-when-idle", "20s"])
-        .args(["--device-timeout", "60s", "--idle-timeout", "60s"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start saams");
-    let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
+    let mut cloud = edge_common::Cloud::start(
+        Command::new(SAAMS)
+            .args(["--requests", "-", "--request-topic", &request_topic, "--window", e.window, "-w", "2"])
+            .args(["--progress", "0", "--brokers", &brokers, "--partials-topic", &topic, "--from", "earliest"])
+            .args(["--partitions", "4", "--http", "127.0.0.1:0", "--exit-when-idle", "20s"])
+            .args(["--device-timeout", "60s", "--idle-timeout", "60s"])
+            .stdin(Stdio::piped()),
+    );
+    let addr = cloud.address();
     // dev1 follows the job to its input's end, and says goodbye.
     e.device(&brokers, &topic, ("dev1", 1), &files[1], &["--resident", "--follow"]);
     let left = |t: &serde_json::Value| {
@@ -88,7 +86,7 @@ fn requests_that_cannot_reach_their_device_are_refused_alike_over_http_stdin_and
     devices_when(&addr, "dev1 left and the 12 resident synopses", left);
     let asks = [(ad_hoc("Forex", "EURTRY", 90), 409, "dev0"), (ad_hoc("Equity", "IBM", 91), 503, "dev1")];
     let mut messages = Vec::new();
-    let mut stdin = cloud.stdin.take().expect("the job's stdin");
+    let mut stdin = cloud.child.stdin.take().expect("the job's stdin");
     for (ask, status, device) in &asks {
         let (got, body) = http_common::call(&addr, "POST", "/requests", ask);
         assert_eq!(got, *status, "{body}");
@@ -102,7 +100,7 @@ fn requests_that_cannot_reach_their_device_are_refused_alike_over_http_stdin_and
     }
     let counted = devices_when(&addr, "six refusals", |t| t["refusedRequests"] == 6);
     drop(stdin);
-    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --requests - --request-topic");
+    let out = cloud.finish("saams --requests - --request-topic");
     let lines = edge_common::sorted(&out.stdout);
     for ((ask, _, _), message) in asks.iter().zip(&messages) {
         let id: serde_json::Value = serde_json::from_str(ask).expect("JSON");

@@ -91,13 +91,9 @@ fn window_end(line: &str) -> u64 {
 /// The cloud job (`--http`, `--snapshots`) and the two devices (`--follow` and `mode`) fed on
 /// their standard input.
 struct Running {
-    cloud: std::process::Child,
+    cloud: edge_common::Cloud,
     addr: String,
     devices: Vec<edge_common::Fed<'static>>,
-    /// The cloud's standard output, read as it comes: left in its pipe until the end, the
-    /// answers of a whole run (~64 KiB) filled it, the job's writer blocked, its workers with
-    /// it, and the devices waiting for it to route their windows failed after --cloud-timeout.
-    answers: std::thread::JoinHandle<Vec<u8>>,
 }
 
 impl Running {
@@ -121,14 +117,8 @@ impl Running {
             .args(["--partitions", "4", "--device-timeout", "60s", "--idle-timeout", idle, "--http-timeout", "60"])
             .args(["--http", "127.0.0.1:0", "--snapshots"])
             .arg(dir.join("snapshots"));
-        let (mut cloud, texts) = edge_common::spawn_with_texts(&mut base, files);
-        let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
-        let mut stdout = cloud.stdout.take().expect("its stdout");
-        let answers = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut stdout, &mut bytes).expect("the job's output");
-            bytes
-        });
+        let (cloud, texts) = edge_common::spawn_with_texts(&mut base, files);
+        let addr = cloud.address();
         let devices = texts
             .into_iter()
             .enumerate()
@@ -140,7 +130,7 @@ impl Running {
                 (child, stdin, text.lines().collect())
             })
             .collect();
-        Running { cloud, addr, devices, answers }
+        Running { cloud, addr, devices }
     }
 
     fn feed(&mut self, part: usize) {
@@ -155,7 +145,7 @@ impl Running {
 
     /// The devices' ends (their inputs closed), then `more` while the cloud runs, then its end.
     fn finish(self, more: impl FnOnce(&str)) -> (Vec<Output>, Output) {
-        let Running { cloud, addr, devices, answers } = self;
+        let Running { cloud, addr, devices } = self;
         let outs = devices
             .into_iter()
             .map(|(child, stdin, _)| {
@@ -164,15 +154,8 @@ impl Running {
             })
             .collect();
         more(&addr);
-        (outs, cloud_output(cloud, answers))
+        (outs, cloud.finish("saams --partials-topic --http"))
     }
-}
-
-/// The cloud job's end: its exit checked, with the output read meanwhile (`answers`).
-fn cloud_output(cloud: std::process::Child, answers: std::thread::JoinHandle<Vec<u8>>) -> Output {
-    let mut out = cloud.wait_with_output().expect("the job ends");
-    out.stdout = answers.join().expect("the job's output");
-    check(out, "saams --partials-topic --http")
 }
 
 /// A LOAD into EURTRY's Count-Min (kept whole or resident on dev0) posted mid-stream: the
@@ -520,9 +503,9 @@ fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
     drop(stdin);
     let dev0 = check(dev0.wait_with_output().expect("dev0 ends"), "saams-edge --follow");
     assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), 1, "dev0 answered once");
-    let stopped = Command::new("kill").args(["-TERM", &run.cloud.id().to_string()]).status().expect("kill");
+    let stopped = Command::new("kill").args(["-TERM", &run.cloud.child.id().to_string()]).status().expect("kill");
     assert!(stopped.success());
-    let out = cloud_output(run.cloud, run.answers);
+    let out = run.cloud.finish("saams --partials-topic --http");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let written: Vec<&str> = stdout.lines().filter(|l| l.starts_with("{\"requestID\":231,")).collect();
     assert_eq!(written.len(), 1, "the answer is written once to the job's output: {written:?}");

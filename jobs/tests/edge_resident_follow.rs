@@ -107,14 +107,14 @@ fn resident_devices_following_the_job_take_a_live_construct_and_delete_at_their_
     let dir = edge_common::tmp("edge-resident-follow", "live");
     let files = edge_common::data(&dir, 2, by_share);
     let topic = unique("edge-resident-live");
-    let (mut cloud, texts) = edge_common::spawn_with_texts(
+    let (cloud, texts) = edge_common::spawn_with_texts(
         e.cloud_base(&brokers, &topic)
             .args(["--partitions", "4", "--exit-when-idle", "10s", "--http", "127.0.0.1:0"])
             // The devices start after the job: their partitions wait for them as for a device.
             .args(["--device-timeout", "60s", "--idle-timeout", "60s"]),
         &files,
     );
-    let addr = http_common::http_address(&mut cloud, Duration::from_secs(60));
+    let addr = cloud.address();
     let mut devices: Vec<Fed> = texts
         .iter()
         .enumerate()
@@ -140,7 +140,7 @@ fn resident_devices_following_the_job_take_a_live_construct_and_delete_at_their_
         assert!(edge_common::figure(&out, "edge ", "view_groups") > 0, "the device shipped views");
         assert_eq!(edge_common::figure(&out, "edge ", "whole_groups"), 0, "no state left the device");
     }
-    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic --http");
+    let out = cloud.finish("saams --partials-topic --http");
     let lines: Vec<String> = sorted(&out.stdout).into_iter().filter(|l| !l.contains("\"accepted\"")).collect();
     let mut answers: Vec<String> = lines.iter().map(|l| without_devices(l).0).collect();
     answers.sort();

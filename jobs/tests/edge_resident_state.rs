@@ -18,7 +18,7 @@ mod edge_common;
 #[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
 mod kafka_common;
 use edge_common::{Edge, answers_and_devices, stream_of};
-use kafka_common::{check, declared_broker, unique};
+use kafka_common::{declared_broker, unique};
 
 /// The paper workload on four streams with the pair correlations, job windows of 60 s.
 fn edge() -> Edge {
@@ -108,7 +108,7 @@ fn a_resident_device_following_the_job_killed_and_restarted_from_its_state_file_
     // Hello, then per window its position and the views of the one before: up to the fourth's
     // position.
     let restarted = kill_and_restart(&e, (&brokers, &topic, 8), &dir, &files, &["--resident", "--follow"]);
-    let out = check(cloud.wait_with_output().expect("the job ends"), "saams --partials-topic");
+    let out = cloud.finish("saams --partials-topic");
     check_resumed(&expected, (&out, &dir), (&restarted.0, restarted.1));
     assert!(edge_common::figure(&restarted.0, "edge ", "positions") > 0, "the restarted device followed the job");
 }

@@ -6,9 +6,12 @@
 //! topics and checks commands through it).
 #![allow(dead_code)] // Not every test that includes this module calls every helper.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::kafka_common::{check, read_topic, repo};
@@ -92,11 +95,85 @@ pub fn answers_and_devices(out: &Output) -> (Vec<String>, Vec<(String, Vec<Strin
     (answers, named)
 }
 
-/// Start the cloud job `command` with its outputs piped (its address and answers are read),
-/// and the text of each of `files` (what its devices are to be fed).
-pub fn spawn_with_texts(command: &mut Command, files: &[PathBuf]) -> (Child, Vec<String>) {
-    let cloud = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start saams");
-    (cloud, files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples")).collect())
+/// A cloud job started with its standard output and error piped, both read as they come by
+/// threads of their own. Why: a pipe holds ~64 KiB; left unread until the end, a run's answers
+/// filled it, the job's writer blocked in `write(1)`, its workers with it, and devices waiting
+/// for the job to route their windows failed after `--cloud-timeout` (the "stall" seen after
+/// pair asks). Every edge test starts its cloud job this way.
+pub struct Cloud {
+    pub child: Child,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    readers: Vec<JoinHandle<()>>,
+    /// The job's HTTP address, once its stderr names it (`--http`).
+    address: Receiver<String>,
+}
+
+impl Cloud {
+    /// Start `command` (its stdin as the caller set it).
+    pub fn start(command: &mut Command) -> Cloud {
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start saams");
+        let (stdout, out_reader) = collect(child.stdout.take().expect("its stdout"), |_| {});
+        let (tx, address) = channel();
+        let (stderr, err_reader) = collect(child.stderr.take().expect("its stderr"), move |line| {
+            if let Some(addr) = line.strip_prefix("saams: http on http://") {
+                let _ = tx.send(addr.to_string());
+            }
+        });
+        Cloud { child, stdout, stderr, readers: vec![out_reader, err_reader], address }
+    }
+
+    /// The job's HTTP address (it runs with `--http`), waited for up to 60 s.
+    pub fn address(&self) -> String {
+        self.address.recv_timeout(Duration::from_secs(60)).expect("the job announces its HTTP address")
+    }
+
+    /// The lines the job has written so far.
+    pub fn lines(&self) -> Vec<String> {
+        let out = self.stdout.lock().expect("the output");
+        String::from_utf8_lossy(&out).lines().map(str::to_string).collect()
+    }
+
+    /// The job's end: its status and everything it wrote.
+    pub fn output(mut self) -> Output {
+        let status = self.child.wait().expect("the job ends");
+        for reader in self.readers {
+            reader.join().expect("a reader of the job's output");
+        }
+        let take = |b: &Arc<Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().expect("the output"));
+        Output { status, stdout: take(&self.stdout), stderr: take(&self.stderr) }
+    }
+
+    /// [`Cloud::output`], checked to have succeeded (`what` names the job in the panic).
+    pub fn finish(self, what: &str) -> Output {
+        check(self.output(), what)
+    }
+}
+
+/// Read `from` to its end on a thread of its own into the returned buffer, handing each line
+/// (without its newline) to `on_line` as it comes.
+fn collect(
+    from: impl Read + Send + 'static,
+    mut on_line: impl FnMut(&str) + Send + 'static,
+) -> (Arc<Mutex<Vec<u8>>>, JoinHandle<()>) {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let into = bytes.clone();
+    let reader = std::thread::spawn(move || {
+        let mut from = BufReader::new(from);
+        let mut line = Vec::new();
+        while from.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+            on_line(String::from_utf8_lossy(&line).trim_end());
+            into.lock().expect("the output").extend_from_slice(&line);
+            line.clear();
+        }
+    });
+    (bytes, reader)
+}
+
+/// Start the cloud job `command` ([`Cloud::start`]), and read the text of each of `files` (what
+/// its devices are to be fed).
+pub fn spawn_with_texts(command: &mut Command, files: &[PathBuf]) -> (Cloud, Vec<String>) {
+    (Cloud::start(command), files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples")).collect())
 }
 
 /// Devices fed on their standard input: each child, its stdin and the lines it is to read.
@@ -270,19 +347,17 @@ impl Edge {
         command
     }
 
-    /// The cloud job of a test that restarts a following device, started with its outputs
-    /// piped: it runs throughout (the devices wait for it before each window), a device
-    /// restarting is not timed out, and a device shipping once another is done joins (its
-    /// partition waits for it as for a device); dead letters to `dir/dead.json`.
-    pub fn cloud_throughout(&self, brokers: &str, topic: &str, dir: &Path) -> Child {
-        self.cloud_base(brokers, topic)
-            .args(["--partitions", "4", "--idle-timeout", "120s"])
-            .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
-            .arg(dir.join("dead.json"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start saams")
+    /// The cloud job of a test that restarts a following device ([`Cloud::start`]): it runs
+    /// throughout (the devices wait for it before each window), a device restarting is not
+    /// timed out, and a device shipping once another is done joins (its partition waits for it
+    /// as for a device); dead letters to `dir/dead.json`.
+    pub fn cloud_throughout(&self, brokers: &str, topic: &str, dir: &Path) -> Cloud {
+        Cloud::start(
+            self.cloud_base(brokers, topic)
+                .args(["--partitions", "4", "--idle-timeout", "120s"])
+                .args(["--exit-when-idle", "10s", "--device-timeout", "120s", "--dead-letter"])
+                .arg(dir.join("dead.json")),
+        )
     }
 
     /// [`Edge::cloud_command`] with `extra` flags, run to its end.

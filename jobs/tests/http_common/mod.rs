@@ -10,6 +10,7 @@ use std::time::Duration;
 /// The `host:port` a job started with `--http 127.0.0.1:0` (and `stderr` piped) announces, read
 /// from its stderr within `wait`. Every stderr line is passed on, so a failing test shows what
 /// the job said (the harness captures it).
+#[allow(dead_code)] // The edge tests read it through `edge_common::Cloud`.
 pub fn http_address(child: &mut Child, wait: Duration) -> String {
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = mpsc::channel();
