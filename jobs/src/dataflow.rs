@@ -70,7 +70,7 @@ pub fn build(
     let probe = ProbeHandle::new();
     if let Some(devices) = &devices {
         plan.borrow_mut().device_replies = devices.relay().replies();
-        relay_answers(devices, plan.borrow().routing.window_ms, &sink, &hub);
+        relay_answers(devices, &plan.borrow(), &sink, &hub);
     }
     let at = plan.clone();
     let recent = hub.clone();
@@ -132,19 +132,22 @@ pub fn build(
 /// ([`crate::edge::relay`]) go where the dataflow's lines go: to the sink, named as the
 /// dataflow names its lines, and to this process' hub when someone waits here. (Held weakly:
 /// the devices' table holds this, and must not keep the sink or itself alive.)
-fn relay_answers(devices: &Arc<Devices>, window_ms: i64, sink: &Arc<LineSink>, hub: &Arc<Hub>) {
+fn relay_answers(devices: &Arc<Devices>, plan: &Plan, sink: &Arc<LineSink>, hub: &Arc<Hub>) {
     let (named, sink, hub) = (Arc::downgrade(devices), Arc::downgrade(sink), Arc::downgrade(hub));
-    let window_ms = window_ms.max(1) as u64;
-    devices.relay().deliver_with(Box::new(move |time, open, line| {
-        let (origin, body) = split_reply(line);
+    let window_ms = plan.routing.window_ms.max(1) as u64;
+    let write = Box::new(move |(time, open): (u64, Option<u64>), device: &str, body: &str| {
         if let (Some(sink), Some(devices)) = (sink.upgrade(), named.upgrade()) {
-            let line = devices.name_in(body, time, time - time % window_ms);
+            let line = devices.name_answer(body, (time, time - time % window_ms), device);
             sink.write_at(time, open, std::iter::once(line));
         }
-        if let (Some((_, ticket)), Some(hub)) = (origin, hub.upgrade()) {
-            hub.reply(ticket, body.to_string());
+    });
+    let reply = Box::new(move |ticket: u64, body: String| {
+        if let Some(hub) = hub.upgrade() {
+            hub.reply(ticket, body);
         }
-    }));
+    });
+    let shape = (devices.process(), plan.routing.workers_per_process as u64);
+    devices.relay().outlets(crate::edge::relay::Outlets { write, reply }, shape);
 }
 
 /// Epoch gossip for Kafka input: every worker's own epoch (while it has active partitions)

@@ -6,7 +6,6 @@
 //! following device whose cloud job is not running, or dies, gives up after `--cloud-timeout`.
 //! Where the variable was unset at build time the tests show as ignored.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,10 +26,6 @@ fn edge() -> Edge {
 fn by_stream(d: usize, line: &str) -> bool {
     let first = ["EURTRY", "XAUUSD", "BTCUSD"].contains(&stream_of(line));
     first == (d == 0)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
 /// The device table `GET /devices` of the job at `addr` gives: (device, process, state) rows.
@@ -70,8 +65,7 @@ fn every_process_of_a_two_process_cloud_job_lists_every_device() {
     for (i, file) in files.iter().enumerate() {
         e.device(&brokers, &topic, (&format!("dev{i}"), i), file, &[]);
     }
-    let hostfile = dir.join("hosts");
-    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port())).expect("hostfile");
+    let hostfile = edge_common::two_hosts(&dir);
     let processes: Vec<Cloud> = (0..2).map(|p| cloud_process(&brokers, &topic, &dir, (p, &hostfile))).collect();
     let addrs: Vec<String> = processes.iter().map(Cloud::address).collect();
     // Both devices said goodbye: `left` on every process, each named with the process reading it.

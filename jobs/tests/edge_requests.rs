@@ -34,7 +34,7 @@ use std::time::Duration;
 mod kafka_common;
 use kafka_common::{check, declared_broker, unique};
 mod edge_common;
-use edge_common::{Edge, SAAMS, sorted, sorted_without_devices};
+use edge_common::{Cloud, Edge, SAAMS, sorted, sorted_without_devices};
 mod http_common;
 
 /// The streams each device is the only reader of.
@@ -42,7 +42,12 @@ const SHARES: [[&str; 2]; 2] = [["EURTRY", "XAUUSD"], ["IBM", "SPY"]];
 
 /// EURTRY's Count-Min (request 1 of the script; its continuous query is request 4).
 fn request(param: &str, id: u32) -> String {
-    format!(r#"{{"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":1,"param":{param},"requestID":{id}}}"#)
+    request_on("EURTRY", param, id)
+}
+
+/// The Count-Min of the Forex `stream` (`param`), as request `id`.
+fn request_on(stream: &str, param: &str, id: u32) -> String {
+    format!(r#"{{"dataSetKey":"Forex","streamID":"{stream}","synopsisID":1,"param":{param},"requestID":{id}}}"#)
 }
 
 fn edge() -> Edge {
@@ -91,9 +96,12 @@ fn window_end(line: &str) -> u64 {
 /// The cloud job (`--http`, `--snapshots`) and the two devices (`--follow` and `mode`) fed on
 /// their standard input.
 struct Running {
-    cloud: edge_common::Cloud,
+    /// The cloud job (its first process).
+    cloud: Cloud,
     addr: String,
     devices: Vec<edge_common::Fed<'static>>,
+    /// A cloud job of two processes: the second, and its HTTP address.
+    other: Option<(Cloud, String)>,
 }
 
 impl Running {
@@ -106,19 +114,44 @@ impl Running {
     /// [`Running::start`] with the cloud's `ends` flags (none: it runs until stopped).
     fn start_ending(
         brokers: &str,
+        at: (&Path, &[PathBuf]),
+        topic: &str,
+        flags: (&[&str], &str),
+        ends: &[&str],
+    ) -> Running {
+        Running::start_shaped(brokers, at, topic, flags, (ends, false))
+    }
+
+    /// [`Running::start_ending`], the cloud job of two processes of one worker each when
+    /// `two` (partition `q` is read by process `q mod 2`), else of one process of two workers.
+    fn start_shaped(
+        brokers: &str,
         (dir, files): (&Path, &[PathBuf]),
         topic: &str,
         (flags, idle): (&[&str], &str),
-        ends: &[&str],
+        (ends, two): (&[&str], bool),
     ) -> Running {
         let e = edge();
-        let mut base = e.cloud_base(brokers, topic);
-        base.args(ends)
-            .args(["--partitions", "4", "--device-timeout", "60s", "--idle-timeout", idle, "--http-timeout", "60"])
-            .args(["--http", "127.0.0.1:0", "--snapshots"])
-            .arg(dir.join("snapshots"));
-        let (cloud, texts) = edge_common::spawn_with_texts(&mut base, files);
-        let addr = cloud.address();
+        let hosts = two.then(|| edge_common::two_hosts(dir));
+        let hosts = hosts.as_ref().map(|h| h.to_str().expect("a path"));
+        let mut clouds = (0..if two { 2 } else { 1 }).map(|p| {
+            let p = p.to_string();
+            let shape = match hosts {
+                Some(hosts) => vec!["-w", "1", "-n", "2", "-p", &p, "-h", hosts],
+                None => vec!["-w", "2"],
+            };
+            let mut base = e.cloud_shaped(brokers, topic, &shape);
+            base.args(ends)
+                .args(["--partitions", "4", "--device-timeout", "60s", "--idle-timeout", idle, "--http-timeout", "60"])
+                .args(["--http", "127.0.0.1:0", "--snapshots"])
+                .arg(dir.join("snapshots"));
+            let cloud = Cloud::start(&mut base);
+            let addr = cloud.address();
+            (cloud, addr)
+        });
+        let (cloud, addr) = clouds.next().expect("the cloud job");
+        let other = clouds.next();
+        let texts = files.iter().map(|f| std::fs::read_to_string(f).expect("device tuples"));
         let devices = texts
             .into_iter()
             .enumerate()
@@ -130,7 +163,7 @@ impl Running {
                 (child, stdin, text.lines().collect())
             })
             .collect();
-        Running { cloud, addr, devices }
+        Running { cloud, addr, devices, other }
     }
 
     fn feed(&mut self, part: usize) {
@@ -145,7 +178,7 @@ impl Running {
 
     /// The devices' ends (their inputs closed), then `more` while the cloud runs, then its end.
     fn finish(self, more: impl FnOnce(&str)) -> (Vec<Output>, Output) {
-        let Running { cloud, addr, devices } = self;
+        let Running { cloud, addr, devices, other } = self;
         let outs = devices
             .into_iter()
             .map(|(child, stdin, _)| {
@@ -154,7 +187,11 @@ impl Running {
             })
             .collect();
         more(&addr);
-        (outs, cloud.finish("saams --partials-topic --http"))
+        let mut out = cloud.finish("saams --partials-topic --http");
+        if let Some((other, _)) = other {
+            out.stdout.extend(other.finish("saams -n 2 --partials-topic --http").stdout);
+        }
+        (outs, out)
     }
 }
 
@@ -271,7 +308,12 @@ fn ad_hoc_queries_and_saves_of_a_resident_synopsis_are_answered_by_its_device() 
 
 /// EURTRY's Count-Min asked for the frequency of 13.5, as request `id`.
 fn query(id: u32) -> String {
-    request(r#"[13.5,"price","Queryable","Ad-hoc"]"#, id)
+    query_on("EURTRY", id)
+}
+
+/// The Forex `stream`'s Count-Min asked for the frequency of 13.5, as request `id`.
+fn query_on(stream: &str, id: u32) -> String {
+    request_on(stream, r#"[13.5,"price","Queryable","Ad-hoc"]"#, id)
 }
 
 /// `POST /requests` of `body` on a thread (the reply waits for the device's answer).
@@ -485,35 +527,94 @@ fn asks_to_a_quiet_device_and_to_a_slowly_paced_one_are_answered_at_their_fences
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_quiet_device_s_answer_reaches_the_client_while_every_device_is_quiet() {
+    quiet_device_answers("relay", false, &[("EURTRY", 231, 0)]);
+}
+
+/// Across processes: dev0's partition is read by process 0, XAUUSD's Count-Min is homed on
+/// process 1 (its ask waits there) and EURTRY's on process 0. Each answer crosses as it comes
+/// (`edge::hops`): to the home in the other process, and back to a client waiting in the
+/// reader's process (241), or to the client waiting where the home is (242); and from the
+/// reader's process, where the home is, to a client waiting in the other (243).
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_quiet_device_s_answers_reach_clients_and_homes_in_other_processes() {
+    quiet_device_answers("processes", true, &[("XAUUSD", 241, 0), ("XAUUSD", 242, 1), ("EURTRY", 243, 1)]);
+}
+
+/// With every device quiet and no `--exit-when-idle` (nothing but the device's answer can end
+/// a client's wait), each of `asks` (a stream of dev0, a request id, the cloud process it is
+/// posted to; `two`: a cloud of two processes) gets dev0's answer (no 504), equal to the raw
+/// run of what dev0 read, written once to the job's output and naming dev0.
+fn quiet_device_answers(name: &str, two: bool, asks: &[(&str, u32, usize)]) {
     let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
-    let (dir, files) = workspace("relay");
-    let topic = unique("edge-requests-relay");
-    // No --exit-when-idle: nothing but the device's answer can end the client's wait.
+    let (dir, files) = workspace(name);
+    let topic = unique(&format!("edge-requests-{name}"));
     let flags = (&["--resident", "--idle-after", "3s"][..], "2s");
-    let mut run = Running::start_ending(&brokers, (&dir, &files), &topic, flags, &[]);
+    let mut run = Running::start_shaped(&brokers, (&dir, &files), &topic, flags, (&[], two));
     let (half, _) = run.dev0_alone();
+    let addrs: Vec<String> = std::iter::once(run.addr.clone()).chain(run.other.as_ref().map(|o| o.1.clone())).collect();
+    if two {
+        where_asks_wait(&addrs[0]);
+    }
     // Every device is quiet from here on: dev0 answers 3 s after its last line, and the cloud
     // hands the answer on as it comes (its own watermark stays where it is).
-    let asked = query(231);
-    let (answer, fence) = answered(post(&run.addr, &asked).join().expect("the POST"));
+    let posted: Vec<(String, _)> = asks
+        .iter()
+        .map(|&(stream, id, p)| {
+            let asked = query_on(stream, id);
+            let reply = post(&addrs[p], &asked);
+            (asked, reply)
+        })
+        .collect();
     let lines = run.devices[0].2.clone();
-    assert!(second_of(fence) >= CUT, "the fence {fence} is after every tuple dev0 read");
-    assert_eq!(answer, raw_answer(&dir, "relay", &lines_in(&lines, 0..half), &asked), "what dev0 read before");
+    let mut answers = Vec::new();
+    for ((asked, reply), &(_, id, _)) in posted.into_iter().zip(asks) {
+        let (answer, fence) = answered(reply.join().expect("the POST"));
+        assert!(second_of(fence) >= CUT, "the fence {fence} is after every tuple dev0 read");
+        let raw = raw_answer(&dir, &format!("{name}-{id}"), &lines_in(&lines, 0..half), &asked);
+        assert_eq!(answer, raw, "what dev0 read before");
+        answers.push(answer);
+    }
     let (dev0, stdin, _) = run.devices.remove(0);
     drop(stdin);
     let dev0 = check(dev0.wait_with_output().expect("dev0 ends"), "saams-edge --follow");
-    assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), 1, "dev0 answered once");
-    let stopped = Command::new("kill").args(["-TERM", &run.cloud.child.id().to_string()]).status().expect("kill");
-    assert!(stopped.success());
-    let out = run.cloud.finish("saams --partials-topic --http");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let written: Vec<&str> = stdout.lines().filter(|l| l.starts_with("{\"requestID\":231,")).collect();
-    assert_eq!(written.len(), 1, "the answer is written once to the job's output: {written:?}");
-    // Named as every answer of a job merging devices is (the devices covering its window).
-    let (line, named) = edge_common::without_devices(written[0]);
-    assert_eq!(without_as_of(&line).0, answer, "the output holds the reply");
-    assert!(named.iter().any(|d| d == "dev0"), "{named:?}");
+    assert_eq!(edge_common::figure(&dev0, "edge ", "answers"), asks.len() as u64, "dev0 answered each once");
+    let clouds: Vec<Cloud> = std::iter::once(run.cloud).chain(run.other.map(|o| o.0)).collect();
+    for cloud in &clouds {
+        let stopped = Command::new("kill").args(["-TERM", &cloud.child.id().to_string()]).status().expect("kill");
+        assert!(stopped.success());
+    }
+    let stdout: String = clouds
+        .into_iter()
+        .map(|c| String::from_utf8_lossy(&c.finish("saams --partials-topic --http").stdout).into_owned())
+        .collect();
+    for (answer, &(_, id, _)) in answers.iter().zip(asks) {
+        let written: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&format!("{{\"requestID\":{id},"))).collect();
+        assert_eq!(written.len(), 1, "the answer is written once to the job's output: {written:?}");
+        // Named as every answer of a job merging devices is (the devices covering its window).
+        let (line, named) = edge_common::without_devices(written[0]);
+        assert_eq!(&without_as_of(&line).0, answer, "the output holds the reply");
+        assert!(named.iter().any(|d| d == "dev0"), "request {id} names the device that answered: {named:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The setting of [`a_quiet_device_s_answers_reach_clients_and_homes_in_other_processes`], as
+/// the cloud at `addr` lists it: dev0 read by process 0, XAUUSD's Count-Min homed on worker 1
+/// (process 1), EURTRY's on worker 0.
+fn where_asks_wait(addr: &str) {
+    let (_, body) = http_common::call(addr, "GET", "/devices", "");
+    let devices: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let rows = devices["devices"].as_array().cloned().unwrap_or_default();
+    let dev0 = rows.iter().find(|r| r["device"] == "dev0").unwrap_or_else(|| panic!("no dev0 in {body}"));
+    assert_eq!(dev0["process"], 0, "dev0's partition is read by process 0: {body}");
+    let (_, body) = http_common::call(addr, "GET", "/synopses", "");
+    let synopses: Vec<serde_json::Value> = serde_json::from_str(&body).expect("JSON");
+    let home = |stream: &str| {
+        let cm = synopses.iter().find(|s| s["streamID"] == stream && s["synopsisID"] == 1);
+        cm.unwrap_or_else(|| panic!("no Count-Min of {stream} in {body}"))["home"].clone()
+    };
+    assert_eq!((home("XAUUSD"), home("EURTRY")), (1.into(), 0.into()), "the Count-Mins' homes: {body}");
 }
 
 /// The Forex pair split over the devices: EURTRY on dev0, XAUUSD on dev1.

@@ -107,8 +107,6 @@ pub fn ask_line(plan: &Plan, ask: &Ask, state: &dyn Synopsis, items: u64, span: 
         AskWhat::Save(file) => (Json::Null, save(plan, file, state)),
         // Answered from every participant's state at the pair's home ([`crate::pair_ask`]).
         AskWhat::Pair(pair) => (pair.args.clone(), Answer::Error("a pair query is answered at the pair's home".into())),
-        // Handed on by the synopsis' home ([`crate::update`]).
-        AskWhat::Answered(a) => (Json::Null, Answer::Error(format!("an answer of device {} handed on", a.device))),
     };
     let e = Estimation {
         request_id: ask.request_id.clone(),

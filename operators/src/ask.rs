@@ -97,10 +97,6 @@ pub enum AskWhat {
     /// An ad-hoc pair query: the participants' states at one point of event time, gathered at
     /// the pair's home ([`crate::pair_ask`]).
     Pair(PairAsk),
-    /// The answer of the edge device a synopsis is resident on ([`crate::query_view`]) to the
-    /// ask numbered [`Ask::id`], which the synopsis' home took at a fence and keeps waiting:
-    /// the home hands it on to whoever waits for it.
-    Answered(Box<DeviceAnswer>),
 }
 
 /// A device's answer to an ask of a synopsis resident on it.

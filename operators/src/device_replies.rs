@@ -1,15 +1,20 @@
-//! Where a device's answer meets the ask it answers ([`crate::ask::AskWhat::Answered`]),
-//! shared by a process' workers: the synopsis' home puts the asks it keeps waiting here, and the
-//! worker reading the device's partition hands the answer on from here as soon as it comes.
+//! Where a device's answer ([`crate::ask::DeviceAnswer`]) meets the ask it answers, shared by a
+//! process' workers: the synopsis' home puts the asks it keeps waiting here, and the answer is
+//! handed on from here as soon as it comes, by the worker reading the device's partition when
+//! the home is in its process, else by the home's process' worker it is sent to (the jobs
+//! crate's `edge::hops`).
 //!
 //! Why outside the dataflow: the device answered from its state at the ask's fence, which is
 //! exact whenever it comes, so nothing in the cloud needs to wait for it. Sent through the tuple
 //! input, the answer waited in the input's buffer until the reading worker's epoch moved on,
 //! which a quiet input (every device idle) never does: the client got a 504.
 //!
-//! Exactly once: an answer is handed on once per ask, by whichever side comes second (the home
-//! when the answer came first, the reader when the ask did); ids of asks answered are kept
-//! (bounded), so a device restarted after it answered, answering again, is dropped.
+//! Exactly once: an answer is handed on once per ask, when the second of ask and answer comes:
+//! the answer's side takes the waiting ask out and hands it on; the home, when the answer came
+//! first, leaves the pair *ready* here ([`DeviceReplies::take_ready`]), for the process' relay to
+//! hand on as it hands on every answer (one place names the answering device in the output).
+//! Ids of asks answered are kept (bounded), so a device restarted after it answered, answering
+//! again, is dropped.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -21,20 +26,26 @@ use crate::ask::{Ask, DeviceAnswer};
 /// would be kept for ever).
 const KEPT: usize = 1024;
 
-/// Asks waiting for their device's answer, answers waiting for their ask, asks answered.
+/// Asks waiting for their device's answer, answers waiting for their ask, asks answered, and
+/// asks met by their answers to hand on.
 #[derive(Default, Debug)]
 struct Table {
     waiting: HashMap<u64, Ask>,
     early: BTreeMap<u64, (u32, Box<DeviceAnswer>)>,
     answered: BTreeSet<u64>,
+    ready: Vec<Ready>,
 }
+
+/// An ask met by its device's answer, to hand on: the input time the home made the ask at, the
+/// ask, the synopsis the device answered for and its answer.
+pub type Ready = (u64, Ask, u32, DeviceAnswer);
 
 /// What became of a device's answer handed to [`DeviceReplies::answer_came`].
 #[derive(Debug, PartialEq)]
 pub enum Came {
     /// Its ask waited here (now taken out): hand the answer on now.
     Ask(Box<(Ask, DeviceAnswer)>),
-    /// Kept until its ask comes ([`DeviceReplies::ask_made`] returns it).
+    /// Kept until its ask comes (then ready: [`DeviceReplies::take_ready`]).
     Kept,
     /// Its ask was answered already: a replay, dropped.
     Replayed,
@@ -49,12 +60,14 @@ pub enum Came {
 ///                 what: AskWhat::Query(serde_json::json!([1])), origin: Some((0, 3)), device_answers: true };
 /// let answer = || DeviceAnswer { device: "pi".into(), line: "{}".into(), saved: None };
 /// let replies = DeviceReplies::default();
-/// assert_eq!(replies.ask_made(&ask), None); // it waits
+/// replies.ask_made(&ask, 100); // it waits
+/// assert!(replies.take_ready().is_empty());
 /// assert_eq!(replies.answer_came(5, 0, answer()), Came::Ask(Box::new((ask.clone(), answer()))));
 /// assert_eq!(replies.answer_came(5, 0, answer()), Came::Replayed); // the device answered again
-/// // The answer first: the ask takes it.
+/// // The answer first: the ask, made at input time 200, takes it, ready to hand on.
 /// assert_eq!(replies.answer_came(6, 0, answer()), Came::Kept);
-/// assert_eq!(replies.ask_made(&Ask { id: 6, ..ask }), Some((0, answer())));
+/// replies.ask_made(&Ask { id: 6, ..ask.clone() }, 200);
+/// assert_eq!(replies.take_ready(), vec![(200, Ask { id: 6, ..ask }, 0, answer())]);
 /// ```
 #[derive(Default, Debug)]
 pub struct DeviceReplies {
@@ -67,20 +80,24 @@ impl DeviceReplies {
         self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The home made `ask` (its device answers it): the device's answer `(synopsis, answer)` if
-    /// it came already (to hand on now), else `None` (the ask waits here for it).
-    pub fn ask_made(&self, ask: &Ask) -> Option<(u32, DeviceAnswer)> {
+    /// The home made `ask` (its device answers it) at input time `time`: ready with the
+    /// device's answer if it came already ([`DeviceReplies::take_ready`]), else it waits here.
+    pub fn ask_made(&self, ask: &Ask, time: u64) {
         let mut t = self.lock();
         match t.early.remove(&ask.id) {
             Some((syn, answer)) => {
                 answered(&mut t, ask.id);
-                Some((syn, *answer))
+                t.ready.push((time, ask.clone(), syn, *answer));
             }
             None => {
                 t.waiting.insert(ask.id, ask.clone());
-                None
             }
         }
+    }
+
+    /// The asks met by their answers since the last call, to hand on.
+    pub fn take_ready(&self) -> Vec<Ready> {
+        std::mem::take(&mut self.lock().ready)
     }
 
     /// A device answered ask `id` (for synopsis `syn`): see [`Came`].

@@ -56,10 +56,7 @@ impl DeviceWindows {
     /// its stream. A SAVE's state is taken from `store`, where the plan saved it.
     pub fn answer(&self, plan: &Plan, ask: &Ask, fence: u64, store: &ShippedSnapshots) -> Option<Body> {
         let spec = plan.routing.synopses.get(ask.syn as usize)?;
-        if matches!(ask.what, AskWhat::Pair(_) | AskWhat::Answered(_))
-            || spec.group == u32::MAX
-            || !self.is_resident(plan, spec.group)
-        {
+        if matches!(ask.what, AskWhat::Pair(_)) || spec.group == u32::MAX || !self.is_resident(plan, spec.group) {
             return None;
         }
         let held = self.held.get(&ask.syn)?;

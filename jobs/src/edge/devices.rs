@@ -227,11 +227,36 @@ impl Devices {
     /// assert_eq!(d.name_in(r#"{"accepted":"construct"}"#, 119_999, 60_000), r#"{"accepted":"construct"}"#);
     /// ```
     pub fn name_in(&self, line: &str, time: u64, window: u64) -> String {
+        self.name_with(line, (time, window), None)
+    }
+
+    /// [`Devices::name_in`] for `device`'s answer to an ask of a synopsis resident on it, which
+    /// names `device` too: it answered from its own state, whatever shipments of the window
+    /// this process merged (under `-n > 1` another process may have read them).
+    ///
+    /// ```
+    /// use saams_jobs::edge::devices::Devices;
+    /// let d = Devices::new(std::time::Duration::from_secs(5));
+    /// d.cover(60_000, "pi-2");
+    /// let line = d.name_answer(r#"{"estimate":3,"window":{"type":"landmark"}}"#, (119_999, 60_000), "pi-1");
+    /// assert_eq!(line, r#"{"estimate":3,"window":{"type":"landmark"},"devices":["pi-1","pi-2"]}"#);
+    /// ```
+    pub fn name_answer(&self, line: &str, at: (u64, u64), device: &str) -> String {
+        self.name_with(line, at, Some(device))
+    }
+
+    /// `line` named with the devices covering `window` and `also` ([`Devices::name_in`]).
+    fn name_with(&self, line: &str, (time, window): (u64, u64), also: Option<&str>) -> String {
         let answers_window = time != u64::MAX && line.contains("\"window\":{") && line.ends_with('}');
         if !answers_window {
             return line.to_string();
         }
-        let names = serde_json::to_string(&self.covering(window)).unwrap_or_else(|_| "[]".into());
+        let mut covering = self.covering(window);
+        if let Some(device) = also.filter(|d| !covering.iter().any(|c| c == d)) {
+            covering.push(device.to_string());
+            covering.sort();
+        }
+        let names = serde_json::to_string(&covering).unwrap_or_else(|_| "[]".into());
         format!("{},\"devices\":{names}}}", &line[..line.len() - 1])
     }
 

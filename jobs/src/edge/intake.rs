@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use saams::Synopsis;
-use saams_operators::ask::{Ask, DeviceAnswer};
+use saams_operators::ask::DeviceAnswer;
 use saams_operators::device_part::DevicePart;
 use saams_operators::plan::Mode;
 use saams_operators::query_view::QueryView;
@@ -56,11 +56,12 @@ pub struct Intake {
     newest: HashMap<i32, u64>,
     /// Which device runs each monitored stream's site.
     sites: SiteOwners,
-    /// Devices' answers to asks, as ask records for the tuple input ([`Intake::take_answers`]).
-    answers: Vec<Ask>,
+    /// Devices' answers to asks of synopses homed in another process: (ask, synopsis, home) and
+    /// the answer, sent there ([`Intake::take_answers`]).
+    elsewhere: Vec<((u64, u32, u32), DeviceAnswer)>,
     /// Devices' answers handed on at once ([`super::relay`]): the line, tagged for whoever
-    /// waits, and the checkpoint boundary open when it came.
-    relayed: Vec<(String, Option<u64>)>,
+    /// waits, the checkpoint boundary open when it came, and the device.
+    relayed: Vec<(String, Option<u64>, String)>,
     /// Per partition: the devices heard on it that have not said goodbye. A partition without
     /// any is *vacant*, and stops holding windows sooner ([`Intake::vacancies`]).
     assigned: HashMap<i32, std::collections::BTreeSet<String>>,
@@ -81,7 +82,7 @@ impl Intake {
             merged: HashMap::new(),
             newest: HashMap::new(),
             sites: SiteOwners::default(),
-            answers: Vec::new(),
+            elsewhere: Vec::new(),
             relayed: Vec::new(),
             assigned: HashMap::new(),
             vacancies: Vec::new(),
@@ -257,8 +258,8 @@ impl Intake {
 
 impl Intake {
     /// A device's answer to an ask of a synopsis resident on it ([`super::asks`]): handed on at
-    /// once when its ask waits in this process ([`super::relay`]), else an ask record for the
-    /// synopsis' home, which hands it on ([`Intake::take_answers`]).
+    /// once when its synopsis is homed in this process (its ask waits here: [`super::relay`]),
+    /// else sent to the home's process, which hands it on ([`Intake::take_answers`]).
     ///
     /// # Errors
     /// A synopsis this job does not maintain (counted as refused for the device), an answer to
@@ -276,14 +277,14 @@ impl Intake {
         };
         let home = plan.routing.synopses[syn as usize].home as u32;
         let answer = DeviceAnswer { device: device.to_string(), line: answered.line, saved: answered.saved };
-        let process = self.devices.process();
-        match self.devices.relay().admit(plan, process, (answered.ask, syn, home), answer) {
+        let ask = (answered.ask, syn, home);
+        match self.devices.relay().admit(plan, ask, answer) {
             Ok(Admitted::Now(line)) => {
                 let open = plan.checkpoints.borrow().boundaries.keys().next().copied();
-                self.relayed.push((line, open));
+                self.relayed.push((line, open, device.to_string()));
             }
             Ok(Admitted::Kept) => {}
-            Ok(Admitted::ToHome(ask)) => self.answers.push(ask),
+            Ok(Admitted::Elsewhere(answer)) => self.elsewhere.push((ask, answer)),
             Err(why) => {
                 self.devices.touch(device, |r| r.replayed += 1);
                 return Err((why, false));
@@ -292,21 +293,16 @@ impl Intake {
         Ok(())
     }
 
-    /// The devices' answers admitted since the last call: those handed on here written now (at
-    /// `time`, the input's epoch, where the home's line would have been), the others returned
-    /// as records of the tuple input sent at `time`, each to its synopsis' home.
-    pub fn take_answers(&mut self, time: u64) -> Vec<Rec> {
-        for (line, open) in self.relayed.drain(..) {
-            self.devices.relay().deliver(time, open, &line);
+    /// Hand on the devices' answers admitted since the last call: those handed on here written
+    /// now (at `time`, the input's epoch, where the home's line would have been), the others
+    /// sent to their synopses' homes in other processes (`super::hops`).
+    pub fn take_answers(&mut self, time: u64) {
+        for (line, open, device) in self.relayed.drain(..) {
+            self.devices.relay().deliver((time, open), &device, &line);
         }
-        let time = i64::try_from(time).unwrap_or(i64::MAX);
-        self.answers
-            .drain(..)
-            .map(|ask| {
-                let home = u64::from(ask.home);
-                Rec { seq: home, ..ask.into_rec(time) }
-            })
-            .collect()
+        for (ask, answer) in self.elsewhere.drain(..) {
+            self.devices.relay().send_home(time, ask, answer);
+        }
     }
 
     /// A device's *position* (a data shipment without groups: it is about to read `window`, and

@@ -19,7 +19,9 @@
 //! - [`monitor_site`]: the sites of monitored streams (`synopsisID` 14) a device runs, shipping
 //!   the protocols' messages instead of the items;
 //! - [`refusals`]: requests the cloud cannot carry out for its devices, refused on every path;
-//! - [`reports`]: the processes' device tables, exchanged (`GET /devices` under `-n > 1`).
+//! - [`reports`]: the processes' device tables, exchanged (`GET /devices` under `-n > 1`);
+//! - [`relay`] and [`hops`]: a device's answer to an ask handed on as it comes, in the
+//!   reader's process or across processes.
 //!
 //! Why a binary of its own rather than a `saams` subcommand: a device runs no timely dataflow,
 //! takes none of the job's flags (workers, processes, checkpoints, HTTP) and has a few of its
@@ -30,6 +32,7 @@ pub mod asks;
 pub mod control;
 pub mod device;
 pub mod devices;
+pub mod hops;
 pub mod intake;
 pub mod kept;
 pub mod monitor_site;

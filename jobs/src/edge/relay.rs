@@ -1,6 +1,5 @@
 //! The cloud's side of a device's answer ([`super::asks`]): handed on to whoever waits (the
-//! HTTP client, the output) by the worker that reads it from the partials topic, as soon as it
-//! comes, instead of waiting for the cloud's progress.
+//! HTTP client, the output) as soon as it comes, instead of waiting for the cloud's progress.
 //!
 //! Why it may: the device answered from its state at the ask's fence, once no value of a window
 //! before the fence could still come to it, so the answer is final when it arrives; the cloud
@@ -9,29 +8,89 @@
 //! reader's epoch moved on, which it does not while every device is quiet.
 //!
 //! How: the process' workers share one table ([`DeviceReplies`], in every worker's plan) where
-//! the synopsis' home keeps the asks it made waiting. The reader takes the ask out and hands the
-//! answer on ([`Relay::deliver`]) with the line the home would have written (the same output
-//! line, at the same place: the reader's input time, as the home's line had). Only what cannot
-//! be handed on in this process still goes through the dataflow to the home: a synopsis homed
-//! in another process, or an ask taken by another process (its client waits there).
+//! the synopsis' home keeps the asks it made waiting. When the home is in the reader's process,
+//! the reader takes the ask out and hands the answer on ([`Relay::deliver`]) with the line the
+//! home would have written (the same output line, at the same place: the reader's input time,
+//! as the home's line had). An answer that came before its ask is met by the home, which leaves
+//! the pair ready; the process' next worker to go round hands it on the same way
+//! ([`Relay::hand_on_ready`], at the ask's input time). Every answer line names the device
+//! that answered ([`super::devices::Devices::name_answer`]). Across processes ([`Hop`]), through a dataflow of its own
+//! ([`super::hops`]) that is advanced after every send and acts on arrival:
+//! - a synopsis homed in another process: the answer goes to the home, whose process' table
+//!   holds the ask, and is handed on there ([`Relay::arrived`]);
+//! - a client waiting in another process: the line is written to the output where it is handed
+//!   on, and its body goes to the worker that took the request, whose process' hub replies.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use saams_operators::Plan;
 use saams_operators::answer::hand_on;
-use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
-use saams_operators::device_replies::{Came, DeviceReplies};
-use serde_json::Value as Json;
+use saams_operators::ask::{DeviceAnswer, split_reply};
+use saams_operators::device_replies::{Came, DeviceReplies, Ready};
+use serde::{Deserialize, Serialize};
 
-/// Writes one answer line, tagged for whoever waits ([`saams_operators::ask::reply_line`]), at
-/// input time `time` with the checkpoint boundary `open` (the job's sink and hub).
-pub type Deliver = Box<dyn Fn(u64, Option<u64>, &str) + Send + Sync>;
+/// Writes an answer line (untagged) of device `device` to the output at input time `time`
+/// with the checkpoint boundary `open` (the job's sink): `write((time, open), device, line)`.
+pub type Write = Box<dyn Fn((u64, Option<u64>), &str, &str) + Send + Sync>;
+
+/// Gives an answer line's body to the client waiting in this process with `ticket` (the hub).
+pub type Reply = Box<dyn Fn(u64, String) + Send + Sync>;
+
+/// Where the lines of devices' answers go in a process.
+pub struct Outlets {
+    /// To the output.
+    pub write: Write,
+    /// To the client waiting here.
+    pub reply: Reply,
+}
+
+/// What crosses to a worker of another process ([`super::hops`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Hop {
+    /// A device's answer for the home worker of the synopsis it answers (where the ask waits).
+    Answer {
+        /// The synopsis' home worker.
+        home: u32,
+        /// The input time it was read at (where its line is written).
+        time: u64,
+        /// The ask it answers.
+        id: u64,
+        /// The synopsis.
+        syn: u32,
+        /// The device's answer.
+        answer: DeviceAnswer,
+    },
+    /// The body of an answer line for the client a worker took.
+    Reply {
+        /// The worker that took the request.
+        worker: u32,
+        /// Its ticket there.
+        ticket: u64,
+        /// The answer line's body.
+        body: String,
+    },
+}
+
+impl Hop {
+    /// The worker it goes to.
+    pub fn target(&self) -> u32 {
+        match self {
+            Hop::Answer { home, .. } => *home,
+            Hop::Reply { worker, .. } => *worker,
+        }
+    }
+}
 
 /// One process' devices' answers and where they go.
 #[derive(Default)]
 pub struct Relay {
     replies: Arc<DeviceReplies>,
-    deliver: OnceLock<Deliver>,
+    outlets: OnceLock<Outlets>,
+    /// This process' index and the job's workers per process.
+    shape: OnceLock<(u64, u64)>,
+    /// Hops to other processes, sent by the next worker of this process to send
+    /// ([`super::hops::AnswerHops::send`]).
+    outbox: Mutex<Vec<Hop>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -46,8 +105,8 @@ pub enum Admitted {
     Now(String),
     /// Kept here until the home makes its ask.
     Kept,
-    /// To the synopsis' home through the dataflow, as an ask record.
-    ToHome(Ask),
+    /// For the synopsis' home in another process ([`Relay::send_home`]): the answer back.
+    Elsewhere(DeviceAnswer),
 }
 
 impl Relay {
@@ -56,28 +115,32 @@ impl Relay {
         self.replies.clone()
     }
 
-    /// Where answers go (set once, when the dataflow is built; a second call is ignored).
-    pub fn deliver_with(&self, deliver: Deliver) {
-        let _ = self.deliver.set(deliver);
+    /// Where answers go, in process `process` of a job of `per_process` workers per process
+    /// (set once, when the dataflow is built; a second call is ignored).
+    pub fn outlets(&self, outlets: Outlets, (process, per_process): (u64, u64)) {
+        let _ = self.outlets.set(outlets);
+        let _ = self.shape.set((process, per_process.max(1)));
+    }
+
+    /// True when `worker` is in this process.
+    fn is_here(&self, worker: u32) -> bool {
+        let (process, per_process) = self.shape.get().copied().unwrap_or((0, u64::MAX));
+        u64::from(worker) / per_process == process
     }
 
     /// A device's answer to ask `id` of synopsis `syn` (homed on worker `home`), read by a
-    /// worker of process `process` (`plan`'s workers per process).
+    /// worker of this process.
     ///
     /// # Errors
     /// A replay: the device answered that ask already (it restarted after answering).
     pub fn admit(
         &self,
         plan: &Plan,
-        process: u64,
         (id, syn, home): (u64, u32, u32),
         answer: DeviceAnswer,
     ) -> Result<Admitted, String> {
-        let per_process = plan.routing.workers_per_process.max(1) as u64;
-        let here = |worker: u32| u64::from(worker) / per_process == process;
-        let waits_here = self.replies.waiting(id).is_none_or(|a| a.origin.is_none_or(|(w, _)| here(w)));
-        if !here(home) || !waits_here {
-            return Ok(Admitted::ToHome(to_home(id, syn, home, answer)));
+        if !self.is_here(home) {
+            return Ok(Admitted::Elsewhere(answer));
         }
         let device = answer.device.clone();
         match self.replies.answer_came(id, syn, answer) {
@@ -87,26 +150,79 @@ impl Relay {
         }
     }
 
-    /// Hand `line` on (written at input time `time`, checkpoint boundary `open`).
-    pub fn deliver(&self, time: u64, open: Option<u64>, line: &str) {
-        match self.deliver.get() {
-            Some(deliver) => deliver(time, open, line),
-            None => eprintln!("saams: a device's answer with nowhere to go (no dataflow yet): {line}"),
+    /// Send a device's answer to ask `id` of synopsis `syn` to its home worker `home` in another
+    /// process ([`Admitted::Elsewhere`]), read at input time `time`.
+    pub fn send_home(&self, time: u64, (id, syn, home): (u64, u32, u32), answer: DeviceAnswer) {
+        self.outbox.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(Hop::Answer {
+            home,
+            time,
+            id,
+            syn,
+            answer,
+        });
+    }
+
+    /// The hops waiting to be sent.
+    pub fn take_hops(&self) -> Vec<Hop> {
+        std::mem::take(&mut *self.outbox.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Hand `line` (device `device`'s answer, tagged for whoever waits) on: written to the
+    /// output here at input time `time`, checkpoint boundary `open`, and to the waiting client,
+    /// here or in its process.
+    pub fn deliver(&self, (time, open): (u64, Option<u64>), device: &str, line: &str) {
+        let Some(outlets) = self.outlets.get() else {
+            eprintln!("saams: a device's answer with nowhere to go (no dataflow yet): {line}");
+            return;
+        };
+        let (origin, body) = split_reply(line);
+        (outlets.write)((time, open), device, body);
+        match origin {
+            Some((worker, ticket)) if self.is_here(worker) => (outlets.reply)(ticket, body.to_string()),
+            Some((worker, ticket)) => self
+                .outbox
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(Hop::Reply { worker, ticket, body: body.to_string() }),
+            None => {}
         }
     }
-}
 
-/// The ask record that carries a device's answer to the synopsis' home.
-fn to_home(id: u64, syn: u32, home: u32, answer: DeviceAnswer) -> Ask {
-    Ask {
-        id,
-        syn,
-        home,
-        spread: false,
-        request_id: Json::Null,
-        uid: None,
-        what: AskWhat::Answered(Box::new(answer)),
-        origin: None,
-        device_answers: false,
+    /// Hand on the asks of this process' homes met by answers that came first
+    /// ([`DeviceReplies::take_ready`]; `plan`: the calling worker's).
+    pub fn hand_on_ready(&self, plan: &Plan) {
+        for ready in self.replies.take_ready() {
+            self.hand_on(plan, ready);
+        }
+    }
+
+    /// Hand on `answer` to `ask` (of synopsis `syn`, met at input time `time`): a SAVE's
+    /// snapshot written, the line to the output and to whoever waits.
+    fn hand_on(&self, plan: &Plan, (time, ask, syn, answer): Ready) {
+        let line = hand_on(plan, &ask, (syn, &answer));
+        let open = plan.checkpoints.borrow().boundaries.keys().next().copied();
+        self.deliver((time, open), &answer.device, &line);
+    }
+
+    /// A hop from another process arrived at its worker here (`plan`: that worker's).
+    pub fn arrived(&self, plan: &Plan, hop: Hop) {
+        match hop {
+            Hop::Answer { time, id, syn, answer, .. } => {
+                let device = answer.device.clone();
+                match self.replies.answer_came(id, syn, answer) {
+                    Came::Ask(both) => self.hand_on(plan, (time, both.0, syn, both.1)),
+                    // Ready when the home's ask comes (`DeviceReplies::ask_made`).
+                    Came::Kept => {}
+                    Came::Replayed => saams_operators::device_part::refuse(&format!(
+                        "device {device} answered ask {id} again: dropped"
+                    )),
+                }
+            }
+            Hop::Reply { ticket, body, .. } => {
+                if let Some(outlets) = self.outlets.get() {
+                    (outlets.reply)(ticket, body);
+                }
+            }
+        }
     }
 }

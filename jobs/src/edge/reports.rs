@@ -6,9 +6,14 @@
 //! broadcasts its process' table ([`Devices::report`]) every [`REPORT_MS`] to every worker, as
 //! the autoscaler's load reports and the Kafka epoch gossip travel; the first worker of each
 //! process keeps what the others sent ([`Devices::heard_from`]). The table is small (a row per
-//! device) and a job of one process sends none.
+//! device) and a job of one process sends none. Every worker also sends the devices' answers
+//! its process hands to another ([`AnswerHops`]) as it goes round.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
+
+use saams_operators::Plan;
 use std::time::{Duration, Instant};
 
 use timely::container::CapacityContainerBuilder;
@@ -18,6 +23,7 @@ use timely::dataflow::operators::{Input, Inspect};
 use timely::worker::Worker;
 
 use super::devices::Devices;
+use super::hops::AnswerHops;
 
 /// How often a process sends its device table to the others (ms).
 pub const REPORT_MS: u64 = 500;
@@ -33,6 +39,7 @@ pub struct DeviceReports {
     /// a job of several).
     sends: Option<u64>,
     last: Option<Instant>,
+    hops: AnswerHops,
 }
 
 impl DeviceReports {
@@ -41,7 +48,7 @@ impl DeviceReports {
     /// index and the job's shape.
     pub fn build(
         worker: &mut Worker,
-        devices: Arc<Devices>,
+        (devices, plan): (Arc<Devices>, &Rc<RefCell<Plan>>),
         (me, per_process, processes): (usize, usize, usize),
     ) -> Self {
         let mut input = InputHandle::new();
@@ -58,12 +65,21 @@ impl DeviceReports {
             });
         });
         let sends = (processes > 1 && first_of_process).then_some((me / per_process.max(1)) as u64);
-        DeviceReports { input, devices, sends, last: None }
+        let hops = AnswerHops::build(worker, devices.clone(), plan);
+        DeviceReports { input, devices, sends, last: None, hops }
     }
 
-    /// Send this process' table if it is this worker's to send and [`REPORT_MS`] have passed
+    /// Hand on the devices' answers this process holds ([`AnswerHops::send`]): what the job's
+    /// end, whose tables were sent, still does.
+    pub fn hand_on(&mut self) {
+        self.hops.send();
+    }
+
+    /// Send the devices' answers waiting to cross to another process ([`AnswerHops::send`]),
+    /// and this process' table if it is this worker's to send and [`REPORT_MS`] have passed
     /// (`now`: send it whatever the time, as the input ends).
     pub fn send(&mut self, now: bool) {
+        self.hops.send();
         let Some(process) = self.sends else { return };
         if !now && self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(REPORT_MS)) {
             return;

@@ -162,7 +162,8 @@ impl<'a> WorkerState<'a> {
         let load =
             job.settings.autoscale.then(|| (crate::dataflow::load_reports(worker, job.stats.clone()), Instant::now()));
         let shape = (me, job.settings.workers_per_process, peers / job.settings.workers_per_process.max(1));
-        let device_reports = job.devices.clone().map(|d| crate::edge::reports::DeviceReports::build(worker, d, shape));
+        let device_reports =
+            job.devices.clone().map(|d| crate::edge::reports::DeviceReports::build(worker, (d, &plan), shape));
 
         // 3. Read this worker's units round-robin, a batch at a time; the input's epoch is the
         //    oldest event time (ms) any unit can still produce (its newest time minus the
@@ -514,8 +515,7 @@ impl<'a> WorkerState<'a> {
                     );
                     router.send_batch(input);
                     // Devices' answers to asks (`edge::asks`), to their synopses' homes.
-                    let time = *input.time();
-                    intake.take_answers(time).into_iter().for_each(|r| input.send(r));
+                    intake.take_answers(*input.time());
                 }
                 for (partition, vacant) in intake.vacancies() {
                     k.set_vacant(partition, vacant);
@@ -640,11 +640,11 @@ impl<'a> WorkerState<'a> {
         drop(self.input);
         drop(self.gossip);
         drop(self.load);
-        if let Some(mut r) = self.device_reports.take() {
-            r.send(true);
-        }
+        self.device_reports.iter_mut().for_each(|r| r.send(true));
         while !self.probe.done() {
             worker.step_or_park(Some(Duration::from_millis(1)));
+            // Devices' answers met by asks the draining dataflow made (`edge::relay`).
+            self.device_reports.iter_mut().for_each(|r| r.hand_on());
         }
         if let Some(k) = self.kafka {
             k.finish();

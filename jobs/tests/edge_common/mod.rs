@@ -335,8 +335,13 @@ impl Edge {
     /// The cloud job command over `topic` (2 workers, from its start) without the flags of
     /// its end, its devices' timeout and its outputs: the caller adds them.
     pub fn cloud_base(&self, brokers: &str, topic: &str) -> Command {
+        self.cloud_shaped(brokers, topic, &["-w", "2"])
+    }
+
+    /// [`Edge::cloud_base`] with the `shape` flags (workers, processes) instead of `-w 2`.
+    pub fn cloud_shaped(&self, brokers: &str, topic: &str, shape: &[&str]) -> Command {
         let mut command = Command::new(SAAMS);
-        command.args(["--requests", &self.requests, "--window", self.window, "-w", "2", "--progress", "0"]).args([
+        command.args(["--requests", &self.requests, "--window", self.window, "--progress", "0"]).args(shape).args([
             "--brokers",
             brokers,
             "--partials-topic",
@@ -365,6 +370,16 @@ impl Edge {
         let out = self.cloud_command(brokers, topic, dir).args(extra).output().expect("run saams");
         check(out, "saams --partials-topic")
     }
+}
+
+/// A hosts file in `dir` for a job of two processes on this machine (two free ports).
+pub fn two_hosts(dir: &Path) -> PathBuf {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    };
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, format!("127.0.0.1:{}\n127.0.0.1:{}\n", free(), free())).expect("hostfile");
+    hostfile
 }
 
 /// A job resumed from its checkpoint into `dir` ended with `status`: assert it succeeded and

@@ -493,7 +493,7 @@ pub(super) fn take_batch(
             state.feed_staged(plan);
             let Some(rec) = recs.next() else { continue };
             match Ask::from_rec(&rec) {
-                Some(ask) if state.device_ask(plan, me, &ask, asked) => {}
+                Some(ask) if state.device_ask(plan, me, &ask, rec.time) => {}
                 Some(ask) if pair_of(&ask).is_some() => state.ask_pair(plan, me, ask, rec.time, asked),
                 Some(ask) => state.ask(plan, me, ask, watermark, asked),
                 None => {}
