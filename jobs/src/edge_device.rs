@@ -74,8 +74,9 @@ pub struct EdgeCli {
     /// Keep the device's state in this file (written before every shipment), so a device killed
     /// and restarted over the same input ships every tuple exactly once, `--ship-every` included:
     /// it skips what it shipped and ships the batch it was producing again, the same. With
-    /// --sole-reader or --resident it also keeps the states kept here (as the window being
-    /// shipped opened), and reads that window again.
+    /// --sole-reader, --resident, --follow or monitored streams it also keeps the states kept
+    /// here and its monitoring sites' (as the window being shipped opened), and reads that
+    /// window again.
     #[arg(long)]
     pub state: Option<std::path::PathBuf>,
     /// No other device reads the streams this one reads: keep their per-stream synopses whole
@@ -214,7 +215,7 @@ impl Following {
         self.counts.position_bytes += position.encode().len() as u64;
         shipper.ship(&position)?;
         for r in self.follower.reached(window, self.next_at)? {
-            self.apply(plan, windows, shipper, &r)?;
+            self.apply((plan, windows, sites), shipper, &r)?;
         }
         self.reached = Some(window);
         Ok(())
@@ -222,18 +223,13 @@ impl Following {
 
     /// Apply the live request `r` at its fence, and answer its asks of synopses resident here
     /// from the state there ([`crate::edge::asks`]).
-    fn apply(
-        &mut self,
-        plan: &mut Plan,
-        windows: &mut DeviceWindows,
-        shipper: &Shipper,
-        r: &Applied,
-    ) -> Result<(), String> {
+    fn apply(&mut self, (plan, windows, sites): Ctx<'_>, shipper: &Shipper, r: &Applied) -> Result<(), String> {
         let (requests, notes) = Intake::new(false).vet(read_log(&r.text));
         notes.iter().for_each(|n| eprintln!("saams-edge: {n}"));
         self.store.add(&r.snapshots)?;
         let asks = plan.extend(&requests, r.fence, None).asks;
         windows.install_restored(plan)?;
+        sites.install_restored(plan)?;
         for ask in asks.iter().filter(|_| r.fence >= self.answers_from) {
             if let Some(body) = windows.answer(plan, ask, r.fence, &self.store) {
                 shipper.ship(&Shipment { device: shipper.device.clone(), seq: 0, body })?;
@@ -271,9 +267,10 @@ impl Following {
         }
         close_before((plan, windows, sites), (ship.0, &mut *ship.1), fence)?;
         windows.hold_below(fence);
+        ship.1.hold_below(fence, windows.read_count())?;
         self.counts.idle_fences += 1;
         for r in &waiting[..=ask] {
-            self.apply(plan, windows, ship.0, r)?;
+            self.apply((&mut *plan, &mut *windows, &mut *sites), ship.0, r)?;
         }
         Ok(())
     }
@@ -294,7 +291,7 @@ impl Following {
             self.advance((plan, windows, sites), (ship.0, &mut *ship.1), through)?;
         }
         for r in self.up_to_last_ask(plan, windows) {
-            self.apply(plan, windows, ship.0, &r)?;
+            self.apply((&mut *plan, &mut *windows, &mut *sites), ship.0, &r)?;
         }
         Ok(())
     }
@@ -439,8 +436,12 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let (plan, following, script) = device_plan(cli, &opts, window_ms)?;
     let shipper = Shipper::open(&opts, (&cli.partials_topic, cli.partitions, cli.partition), &cli.device)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
-    let (batches, mut windows) = Batches::open(cli.state.as_deref(), &cli.device, cli.sole_reader || cli.resident)?;
-    let sites = device_sites(cli, &plan)?;
+    // The sites' state, like the states kept whole, is made of tuples a restarted device skips:
+    // recorded too (a following device may be sent a monitor live).
+    let keeps = cli.sole_reader || cli.resident || cli.follow || !plan.monitor.monitored.is_empty();
+    let (batches, mut windows) = Batches::open(cli.state.as_deref(), &cli.device, keeps)?;
+    let mut sites = DeviceSites::new(cli.monitor_sites.clone()).restored(windows.take_restored_sites());
+    sites.install_restored(&plan)?;
     if cli.resident {
         windows = windows.resident();
     } else if cli.sole_reader {
@@ -480,7 +481,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
             Err(RecvTimeoutError::Disconnected) => break,
         }
         // Due whether the input is quiet or busy.
-        if next_ship.is_some_and(|t| Instant::now() >= t) && device.batches.replay_open.is_none() {
+        if next_ship.is_some_and(|t| Instant::now() >= t) && !device.batches.replaying {
             let upto = device.windows.read_count();
             let ships = device.windows.ship_open(&device.plan);
             device.batches.send((&device.shipper, &device.windows), ships, (upto, true))?;
@@ -521,6 +522,7 @@ impl Device {
     /// Take one tuple (`at`: its unit and line, and this device's id).
     fn take(&mut self, tuple: &Tuple, (seq, device): (u64, &str)) -> Result<(), String> {
         self.batches.before_tuple(&self.shipper, (&self.plan, &mut self.windows))?;
+        self.hold_again()?;
         if let Some(f) = self.following.as_mut() {
             let ctx = (&mut self.plan, &mut self.windows, &mut self.sites);
             f.before(ctx, (&self.shipper, &mut self.batches), tuple)?;
@@ -530,9 +532,22 @@ impl Device {
         self.batches.send((&self.shipper, &self.windows), ships, (upto, false))
     }
 
+    /// A restarted device that took an idle fence before the kill ([`Batches::hold_due`]) has
+    /// read again the tuples it had read then: close the windows before the fence (the batch
+    /// shipped then, again) and hold below it, as it did.
+    fn hold_again(&mut self) -> Result<(), String> {
+        let Some(fence) = self.batches.hold_due(self.windows.read_count()) else { return Ok(()) };
+        let ctx = (&mut self.plan, &mut self.windows, &mut self.sites);
+        close_before(ctx, (&self.shipper, &mut self.batches), fence)?;
+        // Recorded already: every batch from here on carries it.
+        self.windows.hold_below(fence);
+        Ok(())
+    }
+
     /// The input ended: ship the last window, answer the asks heard (`--follow`), say goodbye.
     fn end(mut self, device: &str, window_ms: i64) -> Result<EdgeSummary, String> {
         self.batches.before_tuple(&self.shipper, (&self.plan, &mut self.windows))?;
+        self.hold_again()?;
         let upto = self.windows.read_count();
         let open_end = self.windows.open_end(&self.plan).unwrap_or(0);
         let last = close_window(&self.plan, (&mut self.windows, &mut self.sites), device, i64::MAX);
@@ -560,17 +575,6 @@ impl Device {
     }
 }
 
-/// The monitoring sites of a device (`--monitor-site`).
-fn device_sites(cli: &EdgeCli, plan: &Plan) -> Result<DeviceSites, String> {
-    if cli.state.is_some() && !plan.monitor.monitored.is_empty() {
-        // A restarted device skips what it shipped, but its sites' state holds those items.
-        return Err("--state cannot be used with monitored streams (synopsisID 14) yet: a device restarted \
-             from its state file would skip the items its sites hold"
-            .into());
-    }
-    Ok(DeviceSites::new(cli.monitor_sites.clone()))
-}
-
 /// Take one tuple (`seq`: its unit and line, [`crate::edge::monitor_site`]): its values to the
 /// open window and the monitored streams' sites. When it opens a later window, the shipments
 /// of the window it closed, then the sites' messages sent before the new one.
@@ -586,10 +590,13 @@ fn push(
         return ships;
     }
     let Some((now, _)) = windows.open_seq() else { return ships };
-    if open.is_some_and(|(w, _)| w != now) && !sites.is_idle() {
+    if open.is_some_and(|(w, _)| w != now) {
         let watermark = i64::try_from(now).unwrap_or(i64::MAX);
-        let more = sites.ship(plan, device, watermark, (&ships, open));
-        ships.extend(more);
+        if !sites.is_idle() {
+            let more = sites.ship(plan, device, watermark, (&ships, open));
+            ships.extend(more);
+        }
+        record_sites(plan, (windows, sites), watermark);
     }
     sites.push(plan, t, (seq, now));
     ships
@@ -607,5 +614,15 @@ fn close_window(
     let mut ships = windows.close(plan);
     let more = sites.ship(plan, device, watermark, (&ships, open));
     ships.extend(more);
+    record_sites(plan, (windows, sites), watermark);
     ships
+}
+
+/// The sites were advanced to `watermark`, the start of the next window read: with a state
+/// file, their copies there are what that window's batches record ([`crate::edge::site_state`]).
+/// None at the end of the input (no window opens after it).
+fn record_sites(plan: &Plan, (windows, sites): (&mut DeviceWindows, &DeviceSites), watermark: i64) {
+    if windows.keeps_points() && watermark != i64::MAX {
+        windows.sites_opened(sites.copies_at(plan, watermark));
+    }
 }

@@ -12,7 +12,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use saams_operators::Plan;
 
 use crate::edge::device::DeviceWindows;
-use crate::edge::resume::Resume;
+use crate::edge::resume::{HeldBelow, Resume};
 use crate::edge::shipment::{Body, Shipment};
 use crate::kafka::{KafkaOptions, TopicSpec, ensure_topics};
 
@@ -85,11 +85,23 @@ pub struct Batches {
     /// A restarted device that keeps states whole: the count up to which it read its open
     /// window again and shipped it before the kill ([`crate::edge::kept`]).
     forget_at: Option<u64>,
+    /// A restarted device has not produced the batch its state file names again yet: its
+    /// `--ship-every` timer waits (a shipment of the open window made earlier than before the
+    /// kill would number other tuples as the batch's, which the cloud may have merged).
+    pub replaying: bool,
+    /// The idle fence the device holds below (`--idle-after`), recorded with every batch.
+    held: Option<HeldBelow>,
+    /// A restarted device: the idle fence it took before the kill, to take again when it has
+    /// read as many tuples as it had then ([`Batches::hold_due`]).
+    pub hold_again: Option<HeldBelow>,
+    /// The last batch recorded, rewritten when the device takes an idle fence.
+    last: Option<Resume>,
 }
 
 impl Batches {
     /// The state file's batch, if any, and the windows to resume with; `keeps_whole`: the
-    /// device keeps groups whole or resident, whose states the file records too.
+    /// device keeps groups whole or resident, or runs monitoring sites (or may, following the
+    /// job), whose states the file records too.
     ///
     /// # Errors
     /// A damaged state file.
@@ -103,7 +115,8 @@ impl Batches {
         {
             let file = state.map(Path::display);
             return Err(format!(
-                "{}: the state file of a device {} kept states whole (--sole-reader, --resident); this one {}",
+                "{}: the state file of a device {} kept states (--sole-reader, --resident, --follow, monitored \
+                 streams); this one {}",
                 file.expect("a file"),
                 if r.window_from.is_some() { "that" } else { "that never" },
                 if keeps_whole { "does" } else { "does not" }
@@ -123,6 +136,10 @@ impl Batches {
             skip: resume.as_ref().map_or(0, |r| r.window_from.unwrap_or(r.from)),
             replay_open: resume.as_ref().filter(|r| r.open).map(|r| r.upto),
             forget_at: resume.as_ref().and_then(|r| r.window_from.filter(|&w| w < r.from).map(|_| r.from)),
+            replaying: resume.is_some(),
+            held: resume.as_ref().and_then(|r| r.hold_below),
+            hold_again: resume.as_ref().and_then(|r| r.hold_below),
+            last: resume.clone(),
         };
         Ok((batches, windows))
     }
@@ -141,23 +158,48 @@ impl Batches {
     ) -> Result<(), String> {
         let Some(Body::Data { window, .. }) = ships.first().map(|s| &s.body) else { return Ok(()) };
         if let Some(file) = &self.file {
-            let kept = windows.resume_point(*window);
-            Resume {
-                window: *window,
-                seq: ships[0].seq,
-                from: self.from,
-                upto,
-                open,
-                window_from: kept.map(|(from, _)| from),
-                kept: kept.map(|(_, states)| states.to_vec()).unwrap_or_default(),
+            let (mut window, mut seq, mut window_from, mut kept) = (*window, ships[0].seq, None, Vec::new());
+            if let Some(point) = windows.resume_point(window, open) {
+                (window, seq) = (point.window, point.seq.unwrap_or(seq));
+                (window_from, kept) = (Some(point.from), point.bytes);
             }
-            .write(file)?;
+            let resume = Resume { window, seq, from: self.from, upto, open, window_from, hold_below: self.held, kept };
+            resume.write(file)?;
+            self.last = Some(resume);
         }
         for ship in &ships {
             shipper.ship(ship)?;
         }
         self.from = upto;
+        self.replaying = false;
         Ok(())
+    }
+
+    /// The device took the idle fence `window` as its watermark, having read `at` tuples:
+    /// recorded now, in the last batch's record (and every later one). A device that recorded
+    /// no batch yet records nothing: restarted, it reads its whole input again, and takes the
+    /// fence again when its input goes quiet with the ask still waiting.
+    ///
+    /// # Errors
+    /// The state file cannot be written.
+    pub fn hold_below(&mut self, window: u64, at: u64) -> Result<(), String> {
+        let held = HeldBelow { window: self.held.map_or(window, |h| h.window.max(window)), at };
+        self.held = Some(held);
+        match (&self.file, self.last.as_mut()) {
+            (Some(file), Some(last)) => {
+                last.hold_below = Some(held);
+                last.write(file)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A restarted device that took an idle fence before the kill has read `read` tuples: the
+    /// fence, when it is due again (taken once).
+    pub fn hold_due(&mut self, read: u64) -> Option<u64> {
+        let due = self.hold_again.filter(|h| read >= h.at)?;
+        self.hold_again = None;
+        Some(due.window)
     }
 
     /// Before the device reads its next tuple: a restarted device leaves the part of its open

@@ -281,7 +281,7 @@ impl DeviceWindows {
     /// read since the last one), or none when no group took a value.
     pub fn close(&mut self, plan: &Plan) -> Vec<Shipment> {
         let Some((window, groups)) = self.open.take() else { return Vec::new() };
-        self.closing(window);
+        self.closing(window, self.ship_seq);
         let wholes = self.feed_whole(plan, window, &groups);
         self.closed();
         let (resident, groups): (BTreeMap<_, _>, BTreeMap<_, _>) =
@@ -601,10 +601,25 @@ pub(super) struct KeptPoints {
     pub(super) open_from: u64,
     /// The states when the open window opened (encoded).
     pub(super) at_open: Vec<u8>,
-    /// The window closed last: its start, the count before its first tuple, the states when it
-    /// opened.
-    pub(super) closed: Option<(u64, u64, Vec<u8>)>,
+    /// The monitoring sites' copies when the open window opened ([`super::site_state`]).
+    pub(super) sites_at_open: Vec<u8>,
+    /// The window closed last, as its close batch records it.
+    pub(super) closed: Option<Closed>,
+    /// The sites' copies read from the state file, for the device's sites to take.
+    pub(super) restored_sites: Vec<saams::checkpoint::MonitorState>,
     /// States restored from the state file whose synopses the plan has not had yet (a device
     /// following the job learns its live constructs again as it goes).
     pub(super) pending: BTreeMap<u32, MovedState>,
+}
+
+/// The window closed last, as its close batch records it ([`super::kept`]).
+pub(super) struct Closed {
+    pub(super) window: u64,
+    /// Its next shipment's number as it closed.
+    pub(super) seq: u64,
+    /// The count of tuples read before its first.
+    pub(super) from: u64,
+    /// The kept states and the sites' copies when it opened.
+    pub(super) states: Vec<u8>,
+    pub(super) sites: Vec<u8>,
 }

@@ -14,7 +14,8 @@
 //! - [`snapshots`]: a device's snapshot store: the files the cloud sends for its LOADs, the
 //!   states its SAVEs ship;
 //! - [`resume`]: a device's state file, which makes its shipments exactly once across a
-//!   restart, and [`kept`]: the states kept whole or resident it records;
+//!   restart, and [`kept`]: the states kept whole or resident it records, and [`site_state`]:
+//!   the monitoring sites' copies;
 //! - [`devices`]: the devices a cloud process hears from (`GET /devices`);
 //! - [`monitor_site`]: the sites of monitored streams (`synopsisID` 14) a device runs, shipping
 //!   the protocols' messages instead of the items;
@@ -42,4 +43,5 @@ pub mod reports;
 pub mod resident;
 pub mod resume;
 pub mod shipment;
+pub mod site_state;
 pub mod snapshots;

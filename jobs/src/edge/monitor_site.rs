@@ -62,7 +62,10 @@ pub struct DeviceSites {
     /// `--monitor-site`: the site ids to run (mod each monitor's `k`); empty: all.
     chosen: Vec<usize>,
     /// Per (monitored stream, site).
-    sites: HostedSites,
+    pub(super) sites: HostedSites,
+    /// A restarted device's site copies whose monitored streams its plan has not had yet
+    /// ([`super::site_state`]).
+    pub(super) pending: Vec<saams::checkpoint::MonitorState>,
     /// Values refused since the last shipment, by event time (reported at it, as the job's
     /// sites do).
     refused: Refusals,
@@ -79,6 +82,7 @@ impl DeviceSites {
         DeviceSites {
             chosen,
             sites: HostedSites::new(),
+            pending: Vec::new(),
             refused: Refusals::new(),
             forwarded: BTreeMap::new(),
             counts: SiteCounts::default(),

@@ -18,6 +18,13 @@
 //! the window again from there ([`super::kept`]). The file is then one JSON line, then those
 //! states' bytes.
 //!
+//! A following device whose input went quiet and that took an ask's fence as its watermark
+//! (`--idle-after`) records that fence too, and the count of tuples it had read then
+//! ([`HeldBelow`]), rewriting its last batch's record at once: a device restarted from it holds
+//! below the fence from the same tuple on, so the values it refused as late before the kill it
+//! refuses again, and the window it shipped at the fence it ships again (the cloud refuses the
+//! copies).
+//!
 //! ```
 //! use saams_jobs::edge::resume::Resume;
 //! let dir = std::env::temp_dir().join(format!("saams-resume-doc-{}", std::process::id()));
@@ -58,9 +65,25 @@ pub struct Resume {
     /// batch's window, from where a restarted device reads it again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_from: Option<u64>,
+    /// The idle fence the device took as its watermark (`--idle-after`), if any: values of
+    /// windows before it read after it are late, across a restart too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_below: Option<HeldBelow>,
     /// Those states when the window opened ([`super::kept`]'s bytes), after the JSON line.
     #[serde(skip)]
     pub kept: Vec<u8>,
+}
+
+/// An idle fence a device took as its watermark ([`super::device::DeviceWindows::hold_below`]):
+/// the window from which on values are taken, and the device's count of tuples read when it
+/// took it. A restarted device reads its input again up to that count as before, then closes
+/// the windows before the fence and holds below it, as it did before the kill.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldBelow {
+    /// The fence (ms): values of earlier windows are late.
+    pub window: u64,
+    /// The count of tuples read when the device took it.
+    pub at: u64,
 }
 
 impl Resume {

@@ -12,7 +12,9 @@ use saams_monitoring::fallback::Envelope;
 use saams_monitoring::live::LiveSite;
 use serde::{Deserialize, Serialize};
 
-use super::{Monitored, SiteOut};
+use saams::checkpoint::MonitorState;
+
+use super::{MonitorPlan, Monitored, SiteOut, state};
 use crate::record::Val;
 
 /// A site's state and the newest event time it took: what a checkpoint copies of it
@@ -43,6 +45,29 @@ pub fn hosted<'a>(sites: &'a mut HostedSites, key: (u32, usize), m: &Monitored) 
             Some(v.insert(HostedSite { site, newest: i64::MIN }))
         }
     }
+}
+
+/// The copies of `sites` at boundary `b` (each processed its events before `b`, no later),
+/// keyed by (monitored stream, site) in the checkpoints' encoding ([`super::state`]): what a
+/// job's checkpoint and a device's state file (`saams-edge --state`) hold of them.
+///
+/// # Errors
+/// A site not processed up to `b` exactly.
+pub fn copy_hosted(sites: &HostedSites, plan: &MonitorPlan, b: i64) -> Result<Vec<MonitorState>, MonitorError> {
+    let mut out = Vec::with_capacity(sites.len());
+    for (&(group, site), h) in sites {
+        let Some(m) = plan.monitored.get(group as usize) else { continue };
+        out.push(state::encode(group, Some(site as u32), m, &h.copy_at(b)?));
+    }
+    Ok(out)
+}
+
+/// The site a copy ([`copy_hosted`]) holds, checked against `plan`'s monitored stream.
+///
+/// # Errors
+/// A copy of a stream or site the plan has not, or bytes that are not a site's copy.
+pub fn restore_hosted(copy: &MonitorState, plan: &MonitorPlan) -> Result<HostedSite, String> {
+    plan.stream_of(copy).and_then(|m| state::decode::<HostedSite>(copy, m))
 }
 
 /// The tracked item of a value: the spec's whole number of a number, or of text that reads as

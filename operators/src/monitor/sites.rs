@@ -16,7 +16,7 @@ use timely::dataflow::operators::generic::Operator;
 
 use saams::checkpoint::MonitorState;
 
-use super::hosted::{HostedSite, HostedSites, Refusals, hosted, refusal_reports};
+use super::hosted::{HostedSite, HostedSites, Refusals, copy_hosted, hosted, refusal_reports, restore_hosted};
 use super::relay::decode_relayed;
 use super::{MONITOR_FENCE_INDEX, MonitorPlan, SiteOut, state};
 use crate::Plan;
@@ -83,15 +83,7 @@ fn advance_all(sites: &mut HostedSites, to: i64, now: u64, later: &mut BTreeMap<
 /// The checkpoint copies of the hosted sites at boundary `b`, once every one has processed its
 /// events before `b` ([`advance_all`]).
 fn copy_all(sites: &HostedSites, plan: &MonitorPlan, b: u64) -> Vec<MonitorState> {
-    let b = b.min(i64::MAX as u64) as i64;
-    sites
-        .iter()
-        .filter_map(|(&(group, site), h)| {
-            let m = plan.monitored.get(group as usize)?;
-            let at_b = h.copy_at(b).expect("advanced to the boundary just before");
-            Some(state::encode(group, Some(site as u32), m, &at_b))
-        })
-        .collect()
+    copy_hosted(sites, plan, b.min(i64::MAX as u64) as i64).expect("advanced to the boundary just before")
 }
 
 /// The sites a checkpoint restores on this worker (`me` of `peers`): those it hosts.
@@ -101,7 +93,7 @@ fn restore(plan: &Plan, me: usize, peers: usize) -> HostedSites {
     checkpoints.restored_monitors.retain(|copy| {
         let Some(site) = copy.site.filter(|&s| s as usize % peers == me) else { return true };
         // Checked when the checkpoint was read (`MonitorPlan::check_copy`).
-        if let Ok(h) = plan.monitor.stream_of(copy).and_then(|m| state::decode::<HostedSite>(copy, m)) {
+        if let Ok(h) = restore_hosted(copy, &plan.monitor) {
             sites.insert((copy.group, site as usize), h);
         }
         false
