@@ -5,45 +5,31 @@
 //! `mod edge_common; mod http_common; mod kafka_common;`.
 #![allow(dead_code)] // Not every test that includes this module calls every helper.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Output, Stdio};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::process::{Child, ChildStdin, Output};
 
-use super::edge_common::Edge;
+use super::edge_common::{self, Edge};
 use super::http_common;
-use super::kafka_common::check;
 
-/// A cloud job running throughout: the child, its HTTP address and its output, read as it comes
-/// (left in its pipe, a whole run's answers would fill it and block the job's writer).
+/// A cloud job running throughout: [`edge_common::Cloud`] (its output read as it comes) and its
+/// HTTP address.
 pub struct Cloud {
-    pub child: Child,
     pub addr: String,
-    answers: JoinHandle<Vec<u8>>,
+    job: edge_common::Cloud,
 }
 
 impl Cloud {
     /// The cloud job of `e` over `topic` with `--http`, dead letters to `dir/dead.json`, ending
     /// 10 s after its input went idle, a device silent for `device_timeout` gone.
     pub fn start(e: &Edge, (brokers, topic): (&str, &str), dir: &Path, device_timeout: &str) -> Cloud {
-        let mut child = e
-            .cloud_base(brokers, topic)
-            .args(["--partitions", "4", "--exit-when-idle", "10s", "--device-timeout", device_timeout])
-            .args(["--idle-timeout", "2s", "--http-timeout", "60", "--http", "127.0.0.1:0", "--dead-letter"])
-            .arg(dir.join("dead.json"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start saams");
-        let addr = http_common::http_address(&mut child, Duration::from_secs(60));
-        let mut stdout = child.stdout.take().expect("its stdout");
-        let answers = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            stdout.read_to_end(&mut bytes).expect("the job's output");
-            bytes
-        });
-        Cloud { child, addr, answers }
+        let job = edge_common::Cloud::start(
+            e.cloud_base(brokers, topic)
+                .args(["--partitions", "4", "--exit-when-idle", "10s", "--device-timeout", device_timeout])
+                .args(["--idle-timeout", "2s", "--http-timeout", "60", "--http", "127.0.0.1:0", "--dead-letter"])
+                .arg(dir.join("dead.json")),
+        );
+        Cloud { addr: job.address(), job }
     }
 
     /// `GET /devices`' body.
@@ -53,9 +39,7 @@ impl Cloud {
 
     /// Wait for the job's end: its output, its exit checked.
     pub fn end(self) -> Output {
-        let mut out = self.child.wait_with_output().expect("the job ends");
-        out.stdout = self.answers.join().expect("the job's output");
-        check(out, "saams --partials-topic --http")
+        self.job.finish("saams --partials-topic --http")
     }
 }
 
