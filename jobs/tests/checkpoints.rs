@@ -15,7 +15,7 @@ mod checkpoint_common;
 mod live_common;
 use live_common::{Live, answers_from};
 
-use checkpoint_common::{assert_same, complete, kill_after, nanos, newest_id, stderr_of};
+use checkpoint_common::{assert_same, complete, fresh_dir, kill_after, nanos, newest_id, sorted_file, stderr_of};
 
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -25,17 +25,7 @@ fn repo(rel: &str) -> String {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("saams-ckpt-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create temp dir");
-    d
-}
-
-fn sorted_file(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut v: Vec<String> = text.lines().filter(|l| !l.contains(r#""kind":"KLL""#)).map(str::to_string).collect();
-    v.sort();
-    v
+    fresh_dir("ckpt", name)
 }
 
 fn check(out: Output, what: &str) -> Output {

@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 
 mod checkpoint_common;
 
-use checkpoint_common::{assert_same, kill_after, nanos, stderr_of};
+use checkpoint_common::{assert_same, fresh_dir, kill_after, nanos, sorted_file, stderr_of};
 
 const BIN: &str = env!("CARGO_BIN_EXE_saams");
 const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
@@ -20,17 +20,7 @@ const REPLAY: &str = env!("CARGO_BIN_EXE_replay");
 const CHUNK: &str = "5000000";
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("saams-stripes-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("create temp dir");
-    d
-}
-
-fn sorted_file(path: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut v: Vec<String> = text.lines().filter(|l| !l.contains(r#""kind":"KLL""#)).map(str::to_string).collect();
-    v.sort();
-    v
+    fresh_dir("stripes", name)
 }
 
 /// The generator's 6 streams of 20,000 tuples (~15 MB) as a JSON-lines file in `dir`.

@@ -21,6 +21,25 @@ pub fn assert_same(got: &[String], want: &[String], what: &str) {
     );
 }
 
+/// A fresh temporary directory `saams-{what}-{pid}-{name}` (emptied if it was there).
+#[allow(dead_code)] // Not every test that includes this module calls it.
+pub fn fresh_dir(what: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("saams-{what}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+/// The lines of an output file, sorted, KLL answers left out (Apache DataSketches' KLL compacts
+/// with an unseeded random generator, so two runs of the same input differ).
+#[allow(dead_code)] // Not every test that includes this module calls it.
+pub fn sorted_file(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut v: Vec<String> = text.lines().filter(|l| !l.contains(r#""kind":"KLL""#)).map(str::to_string).collect();
+    v.sort();
+    v
+}
+
 /// Now, in ns since the epoch: distinct names for each start's stderr file.
 #[allow(dead_code)] // Not every test that includes this module calls it.
 pub fn nanos() -> u128 {
