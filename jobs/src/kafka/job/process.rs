@@ -1,5 +1,5 @@
-//! The Kafka side of one `saams` process ([`KafkaJob`]): start-up from the flags (broker check,
-//! topic creation, producers, signal handler), the stop rule, the dead letters of Kafka records,
+//! The Kafka side of one `saams` process ([`KafkaJob`]): start-up from the flags (broker check
+//! with topic creation, producers, signal handler), the stop rule, the dead letters of Kafka records,
 //! and the exit report (the request topic is read in `requests`).
 //!
 //! Why its own file: it is shared by all workers of the process; the per-worker input, and how
@@ -18,7 +18,6 @@ use crate::kafka::admin::{TopicSpec, ensure_topics};
 use crate::kafka::consume::records::RecordRef;
 use crate::kafka::error::{AdapterError, METADATA_TIMEOUT};
 use crate::kafka::lock::lock;
-use crate::kafka::metadata::check_brokers;
 use crate::kafka::options::KafkaOptions;
 use crate::kafka::produce::dead_letters::{KafkaDeadLetterSink, RecordOrigin};
 use crate::kafka::produce::estimations::KafkaEstimationSink;
@@ -90,7 +89,9 @@ impl KafkaJob {
             from: args.from,
             extra: args.extra.clone(),
         };
-        check_brokers(&opts).map_err(|e| e.to_string())?;
+        // Also the broker check: `ensure_topics` fetches the metadata first, with the same
+        // clear error when no broker answers; a client of its own for the check alone (its
+        // threads, connection and metadata fetch) was a cost of every Kafka run's start.
         ensure_topics(&opts, &topic_specs(args)).map_err(|e| e.to_string())?;
         let out = open_shared(&args.output_topic, |t| KafkaEstimationSink::new(&opts, t))?;
         let dead = open_shared(&args.dead_letter_topic, |t| KafkaDeadLetterSink::new(&opts, t))?;
