@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use saams::api::Tuple;
 use saams_datasets::lines::{Ahead, Line, LineReader};
@@ -188,23 +189,30 @@ pub struct UnitReader {
 /// Where a striped unit ([`Input::Stripes`]) is.
 struct Striped {
     path: PathBuf,
+    /// The file, opened once for all the unit's stripes.
+    file: Arc<File>,
     stripes: Stripes,
     /// The start of the stripe being read.
     start: u64,
 }
 
-/// The lines that start in `[start, end)` of `path`, read by `lines` (restarted there): past
-/// the line holding byte `start - 1` (the previous range's). Returns the bytes of the range
-/// after it and where its first line starts.
+/// `path` opened for positioned reads (one open file for all of a unit's stripes).
+fn open_shared(path: &Path) -> Result<Arc<File>, String> {
+    File::open(path).map(Arc::new).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The lines that start in `[start, end)` of `file` (at `path`), read by `lines` (restarted
+/// there): past the line holding byte `start - 1` (the previous range's). Returns the bytes of
+/// the range after it and where its first line starts.
 fn range_lines(
     lines: &mut LineReader<Box<dyn Read + Send>>,
-    path: &Path,
+    (file, path): (&Arc<File>, &Path),
     start: u64,
     end: u64,
 ) -> Result<(u64, u64), String> {
     let err = |e: std::io::Error| format!("{}: {e}", path.display());
     let block = (end.saturating_sub(start) as usize).saturating_add(2 * TAIL_READ);
-    lines.restart(Box::new(StripeFile::open(path, start.saturating_sub(1), end).map_err(err)?), block);
+    lines.restart(Box::new(StripeFile::at(file, start.saturating_sub(1), end)), block);
     let mut budget = end.saturating_sub(start);
     if start > 0 {
         let n = match lines.next_line().map_err(err)? {
@@ -282,15 +290,17 @@ impl UnitReader {
             Input::Range(p, f, start, end) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
                 let mut r = UnitReader::new(ctx, Box::new(std::io::empty()));
-                (r.budget, r.offset) = range_lines(&mut r.lines, p, *start, *end)?;
+                (r.budget, r.offset) = range_lines(&mut r.lines, (&open_shared(p)?, p), *start, *end)?;
                 r.name = format!("{}@{start}", p.display());
                 Ok(r)
             }
             Input::Stripes(p, f, stripes) => {
                 let ctx = LineContext::open(p, *f).map_err(|e| e.to_string())?;
                 let mut r = UnitReader::new(ctx, Box::new(std::io::empty()));
-                r.striped = Some(Box::new(Striped { path: p.clone(), stripes: *stripes, start: stripes.first }));
-                (r.budget, r.offset) = range_lines(&mut r.lines, p, stripes.first, stripes.end_of(stripes.first))?;
+                let file = open_shared(p)?;
+                let (first, end) = (stripes.first, stripes.end_of(stripes.first));
+                (r.budget, r.offset) = range_lines(&mut r.lines, (&file, p), first, end)?;
+                r.striped = Some(Box::new(Striped { path: p.clone(), file, stripes: *stripes, start: first }));
                 r.name = format!("{}@byte", p.display());
                 Ok(r)
             }
@@ -368,6 +378,7 @@ impl UnitReader {
             ));
         }
         let mut r = UnitReader::new(ctx, Box::new(std::io::empty()));
+        let file = open_shared(p)?;
         let end = match input {
             Input::Range(_, _, start, end) => {
                 r.name = format!("{}@{start}", p.display());
@@ -376,10 +387,11 @@ impl UnitReader {
             Input::Stripes(_, _, stripes) => {
                 r.name = format!("{}@byte", p.display());
                 let (start, end) = stripes.stripe_at(offset).unwrap_or((len, len));
-                r.striped = Some(Box::new(Striped { path: p.clone(), stripes: *stripes, start }));
+                r.striped =
+                    Some(Box::new(Striped { path: p.clone(), file: Arc::clone(&file), stripes: *stripes, start }));
                 if offset < start {
                     // Past the end of the stripe it was in: the unit's next stripe, from its start.
-                    (r.budget, r.offset) = range_lines(&mut r.lines, p, start, end)?;
+                    (r.budget, r.offset) = range_lines(&mut r.lines, (&file, p), start, end)?;
                     (r.line_no, r.line_start) = (lines_before, (r.offset, lines_before));
                     return Ok(r);
                 }
@@ -390,7 +402,7 @@ impl UnitReader {
                 u64::MAX
             }
         };
-        r.lines = LineReader::new(Box::new(StripeFile::open(p, offset, end).map_err(err)?));
+        r.lines = LineReader::new(Box::new(StripeFile::at(&file, offset, end)));
         r.budget = if end == u64::MAX { u64::MAX } else { end.saturating_sub(offset) };
         r.offset = offset;
         r.line_no = lines_before;
@@ -406,7 +418,8 @@ impl UnitReader {
             return Ok(false);
         }
         striped.start = next;
-        (self.budget, self.offset) = range_lines(&mut self.lines, &striped.path, next, striped.stripes.end_of(next))?;
+        let end = striped.stripes.end_of(next);
+        (self.budget, self.offset) = range_lines(&mut self.lines, (&striped.file, &striped.path), next, end)?;
         Ok(true)
     }
 
