@@ -15,7 +15,7 @@ use saams::api::Tuple;
 use saams_datasets::lines::{Ahead, Line, LineReader};
 use saams_datasets::{Format, LineContext};
 
-use super::stripes::{STRIPE_BYTES, StripeFile, Stripes, TAIL_READ};
+use super::stripes::{STRIPE_BYTES, StripeFile, Stripes, TAIL_READ, open_shared};
 
 /// One input unit.
 #[derive(Clone, Debug, PartialEq)]
@@ -194,11 +194,6 @@ struct Striped {
     stripes: Stripes,
     /// The start of the stripe being read.
     start: u64,
-}
-
-/// `path` opened for positioned reads (one open file for all of a unit's stripes).
-fn open_shared(path: &Path) -> Result<Arc<File>, String> {
-    File::open(path).map(Arc::new).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The lines that start in `[start, end)` of `file` (at `path`), read by `lines` (restarted

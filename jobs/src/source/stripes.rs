@@ -17,6 +17,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::Arc;
 
 /// The most bytes a stripe holds (1 MiB is ~8,000 reference lines): files whose ranges are no
@@ -146,6 +147,11 @@ impl StripeFile {
     pub(super) fn at(file: &Arc<File>, pos: u64, end: u64) -> StripeFile {
         StripeFile { file: Arc::clone(file), pos, end }
     }
+}
+
+/// `path` opened for positioned reads (one open file for all of a unit's stripes).
+pub(super) fn open_shared(path: &Path) -> Result<Arc<File>, String> {
+    File::open(path).map(Arc::new).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 impl Read for StripeFile {
