@@ -206,4 +206,27 @@ mod tests {
         assert_eq!(f.read(&mut buf).unwrap(), TAIL_READ);
         std::fs::remove_file(&path).unwrap();
     }
+
+    /// Readers of one open file at different places read their own bytes, however their reads
+    /// interleave (positioned reads: the file's shared offset is never used).
+    #[test]
+    fn readers_of_one_open_file_keep_their_own_positions() {
+        let path = std::env::temp_dir().join(format!("saams-stripe-shared-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = open_shared(&path).unwrap();
+        let (mut a, mut b) = (StripeFile::at(&file, 0, 20_000), StripeFile::at(&file, 20_000, 50_000));
+        let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+        let mut buf = [0u8; 777];
+        for _ in 0..200 {
+            let n = a.read(&mut buf).unwrap();
+            got_a.extend_from_slice(&buf[..n]);
+            let n = b.read(&mut buf[..333]).unwrap();
+            got_b.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got_a, bytes[..got_a.len()], "reader from 0");
+        assert_eq!(got_b, bytes[20_000..20_000 + got_b.len()], "reader from 20,000");
+        assert!(got_a.len() > 20_000 && got_b.len() == 30_000, "{} {}", got_a.len(), got_b.len());
+        std::fs::remove_file(&path).unwrap();
+    }
 }
