@@ -21,6 +21,9 @@
 //! parks) grow by that much event time, [`EpochPace::reach`], or every worker ahead waited for
 //! the frontier after a step's worth of tuples and advanced at once by one step: with the AIS
 //! generator's ~100 tuples a step per worker, 9 of 10 rounds read nothing.
+//!
+//! The bounds themselves are here too ([`EpochPace::span`], [`EpochPace::lag`]), as they are
+//! counted in reaches.
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +35,35 @@ pub(super) const PACE_TUPLES: u64 = 16_384;
 /// The longest a reading worker holds an advance back: the bound on how much later a window's
 /// answers come out than with an advance at every epoch step.
 pub(super) const PACE_WAIT: Duration = Duration::from_millis(5);
+
+/// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
+/// that releases values inside a window moves in these steps.
+pub(super) const EPOCH_STEP_MS: i64 = 60_000;
+
+/// The most event time (ms) the reading loop runs ahead of what the dataflow has processed.
+const MAX_LAG_MS: i64 = 4 * EPOCH_STEP_MS;
+
+/// How many epoch steps (past the lateness) a worker may read ahead of the job's frontier when
+/// its units do not hold it (`WorkerState::span_end` in `super::worker`).
+const SPAN_STEPS: u64 = 2;
+
+/// How many paces of its own tuples ([`EpochPace::reach`], the event time of [`PACE_TUPLES`] of
+/// them) a worker may read ahead of the job's frontier besides [`SPAN_STEPS`], when its units
+/// do not hold it. The frontier trails the reading by more than one pace: the worker's own
+/// epoch moves once a pace, the other workers' once theirs, and then the values of the time
+/// passed must still cross the exchange and leave the reorder buffers, and under `-n > 1` the
+/// progress crosses the network threads. With 2 paces a worker ahead found the span used up in
+/// most rounds and parked: a 5 M-line file at `-n 2 -w 1` ran at 0.85 of the two cores, 1.4×
+/// one worker; with 8, 1.7× (docs/figures.md, "Reading ahead of the frontier"). The bound stays
+/// one of tuples (8 × 16 Ki a worker), whatever the input's density in event time.
+const SPAN_PACES: u64 = 8;
+
+/// [`SPAN_PACES`] for a job paced by `--rate`: its workers read slowly anyway, so waiting on the
+/// frontier costs them nothing, while every pace a worker runs ahead is one the others must read
+/// at the rate before a fence completes or a unit moves to a worker that holds its epoch
+/// (`super::handover::remote`): with 8, a unit moved between processes at `--rate 750` waited
+/// for its giver more than 20 s (`jobs/tests/rescale_readers.rs`).
+const PACED_SPAN_PACES: u64 = 2;
 
 /// A worker's pace of epoch advances: when and at which tuple count it last advanced, and how
 /// far (event-time ms) that advance moved its epoch.
@@ -76,6 +108,20 @@ impl EpochPace {
     pub(super) fn reach(&self) -> u64 {
         self.reach
     }
+
+    /// The event time (ms) past the job's frontier a worker whose units do not hold it may read:
+    /// the lateness, [`SPAN_STEPS`] epoch steps of `step` ms and [`SPAN_PACES`] reaches
+    /// ([`PACED_SPAN_PACES`] when the job is `paced` by `--rate`).
+    pub(super) fn span(&self, lateness_ms: u64, step: u64, paced: bool) -> u64 {
+        let paces = if paced { PACED_SPAN_PACES } else { SPAN_PACES };
+        lateness_ms.saturating_add(SPAN_STEPS * step).saturating_add(paces.saturating_mul(self.reach()))
+    }
+
+    /// How far (event-time ms) a worker's epoch may run ahead of what the dataflow has processed
+    /// before it parks: 64 windows of `window_ms`, at most [`MAX_LAG_MS`], plus twice the reach.
+    pub(super) fn lag(&self, window_ms: i64) -> u64 {
+        (64 * window_ms).clamp(0, MAX_LAG_MS) as u64 + 2 * self.reach()
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +152,17 @@ mod tests {
         // At most `most`, however sparse (the first advance moves from 0 to the first time).
         pace.advanced(2_049 + 4 * PACE_TUPLES, 1 << 40, (3_600_000, true));
         assert_eq!(pace.reach(), 3_600_000);
+    }
+
+    #[test]
+    fn a_worker_ahead_reads_eight_reaches_past_the_frontier_or_two_under_a_rate() {
+        let mut pace = EpochPace::new();
+        // 4 × PACE_TUPLES tuples over a minute: the reach is 15 s.
+        pace.advanced(4 * PACE_TUPLES, 60_000, (u64::MAX, false));
+        assert_eq!(pace.span(1_000, 60_000, false), 1_000 + SPAN_STEPS * 60_000 + 8 * 15_000);
+        assert_eq!(pace.span(1_000, 60_000, true), 1_000 + SPAN_STEPS * 60_000 + 2 * 15_000);
+        assert_eq!(pace.lag(60_000), MAX_LAG_MS as u64 + 2 * 15_000);
+        assert_eq!(pace.lag(1_000), 64_000 + 2 * 15_000);
     }
 
     #[test]

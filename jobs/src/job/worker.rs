@@ -23,24 +23,13 @@ use crate::kafka::KafkaInput;
 
 use super::checkpoints::{want_boundaries, write_checkpoints};
 use super::config::{Settings, Shared};
-use super::epoch_pace::EpochPace;
+use super::epoch_pace::{EPOCH_STEP_MS, EpochPace};
 use super::generated::generated_routes;
 use super::handover::Handover;
 use super::read_units::read_units;
 use super::reading::{Left, Reading, Source, open_readers, resume_readers};
 use super::requests::{build_plan, take_applied};
 use super::routing::Router;
-
-/// Granularity (event-time ms) of the input's epoch when windows are longer: the watermark
-/// that releases values inside a window moves in these steps.
-const EPOCH_STEP_MS: i64 = 60_000;
-
-/// The most event time (ms) the reading loop runs ahead of what the dataflow has processed.
-const MAX_LAG_MS: i64 = 4 * EPOCH_STEP_MS;
-
-/// How many epoch steps (past the lateness) a worker may read ahead of the job's frontier when
-/// its units do not hold it ([`WorkerState::span_end`]).
-const SPAN_STEPS: u64 = 2;
 
 /// The most epoch steps a paced worker's reach ([`EpochPace::reach`]) counts for: bounds the
 /// event time read ahead of the frontier for sparse inputs (and the first advance, from 0 to
@@ -434,7 +423,7 @@ impl<'a> WorkerState<'a> {
         // part in the fences (they may wait for this worker's position). A bound in windows
         // alone let a one-hour window queue 64 hours of values (peak RSS 1.55× that of 60 s).
         // (Plus what a paced worker reads between two advances: `super::epoch_pace`.)
-        let lag = (64 * window_ms).min(MAX_LAG_MS) as u64 + 2 * self.pace.reach();
+        let lag = self.pace.lag(window_ms);
         let behind = self.epoch.saturating_sub(lag);
         if self.probe.less_than(&behind) {
             self.park(worker, Some(Duration::from_millis(1)));
@@ -555,8 +544,9 @@ impl<'a> WorkerState<'a> {
 
     /// How far in event time this worker may read now (`None`: no bound): a worker whose units
     /// are all ahead of the job's frontier (the oldest time any worker can still produce, and
-    /// the values in flight) reads only up to [`SPAN_STEPS`] steps past it plus the lateness;
-    /// the worker whose units hold the frontier reads on. Why: checkpoint boundaries and live
+    /// the values in flight) reads only up to [`EpochPace::span`] past it; the worker whose
+    /// units hold the frontier reads on.
+    /// Why: checkpoint boundaries and live
     /// requests' fences are agreed after the newest value any worker routed, and are complete
     /// only when the frontier passes them: a byte range far ahead in event time put them near
     /// its end (2 checkpoints in a 5 s run instead of 20). A held unit keeps its one pending
@@ -575,7 +565,7 @@ impl<'a> WorkerState<'a> {
         }
         // The frontier may stay behind the reading by a paced worker's reach: reading that far
         // more keeps the workers ahead from waiting on the pace (`super::epoch_pace`).
-        let span = lateness_ms.max(0) as u64 + SPAN_STEPS * step + 2 * self.pace.reach();
+        let span = self.pace.span(lateness_ms.max(0) as u64, step, self.job.pacer.per_second().is_some());
         Some(frontier.saturating_add(span).min(i64::MAX as u64) as i64)
     }
 
