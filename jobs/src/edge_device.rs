@@ -144,12 +144,12 @@ pub struct FollowCounts {
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
     /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…
-    /// answers=… idle_fences=… monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
+    /// answers=… script_answers=… idle_fences=… monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
     /// monitor_shipped_bytes=… monitor_raw_bytes=…`.
     pub fn line(&self, device: &str) -> String {
         let (c, f, m) = (&self.counts, &self.follow, &self.sites);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} answers={} idle_fences={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} answers={} script_answers={} idle_fences={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
             c.tuples,
             c.windows,
             c.partial_windows,
@@ -163,6 +163,7 @@ impl EdgeSummary {
             f.position_bytes,
             f.requests,
             f.answers,
+            c.script_answers,
             f.idle_fences,
             m.items,
             m.refused,
@@ -399,11 +400,7 @@ fn following(cli: &EdgeCli, opts: &KafkaOptions, store: &Arc<ShippedSnapshots>) 
 
 /// The device's plan, from the request script it reads or (`--follow`) the cloud's start
 /// record, with the snapshots that record ships; the follower, if it follows; the script.
-fn device_plan(
-    cli: &EdgeCli,
-    opts: &KafkaOptions,
-    window_ms: i64,
-) -> Result<(Plan, Option<Following>, String), String> {
+fn device_plan(cli: &EdgeCli, opts: &KafkaOptions, window_ms: i64) -> Result<DevicePlan, String> {
     let store = Arc::new(ShippedSnapshots::default());
     let following = following(cli, opts, &store)?;
     let script = match &following {
@@ -422,8 +419,11 @@ fn device_plan(
     for ((_, syn), at, diff) in plan.registry_updates() {
         plan.live.apply(syn, at, diff);
     }
-    Ok((plan, following, script))
+    Ok((plan, following, script, store))
 }
+
+/// A device's plan, its follower (`--follow`), its request script, and its plan's store.
+type DevicePlan = (Plan, Option<Following>, String, Arc<ShippedSnapshots>);
 
 /// Run a device until its input ends.
 ///
@@ -433,7 +433,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let mut opts = KafkaOptions::new(cli.brokers.clone(), format!("saams-edge-{}", cli.device));
     opts.extra = cli.extra.clone();
     let window_ms = parse_duration_ms(&cli.window)?;
-    let (plan, following, script) = device_plan(cli, &opts, window_ms)?;
+    let (plan, following, script, store) = device_plan(cli, &opts, window_ms)?;
     let shipper = Shipper::open(&opts, (&cli.partials_topic, cli.partitions, cli.partition), &cli.device)?;
     shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
     // The sites' state, like the states kept whole, is made of tuples a restarted device skips:
@@ -457,7 +457,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     }
     let every = optional_duration(cli.ship_every.as_deref())?;
     let idle_after = optional_duration(cli.idle_after.as_deref())?;
-    let mut device = Device { plan, following, shipper, batches, windows, sites };
+    let mut device = Device { plan, following, shipper, batches, windows, sites, store };
     let lines = read_lines(cli)?;
     let mut next_ship = every.map(|e| Instant::now() + e);
     let mut last_line = Instant::now();
@@ -516,6 +516,8 @@ struct Device {
     batches: Batches,
     windows: DeviceWindows,
     sites: DeviceSites,
+    /// The plan's store: the states its SAVEs took, shipped with their answers.
+    store: Arc<ShippedSnapshots>,
 }
 
 impl Device {
@@ -560,6 +562,12 @@ impl Device {
         if let Some(f) = self.following.as_mut() {
             let ctx = (&mut self.plan, &mut self.windows, &mut self.sites);
             f.finish(ctx, (&self.shipper, &mut self.batches), through)?;
+        }
+        // The script's ad-hoc queries and SAVEs of synopses resident here (`edge::asks`).
+        let answers = self.windows.end_answers(&self.plan, &self.store);
+        self.windows.counts.script_answers += answers.len() as u64;
+        for body in answers {
+            self.shipper.ship(&Shipment { device: device.to_string(), seq: 0, body })?;
         }
         self.shipper.ship(&Shipment { device: device.to_string(), seq: 0, body: Body::Goodbye { through } })?;
         let follow = self.following.map_or_else(FollowCounts::default, |f| {

@@ -152,6 +152,17 @@ pub fn at_end(plan: &Plan, syn: u32, held: &mut Held, out: &mut Vec<String>) {
     if !s.is_deleted() {
         held.finish(s.windowing(), &mut |span, state, items| continuous(plan, syn, state, items, span, out));
     }
+    out.extend(end_answers(plan, syn, held));
+}
+
+/// The end of the input's ad-hoc answers and SAVEs of synopsis `syn` from `held` (its windows
+/// finished: [`Held::finish`]), one line each, the ad-hoc queries first, in the script's order
+/// (what [`end_asks`] numbers): from what a landmark synopsis
+/// summarizes, or a tumbling or sliding synopsis' last window answered. A SAVE writes its
+/// snapshot with the plan's store.
+pub fn end_answers(plan: &Plan, syn: u32, held: &Held) -> Vec<String> {
+    let s = &plan.routing.synopses[syn as usize];
+    let mut out = Vec::with_capacity(s.adhoc.len() + s.saves.len());
     let empty;
     let (state, items, span) = match (s.window, &held.last) {
         (WindowSpec::Landmark, _) => {
@@ -184,6 +195,7 @@ pub fn at_end(plan: &Plan, syn: u32, held: &mut Held, out: &mut Vec<String>) {
         };
         out.push(e.to_json_line());
     }
+    out
 }
 
 /// The line that answers `asked` from the device's `answer` (for synopsis `syn`), tagged for
@@ -201,4 +213,60 @@ pub fn hand_on(plan: &Plan, asked: &Ask, (syn, answer): (u32, &DeviceAnswer)) ->
         return reply_line(asked.origin, ask_error(asked, &format!("SAVE {file}: {e}")));
     }
     reply_line(asked.origin, answer.line.clone())
+}
+
+/// The first id of the asks of the request script's ad-hoc queries and SAVEs ([`end_asks`]):
+/// apart from those made at fences (counted from 1) and those answered now (bit 63 set).
+const SCRIPT_ASKS: u64 = 1 << 62;
+
+/// The asks of the request script's ad-hoc queries and SAVEs of synopsis `syn`, answered at the
+/// end of the input, in the order [`end_answers`] answers them (ad-hoc queries
+/// first, then SAVEs, each in the script's order). Their ids are the synopsis' index and the
+/// place in that order, so the cloud's home and the device the synopsis is resident on, whose
+/// plans are built from the same script, number them alike without a word between them. The
+/// cloud's home makes them instead of answering from the query view it holds; the device
+/// answers them from its state before its goodbye.
+///
+/// ```
+/// use std::sync::Arc;
+/// use saams_operators::{Plan, SnapshotStore};
+/// use saams_operators::ask::AskWhat;
+/// use saams_operators::answer::end_asks;
+/// struct NoFiles;
+/// impl SnapshotStore for NoFiles {
+///     fn load(&self, f: &str) -> Result<Vec<u8>, String> { Err(f.into()) }
+///     fn save(&self, f: &str, _: &[u8]) -> Result<(), String> { Err(f.into()) }
+///     fn check(&self, f: &str) -> Result<(), String> { Ok(()) }
+/// }
+/// let script = saams::api::request::parse_requests(
+///     r#"{"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["CountMin","price","NotQueryable",0.01,0.99,1],"requestID":1}
+///        {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":["SAVE_REQUEST","cm.bin"],"requestID":2}
+///        {"streamID":"A","synopsisID":1,"dataSetKey":"F","param":[2.5,"price","Queryable","AdHoc"],"requestID":3}"#,
+/// );
+/// let plan = Plan::build(&script, 2, 60_000, Arc::new(NoFiles));
+/// let asks = end_asks(&plan, 0);
+/// assert_eq!(asks.len(), 2);
+/// assert_eq!((asks[0].request_id.clone(), asks[1].request_id.clone()), (serde_json::json!(3), serde_json::json!(2)));
+/// assert!(matches!(&asks[1].what, AskWhat::Save(f) if f == "cm.bin"));
+/// assert!(asks.iter().all(|a| a.device_answers && a.origin.is_none()) && asks[0].id != asks[1].id);
+/// ```
+pub fn end_asks(plan: &Plan, syn: u32) -> Vec<Ask> {
+    let Some(s) = plan.routing.synopses.get(syn as usize) else { return Vec::new() };
+    let queries = s.adhoc.iter().map(|q| (q.request_id.clone(), q.uid.clone(), AskWhat::Query(q.args.clone())));
+    let saves = s.saves.iter().map(|v| (v.request_id.clone(), v.uid.clone(), AskWhat::Save(v.file.clone())));
+    queries
+        .chain(saves)
+        .enumerate()
+        .map(|(k, (request_id, uid, what))| Ask {
+            id: SCRIPT_ASKS | (u64::from(syn) << 24) | k as u64,
+            syn,
+            home: s.home as u32,
+            spread: false,
+            request_id,
+            uid,
+            what,
+            origin: None,
+            device_answers: true,
+        })
+        .collect()
 }

@@ -30,7 +30,8 @@ const KEPT: usize = 1024;
 /// asks met by their answers to hand on.
 #[derive(Default, Debug)]
 struct Table {
-    waiting: HashMap<u64, Ask>,
+    /// Each with the input time it was made at.
+    waiting: HashMap<u64, (Ask, u64)>,
     early: BTreeMap<u64, (u32, Box<DeviceAnswer>)>,
     answered: BTreeSet<u64>,
     ready: Vec<Ready>,
@@ -43,8 +44,9 @@ pub type Ready = (u64, Ask, u32, DeviceAnswer);
 /// What became of a device's answer handed to [`DeviceReplies::answer_came`].
 #[derive(Debug, PartialEq)]
 pub enum Came {
-    /// Its ask waited here (now taken out): hand the answer on now.
-    Ask(Box<(Ask, DeviceAnswer)>),
+    /// Its ask waited here (now taken out): hand the answer on now. With the input time the
+    /// ask was made at.
+    Ask(Box<(Ask, DeviceAnswer)>, u64),
     /// Kept until its ask comes (then ready: [`DeviceReplies::take_ready`]).
     Kept,
     /// Its ask was answered already: a replay, dropped.
@@ -62,7 +64,7 @@ pub enum Came {
 /// let replies = DeviceReplies::default();
 /// replies.ask_made(&ask, 100); // it waits
 /// assert!(replies.take_ready().is_empty());
-/// assert_eq!(replies.answer_came(5, 0, answer()), Came::Ask(Box::new((ask.clone(), answer()))));
+/// assert_eq!(replies.answer_came(5, 0, answer()), Came::Ask(Box::new((ask.clone(), answer())), 100));
 /// assert_eq!(replies.answer_came(5, 0, answer()), Came::Replayed); // the device answered again
 /// // The answer first: the ask, made at input time 200, takes it, ready to hand on.
 /// assert_eq!(replies.answer_came(6, 0, answer()), Came::Kept);
@@ -90,7 +92,7 @@ impl DeviceReplies {
                 t.ready.push((time, ask.clone(), syn, *answer));
             }
             None => {
-                t.waiting.insert(ask.id, ask.clone());
+                t.waiting.insert(ask.id, (ask.clone(), time));
             }
         }
     }
@@ -106,9 +108,9 @@ impl DeviceReplies {
         if t.answered.contains(&id) {
             return Came::Replayed;
         }
-        if let Some(ask) = t.waiting.remove(&id) {
+        if let Some((ask, made)) = t.waiting.remove(&id) {
             answered(&mut t, id);
-            return Came::Ask(Box::new((ask, answer)));
+            return Came::Ask(Box::new((ask, answer)), made);
         }
         t.early.insert(id, (syn, Box::new(answer)));
         while t.early.len() > KEPT {
@@ -119,7 +121,7 @@ impl DeviceReplies {
 
     /// The ask `id` still waiting, left waiting (who waits for it: its origin).
     pub fn waiting(&self, id: u64) -> Option<Ask> {
-        self.lock().waiting.get(&id).cloned()
+        self.lock().waiting.get(&id).map(|(ask, _)| ask.clone())
     }
 }
 

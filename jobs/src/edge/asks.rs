@@ -22,6 +22,15 @@
 //! fence that comes later is late on the device ([`DeviceWindows::hold_below`]) — the answer
 //! never misses a value the device takes. Meanwhile an HTTP client waits up to its reply
 //! timeout (504, naming the device).
+//!
+//! The request script's ad-hoc queries and SAVEs (`--requests`, which a following device reads
+//! at the start of the control topic) are answered at the end of the input, by the cloud from
+//! the synopsis' state: for a resident synopsis, the device answers them
+//! ([`DeviceWindows::end_answers`]) from its final state, after its last window and the live
+//! asks it heard, before its goodbye, with the cloud owner's code ([`answer::end_answers`]),
+//! numbered as the cloud's home numbers them ([`answer::end_asks`]: both plans come from the same
+//! script). The cloud's home makes those asks at its end instead of answering from the view,
+//! and hands the device's lines on in place of its own: one raw run's lines, byte for byte.
 
 use saams::api::estimation::with_as_of;
 use saams::api::request::{Action, QueryMode, read_log};
@@ -71,5 +80,35 @@ impl DeviceWindows {
         };
         let line = with_as_of(line, i64::try_from(fence).unwrap_or(i64::MAX));
         Some(Body::Answer(Answered { ask: ask.id, synopsis: syn_id(spec), line, saved }))
+    }
+}
+
+impl DeviceWindows {
+    /// The input ended (its last window closed, the live asks heard answered): this device's
+    /// answers to the request script's ad-hoc queries and SAVEs of the synopses resident here
+    /// ([`answer::end_asks`]), from their final states as the cloud's owner answers them at the end of
+    /// its input ([`answer::at_end`]: the open windows finished first). None for a synopsis
+    /// this device never fed: the cloud holds no view of it and answers those itself.
+    pub fn end_answers(&mut self, plan: &Plan, store: &ShippedSnapshots) -> Vec<Body> {
+        let mut out = Vec::new();
+        for (s, spec) in plan.routing.synopses.iter().enumerate() {
+            let s = s as u32;
+            if spec.group == u32::MAX || !self.is_resident(plan, spec.group) {
+                continue;
+            }
+            let asks = answer::end_asks(plan, s);
+            let Some(held) = self.held.get_mut(&s).filter(|_| !asks.is_empty()) else { continue };
+            if !spec.is_deleted() {
+                held.finish(spec.windowing(), &mut |_, _, _| {});
+            }
+            for (ask, line) in asks.iter().zip(answer::end_answers(plan, s, held)) {
+                let saved = match &ask.what {
+                    AskWhat::Save(file) => store.take_saved(file).map(|bytes| (file.clone(), bytes)),
+                    _ => None,
+                };
+                out.push(Body::Answer(Answered { ask: ask.id, synopsis: syn_id(spec), line, saved }));
+            }
+        }
+        out
     }
 }

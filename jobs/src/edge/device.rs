@@ -64,6 +64,9 @@ pub struct DeviceCounts {
     pub whole_groups: u64,
     /// Groups shipped as query views (a window's resident group each).
     pub view_groups: u64,
+    /// The request script's ad-hoc queries and SAVEs of synopses resident here answered at the
+    /// end of the input ([`DeviceWindows::end_answers`]).
+    pub script_answers: u64,
 }
 
 /// Per group kept whole, at a window's close: the window's values fed, the values its states

@@ -60,8 +60,9 @@ pub struct Intake {
     /// the answer, sent there ([`Intake::take_answers`]).
     elsewhere: Vec<((u64, u32, u32), DeviceAnswer)>,
     /// Devices' answers handed on at once ([`super::relay`]): the line, tagged for whoever
-    /// waits, the checkpoint boundary open when it came, and the device.
-    relayed: Vec<(String, Option<u64>, String)>,
+    /// waits, the checkpoint boundary open when it came, the device, and the input time to
+    /// write it at if not the reader's ([`super::relay::Admitted::Now`]).
+    relayed: Vec<(String, Option<u64>, String, Option<u64>)>,
     /// Per partition: the devices heard on it that have not said goodbye. A partition without
     /// any is *vacant*, and stops holding windows sooner ([`Intake::vacancies`]).
     assigned: HashMap<i32, std::collections::BTreeSet<String>>,
@@ -279,9 +280,9 @@ impl Intake {
         let answer = DeviceAnswer { device: device.to_string(), line: answered.line, saved: answered.saved };
         let ask = (answered.ask, syn, home);
         match self.devices.relay().admit(plan, ask, answer) {
-            Ok(Admitted::Now(line)) => {
+            Ok(Admitted::Now(line, at)) => {
                 let open = plan.checkpoints.borrow().boundaries.keys().next().copied();
-                self.relayed.push((line, open, device.to_string()));
+                self.relayed.push((line, open, device.to_string(), at));
             }
             Ok(Admitted::Kept) => {}
             Ok(Admitted::Elsewhere(answer)) => self.elsewhere.push((ask, answer)),
@@ -297,8 +298,8 @@ impl Intake {
     /// now (at `time`, the input's epoch, where the home's line would have been), the others
     /// sent to their synopses' homes in other processes (`super::hops`).
     pub fn take_answers(&mut self, time: u64) {
-        for (line, open, device) in self.relayed.drain(..) {
-            self.devices.relay().deliver((time, open), &device, &line);
+        for (line, open, device, at) in self.relayed.drain(..) {
+            self.devices.relay().deliver((at.unwrap_or(time), open), &device, &line);
         }
         for (ask, answer) in self.elsewhere.drain(..) {
             self.devices.relay().send_home(time, ask, answer);

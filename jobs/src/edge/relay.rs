@@ -101,8 +101,9 @@ impl std::fmt::Debug for Relay {
 
 /// What became of a device's answer admitted by the reader ([`Relay::admit`]).
 pub enum Admitted {
-    /// The line to hand on now ([`Relay::deliver`]).
-    Now(String),
+    /// The line to hand on now ([`Relay::deliver`]), and the input time to write it at when
+    /// that is not the reader's: an ask made at the end of the input ([`written_at`]).
+    Now(String, Option<u64>),
     /// Kept here until the home makes its ask.
     Kept,
     /// For the synopsis' home in another process ([`Relay::send_home`]): the answer back.
@@ -144,7 +145,9 @@ impl Relay {
         }
         let device = answer.device.clone();
         match self.replies.answer_came(id, syn, answer) {
-            Came::Ask(both) => Ok(Admitted::Now(hand_on(plan, &both.0, (syn, &both.1)))),
+            Came::Ask(both, made) => {
+                Ok(Admitted::Now(hand_on(plan, &both.0, (syn, &both.1)), (made == u64::MAX).then_some(made)))
+            }
             Came::Kept => Ok(Admitted::Kept),
             Came::Replayed => Err(format!("replayed: {device} answered ask {id} again; it was handed on once")),
         }
@@ -210,7 +213,7 @@ impl Relay {
             Hop::Answer { time, id, syn, answer, .. } => {
                 let device = answer.device.clone();
                 match self.replies.answer_came(id, syn, answer) {
-                    Came::Ask(both) => self.hand_on(plan, (time, both.0, syn, both.1)),
+                    Came::Ask(both, made) => self.hand_on(plan, (written_at(made, time), both.0, syn, both.1)),
                     // Ready when the home's ask comes (`DeviceReplies::ask_made`).
                     Came::Kept => {}
                     Came::Replayed => saams_operators::device_part::refuse(&format!(
@@ -225,4 +228,12 @@ impl Relay {
             }
         }
     }
+}
+
+/// The input time a device's answer read at `read` is written at, its ask made at `made`: the
+/// reader's, where the home's line used to be, unless the ask was made at the end of the input
+/// (the request script's ad-hoc queries and SAVEs: [`saams_operators::answer::end_asks`]),
+/// whose lines, like one raw run's, are written at the end (`u64::MAX`, which names no devices).
+pub fn written_at(made: u64, read: u64) -> u64 {
+    if made == u64::MAX { made } else { read }
 }

@@ -604,7 +604,7 @@ impl State {
                 continue;
             }
             match self.merged.get_mut(&s) {
-                Some(held) => answer::at_end(plan, s, held, &mut lines),
+                Some(held) => device_asks::at_end(plan, s, held, &mut lines),
                 None => answer::at_end(plan, s, &mut Held::new(spec.initial.as_ref()), &mut lines),
             }
         }

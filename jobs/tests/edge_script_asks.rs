@@ -1,0 +1,138 @@
+//! Ad-hoc queries and SAVEs of synopses resident on devices (`saams-edge --resident`) in the
+//! request script (`--requests`), against a real Kafka-protocol broker (`SAAMS_KAFKA_BROKERS`):
+//! the paper workload on four streams, two devices each the only reader of two streams, and
+//! end-of-input ad-hoc queries (a Count-Min count no continuous query asks, a distinct count,
+//! DFT coefficients) and SAVEs of synopses on both devices. The cloud holds only the synopses'
+//! query views, which cannot answer the count nor be saved: each device answers from its final
+//! state before its goodbye, and the cloud hands its lines on in place of its own. The cloud's
+//! answers must be those of one job reading the same tuples with the same script, byte for byte
+//! (sorted), and the snapshot files it writes the raw run's, byte for byte: with devices reading
+//! the script themselves, and following the cloud job (`--follow`: the script reaches them at
+//! the start of the control topic). Where the variable was unset at build time the tests show
+//! as ignored.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod edge_common;
+#[allow(dead_code)] // the devices produce the data (kafka_common::replay_into is not used)
+mod kafka_common;
+use edge_common::{Edge, SAAMS, sorted, sorted_without_devices, stream_of};
+use kafka_common::{check, declared_broker, repo, unique};
+
+/// The script's end-of-input asks of resident synopses: on EURTRY (device 0) and IBM (device 1).
+const ASKS: &str = r#"[
+ {"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":1,"param":[13.75,"price","Queryable","AdHoc"],"requestID":101},
+ {"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":2,"param":["distinct","price","Queryable","AdHoc"],"requestID":102},
+ {"dataSetKey":"Forex","streamID":"EURTRY","synopsisID":1,"param":["SAVE_REQUEST","cm-eurtry.bin"],"requestID":103},
+ {"dataSetKey":"Equity","streamID":"IBM","synopsisID":4,"param":["coefficients","price","Queryable","AdHoc"],"requestID":104},
+ {"dataSetKey":"Equity","streamID":"IBM","synopsisID":2,"param":["SAVE_REQUEST","hll-ibm.bin"],"requestID":105},
+ {"dataSetKey":"Equity","streamID":"IBM","synopsisID":1,"param":[150.5,"price","Queryable","AdHoc"],"requestID":106}
+]"#;
+
+/// The snapshot files the script SAVEs.
+const SAVED: [&str; 2] = ["cm-eurtry.bin", "hll-ibm.bin"];
+
+/// EURTRY and XAUUSD on device 0, IBM and SPY on device 1.
+fn by_share(d: usize, line: &str) -> bool {
+    ["EURTRY", "XAUUSD"].contains(&stream_of(line)) == (d == 0)
+}
+
+/// The paper workload's script with [`ASKS`] after it, in `dir`, with windows of 60 s.
+fn edge(dir: &Path) -> Edge {
+    let script = dir.join("script.json");
+    edge_common::script_with(&repo("jobs/tests/edge_whole_data/requests.json"), ASKS, &script);
+    Edge::of_script(script.to_str().expect("a path"), "60s")
+}
+
+/// A fresh snapshot directory `dir/name`.
+fn snapshots(dir: &Path, name: &str) -> PathBuf {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).expect("a snapshot directory");
+    d
+}
+
+/// The raw run's answers (one job reading every tuple, SAVEs to `dir/raw-snapshots`), sorted.
+fn raw_run(e: &Edge, dir: &Path) -> Vec<String> {
+    let out = Command::new(SAAMS)
+        .args(["--requests", &e.requests, "--window", e.window, "-w", "1", "--progress", "0", "--snapshots"])
+        .arg(snapshots(dir, "raw-snapshots"))
+        .arg("--data")
+        .arg(dir.join("all.json"))
+        .output()
+        .expect("run saams");
+    sorted(&check(out, "saams over the file").stdout)
+}
+
+/// What both tests check: the raw run answered every ask (no error), the cloud's answers are
+/// its answers byte for byte, the snapshot files are its files, and each device answered its
+/// three asks at its end.
+fn check_answers(expected: &[String], cloud_out: &[u8], dir: &Path, devices: &[std::process::Output]) {
+    for id in 101..=106 {
+        let line = expected.iter().find(|l| l.starts_with(&format!("{{\"requestID\":{id},"))).expect("answered");
+        assert!(!line.contains("\"error\""), "the raw run answers {id}: {line}");
+    }
+    let got = sorted_without_devices(cloud_out);
+    assert_eq!(got, expected, "the raw run's answers ({})", dir.display());
+    for file in SAVED {
+        let raw = std::fs::read(dir.join("raw-snapshots").join(file)).expect("the raw run's snapshot");
+        let cloud =
+            std::fs::read(dir.join("cloud-snapshots").join(file)).expect("the device's state, saved by the cloud");
+        assert!(raw == cloud, "{file}: the device's state is the raw run's ({} and {} bytes)", raw.len(), cloud.len());
+    }
+    for device in devices {
+        assert_eq!(edge_common::figure(device, "edge ", "script_answers"), 3, "each device answers its three asks");
+    }
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn the_scripts_ad_hoc_queries_and_saves_of_resident_synopses_are_answered_by_their_devices() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = edge_common::tmp("edge-script-asks", "script");
+    let e = edge(&dir);
+    let files = edge_common::data(&dir, 2, by_share);
+    let expected = raw_run(&e, &dir);
+    let topic = unique("edge-script-asks");
+    let devices: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(d, f)| e.device(&brokers, &topic, (&format!("dev{d}"), d), f, &["--resident"]))
+        .collect();
+    let snapshots = snapshots(&dir, "cloud-snapshots");
+    let out = e.cloud(&brokers, &topic, &dir, &["--snapshots", snapshots.to_str().expect("a path")]);
+    check_answers(&expected, &out.stdout, &dir, &devices);
+}
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn devices_following_the_job_answer_its_scripts_asks_of_their_resident_synopses() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = edge_common::tmp("edge-script-asks", "follow");
+    let e = edge(&dir);
+    let files = edge_common::data(&dir, 2, by_share);
+    let expected = raw_run(&e, &dir);
+    let topic = unique("edge-script-asks-follow");
+    let snapshots = snapshots(&dir, "cloud-snapshots");
+    let cloud = edge_common::Cloud::start(
+        e.cloud_base(&brokers, &topic)
+            .args(["--partitions", "4", "--exit-when-idle", "5s", "--device-timeout", "60s", "--dead-letter"])
+            .arg(dir.join("dead.json"))
+            .arg("--snapshots")
+            .arg(&snapshots),
+    );
+    let devices: Vec<_> = std::thread::scope(|s| {
+        let runs: Vec<_> = files
+            .iter()
+            .enumerate()
+            .map(|(d, f)| {
+                let (e, brokers, topic) = (&e, &brokers, &topic);
+                s.spawn(move || e.device(brokers, topic, (&format!("dev{d}"), d), f, &["--resident", "--follow"]))
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().expect("a device")).collect()
+    });
+    let out = cloud.finish("saams --partials-topic");
+    check_answers(&expected, &out.stdout, &dir, &devices);
+    assert!(edge_common::figure(&devices[0], "edge ", "positions") > 0, "the devices followed the job");
+}
