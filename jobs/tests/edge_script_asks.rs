@@ -136,3 +136,40 @@ fn devices_following_the_job_answer_its_scripts_asks_of_their_resident_synopses(
     check_answers(&expected, &out.stdout, &dir, &devices);
     assert!(edge_common::figure(&devices[0], "edge ", "positions") > 0, "the devices followed the job");
 }
+
+#[test]
+#[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
+fn a_two_process_cloud_hands_on_the_devices_answers_to_its_scripts_asks_where_their_synopses_live() {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let dir = edge_common::tmp("edge-script-asks", "processes");
+    let e = edge(&dir);
+    let files = edge_common::data(&dir, 2, by_share);
+    let expected = raw_run(&e, &dir);
+    let topic = unique("edge-script-asks-processes");
+    let devices: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(d, f)| e.device(&brokers, &topic, (&format!("dev{d}"), d), f, &["--resident"]))
+        .collect();
+    // Four workers over two processes: the synopses' homes are spread over both, and a device's
+    // answer read in one process crosses to the home's (`edge::hops`).
+    let hosts = edge_common::two_hosts(&dir);
+    let snapshots = snapshots(&dir, "cloud-snapshots");
+    let processes: Vec<edge_common::Cloud> = (0..2)
+        .map(|p| {
+            let shape =
+                ["-w", "2", "-n", "2", "-p", &p.to_string(), "-h", hosts.to_str().expect("a path")].map(String::from);
+            let shape: Vec<&str> = shape.iter().map(String::as_str).collect();
+            edge_common::Cloud::start(
+                e.cloud_shaped(&brokers, &topic, &shape)
+                    .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4", "--snapshots"])
+                    .arg(&snapshots),
+            )
+        })
+        .collect();
+    let mut out = Vec::new();
+    for process in processes {
+        out.extend(process.finish("saams -n 2 --partials-topic").stdout);
+    }
+    check_answers(&expected, &out, &dir, &devices);
+}
