@@ -64,7 +64,39 @@ fn raw_run(e: &Edge, dir: &Path) -> Vec<String> {
     sorted(&check(out, "saams over the file").stdout)
 }
 
-/// What both tests check: the raw run answered every ask (no error), the cloud's answers are
+/// One test's setting: the broker, its directory (the tuples, each device's share, the
+/// script), the raw run's answers and a topic of its own.
+struct Setting {
+    brokers: String,
+    dir: PathBuf,
+    e: Edge,
+    files: Vec<PathBuf>,
+    expected: Vec<String>,
+    topic: String,
+}
+
+impl Setting {
+    /// The setting of the test `name`.
+    fn new(name: &str) -> Setting {
+        let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+        let dir = edge_common::tmp("edge-script-asks", name);
+        let e = edge(&dir);
+        let files = edge_common::data(&dir, 2, by_share);
+        let expected = raw_run(&e, &dir);
+        let topic = unique(&format!("edge-script-asks-{name}"));
+        Setting { brokers, dir, e, files, expected, topic }
+    }
+
+    /// Each device run `--resident` over its share to its own partition, to its input's end.
+    fn resident_devices(&self) -> Vec<std::process::Output> {
+        let s = self;
+        let run =
+            |(d, f): (usize, &PathBuf)| s.e.device(&s.brokers, &s.topic, (&format!("dev{d}"), d), f, &["--resident"]);
+        self.files.iter().enumerate().map(run).collect()
+    }
+}
+
+/// What the tests check: the raw run answered every ask (no error), the cloud's answers are
 /// its answers byte for byte, the snapshot files are its files, and each device answered its
 /// three asks at its end.
 fn check_answers(expected: &[String], cloud_out: &[u8], dir: &Path, devices: &[std::process::Output]) {
@@ -88,31 +120,17 @@ fn check_answers(expected: &[String], cloud_out: &[u8], dir: &Path, devices: &[s
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn the_scripts_ad_hoc_queries_and_saves_of_resident_synopses_are_answered_by_their_devices() {
-    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
-    let dir = edge_common::tmp("edge-script-asks", "script");
-    let e = edge(&dir);
-    let files = edge_common::data(&dir, 2, by_share);
-    let expected = raw_run(&e, &dir);
-    let topic = unique("edge-script-asks");
-    let devices: Vec<_> = files
-        .iter()
-        .enumerate()
-        .map(|(d, f)| e.device(&brokers, &topic, (&format!("dev{d}"), d), f, &["--resident"]))
-        .collect();
-    let snapshots = snapshots(&dir, "cloud-snapshots");
-    let out = e.cloud(&brokers, &topic, &dir, &["--snapshots", snapshots.to_str().expect("a path")]);
-    check_answers(&expected, &out.stdout, &dir, &devices);
+    let s = Setting::new("script");
+    let devices = s.resident_devices();
+    let snapshots = snapshots(&s.dir, "cloud-snapshots");
+    let out = s.e.cloud(&s.brokers, &s.topic, &s.dir, &["--snapshots", snapshots.to_str().expect("a path")]);
+    check_answers(&s.expected, &out.stdout, &s.dir, &devices);
 }
 
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn devices_following_the_job_answer_its_scripts_asks_of_their_resident_synopses() {
-    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
-    let dir = edge_common::tmp("edge-script-asks", "follow");
-    let e = edge(&dir);
-    let files = edge_common::data(&dir, 2, by_share);
-    let expected = raw_run(&e, &dir);
-    let topic = unique("edge-script-asks-follow");
+    let Setting { brokers, dir, e, files, expected, topic } = Setting::new("follow");
     let snapshots = snapshots(&dir, "cloud-snapshots");
     let cloud = edge_common::Cloud::start(
         e.cloud_base(&brokers, &topic)
@@ -140,28 +158,20 @@ fn devices_following_the_job_answer_its_scripts_asks_of_their_resident_synopses(
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_two_process_cloud_hands_on_the_devices_answers_to_its_scripts_asks_where_their_synopses_live() {
-    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
-    let dir = edge_common::tmp("edge-script-asks", "processes");
-    let e = edge(&dir);
-    let files = edge_common::data(&dir, 2, by_share);
-    let expected = raw_run(&e, &dir);
-    let topic = unique("edge-script-asks-processes");
-    let devices: Vec<_> = files
-        .iter()
-        .enumerate()
-        .map(|(d, f)| e.device(&brokers, &topic, (&format!("dev{d}"), d), f, &["--resident"]))
-        .collect();
+    let s = Setting::new("processes");
+    let devices = s.resident_devices();
+    let (e, dir, brokers, topic) = (&s.e, &s.dir, &s.brokers, &s.topic);
     // Four workers over two processes: the synopses' homes are spread over both, and a device's
     // answer read in one process crosses to the home's (`edge::hops`).
-    let hosts = edge_common::two_hosts(&dir);
-    let snapshots = snapshots(&dir, "cloud-snapshots");
+    let hosts = edge_common::two_hosts(dir);
+    let snapshots = snapshots(dir, "cloud-snapshots");
     let processes: Vec<edge_common::Cloud> = (0..2)
         .map(|p| {
             let shape =
                 ["-w", "2", "-n", "2", "-p", &p.to_string(), "-h", hosts.to_str().expect("a path")].map(String::from);
             let shape: Vec<&str> = shape.iter().map(String::as_str).collect();
             edge_common::Cloud::start(
-                e.cloud_shaped(&brokers, &topic, &shape)
+                e.cloud_shaped(brokers, topic, &shape)
                     .args(["--exit-when-idle", "3s", "--device-timeout", "2s", "--partitions", "4", "--snapshots"])
                     .arg(&snapshots),
             )
@@ -171,5 +181,5 @@ fn a_two_process_cloud_hands_on_the_devices_answers_to_its_scripts_asks_where_th
     for process in processes {
         out.extend(process.finish("saams -n 2 --partials-topic").stdout);
     }
-    check_answers(&expected, &out, &dir, &devices);
+    check_answers(&s.expected, &out, dir, &devices);
 }

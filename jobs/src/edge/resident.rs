@@ -7,8 +7,8 @@
 //!
 //! Why: for the paper workload a whole state costs ~20 KB per stream and period against ~93 KB
 //! of raw values (4.6×); its view costs a few hundred bytes. What it gives up: the cloud cannot
-//! answer an ad-hoc query, a SAVE or a LOAD of a resident synopsis (it refuses them, naming the
-//! device), and a view is never compared with the raw values (the cloud could not feed raw
+//! answer an ad-hoc query or a SAVE of a resident synopsis itself (the device answers them,
+//! [`super::asks`], or the cloud refuses them, naming the device), and a view is never compared with the raw values (the cloud could not feed raw
 //! values into a view): a resident group ships its view every window it has values, however
 //! few, so at a few tuples per stream and window it can cost more than raw.
 //!
