@@ -9,6 +9,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod batch;
+pub mod pool;
 mod wire;
 
 pub use batch::RecBatch;

@@ -10,6 +10,7 @@ use std::time::Instant;
 use saams::Datum;
 use saams::api::Tuple;
 use saams_operators::monitor::MONITOR_GROUP;
+use saams_operators::record::pool;
 use saams_operators::{Plan, Rec, Val};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::InputHandle;
@@ -366,7 +367,15 @@ fn send_staged(
     input: &mut InputHandle<u64, CapacityContainerBuilder<Vec<Rec>>>,
 ) {
     let plan = plan.borrow();
-    batch.send_by_target(|r| plan.routing.group_target(r.group, me), |c| input.send_batch(c));
+    // Timely keeps the container sent: the next one is a vector this thread's update operator
+    // or exchange emptied ([`saams_operators::record::pool`]), not a fresh allocation.
+    let send = |c: &mut Vec<Rec>| {
+        input.send_batch(c);
+        if c.capacity() == 0 {
+            *c = pool::take(0);
+        }
+    };
+    batch.send_by_target(|r| plan.routing.group_target(r.group, me), send);
 }
 
 /// The values of monitored streams of a generated tuple ([`monitor_values`]'s generator path):

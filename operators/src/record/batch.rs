@@ -17,12 +17,23 @@ use timely::Accountable;
 use timely::bytes::arc::Bytes;
 use timely::dataflow::channels::ContainerBytes;
 
+use super::pool;
 use super::wire::{MIN_LEN, NUM_LEN, decode, decode_num, encode_into, encoded_len, write_num};
 use super::{Rec, Val};
 
 /// Routed records in one container: what the reader sent, as the update operator takes it.
+///
+/// Dropped (timely drops every container it delivered or wrote to another process), its
+/// vector goes to the thread's [`pool`], where the next container decoded or filled here
+/// takes it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecBatch(pub Vec<Rec>);
+
+impl Drop for RecBatch {
+    fn drop(&mut self) {
+        pool::give_back(std::mem::take(&mut self.0));
+    }
+}
 
 impl Accountable for RecBatch {
     #[inline]
@@ -61,7 +72,7 @@ impl RecBatch {
         let count = u64::from_le_bytes(count.try_into().unwrap_or([0; COUNT]));
         // A corrupt count must not allocate more than the bytes can hold.
         let fits = (bytes.len() - COUNT) / (LEN + MIN_LEN);
-        let mut recs = Vec::with_capacity((count as usize).min(fits));
+        let mut recs = pool::take((count as usize).min(fits));
         let mut at = COUNT;
         for i in 0..count {
             let len = bytes.get(at..at + LEN).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; LEN])));

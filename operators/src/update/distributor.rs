@@ -10,7 +10,7 @@ use timely::dataflow::channels::{Message, Stamp};
 
 use crate::ask::{destination_of, is_marker};
 use crate::plan::{Mode, Plan};
-use crate::record::{Rec, RecBatch};
+use crate::record::{Rec, RecBatch, pool};
 
 /// Records per container sent to another worker (a few hundred KiB: fewer, larger messages).
 const SHIP_RECORDS: usize = 4096;
@@ -157,7 +157,10 @@ impl Distributor<RecBatch> for RunDistributor {
             let mut left = len;
             while left > 0 {
                 let buffer = &mut self.pending[target].0;
-                if buffer.capacity() < SHIP_RECORDS {
+                if buffer.capacity() == 0 {
+                    // Shipped (timely took the vector): one the thread kept.
+                    *buffer = pool::take(SHIP_RECORDS);
+                } else if buffer.capacity() < SHIP_RECORDS {
                     buffer.reserve(SHIP_RECORDS - buffer.len());
                 }
                 let take = left.min(SHIP_RECORDS - buffer.len().min(SHIP_RECORDS));
