@@ -34,7 +34,7 @@ pub(super) struct Reorder {
     ///
     /// Why: a buffer fed by two workers or processes starts and empties runs all the time (a
     /// release takes a run whole when its input is behind the other's); each new run grew
-    /// from nothing (`VecDeque::grow` copying and faulting in fresh pages, ~5 % of a `-n 2`
+    /// from nothing (`VecDeque::grow` copying and faulting in fresh pages, ~9 % of a `-n 2`
     /// process' page faults) and each emptied one was freed.
     spare: Vec<VecDeque<Rec>>,
 }
@@ -172,8 +172,9 @@ impl Reorder {
 ///
 /// Why: a buffer fed by two workers or processes holds a run of each, and a release takes the
 /// front of both. Merging them value by value (a scan of every run's front per value) made
-/// `take_older` ~5× its `-w 1` share at `-w 2`. The runs of inputs read a stripe at a time
-/// cover spans of time that seldom interleave value by value, so most releases are a few moves.
+/// `take_older` ~5× its `-w 1` share at `-w 2`. Runs over separate spans of time (an input
+/// behind another) now cost a move each; runs that alternate value by value cost about a
+/// comparison per value, without the scan of every run.
 fn merge_fronts(runs: &mut [VecDeque<Rec>], counts: &mut [usize], out: &mut Vec<Rec>) {
     loop {
         // The run with the oldest front, and the oldest front of the others.
