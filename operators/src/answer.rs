@@ -205,12 +205,13 @@ pub fn hand_on(plan: &Plan, asked: &Ask, (syn, answer): (u32, &DeviceAnswer)) ->
     if syn != asked.syn {
         let why = format!("device {} answered synopsis {syn} for an ask of synopsis {}", answer.device, asked.syn);
         crate::device_part::refuse(&why);
-        return reply_line(asked.origin, ask_error(asked, &why));
+        // Tagged once: `ask_error` tags its line for whoever waits.
+        return ask_error(asked, &why);
     }
     if let Some((file, bytes)) = &answer.saved
         && let Err(e) = plan.store.save(file, bytes)
     {
-        return reply_line(asked.origin, ask_error(asked, &format!("SAVE {file}: {e}")));
+        return ask_error(asked, &format!("SAVE {file}: {e}"));
     }
     reply_line(asked.origin, answer.line.clone())
 }
