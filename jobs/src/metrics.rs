@@ -81,6 +81,9 @@ pub struct Metrics {
     pub device_bytes: Family<WorkerLabels, Gauge>,
     /// Per device: its shipments by `outcome` (`merged`, `late`, `replayed`, `refused`).
     pub device_shipments: Family<WorkerLabels, Gauge>,
+    /// Per device: ad-hoc queries and SAVEs of synopses resident on it that it did not answer
+    /// (gone, or the job ended first), answered with an error instead.
+    pub device_asks_unanswered: Family<WorkerLabels, Gauge>,
     /// `--autoscale`'s changes, by `direction` (`up`, `down`).
     pub autoscale_decisions: crate::control::autoscale::DecisionCounts,
 }
@@ -117,6 +120,7 @@ impl Metrics {
             unit_moves_refused: Counter::default(),
             device_bytes: Family::default(),
             device_shipments: Family::default(),
+            device_asks_unanswered: Family::default(),
             autoscale_decisions: Family::default(),
             partials_before: saams_operators::record::wire_counts(),
         };
@@ -158,6 +162,11 @@ impl Metrics {
             "Per device: shipments merged, late, replayed or refused (outcome)",
             m.device_shipments.clone(),
         );
+        registry.register(
+            "device_asks_unanswered",
+            "Per device: asks of synopses resident on it answered with an error, the device gone or the job ended",
+            m.device_asks_unanswered.clone(),
+        );
         register_rescaling(&mut registry, &m);
         Metrics { registry, ..m }
     }
@@ -197,6 +206,21 @@ impl Metrics {
             {
                 self.device_shipments.get_or_create(&label(device, "outcome", outcome)).set(gauge(n));
             }
+        }
+    }
+
+    /// Set the per-device count of asks answered with an error instead of the device's answer
+    /// ([`crate::edge::devices::Devices::unanswered`], at every scrape).
+    ///
+    /// ```
+    /// let m = saams_jobs::metrics::Metrics::new();
+    /// m.publish_unanswered(&[("pi-1".to_string(), 3)]);
+    /// assert!(m.render().contains(r#"saams_device_asks_unanswered{device="pi-1"} 3"#), "{}", m.render());
+    /// ```
+    pub fn publish_unanswered(&self, counts: &[(String, u64)]) {
+        for (device, n) in counts {
+            let label = vec![("device".to_string(), device.clone())];
+            self.device_asks_unanswered.get_or_create(&label).set(i64::try_from(*n).unwrap_or(i64::MAX));
         }
     }
 

@@ -15,6 +15,11 @@
 //! hand on as it hands on every answer (one place names the answering device in the output).
 //! Ids of asks answered are kept (bounded), so a device restarted after it answered, answering
 //! again, is dropped.
+//!
+//! Exactly one answer also when the device never gives one: the jobs crate gives up on the asks
+//! a gone device owes, and at the job's end on every ask still waiting
+//! ([`DeviceReplies::give_up`]), and hands on an error line in place of the answer; the ask is
+//! then noted answered, so an answer coming after it is dropped as a replay is.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -122,6 +127,46 @@ impl DeviceReplies {
     /// The ask `id` still waiting, left waiting (who waits for it: its origin).
     pub fn waiting(&self, id: u64) -> Option<Ask> {
         self.lock().waiting.get(&id).map(|(ask, _)| ask.clone())
+    }
+
+    /// The synopses of the asks waiting (one entry per ask): which devices owe answers.
+    pub fn waiting_synopses(&self) -> Vec<u32> {
+        self.lock().waiting.values().map(|(ask, _)| ask.syn).collect()
+    }
+
+    /// Give up on each waiting ask for which `why` gives a reason (its device is gone, the job
+    /// ends): taken out and noted answered, so its device's answer, should it still come, is
+    /// dropped as a replay ([`Came::Replayed`]). Returned with the input time each was made at
+    /// and the reason, for the caller to hand an error line on in place of the answer.
+    ///
+    /// ```
+    /// use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
+    /// use saams_operators::device_replies::{Came, DeviceReplies};
+    /// let ask = Ask { id: 5, syn: 0, home: 0, spread: false, request_id: serde_json::json!(1), uid: None,
+    ///                 what: AskWhat::Query(serde_json::json!([1])), origin: None, device_answers: true };
+    /// let replies = DeviceReplies::default();
+    /// replies.ask_made(&ask, 100);
+    /// replies.ask_made(&Ask { id: 6, syn: 1, ..ask.clone() }, 200);
+    /// let gone = replies.give_up(|a| (a.syn == 0).then(|| "pi is gone".to_string()));
+    /// assert_eq!(gone, vec![(100, ask.clone(), "pi is gone".to_string())]);
+    /// assert_eq!(replies.waiting_synopses(), vec![1]); // the other still waits
+    /// let late = DeviceAnswer { device: "pi".into(), line: "{}".into(), saved: None };
+    /// assert_eq!(replies.answer_came(5, 0, late), Came::Replayed); // dropped: answered with the error
+    /// ```
+    pub fn give_up<R>(&self, why: impl Fn(&Ask) -> Option<R>) -> Vec<(u64, Ask, R)> {
+        let mut t = self.lock();
+        let mut reasons: Vec<(u64, R)> =
+            t.waiting.iter().filter_map(|(&id, (ask, _))| why(ask).map(|reason| (id, reason))).collect();
+        // In the order they were made (the table is a hash map).
+        reasons.sort_unstable_by_key(|&(id, _)| id);
+        let mut out = Vec::with_capacity(reasons.len());
+        for (id, reason) in reasons {
+            if let Some((ask, made)) = t.waiting.remove(&id) {
+                answered(&mut t, id);
+                out.push((made, ask, reason));
+            }
+        }
+        out
     }
 }
 

@@ -21,7 +21,8 @@
 //! fence's window (it ships its open window and its position there), so a tuple older than the
 //! fence that comes later is late on the device ([`DeviceWindows::hold_below`]) — the answer
 //! never misses a value the device takes. Meanwhile an HTTP client waits up to its reply
-//! timeout (504, naming the device).
+//! timeout (504, naming the device). A device that never answers (gone, or the job ends first)
+//! has each ask it owes answered with an error line naming it ([`super::devices::owed`]).
 //!
 //! The request script's ad-hoc queries and SAVEs (`--requests`, which a following device reads
 //! at the start of the control topic) are answered at the end of the input, by the cloud from

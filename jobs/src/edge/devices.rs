@@ -14,6 +14,8 @@ use serde_json::json;
 
 use super::control::{Control, Publish};
 
+pub mod owed;
+
 /// One device as the cloud job sees it.
 #[derive(Clone, Debug)]
 pub struct DeviceRow {
@@ -93,6 +95,11 @@ pub struct Devices {
     resident: Mutex<BTreeMap<(String, String, u64), String>>,
     /// The devices' answers to asks, handed on as they come ([`super::relay`]).
     relay: super::relay::Relay,
+    /// Per device: the asks it owed that were answered with an error instead (it was gone, or
+    /// the job ended first: [`Devices::give_up`]), counted where the ask waited.
+    unanswered: Mutex<BTreeMap<String, u64>>,
+    /// When the waiting asks were last checked against the devices' states.
+    checked: Mutex<Option<Instant>>,
 }
 
 /// A [`Publish`] (a closure, which has no `Debug`).
@@ -121,7 +128,14 @@ impl Devices {
             others: Mutex::default(),
             resident: Mutex::default(),
             relay: super::relay::Relay::default(),
+            unanswered: Mutex::default(),
+            checked: Mutex::default(),
         }
+    }
+
+    /// How long a device may be silent before it is `gone` (`--device-timeout`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The devices' answers to asks and where they go ([`super::relay`]).

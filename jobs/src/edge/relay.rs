@@ -23,9 +23,10 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use saams::api::estimation::Estimation;
 use saams_operators::Plan;
 use saams_operators::answer::hand_on;
-use saams_operators::ask::{DeviceAnswer, split_reply};
+use saams_operators::ask::{Ask, DeviceAnswer, split_reply};
 use saams_operators::device_replies::{Came, DeviceReplies, Ready};
 use serde::{Deserialize, Serialize};
 
@@ -149,7 +150,9 @@ impl Relay {
                 Ok(Admitted::Now(hand_on(plan, &both.0, (syn, &both.1)), (made == u64::MAX).then_some(made)))
             }
             Came::Kept => Ok(Admitted::Kept),
-            Came::Replayed => Err(format!("replayed: {device} answered ask {id} again; it was handed on once")),
+            Came::Replayed => Err(format!(
+                "replayed: {device} answered ask {id} again, or after it was given up on; it was answered once"
+            )),
         }
     }
 
@@ -205,6 +208,26 @@ impl Relay {
         let line = hand_on(plan, &ask, (syn, &answer));
         let open = plan.checkpoints.borrow().boundaries.keys().next().copied();
         self.deliver((time, open), &answer.device, &line);
+    }
+
+    /// Hand on, in place of the answer, an error line for each ask waiting here that `owed`
+    /// says will not be answered: `owed(ask)` gives the device that owes it and why it gave no
+    /// answer (gone, the job ending). The ask is then answered (its device's answer, should it
+    /// still come, is dropped as a replay: [`DeviceReplies::give_up`]). Returns the devices of
+    /// the asks given up, one entry per ask.
+    pub fn give_up(&self, plan: &Plan, owed: impl Fn(&Ask) -> Option<(String, String)>) -> Vec<String> {
+        let given = self.replies.give_up(owed);
+        let mut devices = Vec::with_capacity(given.len());
+        for (made, ask, (device, why)) in given {
+            eprintln!("saams: ask {} (request {}) not answered: {why}", ask.id, ask.request_id);
+            let line = Estimation::error(ask.request_id.clone(), ask.uid.clone(), 0, why).to_json_line();
+            devices.push(device.clone());
+            let answer = DeviceAnswer { device, line, saved: None };
+            // Written at the ask's own time (the end's for the script's asks, which name no devices).
+            let syn = ask.syn;
+            self.hand_on(plan, (made, ask, syn, answer));
+        }
+        devices
     }
 
     /// A hop from another process arrived at its worker here (`plan`: that worker's).

@@ -156,6 +156,7 @@ fn start_metrics(
         let (devices, metrics, scrape) = (devices.clone(), metrics.clone(), text);
         text = Arc::new(move || {
             metrics.publish_devices(&devices.rows());
+            metrics.publish_unanswered(&devices.unanswered());
             scrape()
         });
     }

@@ -131,6 +131,8 @@ struct WorkerState<'a> {
     /// A job merging devices: the live requests written to the control topic (worker 0), and
     /// the newest window this worker said it routed.
     told_devices: (usize, Option<u64>),
+    /// When its Kafka input ended while it reads on for devices' answers (`Devices::reads_on`).
+    read_on_since: Cell<Option<Instant>>,
 }
 
 impl<'a> WorkerState<'a> {
@@ -206,6 +208,7 @@ impl<'a> WorkerState<'a> {
             reading: true,
             took_over: false,
             told_devices: (0, None),
+            read_on_since: Cell::new(None),
         }
         .started()
     }
@@ -235,6 +238,7 @@ impl<'a> WorkerState<'a> {
     /// ([`crate::edge::control`]).
     fn tell_devices(&mut self) {
         let Some(devices) = self.job.devices.as_deref() else { return };
+        devices.give_up_gone(&self.plan.borrow()); // asks their gone devices owe: an error each
         let log = self.fences.request_log();
         if self.me == 0 {
             for (at, r) in log.iter().enumerate().skip(self.told_devices.0) {
@@ -323,7 +327,14 @@ impl<'a> WorkerState<'a> {
     /// Whether this worker reads on: it has units or running Kafka partitions, and the job was
     /// not told to stop.
     fn active(&self) -> bool {
-        (!self.readers.is_empty() || self.kafka.as_ref().is_some_and(KafkaInput::running)) && !self.job.stop.raised()
+        // A job merging devices reads on while they owe answers (`crate::edge::devices::owed`).
+        let kafka = |k: &KafkaInput| match self.job.devices.as_deref() {
+            Some(d) => {
+                self.reading && d.reads_on(&self.plan.borrow(), (k.running(), k.may_read_on()), &self.read_on_since)
+            }
+            None => k.running(),
+        };
+        (!self.readers.is_empty() || self.kafka.as_ref().is_some_and(kafka)) && !self.job.stop.raised()
     }
 
     /// Units follow the active workers (`super::handover`): after a rescale, learn where this
@@ -636,6 +647,9 @@ impl<'a> WorkerState<'a> {
             // Devices' answers met by asks the draining dataflow made (`edge::relay`).
             self.device_reports.iter_mut().for_each(|r| r.hand_on());
         }
+        // Every ask its device has not answered by now gets an error line (`edge::devices::owed`).
+        self.job.devices.iter().for_each(|d| d.give_up_all(&self.plan.borrow()));
+        self.device_reports.iter_mut().for_each(|r| r.hand_on());
         if let Some(k) = self.kafka {
             k.finish();
         }

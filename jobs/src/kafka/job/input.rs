@@ -117,6 +117,13 @@ impl KafkaInput {
         !self.source.partitions().is_empty() && self.job.running()
     }
 
+    /// True when this worker may read on after [`KafkaInput::running`] turned false: it has
+    /// partitions and only `--exit-when-idle` ended the input (no signal, no fatal error). A job
+    /// merging devices does while a device owes an answer (`crate::edge::devices::owed`).
+    pub fn may_read_on(&self) -> bool {
+        !self.source.partitions().is_empty() && !self.job.stopped()
+    }
+
     /// Whether the last poll found nothing: the worker may then park until records come (they
     /// wake it, see [`KafkaTupleSource::wake_on_records`]).
     pub fn quiet(&self) -> bool {

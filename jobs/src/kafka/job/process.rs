@@ -310,6 +310,11 @@ impl KafkaJob {
         self.last_record_ns.fetch_max(now, Ordering::Relaxed);
     }
 
+    /// True once a signal or a fatal consumer error stopped the job (not `--exit-when-idle`).
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
     /// False once the job should close its windows and stop reading Kafka: a signal, a fatal
     /// consumer error, or `--exit-when-idle` elapsed since the last record (or the start).
     pub fn running(&self) -> bool {
