@@ -69,7 +69,10 @@ pub fn build(
     let mut input: RecInput = InputHandle::new();
     let probe = ProbeHandle::new();
     if let Some(devices) = &devices {
-        plan.borrow_mut().device_replies = devices.relay().replies();
+        if let Err(e) = plan.borrow_mut().attach_device_replies(devices.relay().replies(), worker.index()) {
+            eprintln!("saams: --checkpoints: {e}");
+            std::process::exit(2);
+        }
         relay_answers(devices, &plan.borrow(), &sink, &hub);
     }
     let at = plan.clone();

@@ -17,6 +17,9 @@
 //!   here once it has applied every message sent before `b` and answered every window before
 //!   it (items, messages and refusals at or after `b` are left out: they come again).
 //!
+//! Besides the operators' copies, a job merging devices' shipments copies its process' table of
+//! asks waiting for devices' answers into every part ([`crate::device_replies::RepliesCopy`]).
+//!
 //! Nothing of a window at or after `b` is copied: partials, reorder buffers and values in
 //! flight are rebuilt by re-reading the inputs from the positions where each first read a value
 //! at or after `b` (the job's readers keep those positions). So a checkpoint's size is the
@@ -27,10 +30,12 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use saams::Synopsis;
 use saams::checkpoint::MonitorState;
 
+use crate::device_replies::RestoredReplies;
 use crate::window::Held;
 
 /// The operators that take a copy at every boundary (the job waits for all of them): the
@@ -168,6 +173,13 @@ pub struct Checkpointing {
     /// The boundary (ms) the restored states were taken at (0 for a job not resumed): the
     /// holder of a state is its home at that window (a rescale may move it on later).
     pub restored_boundary: u64,
+    /// A job merging devices: the plan holds its process' table of devices' replies
+    /// ([`crate::Plan::attach_device_replies`]), which every part copies
+    /// ([`crate::device_replies::RepliesCopy`]).
+    pub replies_attached: bool,
+    /// The table of devices' replies a resumed job's process starts from (shared by its
+    /// workers; installed when the table is attached).
+    pub restored_replies: Option<Arc<RestoredReplies>>,
 }
 
 impl Checkpointing {

@@ -26,6 +26,9 @@ use std::sync::Mutex;
 
 use crate::ask::{Ask, DeviceAnswer};
 
+mod checkpoint;
+pub use checkpoint::{RepliesCopy, RestoredReplies};
+
 /// Answers kept for asks not seen yet, and ids of asks answered kept to drop replays: beyond
 /// this many, the oldest go (an answer to an ask this job never made, e.g. one it refused,
 /// would be kept for ever).

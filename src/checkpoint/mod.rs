@@ -33,6 +33,7 @@
 //! | … | … | `k` source positions (below) |
 //! | … | 4 | `monitors` count `m`, u32 (not in versions 1 and 2) |
 //! | … | … | `m` monitor states (below) |
+//! | … | 4 + n | `device_replies`: u32 length `n`, then the bytes of the process' table of asks waiting for devices' answers (the operators' encoding, opaque here; not in versions 1 to 3) |
 //! | … | 8 | `tuples`, u64 |
 //! | end − 4 | 4 | CRC-32 (IEEE) of every byte before it |
 //!

@@ -13,12 +13,15 @@ pub const MAGIC: [u8; 4] = *b"SAMC";
 /// ([`SynopsisState::since`], [`SynopsisState::until`]) and closed sliding panes ([`StateRole::Pane`]); version 1 parts
 /// (landmark synopses only) are still read, with no start. Version 3 added the monitoring
 /// kind's sites and coordinators ([`MonitorState`]); parts of versions 1 and 2 are read with none.
-pub const PART_FORMAT_VERSION: u16 = 3;
-/// The length of the smallest valid part this build writes (no synopses, sets, sources or
-/// monitors).
-pub const MIN_PART_BYTES: usize = 42 + 4 + 4 + 4 + 8 + 4;
-/// The smallest valid part of any version read (versions 1 and 2 have no monitors count).
-const MIN_ANY_PART_BYTES: usize = MIN_PART_BYTES - 4;
+/// Version 4 added the asks waiting for devices' answers ([`CheckpointPart::device_replies`]);
+/// parts of versions 1 to 3 are read without (a job merging devices refuses to resume from them).
+pub const PART_FORMAT_VERSION: u16 = 4;
+/// The length of the smallest valid part this build writes (no synopses, sets, sources,
+/// monitors or devices' replies).
+pub const MIN_PART_BYTES: usize = 42 + 4 + 4 + 4 + 4 + 8 + 4;
+/// The smallest valid part of any version read (versions 1 and 2 have no monitors count, and
+/// versions 1 to 3 no devices' replies length).
+const MIN_ANY_PART_BYTES: usize = MIN_PART_BYTES - 8;
 
 /// Minimum encoded sizes of the vectors' items, so a count can be checked against the bytes
 /// left before anything is allocated.
@@ -144,6 +147,10 @@ pub struct CheckpointPart {
     pub sources: Vec<SourcePosition>,
     /// The monitoring kind's sites and coordinators this worker hosts (version 3).
     pub monitors: Vec<MonitorState>,
+    /// A job merging devices' shipments: its process' table of asks waiting for devices'
+    /// answers as this worker copied it (version 4; the operators' encoding, opaque here like a
+    /// synopsis envelope). Empty for a job without devices, and in parts of versions 1 to 3.
+    pub device_replies: Vec<u8>,
     /// Tuples this worker had routed when it wrote the part (values after the boundary
     /// included: a figure for people, not used to resume).
     pub tuples: u64,
@@ -181,7 +188,7 @@ impl CheckpointPart {
     /// };
     /// let bytes = part.encode();
     /// assert_eq!(bytes.len(), saams::checkpoint::MIN_PART_BYTES + 37 + 3);
-    /// assert_eq!(&bytes[4..6], &[3, 0]); // format version 3
+    /// assert_eq!(&bytes[4..6], &[4, 0]); // format version 4
     /// assert_eq!(CheckpointPart::decode(&bytes).unwrap(), part);
     /// ```
     pub fn encode(&self) -> Vec<u8> {
@@ -235,6 +242,8 @@ impl CheckpointPart {
             w.u32(len32(m.bytes.len(), "a monitor's bytes"));
             w.bytes(&m.bytes);
         }
+        w.u32(len32(self.device_replies.len(), "the devices' replies"));
+        w.bytes(&self.device_replies);
         w.u64(self.tuples);
         let mut bytes = w.into_inner();
         let crc = crc32fast::hash(&bytes);
@@ -454,6 +463,12 @@ impl<'a> Cursor<'a> {
             sources.push(SourcePosition { source, offset, line, max_time, done });
         }
         let monitors = if version >= 3 { self.monitors()? } else { Vec::new() };
+        let device_replies = if version >= 4 {
+            let len = self.count(1, format_args!("the devices' replies' byte length"))?;
+            self.take(len, format_args!("the devices' replies"))?.to_vec()
+        } else {
+            Vec::new()
+        };
         let tuples = self.u64(format_args!("tuples"))?;
         Ok(CheckpointPart {
             id,
@@ -466,6 +481,7 @@ impl<'a> Cursor<'a> {
             previous_sets,
             sources,
             monitors,
+            device_replies,
             tuples,
         })
     }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use saams::checkpoint::{LoggedRequest, Manifest, MonitorState, OutputMark, SourcePosition, StateRole, SynopsisState};
 use saams_operators::Plan;
+use saams_operators::device_replies::{RepliesCopy, RestoredReplies};
 use saams_operators::window::{Held, Pane};
 
 use crate::checkpoint::CheckpointStore;
@@ -26,6 +27,8 @@ pub struct Resume {
     sets: Vec<(u32, Vec<String>)>,
     monitors: Vec<MonitorState>,
     positions: HashMap<String, SourcePosition>,
+    /// The asks waiting for devices' answers, for a job merging devices.
+    replies: std::sync::Arc<RestoredReplies>,
     /// Which of the job's input name lists the checkpoint was written with (see
     /// [`Resume::newest`]).
     pub inputs_at: usize,
@@ -92,7 +95,13 @@ impl Resume {
         let mut sets = Vec::new();
         let mut monitors = Vec::new();
         let mut positions = HashMap::new();
+        let mut copies = Vec::new();
         for part in restored.parts {
+            if !part.device_replies.is_empty() {
+                let copy = RepliesCopy::decode(&part.device_replies)
+                    .map_err(|e| format!("{dir}: checkpoint {}, part of worker {}: {e}", restored.id, part.worker))?;
+                copies.push((part.process, copy));
+            }
             states.extend(part.synopses);
             sets.extend(part.previous_sets);
             monitors.extend(part.monitors);
@@ -108,6 +117,10 @@ impl Resume {
             sets,
             monitors,
             positions,
+            replies: std::sync::Arc::new(RestoredReplies::new(
+                restored.id,
+                (!copies.is_empty()).then(|| RepliesCopy::join(copies)),
+            )),
             inputs_at,
         }))
     }
@@ -171,6 +184,7 @@ impl Resume {
             plan.monitor.check_copy(copy).map_err(|e| format!("checkpoint {}: {e}", self.id))?;
         }
         checkpoints.restored_monitors = self.monitors.clone();
+        checkpoints.restored_replies = Some(self.replies.clone());
         Ok(())
     }
 

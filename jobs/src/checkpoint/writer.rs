@@ -141,8 +141,8 @@ impl CheckpointJob {
         self.sink.begin(boundary);
     }
 
-    /// This worker's part of checkpoint `id` at `boundary`: the operators' copies and where its
-    /// inputs stand.
+    /// This worker's part of checkpoint `id` at `boundary`: the operators' copies, where its
+    /// inputs stand and, in a job merging devices, its process' table of devices' replies.
     pub fn part(
         &self,
         plan: &Plan,
@@ -171,6 +171,13 @@ impl CheckpointJob {
                 }
             })
             .collect();
+        // A job merging devices: the asks waiting for their devices' answers, as this process'
+        // table is now (a resumed job starts from each process' last copy).
+        let device_replies = if plan.checkpoints.borrow().replies_attached {
+            plan.device_replies.copy_at(boundary).encode()
+        } else {
+            Vec::new()
+        };
         CheckpointPart {
             id,
             boundary_ms: boundary,
@@ -182,6 +189,7 @@ impl CheckpointJob {
             previous_sets: taken.sets,
             sources,
             monitors: taken.monitors,
+            device_replies,
             // What the worker has read when it writes (the caller's to set).
             tuples: 0,
         }

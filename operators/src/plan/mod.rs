@@ -424,6 +424,25 @@ impl Plan {
         }
     }
 
+    /// A job merging devices: this worker (`me`) shares its process' table of devices' replies
+    /// (`replies`), which every checkpoint part from now on copies; a resumed job's process
+    /// starts it from its checkpoint's (the first worker to attach it installs it), with the
+    /// asks and answers of the synopses this process homes.
+    ///
+    /// # Errors
+    /// When the checkpoint resumed from kept no table ([`crate::device_replies::RestoredReplies::install`]).
+    pub fn attach_device_replies(&mut self, replies: Arc<DeviceReplies>, me: usize) -> Result<(), String> {
+        self.device_replies = replies;
+        let checkpoints = self.checkpoints.get_mut();
+        checkpoints.replies_attached = true;
+        let Some(restored) = checkpoints.restored_replies.take() else { return Ok(()) };
+        let per_process = self.routing.workers_per_process.max(1);
+        let synopses = &self.routing.synopses;
+        let homed_here =
+            |syn: u32| synopses.get(syn as usize).is_some_and(|s| s.home / per_process == me / per_process);
+        restored.install(&self.device_replies, homed_here)
+    }
+
     /// Queue what [`Plan::ask_now`] gave with what fences gave, for the job to write and send.
     pub fn push_applied(&mut self, applied: Applied) {
         self.sequencer.push_applied(applied);

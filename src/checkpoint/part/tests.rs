@@ -50,6 +50,7 @@ fn sample() -> CheckpointPart {
             MonitorState { group: 0, site: Some(2), bytes: vec![1, 2, 3] },
             MonitorState { group: 1, site: None, bytes: vec![] },
         ],
+        device_replies: b"SADR-table".to_vec(),
         tuples: 1234,
     }
 }
@@ -96,11 +97,12 @@ fn bytes_follow_the_documented_layout() {
             MonitorState { group: 12, site: Some(13), bytes: vec![0xBB] },
             MonitorState { group: 14, site: None, bytes: vec![] },
         ],
+        device_replies: vec![0xCC, 0xDD],
         tuples: 11,
     };
     let mut want: Vec<u8> = b"SAMC".to_vec();
     let fields: [&[u8]; 8] = [
-        &3u16.to_le_bytes(),
+        &4u16.to_le_bytes(),
         &0x0102u64.to_le_bytes(),
         &10_000u64.to_le_bytes(),
         &1u32.to_le_bytes(),
@@ -128,6 +130,7 @@ fn bytes_follow_the_documented_layout() {
     want.extend_from_slice(&2u32.to_le_bytes()); // two monitor states
     want.extend_from_slice(&[12, 0, 0, 0, 13, 0, 0, 0, 1, 0, 0, 0, 0xBB]); // group 12's site 13
     want.extend_from_slice(&[14, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]); // group 14's coordinator
+    want.extend_from_slice(&[2, 0, 0, 0, 0xCC, 0xDD]); // the devices' replies
     want.extend_from_slice(&11u64.to_le_bytes());
     let crc = crc32fast::hash(&want);
     want.extend_from_slice(&crc.to_le_bytes());
@@ -193,16 +196,37 @@ fn wrong_magic() {
 #[test]
 fn unknown_version() {
     let mut b = body(&sample());
-    b[4] = 4;
+    b[4] = 5;
     let e = err(&with_crc(b));
     assert_eq!(e.offset, Some(4));
-    assert!(e.what.contains("format version 4 is not supported"), "{e}");
+    assert!(e.what.contains("format version 5 is not supported"), "{e}");
+}
+
+/// Version 3 is version 4 without the devices' replies (their length sits before the 8 bytes
+/// of `tuples`).
+fn version_3_body(part: &CheckpointPart) -> Vec<u8> {
+    assert!(part.device_replies.is_empty(), "version 3 has no devices' replies");
+    let v4 = body(part);
+    let mut v3 = v4[..v4.len() - 12].to_vec();
+    v3[4] = 3;
+    v3.extend_from_slice(&v4[v4.len() - 8..]);
+    v3
+}
+
+/// A part written before the asks waiting for devices were checkpointed (version 3) is read,
+/// with none.
+#[test]
+fn version_3_parts_are_still_read() {
+    let mut part = sample();
+    part.device_replies.clear();
+    let back = CheckpointPart::decode(&with_crc(version_3_body(&part))).expect("a version 3 part");
+    assert_eq!(back, part);
 }
 
 /// Version 2 is version 3 without the monitors (their count sits before the 8 bytes of `tuples`).
 fn version_2_body(part: &CheckpointPart) -> Vec<u8> {
     assert!(part.monitors.is_empty(), "version 2 has no monitors");
-    let v3 = body(part);
+    let v3 = version_3_body(part);
     let mut v2 = v3[..v3.len() - 12].to_vec();
     v2[4] = 2;
     v2.extend_from_slice(&v3[v3.len() - 8..]);
@@ -214,6 +238,7 @@ fn version_2_body(part: &CheckpointPart) -> Vec<u8> {
 fn version_2_parts_are_still_read() {
     let mut part = sample();
     part.monitors.clear();
+    part.device_replies.clear();
     let back = CheckpointPart::decode(&with_crc(version_2_body(&part))).expect("a version 2 part");
     assert_eq!(back, part);
     let empty = CheckpointPart::default();
@@ -227,6 +252,7 @@ fn version_1_parts_are_still_read() {
     let mut part = sample();
     part.synopses.retain(|s| s.role != StateRole::Pane);
     part.monitors.clear();
+    part.device_replies.clear();
     let v2 = version_2_body(&part);
     // Version 1 is version 2 without the 16 bytes of each state's start and end (after
     // loads_merged).
@@ -306,7 +332,7 @@ fn bad_role_and_flag_bytes() {
     assert!(e.what.contains("role byte 4"), "{e}");
 
     let good = body(&p);
-    let flag_at = good.len() - 8 - 4 - 2; // max_time flag, done, then the monitors count and tuples
+    let flag_at = good.len() - 8 - 4 - 4 - 2; // max_time flag, done, then the monitors count, the replies' length and tuples
     for (at, name) in [(flag_at, "max_time flag"), (flag_at + 1, "done flag")] {
         let mut b = good.clone();
         b[at] = 2;
@@ -318,7 +344,7 @@ fn bad_role_and_flag_bytes() {
 
 #[test]
 fn huge_counts_are_refused_before_allocating() {
-    for at in [38usize, 42, 46, 50] {
+    for at in [38usize, 42, 46, 50, 54] {
         let mut b = body(&CheckpointPart::default());
         b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         let e = err(&with_crc(b));
@@ -341,8 +367,9 @@ fn huge_counts_are_refused_before_allocating() {
     let mut b = body(&p);
     b[75..79].copy_from_slice(&1000u32.to_le_bytes());
     let e = err(&with_crc(b));
-    // What follows: its 1 byte, the sets, sources and monitors counts (4 each), `tuples` (8).
-    assert!(e.what.contains("byte length says 1000 bytes, but only 21 are left"), "{e}");
+    // What follows: its 1 byte, the sets, sources and monitors counts and the replies' length
+    // (4 each), `tuples` (8).
+    assert!(e.what.contains("byte length says 1000 bytes, but only 25 are left"), "{e}");
     // A monitor whose byte length runs past the end.
     let p = CheckpointPart {
         monitors: vec![MonitorState { group: 1, site: None, bytes: vec![1] }],
@@ -351,7 +378,13 @@ fn huge_counts_are_refused_before_allocating() {
     let mut b = body(&p);
     b[62..66].copy_from_slice(&1000u32.to_le_bytes()); // after the counts (to 54), group and site
     let e = err(&with_crc(b));
-    assert!(e.what.contains("monitor 0's byte length says 1000 bytes, but only 9 are left"), "{e}");
+    assert!(e.what.contains("monitor 0's byte length says 1000 bytes, but only 13 are left"), "{e}");
+    // Devices' replies whose byte length runs past the end.
+    let p = CheckpointPart { device_replies: vec![1, 2], ..CheckpointPart::default() };
+    let mut b = body(&p);
+    b[54..58].copy_from_slice(&1000u32.to_le_bytes()); // after the four counts
+    let e = err(&with_crc(b));
+    assert!(e.what.contains("the devices' replies' byte length says 1000 bytes, but only 10 are left"), "{e}");
 }
 
 #[test]
@@ -395,7 +428,7 @@ fn arb_part() -> impl Strategy<Value = CheckpointPart> {
         proptest::collection::vec(syn, 0..4),
         proptest::collection::vec(set, 0..4),
         proptest::collection::vec(src, 0..4),
-        (proptest::collection::vec(monitor, 0..3), any::<u64>()),
+        (proptest::collection::vec(monitor, 0..3), proptest::collection::vec(any::<u8>(), 0..40), any::<u64>()),
     )
         .prop_map(
             |(
@@ -403,7 +436,7 @@ fn arb_part() -> impl Strategy<Value = CheckpointPart> {
                 synopses,
                 previous_sets,
                 sources,
-                (monitors, tuples),
+                (monitors, device_replies, tuples),
             )| {
                 CheckpointPart {
                     id,
@@ -416,6 +449,7 @@ fn arb_part() -> impl Strategy<Value = CheckpointPart> {
                     previous_sets,
                     sources,
                     monitors,
+                    device_replies,
                     tuples,
                 }
             },

@@ -45,6 +45,7 @@ fn part(id: u64, process: u32, worker: u32, processes: u32, workers: u32) -> Che
             done: false,
         }],
         monitors: vec![],
+        device_replies: vec![],
         tuples: id * 7,
     }
 }

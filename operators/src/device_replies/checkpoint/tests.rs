@@ -1,0 +1,173 @@
+//! Unit tests of the table's copies: the byte round trip, refusals of bytes that are not a copy,
+//! and what a copy at a boundary keeps and a restored table does with it.
+
+use super::*;
+use crate::ask::AskWhat;
+use crate::device_replies::Came;
+
+fn ask(id: u64, syn: u32) -> Ask {
+    Ask {
+        id,
+        syn,
+        home: syn,
+        spread: false,
+        request_id: serde_json::json!(format!("q{id}")),
+        uid: Some(serde_json::json!({"u": id})),
+        what: AskWhat::Query(serde_json::json!([13.5, "ü"])),
+        origin: Some((1, 40 + id)),
+        device_answers: true,
+    }
+}
+
+fn answer(line: &str) -> DeviceAnswer {
+    DeviceAnswer { device: "dev0".into(), line: line.into(), saved: None }
+}
+
+fn sample() -> RepliesCopy {
+    let saved = DeviceAnswer { saved: Some(("cm.bin".into(), vec![0, 1, 0xff])), ..answer("{\"saved\":1}") };
+    RepliesCopy {
+        taken: 9,
+        waiting: vec![(ask(1, 0), 60_000), (ask(2, 1), 0)],
+        early: vec![(3, 1, answer("{\"a\":3}")), (4, 0, saved.clone())],
+        answered: vec![5, 6, u64::MAX],
+        ready: vec![(120_000, ask(7, 0), 0, saved)],
+    }
+}
+
+#[test]
+fn a_copy_round_trips_and_is_canonical() {
+    for copy in [sample(), RepliesCopy::default()] {
+        let bytes = copy.encode();
+        assert_eq!(&bytes[..4], b"SADR");
+        let back = RepliesCopy::decode(&bytes).expect("a copy");
+        assert_eq!(back, copy);
+        assert_eq!(back.encode(), bytes);
+    }
+}
+
+#[test]
+fn bytes_that_are_not_a_copy_are_refused_with_the_field() {
+    let bytes = sample().encode();
+    for n in 0..bytes.len() {
+        let e = RepliesCopy::decode(&bytes[..n]).expect_err("a cut copy");
+        assert!(e.contains("devices' replies"), "cut at {n}: {e}");
+    }
+    let e = RepliesCopy::decode(b"").unwrap_err();
+    assert!(e.contains("not a copy"), "{e}");
+    let mut b = bytes.clone();
+    b[4] = 2;
+    let e = RepliesCopy::decode(&b).unwrap_err();
+    assert!(e.contains("version 2 is not supported"), "{e}");
+    let mut b = bytes.clone();
+    b.push(0);
+    let e = RepliesCopy::decode(&b).unwrap_err();
+    assert!(e.contains("1 trailing bytes"), "{e}");
+    // A count of waiting asks the bytes left cannot hold (right after `taken`).
+    let mut b = RepliesCopy::default().encode();
+    b[14] = 100;
+    let e = RepliesCopy::decode(&b).unwrap_err();
+    assert!(e.contains("the count of waiting asks") && e.contains("exceeds"), "{e}");
+}
+
+#[test]
+fn a_damaged_ask_answer_or_flag_names_what() {
+    let one = |early: Vec<(u64, u32, DeviceAnswer)>| RepliesCopy { early, ..RepliesCopy::default() };
+    // The saved flag is the last byte of an answer without a SAVE.
+    let mut b = one(vec![(3, 1, answer("x"))]).encode();
+    let flag = b.len() - 3; // then the empty counts of asks answered and ready asks
+    b[flag] = 2;
+    let e = RepliesCopy::decode(&b).unwrap_err();
+    assert!(e.contains("ask 3's saved flag is 2"), "{e}");
+    let mut b = one(vec![(3, 1, answer("x"))]).encode();
+    b[flag - 1] = 0xff; // the line "x"
+    let e = RepliesCopy::decode(&b).unwrap_err();
+    assert!(e.contains("ask 3's answer is not UTF-8"), "{e}");
+    let waiting = RepliesCopy { waiting: vec![(ask(1, 0), 5)], ..RepliesCopy::default() };
+    let mut b = waiting.encode();
+    let brace = b.windows(5).position(|w| w == b"{\"id\"").expect("the ask's JSON");
+    b[brace] = b'[';
+    let e = RepliesCopy::decode(&b).unwrap_err();
+    assert!(e.contains("ask 0 is not an ask"), "{e}");
+}
+
+/// A table with an ask waiting (made before the boundary), one of the script's end, an answer
+/// that came first, asks answered, and pairs ready before and after the boundary.
+fn table() -> DeviceReplies {
+    let replies = DeviceReplies::default();
+    replies.ask_made(&ask(1, 0), 50_000);
+    replies.ask_made(&ask(2, 1), u64::MAX);
+    assert_eq!(replies.answer_came(3, 1, answer("early")), Came::Kept);
+    replies.ask_made(&ask(4, 0), 10_000);
+    assert!(matches!(replies.answer_came(4, 0, answer("handed on")), Came::Ask(..)));
+    for (id, made) in [(5, 20_000), (6, 70_000)] {
+        assert_eq!(replies.answer_came(id, 0, answer("first")), Came::Kept);
+        replies.ask_made(&ask(id, 0), made);
+    }
+    replies
+}
+
+#[test]
+fn a_copy_keeps_what_a_resumed_job_needs() {
+    let copy = table().copy_at(60_000);
+    assert_eq!(copy.waiting, vec![(ask(1, 0), 50_000)], "the script's end asks are made again");
+    assert_eq!(copy.early, vec![(3, 1, answer("early"))]);
+    assert_eq!(copy.answered, vec![4, 5, 6]);
+    assert_eq!(copy.ready, vec![(70_000, ask(6, 0), 0, answer("first"))], "the line of 5 is before the cut");
+}
+
+#[test]
+fn a_restored_table_hands_each_answer_on_once() {
+    let copy = RepliesCopy::decode(&table().copy_at(60_000).encode()).expect("a copy");
+    let replies = DeviceReplies::default();
+    replies.restore(&copy, |_| true);
+    // The device answers the ask that waited at the checkpoint after the restart.
+    match replies.answer_came(1, 0, answer("late")) {
+        Came::Ask(both, made) => assert_eq!((both.0.id, made), (1, 50_000)),
+        other => panic!("the ask did not wait: {other:?}"),
+    }
+    assert_eq!(replies.answer_came(1, 0, answer("late")), Came::Replayed);
+    // An answer handed on before the checkpoint, sent again.
+    assert_eq!(replies.answer_came(4, 0, answer("handed on")), Came::Replayed);
+    // The pair ready after the cut is handed on; the answer that came first meets its ask.
+    assert_eq!(replies.take_ready(), vec![(70_000, ask(6, 0), 0, answer("first"))]);
+    replies.ask_made(&ask(3, 1), 80_000);
+    assert_eq!(replies.take_ready(), vec![(80_000, ask(3, 1), 1, answer("early"))]);
+}
+
+#[test]
+fn a_process_takes_only_the_asks_of_the_synopses_it_homes() {
+    let copy = table().copy_at(60_000);
+    let replies = DeviceReplies::default();
+    replies.restore(&copy, |syn| syn == 1);
+    assert_eq!(replies.waiting(1), None, "synopsis 0 is homed in another process");
+    assert!(replies.take_ready().is_empty());
+    let again = replies.copy_at(0);
+    assert_eq!(again.early, vec![(3, 1, answer("early"))]);
+    assert_eq!(again.answered, vec![4, 5, 6], "every process knows every id answered");
+}
+
+#[test]
+fn the_last_copy_of_each_process_is_the_one() {
+    let replies = table();
+    let first = replies.copy_at(60_000);
+    assert!(matches!(replies.answer_came(1, 0, answer("now")), Came::Ask(..)));
+    let second = replies.copy_at(60_000);
+    let other = RepliesCopy { waiting: vec![(ask(9, 2), 1)], ..RepliesCopy::default() };
+    let joined = RepliesCopy::join(vec![(0, second), (1, other), (0, first)]);
+    assert!(joined.waiting.iter().all(|(a, _)| a.id != 1), "ask 1 was answered by the last copy");
+    assert!(joined.waiting.iter().any(|(a, _)| a.id == 9), "the other process' ask");
+    assert!(joined.answered.contains(&1));
+}
+
+#[test]
+fn a_checkpoint_without_a_table_is_refused_and_one_with_is_installed_once() {
+    let restored = RestoredReplies::new(4, Some(table().copy_at(60_000)));
+    let replies = DeviceReplies::default();
+    restored.install(&replies, |_| true).expect("installed");
+    assert!(replies.waiting(1).is_some());
+    assert_eq!(replies.take_ready().len(), 1);
+    restored.install(&replies, |_| true).expect("a second worker");
+    assert!(replies.take_ready().is_empty(), "the ready pair is handed on once");
+    let e = RestoredReplies::new(4, None).install(&replies, |_| true).unwrap_err();
+    assert!(e.contains("--checkpoints"), "{e}");
+}
