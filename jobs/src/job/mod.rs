@@ -34,6 +34,7 @@ mod checkpoints;
 mod config;
 mod epoch_pace;
 mod generated;
+mod group_fields;
 mod handover;
 mod read_units;
 mod reading;

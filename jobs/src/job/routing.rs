@@ -25,6 +25,7 @@ use crate::stats::Stats;
 
 use super::config::Shared;
 use super::generated::{DATASET_KEY_FIELD, STREAM_ID_FIELD};
+use super::group_fields::GroupFields;
 use super::reading::{Pending, Reading, Source};
 
 /// Tuples between two flushes of a worker's counts into the metrics registry.
@@ -49,6 +50,8 @@ pub(super) struct Router {
     reported: u64,
     /// The groups a (dataset, stream) pair feeds, kept per dataset for the current plan version.
     route_cache: RouteCache,
+    /// Where each group's value is in a tuple, for the current plan version.
+    group_fields: GroupFields,
     /// The window last routed to.
     last_window: LastWindow,
     pub(super) counts: LocalCounts,
@@ -71,6 +74,7 @@ impl Router {
             tuples: 0,
             reported: 0,
             route_cache: RouteCache::default(),
+            group_fields: GroupFields::default(),
             last_window: LastWindow::default(),
             counts: LocalCounts::new(&job.metrics, me, plan.borrow().routing.groups.len()),
             newest: 0,
@@ -186,22 +190,19 @@ impl Router {
         let window = self.last_window.of(&plan, time);
         let seq = (unit.seq_unit << 40) | line;
         self.recs.clear();
+        self.group_fields.sync(&plan);
         for &g in self.route_cache.groups(&plan, &t.dataset_key, &t.stream_id) {
-            let group = &plan.routing.groups[g as usize];
-            let datum = match group.field.as_str() {
-                "streamID" => Some(Datum::Str(&t.stream_id)),
-                "dataSetKey" => Some(Datum::Str(&t.dataset_key)),
-                f => t.field(f),
-            };
-            let val = match datum {
+            // Taken from the plan just now: every group it routes to is there.
+            let Some(field) = self.group_fields.get(g) else { continue };
+            let val = match field.value(t) {
                 None => continue,
                 Some(Datum::Num(x)) => Val::Num(x),
                 // Text that reads as a number is one (vessel ids): `parse_f64` is `str::parse`'s
                 // value without its general machinery (~2 % of an AIS ingest).
                 Some(Datum::Str(s)) => match saams_datasets::parse_f64(saams_datasets::trim(s)) {
                     Some(x) if x.is_finite() => Val::Num(x),
-                    _ if group.numeric => {
-                        let msg = format!("field `{}` is not numeric: {s:?}", group.field);
+                    _ if field.numeric => {
+                        let msg = format!("field `{}` is not numeric: {s:?}", field.name);
                         let to = (&*self.stats, self.dead.as_deref());
                         reject_line(to, unit, line, &t.to_json(), &msg, false);
                         return None;
