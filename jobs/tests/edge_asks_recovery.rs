@@ -143,6 +143,9 @@ fn an_ask_waiting_when_the_cloud_is_killed_is_answered_once_after_it_resumed() {
     let day = saams::api::time::parse_timestamp("2019-01-02T00:00:00Z").expect("a time") as u64;
     let table = || http_common::call(&addr, "GET", "/devices", "").1;
     edge_common::wait_merged(table, &["dev0", "dev1"], day + CUT * 1000 - 2 * e.window_ms);
+    // And a second more: the job routes the open window's position (the query's fence comes
+    // after it, so dev0, which read that window, cannot answer before it reads on).
+    std::thread::sleep(Duration::from_secs(1));
     // dev0's input is quiet from now on: the ask waits for it.
     let asked = post_unread(&addr, QUERY);
     // dev1 reads on, a window at a time, until a checkpoint is taken after the query's fence.
