@@ -206,11 +206,16 @@ fn unknown_version() {
 /// of `tuples`).
 fn version_3_body(part: &CheckpointPart) -> Vec<u8> {
     assert!(part.device_replies.is_empty(), "version 3 has no devices' replies");
-    let v4 = body(part);
-    let mut v3 = v4[..v4.len() - 12].to_vec();
-    v3[4] = 3;
-    v3.extend_from_slice(&v4[v4.len() - 8..]);
-    v3
+    without_last_count(body(part), 3)
+}
+
+/// `newer` (a part's body) without the 4-byte count or length before its last 8 bytes
+/// (`tuples`), as format `version`: how each format so far added its field.
+fn without_last_count(newer: Vec<u8>, version: u8) -> Vec<u8> {
+    let mut older = newer[..newer.len() - 12].to_vec();
+    older[4] = version;
+    older.extend_from_slice(&newer[newer.len() - 8..]);
+    older
 }
 
 /// A part written before the asks waiting for devices were checkpointed (version 3) is read,
@@ -226,11 +231,7 @@ fn version_3_parts_are_still_read() {
 /// Version 2 is version 3 without the monitors (their count sits before the 8 bytes of `tuples`).
 fn version_2_body(part: &CheckpointPart) -> Vec<u8> {
     assert!(part.monitors.is_empty(), "version 2 has no monitors");
-    let v3 = version_3_body(part);
-    let mut v2 = v3[..v3.len() - 12].to_vec();
-    v2[4] = 2;
-    v2.extend_from_slice(&v3[v3.len() - 8..]);
-    v2
+    without_last_count(version_3_body(part), 2)
 }
 
 /// A part written before monitors were checkpointed (version 2) is read, with none.
