@@ -556,13 +556,12 @@ impl<'a> WorkerState<'a> {
     /// How far in event time this worker may read now (`None`: no bound): a worker whose units
     /// are all ahead of the job's frontier (the oldest time any worker can still produce, and
     /// the values in flight) reads only up to [`EpochPace::span`] past it; the worker whose
-    /// units hold the frontier reads on.
-    /// Why: checkpoint boundaries and live
-    /// requests' fences are agreed after the newest value any worker routed, and are complete
-    /// only when the frontier passes them: a byte range far ahead in event time put them near
-    /// its end (2 checkpoints in a 5 s run instead of 20). A held unit keeps its one pending
-    /// value, so nothing is buffered. (Kafka partitions follow the other workers by the epoch
-    /// gossip, not by this bound.)
+    /// units hold the frontier reads on. Why: checkpoint boundaries and live requests' fences
+    /// are agreed after the newest value any worker routed, and are complete only when the
+    /// frontier passes them: a byte range far ahead in event time put them near its end (2
+    /// checkpoints in a 5 s run instead of 20). A held unit keeps its one pending value, so
+    /// nothing is buffered. (Kafka partitions follow the other workers by the epoch gossip,
+    /// not by this bound.)
     fn span_end(&self) -> Option<i64> {
         if self.kafka.is_some() {
             return None;
