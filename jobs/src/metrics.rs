@@ -164,7 +164,7 @@ impl Metrics {
         );
         registry.register(
             "device_asks_unanswered",
-            "Per device: asks of synopses resident on it answered with an error, the device gone or the job ended",
+            "Per device: asks of synopses resident on it answered with an error: the device said goodbye without answering, or the job ended first",
             m.device_asks_unanswered.clone(),
         );
         register_rescaling(&mut registry, &m);

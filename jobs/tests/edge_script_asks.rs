@@ -12,8 +12,8 @@
 //! as ignored.
 //!
 //! And every ask gets one answer when a device does not give it in time: a device killed for
-//! good before its end has each of its asks answered with an error line naming it once it is
-//! gone (`--device-timeout`), every other answer the raw run's; a device that answers after the
+//! good before its end has each of its asks answered with an error line naming it as gone
+//! (`--device-timeout`) at the job's end, every other answer the raw run's; a device that answers after the
 //! cloud's input went idle (`--exit-when-idle`) is still read, and its answers handed on.
 
 use std::io::Write;

@@ -17,7 +17,8 @@
 //! again, is dropped.
 //!
 //! Exactly one answer also when the device never gives one: the jobs crate gives up on the asks
-//! a gone device owes, and at the job's end on every ask still waiting
+//! a device owes when it says goodbye without answering, and at the job's end on every ask still
+//! waiting
 //! ([`DeviceReplies::give_up`]), and hands on an error line in place of the answer; the ask is
 //! then noted answered, so an answer coming after it is dropped as a replay is.
 
@@ -137,7 +138,7 @@ impl DeviceReplies {
         self.lock().waiting.values().map(|(ask, _)| ask.syn).collect()
     }
 
-    /// Give up on each waiting ask for which `why` gives a reason (its device is gone, the job
+    /// Give up on each waiting ask for which `why` gives a reason (its device left, the job
     /// ends): taken out and noted answered, so its device's answer, should it still come, is
     /// dropped as a replay ([`Came::Replayed`]). Returned with the input time each was made at
     /// and the reason, for the caller to hand an error line on in place of the answer.

@@ -212,7 +212,7 @@ impl Relay {
 
     /// Hand on, in place of the answer, an error line for each ask waiting here that `owed`
     /// says will not be answered: `owed(ask)` gives the device that owes it and why it gave no
-    /// answer (gone, the job ending). The ask is then answered (its device's answer, should it
+    /// answer (it left, the job ending). The ask is then answered (its device's answer, should it
     /// still come, is dropped as a replay: [`DeviceReplies::give_up`]). Returns the devices of
     /// the asks given up, one entry per ask.
     pub fn give_up(&self, plan: &Plan, owed: impl Fn(&Ask) -> Option<(String, String)>) -> Vec<String> {

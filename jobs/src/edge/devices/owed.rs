@@ -7,9 +7,18 @@
 //! device killed for good, or silent past `--device-timeout`, never gives it: the request
 //! script's line was missing from the output and an HTTP client got a 504 with nothing after
 //! it, where a Kafka Streams or Flink user expects one answer per request. So once the device
-//! is `gone` (or said goodbye without answering), and at the job's end for whatever still
-//! waits, the ask is answered with an error through the answer's own path (output, the client
-//! waiting, the request topic) and counted per device (`saams_device_asks_unanswered`).
+//! said goodbye without answering, and at the job's end for whatever still waits (its device
+//! `gone`, or live but too late), the ask is answered with an error through the answer's own
+//! path (output, the client waiting, the request topic) and counted per device
+//! (`saams_device_asks_unanswered`).
+//!
+//! Why not as soon as the device is `gone`: `gone` only means its windows stop holding the
+//! job up (`--device-timeout`); a device quiet for a while, or killed and restarted from its
+//! state (`saams-edge --state`), comes back and answers from its state at the fence, which is
+//! the answer the client asked for. An error given on the way would have made that answer a
+//! replay to drop (a cloud resumed from its checkpoint while a quiet device waited lost its
+//! answer so: `jobs/tests/edge_asks_recovery.rs`). A client waiting over HTTP still gets its
+//! 504 at `--http-timeout` meanwhile.
 //!
 //! And the other way round: while a device this process reads is live and owes an answer, the
 //! job keeps reading its partition after its input would have ended (`--exit-when-idle`), for at
@@ -83,9 +92,9 @@ impl Devices {
     }
 
     /// While the job runs (at most every [`CHECK_EVERY`]; nothing waiting costs one lock):
-    /// answer with an error each ask waiting in this process whose device is gone, or said
-    /// goodbye here without answering it (its answer comes before its goodbye, on the same
-    /// partition). `plan`: the calling worker's.
+    /// answer with an error each ask waiting in this process whose device said goodbye here
+    /// without answering it (its answer comes before its goodbye, on the same partition); one
+    /// whose device is only `gone` waits on (see the module's doc). `plan`: the calling worker's.
     pub fn give_up_gone(&self, plan: &Plan) {
         if self.relay.replies().waiting_synopses().is_empty() {
             return;
@@ -116,7 +125,7 @@ impl Devices {
             let device = self.resident_device(plan, ask.syn);
             let state = device.as_deref().and_then(|d| self.state_of(d));
             let why = match (device.as_deref(), state) {
-                (Some(d), Some((state, _))) if state == "gone" => format!(
+                (Some(d), Some((state, _))) if ending && state == "gone" => format!(
                     "device {d} did not answer before it was gone (silent past --device-timeout); the synopsis' state \
                      is resident on it"
                 ),
