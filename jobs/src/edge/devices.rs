@@ -95,8 +95,9 @@ pub struct Devices {
     resident: Mutex<BTreeMap<(String, String, u64), String>>,
     /// The devices' answers to asks, handed on as they come ([`super::relay`]).
     relay: super::relay::Relay,
-    /// Per device: the asks it owed that were answered with an error instead (it was gone, or
-    /// the job ended first: [`Devices::give_up`]), counted where the ask waited.
+    /// Per device: the asks it owed that were answered with an error instead (it said goodbye
+    /// without answering, or the job ended first: [`Devices::give_up`]), counted where the ask
+    /// waited.
     unanswered: Mutex<BTreeMap<String, u64>>,
     /// When the waiting asks were last checked against the devices' states.
     checked: Mutex<Option<Instant>>,

@@ -238,7 +238,7 @@ impl<'a> WorkerState<'a> {
     /// ([`crate::edge::control`]).
     fn tell_devices(&mut self) {
         let Some(devices) = self.job.devices.as_deref() else { return };
-        devices.give_up_gone(&self.plan.borrow()); // asks their gone devices owe: an error each
+        devices.give_up_left(&self.plan.borrow()); // asks devices left unanswered: an error each
         let log = self.fences.request_log();
         if self.me == 0 {
             for (at, r) in log.iter().enumerate().skip(self.told_devices.0) {

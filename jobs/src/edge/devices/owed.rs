@@ -1,4 +1,4 @@
-//! The answers devices owe ([`Devices::give_up_gone`], [`Devices::owe_answers`]): every ad-hoc
+//! The answers devices owe ([`Devices::give_up_left`], [`Devices::owe_answers`]): every ad-hoc
 //! query or SAVE of a synopsis resident on a device gets exactly one answer line, the device's
 //! or, when it will not come, an error naming the device.
 //!
@@ -95,7 +95,7 @@ impl Devices {
     /// answer with an error each ask waiting in this process whose device said goodbye here
     /// without answering it (its answer comes before its goodbye, on the same partition); one
     /// whose device is only `gone` waits on (see the module's doc). `plan`: the calling worker's.
-    pub fn give_up_gone(&self, plan: &Plan) {
+    pub fn give_up_left(&self, plan: &Plan) {
         if self.relay.replies().waiting_synopses().is_empty() {
             return;
         }
