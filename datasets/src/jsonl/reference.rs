@@ -34,6 +34,21 @@ const fn low_bytes(n: u32) -> u128 {
     if n >= 16 { u128::MAX } else { (1u128 << (8 * n)) - 1 }
 }
 
+/// `line[start..end]`, a string's contents between two quotes: `None` if out of bounds.
+///
+/// Why: [`between`] checks both ends for char boundaries (~10 instructions a string, four
+/// strings a line); here the quotes around the string make both ends boundaries.
+///
+/// # Safety
+/// `line`'s bytes at `start - 1` and at `end` (if `end < line.len()`) are ASCII (the quotes).
+#[inline(always)]
+unsafe fn quoted(line: &str, start: usize, end: usize) -> Option<&str> {
+    let bytes = line.as_bytes().get(start..end)?;
+    // SAFETY: a slice of valid UTF-8 whose ends follow and precede ASCII bytes (the caller's
+    // promise) starts and ends at char boundaries, so it is valid UTF-8.
+    Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+}
+
 /// A line's first 13 bytes.
 const HEAD: &[u8] = b"{\"streamID\":\"";
 /// The 32 bytes from the stream id's closing quote to the dataset key's first byte, as two words.
@@ -198,13 +213,15 @@ fn reference_object(line: &str, t: &mut Tuple) -> Option<usize> {
     // general path, which overwrites it): fewer values live across the line, so fewer of them
     // wait on the stack (the function kept a 264-byte frame, 161 stack accesses a line).
     let stream_end = closing_quote(line, 13)?;
-    set_text(&mut t.stream_id, between(line, 13, stream_end)?, b);
+    // SAFETY: byte 12 is the head's last quote, and `stream_end` a quote.
+    set_text(&mut t.stream_id, unsafe { quoted(line, 13, stream_end) }?, b);
     let dataset_start = stream_end + 32;
     if word_at(b, stream_end)? != literal(OBJECT.0) || word_at(b, stream_end + 16)? != literal(OBJECT.1) {
         return None;
     }
     let dataset_end = closing_quote(line, dataset_start)?;
-    set_text(&mut t.dataset_key, between(line, dataset_start, dataset_end)?, b);
+    // SAFETY: the byte before `dataset_start` is the literal's last quote, `dataset_end` a quote.
+    set_text(&mut t.dataset_key, unsafe { quoted(line, dataset_start, dataset_end) }?, b);
     let days = date_days_at(line, dataset_end)?;
     let (ms, mut i) = time_at(line, dataset_end + 30)?;
     t.time_ms = Some(days * 86_400_000 + ms);
@@ -213,27 +230,100 @@ fn reference_object(line: &str, t: &mut Tuple) -> Option<usize> {
     Some(i)
 }
 
+/// The most value fields whose names [`NAMES`] keeps.
+const KEPT_NAMES: usize = 8;
+
+/// The longest value-field name [`NAMES`] keeps: `,"` name `":` in one 16-byte word.
+const KEPT_NAME_LEN: usize = 12;
+
+thread_local! {
+    /// The value fields' names of the reference lines parsed on this thread, by position: for
+    /// each, the bytes `,"name":` as the low bytes of a word and their number (0: none kept).
+    /// Entries `0..k` up to the first empty one always name distinct value fields (no reserved
+    /// key among them): an entry is written only after the line's name at that position passed
+    /// both checks with the entries before it equal to that line's earlier names, and writing
+    /// it empties the next one (kept from another line, it may repeat the new name).
+    ///
+    /// Why: a file's lines nearly always repeat their value fields' names; a line whose names
+    /// equal the kept ones, position by position, has them checked by one masked 16-byte compare
+    /// each instead of a scan for the closing quote, the `:`, the reserved-key test and the
+    /// search of the earlier names (~30 instructions a field).
+    static NAMES: [std::cell::Cell<(u128, u32)>; KEPT_NAMES] = const {
+        [const { std::cell::Cell::new((0, 0)) }; KEPT_NAMES]
+    };
+}
+
+/// The kept name at position `p` of the value fields, if the line at `b[i]` starts with it
+/// (`,"name":`): the name's end (its closing quote) in `b`.
+#[inline(always)]
+fn kept_name_at(b: &[u8], i: usize, p: usize) -> Option<usize> {
+    let (word, len) = NAMES.with(|names| names.get(p).map(std::cell::Cell::get))?;
+    (len != 0 && word_at(b, i)? & low_bytes(len) == word).then(|| i + len as usize - 2)
+}
+
+/// Keep `key`, which passed the checks of a value field's name at position `p` of a line whose
+/// earlier names are the kept entries `0..p` (see [`NAMES`]), emptying the entry after it; true
+/// if kept. A name too long to keep empties entry `p` instead (false), as does a position past
+/// the kept ones (nothing to empty).
+#[cold]
+fn keep_name(key: &str, p: usize) -> bool {
+    NAMES.with(|names| {
+        let Some(entry) = names.get(p) else { return false };
+        let k = key.as_bytes();
+        if k.len() > KEPT_NAME_LEN {
+            entry.set((0, 0));
+            return false;
+        }
+        let mut word = literal(b"\":") << (8 * (k.len() + 2)) | literal(b",\"");
+        for (at, &c) in k.iter().enumerate() {
+            word |= u128::from(c) << (8 * (at + 2));
+        }
+        entry.set((word, k.len() as u32 + 4));
+        if let Some(next) = names.get(p + 1) {
+            next.set((0, 0));
+        }
+        true
+    })
+}
+
 /// The value fields from `b[*i]` to the closing brace (where `*i` is left), written over `t`'s
 /// first fields in place (names and text values reuse their buffers); their number.
 #[inline(always)]
 fn value_fields(line: &str, i: &mut usize, t: &mut Tuple) -> Option<usize> {
     let b = line.as_bytes();
     let mut n = 0;
+    // Every name so far equal to the kept one at its position, or kept there (see `NAMES`); a
+    // name not kept, or a `null` value (its field not stored, so its name not among those the
+    // later names are checked against), ends that for the line.
+    let mut kept = true;
     loop {
         match b.get(*i)? {
             b'}' => return Some(n),
             b',' if b.get(*i + 1) == Some(&b'"') => {}
             _ => return None,
         }
-        let key_end = closing_quote(line, *i + 2)?;
-        let key = between(line, *i + 2, key_end)?;
-        *i = key_end + 2;
-        if b.get(key_end + 1) != Some(&b':')
-            || classify(key.as_bytes()) != Key::Field
-            || seen_before(&t.fields[..n], key)
-        {
-            return None;
-        }
+        let key = match kept.then(|| kept_name_at(b, *i, n)).flatten() {
+            Some(key_end) => {
+                // SAFETY: `b[*i + 1]` and `b[key_end]` are quotes (compared with the kept name).
+                let key = unsafe { quoted(line, *i + 2, key_end) }?;
+                *i = key_end + 2;
+                key
+            }
+            None => {
+                let key_end = closing_quote(line, *i + 2)?;
+                // SAFETY: `b[*i + 1]` is a quote (matched above) and `b[key_end]` one.
+                let key = unsafe { quoted(line, *i + 2, key_end) }?;
+                *i = key_end + 2;
+                if b.get(key_end + 1) != Some(&b':')
+                    || classify(key.as_bytes()) != Key::Field
+                    || seen_before(&t.fields[..n], key)
+                {
+                    return None;
+                }
+                kept = kept && keep_name(key, n);
+                key
+            }
+        };
         let value = match b.get(*i)? {
             &c @ (b'-' | b'0'..=b'9') => {
                 let j = *i + usize::from(c == b'-');
@@ -260,6 +350,7 @@ fn value_fields(line: &str, i: &mut usize, t: &mut Tuple) -> Option<usize> {
             }
             b'n' if b[*i..].starts_with(b"null") => {
                 *i += 4;
+                kept = false;
                 continue;
             }
             _ => return None,
@@ -321,6 +412,49 @@ mod tests {
             }
         }
         assert_eq!(taken, 23 * 5, "every line without an escape takes the reference path");
+    }
+
+    /// Value-field names checked against the names kept from earlier lines (`NAMES`) decide as
+    /// the full checks do: random runs of lines whose names repeat, change order, repeat within
+    /// a line, are reserved keys, are too long to keep or have `null` values, each parsed with
+    /// the names kept from the lines before it and with none kept, alike (tuple or refusal).
+    #[test]
+    fn kept_names_decide_as_the_full_checks() {
+        let (mut warm, mut cold) = (take_spare(), take_spare());
+        let head = r#"{"streamID":"A","objectID":null,"dataSetKey":"D","date":"01/02/2019","time":"00:00:01""#;
+        let names = ["a", "b", "price", "volume", "date", "twelve_bytes", "thirteen_byte", "lat", "lon"];
+        let values = ["1", "-2.5", "\"x\"", "null"];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut taken, mut refused) = (0, 0);
+        let mut fields: Vec<(usize, usize)> = Vec::new();
+        for _ in 0..20_000 {
+            // Mostly the last line's names again, or with one change.
+            match next(5) {
+                0 => fields = (0..next(11)).map(|_| (next(names.len()), next(values.len()))).collect(),
+                1 if !fields.is_empty() => {
+                    let at = next(fields.len());
+                    fields[at] = (next(names.len()), next(values.len()));
+                }
+                2 if fields.len() < 12 => fields.push((next(names.len()), next(values.len()))),
+                _ => {}
+            }
+            let body: String = fields.iter().map(|&(k, v)| format!(",\"{}\":{}", names[k], values[v])).collect();
+            let line = format!("{head}{body}}}");
+            let kept: Vec<_> = NAMES.with(|n| n.iter().map(std::cell::Cell::get).collect());
+            NAMES.with(|n| n.iter().for_each(|c| c.set((0, 0))));
+            let full = parse_reference(&line, &mut cold).map(|()| cold.clone());
+            NAMES.with(|n| n.iter().zip(&kept).for_each(|(c, &k)| c.set(k)));
+            let fast = parse_reference(&line, &mut warm).map(|()| warm.clone());
+            assert_eq!(fast, full, "{line}");
+            if fast.is_some() { taken += 1 } else { refused += 1 }
+        }
+        assert!(taken > 5_000 && refused > 1_000, "{taken} {refused}");
     }
 
     /// Times read from one word give what the general flat path gives (or leave the line to
