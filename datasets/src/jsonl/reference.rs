@@ -49,6 +49,17 @@ unsafe fn quoted(line: &str, start: usize, end: usize) -> Option<&str> {
     Some(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
+/// `low_bytes(n)` for `n` in `0..=16`.
+const LOW_BYTES: [u128; 17] = {
+    let mut masks = [0; 17];
+    let mut n = 0;
+    while n <= 16 {
+        masks[n] = low_bytes(n as u32);
+        n += 1;
+    }
+    masks
+};
+
 /// A line's first 13 bytes.
 const HEAD: &[u8] = b"{\"streamID\":\"";
 /// The 32 bytes from the stream id's closing quote to the dataset key's first byte, as two words.
@@ -258,7 +269,8 @@ thread_local! {
 #[inline(always)]
 fn kept_name_at(b: &[u8], i: usize, p: usize) -> Option<usize> {
     let (word, len) = NAMES.with(|names| names.get(p).map(std::cell::Cell::get))?;
-    (len != 0 && word_at(b, i)? & low_bytes(len) == word).then(|| i + len as usize - 2)
+    // The mask from a table: `low_bytes(len)`, a variable 128-bit shift, was ~12 instructions.
+    (len != 0 && word_at(b, i)? & *LOW_BYTES.get(len as usize)? == word).then(|| i + len as usize - 2)
 }
 
 /// Keep `key`, which passed the checks of a value field's name at position `p` of a line whose
