@@ -35,6 +35,7 @@ use std::sync::Arc;
 use saams::Synopsis;
 use saams::checkpoint::MonitorState;
 
+use crate::ask::Ask;
 use crate::device_replies::RestoredReplies;
 use crate::window::Held;
 
@@ -180,6 +181,13 @@ pub struct Checkpointing {
     /// The table of devices' replies a resumed job's process starts from (shared by its
     /// workers; installed when the table is attached).
     pub restored_replies: Option<Arc<RestoredReplies>>,
+    /// A resumed job's worker 0: the asks of the logged live requests fenced after the
+    /// restored boundary, to send again (their answers' lines were after the cut, or never
+    /// written), each with its fence.
+    pub asks_again: Vec<(u64, Ask)>,
+    /// Asks of live requests this worker sent at an input time before an agreed boundary that
+    /// is before their fence: (ask id, input time, fence). See [`Checkpointing::sent_before`].
+    pub sent: Vec<(u64, u64, u64)>,
 }
 
 impl Checkpointing {
@@ -203,6 +211,26 @@ impl Checkpointing {
     /// The oldest boundary in `(done, watermark]`, if any ([`Checkpointing::due`]'s first).
     pub fn next_due(&self, done: u64, watermark: u64) -> Option<u64> {
         self.boundaries.range(done.saturating_add(1)..).map(|(&b, _)| b).next().filter(|&b| b <= watermark)
+    }
+
+    /// The ids of the asks this worker sent before boundary `b` for requests fenced after it,
+    /// for its part at `b` ([`crate::device_replies::RepliesCopy::sent_before`]); those fenced
+    /// at or before `b` are forgotten (a later boundary is after their fence too).
+    ///
+    /// Why: a job resumed from `b` applies the requests fenced after `b` again and makes their
+    /// asks again, as their answer lines are after the cut, except these, whose lines are at
+    /// their (earlier) input time: before the cut.
+    ///
+    /// ```
+    /// use saams_operators::checkpoint::Checkpointing;
+    /// let mut c = Checkpointing::default();
+    /// c.sent = vec![(1, 50_000, 60_000), (2, 55_000, 120_000), (3, 65_000, 120_000)];
+    /// assert_eq!(c.sent_before(60_000), vec![2]);
+    /// assert_eq!(c.sent.len(), 2, "the ask fenced at the boundary is forgotten");
+    /// ```
+    pub fn sent_before(&mut self, b: u64) -> Vec<u64> {
+        self.sent.retain(|&(_, _, fence)| fence > b);
+        self.sent.iter().filter(|&&(_, at, _)| at < b).map(|&(id, ..)| id).collect()
     }
 
     /// An operator hands in its copies for boundary `b` (possibly none).

@@ -14,7 +14,15 @@
 //! first, leaves the pair *ready* here ([`DeviceReplies::take_ready`]), for the process' relay to
 //! hand on as it hands on every answer (one place names the answering device in the output).
 //! Ids of asks answered are kept (bounded), so a device restarted after it answered, answering
-//! again, is dropped.
+//! again, is dropped, and an ask made again for an id answered (a resumed job applying its
+//! logged requests again) does not wait.
+//!
+//! Where each line goes in the output: at the input time its ask was made at, or at the newest
+//! checkpoint boundary a worker of the process copied the table at ([`DeviceReplies::copy_at`])
+//! if that is later. So a line handed on after some worker's copy at `b` is after `b`'s cut, and
+//! the table keeps each answer handed on with its line's time, which a later copy at `b` (the
+//! process' last, the one a resumed job starts from) carries as a pair to hand on again
+//! (`checkpoint`): a restart neither loses such a line nor writes one twice.
 //!
 //! Exactly one answer also when the device never gives one: the jobs crate gives up on the asks
 //! a device owes when it says goodbye without answering, and at the job's end on every ask still
@@ -44,17 +52,23 @@ struct Table {
     early: BTreeMap<u64, (u32, Box<DeviceAnswer>)>,
     answered: BTreeSet<u64>,
     ready: Vec<Ready>,
+    /// Answers handed on (an error given instead included), by ask id, each with its line's
+    /// time: a copy at a boundary at or before that time carries them as ready pairs.
+    handed: BTreeMap<u64, Ready>,
+    /// The newest boundary a worker of the process copied the table at (0: none).
+    copied_through: u64,
 }
 
-/// An ask met by its device's answer, to hand on: the input time the home made the ask at, the
-/// ask, the synopsis the device answered for and its answer.
+/// An ask met by its device's answer, to hand on: the input time to write its line at (the
+/// one the home made the ask at, or a later boundary: see the module doc), the ask, the synopsis
+/// the device answered for and its answer.
 pub type Ready = (u64, Ask, u32, DeviceAnswer);
 
 /// What became of a device's answer handed to [`DeviceReplies::answer_came`].
 #[derive(Debug, PartialEq)]
 pub enum Came {
-    /// Its ask waited here (now taken out): hand the answer on now. With the input time the
-    /// ask was made at.
+    /// Its ask waited here (now taken out): hand the answer on now. With the input time to
+    /// write its line at (the ask's, or a later boundary: see the module doc).
     Ask(Box<(Ask, DeviceAnswer)>, u64),
     /// Kept until its ask comes (then ready: [`DeviceReplies::take_ready`]).
     Kept,
@@ -93,8 +107,27 @@ impl DeviceReplies {
 
     /// The home made `ask` (its device answers it) at input time `time`: ready with the
     /// device's answer if it came already ([`DeviceReplies::take_ready`]), else it waits here.
+    /// Nothing for an ask answered already: made again by a resumed job that applies its logged
+    /// requests again, its line is before the checkpoint's cut or handed on again from the
+    /// restored table's ready pairs.
+    ///
+    /// ```
+    /// use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
+    /// use saams_operators::device_replies::{Came, DeviceReplies};
+    /// let ask = Ask { id: 5, syn: 0, home: 0, spread: false, request_id: serde_json::json!(1), uid: None,
+    ///                 what: AskWhat::Query(serde_json::json!([1])), origin: None, device_answers: true };
+    /// let replies = DeviceReplies::default();
+    /// replies.ask_made(&ask, 100);
+    /// let answer = DeviceAnswer { device: "pi".into(), line: "{}".into(), saved: None };
+    /// assert!(matches!(replies.answer_came(5, 0, answer), Came::Ask(..)));
+    /// replies.ask_made(&ask, 100); // made again: it does not wait
+    /// assert_eq!((replies.waiting(5), replies.take_ready().len()), (None, 0));
+    /// ```
     pub fn ask_made(&self, ask: &Ask, time: u64) {
         let mut t = self.lock();
+        if t.answered.contains(&ask.id) {
+            return;
+        }
         match t.early.remove(&ask.id) {
             Some((syn, answer)) => {
                 answered(&mut t, ask.id);
@@ -106,9 +139,19 @@ impl DeviceReplies {
         }
     }
 
-    /// The asks met by their answers since the last call, to hand on.
+    /// The asks met by their answers since the last call, to hand on (each at its line's time:
+    /// see the module doc).
     pub fn take_ready(&self) -> Vec<Ready> {
-        std::mem::take(&mut self.lock().ready)
+        let mut t = self.lock();
+        let through = t.copied_through;
+        let ready: Vec<Ready> = std::mem::take(&mut t.ready)
+            .into_iter()
+            .map(|(made, ask, syn, answer)| (made.max(through), ask, syn, answer))
+            .collect();
+        for r in &ready {
+            handed(&mut t, r.clone());
+        }
+        ready
     }
 
     /// A device answered ask `id` (for synopsis `syn`): see [`Came`].
@@ -119,7 +162,9 @@ impl DeviceReplies {
         }
         if let Some((ask, made)) = t.waiting.remove(&id) {
             answered(&mut t, id);
-            return Came::Ask(Box::new((ask, answer)), made);
+            let at = made.max(t.copied_through);
+            handed(&mut t, (at, ask.clone(), syn, answer.clone()));
+            return Came::Ask(Box::new((ask, answer)), at);
         }
         t.early.insert(id, (syn, Box::new(answer)));
         while t.early.len() > KEPT {
@@ -140,8 +185,9 @@ impl DeviceReplies {
 
     /// Give up on each waiting ask for which `why` gives a reason (its device left, the job
     /// ends): taken out and noted answered, so its device's answer, should it still come, is
-    /// dropped as a replay ([`Came::Replayed`]). Returned with the input time each was made at
-    /// and the reason, for the caller to hand an error line on in place of the answer.
+    /// dropped as a replay ([`Came::Replayed`]). Returned as pairs to hand on, each with the
+    /// answer `instead` makes in place of the device's (an error line) and the reason; the table
+    /// keeps them as handed on (see the module doc).
     ///
     /// ```
     /// use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
@@ -151,13 +197,18 @@ impl DeviceReplies {
     /// let replies = DeviceReplies::default();
     /// replies.ask_made(&ask, 100);
     /// replies.ask_made(&Ask { id: 6, syn: 1, ..ask.clone() }, 200);
-    /// let gone = replies.give_up(|a| (a.syn == 0).then(|| "pi is gone".to_string()));
-    /// assert_eq!(gone, vec![(100, ask.clone(), "pi is gone".to_string())]);
+    /// let error = |_: &Ask, why: &String| DeviceAnswer { device: "pi".into(), line: why.clone(), saved: None };
+    /// let gone = replies.give_up(|a| (a.syn == 0).then(|| "pi is gone".to_string()), error);
+    /// assert_eq!(gone, vec![((100, ask.clone(), 0, error(&ask, &"pi is gone".into())), "pi is gone".to_string())]);
     /// assert_eq!(replies.waiting_synopses(), vec![1]); // the other still waits
     /// let late = DeviceAnswer { device: "pi".into(), line: "{}".into(), saved: None };
     /// assert_eq!(replies.answer_came(5, 0, late), Came::Replayed); // dropped: answered with the error
     /// ```
-    pub fn give_up<R>(&self, why: impl Fn(&Ask) -> Option<R>) -> Vec<(u64, Ask, R)> {
+    pub fn give_up<R>(
+        &self,
+        why: impl Fn(&Ask) -> Option<R>,
+        instead: impl Fn(&Ask, &R) -> DeviceAnswer,
+    ) -> Vec<(Ready, R)> {
         let mut t = self.lock();
         let mut reasons: Vec<(u64, R)> =
             t.waiting.iter().filter_map(|(&id, (ask, _))| why(ask).map(|reason| (id, reason))).collect();
@@ -167,10 +218,20 @@ impl DeviceReplies {
         for (id, reason) in reasons {
             if let Some((ask, made)) = t.waiting.remove(&id) {
                 answered(&mut t, id);
-                out.push((made, ask, reason));
+                let pair = (made.max(t.copied_through), ask.clone(), ask.syn, instead(&ask, &reason));
+                handed(&mut t, pair.clone());
+                out.push((pair, reason));
             }
         }
         out
+    }
+}
+
+/// Keep the pair `ready` handed on (the oldest ids beyond [`KEPT`] go).
+fn handed(t: &mut Table, ready: Ready) {
+    t.handed.insert(ready.1.id, ready);
+    while t.handed.len() > KEPT {
+        t.handed.pop_first();
     }
 }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use saams::checkpoint::{LoggedRequest, Manifest, MonitorState, OutputMark, SourcePosition, StateRole, SynopsisState};
 use saams_operators::Plan;
+use saams_operators::ask::{Ask, AskWhat};
 use saams_operators::device_replies::{RepliesCopy, RestoredReplies};
 use saams_operators::window::{Held, Pane};
 
@@ -186,6 +187,25 @@ impl Resume {
         checkpoints.restored_monitors = self.monitors.clone();
         checkpoints.restored_replies = Some(self.replies.clone());
         Ok(())
+    }
+
+    /// Of the asks a live request fenced after the boundary made when applied again, those to
+    /// send again: all but those sent before the boundary, whose answer lines are before the
+    /// cut ([`RestoredReplies::sent_before`]). Each is marked answered by its device when the
+    /// synopsis' restored state is a device's query view (it is resident there): the job has
+    /// not heard from its devices yet.
+    pub fn asks_again(&self, asks: Vec<Ask>) -> Vec<Ask> {
+        let resident = |syn: u32| {
+            self.states.iter().filter(|s| s.syn == syn && s.role != StateRole::Latest).any(|s| {
+                saams_operators::query_view::decode_state(&s.bytes)
+                    .is_ok_and(|state| state.as_any().is::<saams_operators::query_view::QueryView>())
+            })
+        };
+        let mut again: Vec<Ask> = asks.into_iter().filter(|ask| !self.replies.sent_before(ask.id)).collect();
+        for ask in &mut again {
+            ask.device_answers |= matches!(ask.what, AskWhat::Query(_) | AskWhat::Save(_)) && resident(ask.syn);
+        }
+        again
     }
 
     /// The live requests applied before the checkpoint, with their fences, in order.

@@ -21,6 +21,7 @@ use saams::checkpoint::{
 };
 use saams_operators::Plan;
 use saams_operators::checkpoint::Taken;
+use saams_operators::device_replies::RepliesCopy;
 use saams_operators::plan::Mode;
 
 use crate::checkpoint::CheckpointStore;
@@ -172,11 +173,16 @@ impl CheckpointJob {
             })
             .collect();
         // A job merging devices: the asks waiting for their devices' answers, as this process'
-        // table is now (a resumed job starts from each process' last copy).
-        let device_replies = if plan.checkpoints.borrow().replies_attached {
-            plan.device_replies.copy_at(boundary).encode()
-        } else {
-            Vec::new()
+        // table is now (a resumed job starts from each process' last copy); any job: the asks
+        // this worker sent before the boundary for requests fenced after it.
+        let (attached, sent_before) = {
+            let mut checkpoints = plan.checkpoints.borrow_mut();
+            (checkpoints.replies_attached, checkpoints.sent_before(boundary))
+        };
+        let device_replies = match (attached, sent_before.is_empty()) {
+            (false, true) => Vec::new(),
+            (true, _) => RepliesCopy { sent_before, ..plan.device_replies.copy_at(boundary) }.encode(),
+            (false, false) => RepliesCopy { sent_before, ..RepliesCopy::default() }.encode(),
         };
         CheckpointPart {
             id,

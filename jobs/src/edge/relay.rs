@@ -10,10 +10,11 @@
 //! How: the process' workers share one table ([`DeviceReplies`], in every worker's plan) where
 //! the synopsis' home keeps the asks it made waiting. When the home is in the reader's process,
 //! the reader takes the ask out and hands the answer on ([`Relay::deliver`]) with the line the
-//! home would have written (the same output line, at the same place: the reader's input time,
-//! as the home's line had). An answer that came before its ask is met by the home, which leaves
-//! the pair ready; the process' next worker to go round hands it on the same way
-//! ([`Relay::hand_on_ready`], at the ask's input time). Every answer line names the device
+//! home would have written (the same output line, at the ask's input time, or at the newest
+//! checkpoint boundary the process copied its table at if later, so that a restart hands it
+//! on again exactly when its line is after the cut: [`saams_operators::device_replies`]). An
+//! answer that came before its ask is met by the home, which leaves the pair ready; the
+//! process' next worker to go round hands it on the same way ([`Relay::hand_on_ready`]). Every answer line names the device
 //! that answered ([`super::devices::Devices::name_answer`]). Across processes ([`Hop`]), through a dataflow of its own
 //! ([`super::hops`]) that is advanced after every send and acts on arrival:
 //! - a synopsis homed in another process: the answer goes to the home, whose process' table
@@ -52,7 +53,7 @@ pub enum Hop {
     Answer {
         /// The synopsis' home worker.
         home: u32,
-        /// The input time it was read at (where its line is written).
+        /// The input time it was read at (its line goes at its ask's: `device_replies`).
         time: u64,
         /// The ask it answers.
         id: u64,
@@ -103,7 +104,9 @@ impl std::fmt::Debug for Relay {
 /// What became of a device's answer admitted by the reader ([`Relay::admit`]).
 pub enum Admitted {
     /// The line to hand on now ([`Relay::deliver`]), and the input time to write it at when
-    /// that is not the reader's: an ask made at the end of the input ([`written_at`]).
+    /// that is not the reader's: the ask's, or the boundary the process last copied its table
+    /// at if later ([`saams_operators::device_replies`]; the end of the input for the script's
+    /// asks).
     Now(String, Option<u64>),
     /// Kept here until the home makes its ask.
     Kept,
@@ -146,9 +149,7 @@ impl Relay {
         }
         let device = answer.device.clone();
         match self.replies.answer_came(id, syn, answer) {
-            Came::Ask(both, made) => {
-                Ok(Admitted::Now(hand_on(plan, &both.0, (syn, &both.1)), (made == u64::MAX).then_some(made)))
-            }
+            Came::Ask(both, at) => Ok(Admitted::Now(hand_on(plan, &both.0, (syn, &both.1)), Some(at))),
             Came::Kept => Ok(Admitted::Kept),
             Came::Replayed => Err(format!(
                 "replayed: {device} answered ask {id} again, or after it was given up on; it was answered once"
@@ -216,16 +217,18 @@ impl Relay {
     /// still come, is dropped as a replay: [`DeviceReplies::give_up`]). Returns the devices of
     /// the asks given up, one entry per ask.
     pub fn give_up(&self, plan: &Plan, owed: impl Fn(&Ask) -> Option<(String, String)>) -> Vec<String> {
-        let given = self.replies.give_up(owed);
+        let instead = |ask: &Ask, (device, why): &(String, String)| {
+            let line = Estimation::error(ask.request_id.clone(), ask.uid.clone(), 0, why.clone()).to_json_line();
+            DeviceAnswer { device: device.clone(), line, saved: None }
+        };
+        let given = self.replies.give_up(owed, instead);
         let mut devices = Vec::with_capacity(given.len());
-        for (made, ask, (device, why)) in given {
-            eprintln!("saams: ask {} (request {}) not answered: {why}", ask.id, ask.request_id);
-            let line = Estimation::error(ask.request_id.clone(), ask.uid.clone(), 0, why).to_json_line();
-            devices.push(device.clone());
-            let answer = DeviceAnswer { device, line, saved: None };
-            // Written at the ask's own time (the end's for the script's asks, which name no devices).
-            let syn = ask.syn;
-            self.hand_on(plan, (made, ask, syn, answer));
+        for (pair, (device, why)) in given {
+            eprintln!("saams: ask {} (request {}) not answered: {why}", pair.1.id, pair.1.request_id);
+            devices.push(device);
+            // Written at the ask's own time (the end's for the script's asks, which name no
+            // devices), or the boundary the process last copied its table at if later.
+            self.hand_on(plan, pair);
         }
         devices
     }
@@ -233,10 +236,10 @@ impl Relay {
     /// A hop from another process arrived at its worker here (`plan`: that worker's).
     pub fn arrived(&self, plan: &Plan, hop: Hop) {
         match hop {
-            Hop::Answer { time, id, syn, answer, .. } => {
+            Hop::Answer { id, syn, answer, .. } => {
                 let device = answer.device.clone();
                 match self.replies.answer_came(id, syn, answer) {
-                    Came::Ask(both, made) => self.hand_on(plan, (written_at(made, time), both.0, syn, both.1)),
+                    Came::Ask(both, at) => self.hand_on(plan, (at, both.0, syn, both.1)),
                     // Ready when the home's ask comes (`DeviceReplies::ask_made`).
                     Came::Kept => {}
                     Came::Replayed => saams_operators::device_part::refuse(&format!(
@@ -251,12 +254,4 @@ impl Relay {
             }
         }
     }
-}
-
-/// The input time a device's answer read at `read` is written at, its ask made at `made`: the
-/// reader's, where the home's line used to be, unless the ask was made at the end of the input
-/// (the request script's ad-hoc queries and SAVEs: [`saams_operators::answer::end_asks`]),
-/// whose lines, like one raw run's, are written at the end (`u64::MAX`, which names no devices).
-pub fn written_at(made: u64, read: u64) -> u64 {
-    if made == u64::MAX { made } else { read }
 }

@@ -62,6 +62,13 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
             if me == 0 && r.fence_ms > boundary {
                 // Acknowledgements after the checkpoint's cut (see `take_applied`).
                 job.sink.write_at(r.fence_ms - 1, None, applied.lines.iter().map(|l| split_reply(l).1));
+                // And the asks whose answers were after it, or never given: sent again, once
+                // (`send_asks_again`).
+                let asks = match &resume {
+                    Some(resume) => resume.asks_again(applied.asks),
+                    None => applied.asks,
+                };
+                plan.checkpoints.get_mut().asks_again.extend(asks.into_iter().map(|ask| (r.fence_ms, ask)));
             }
         }
     }
@@ -86,6 +93,7 @@ pub(super) fn take_applied(
     input: &mut RecInput,
     epoch: u64,
 ) -> bool {
+    send_asks_again(plan, hub, input, epoch);
     let applied = plan.borrow_mut().take_applied();
     if applied.is_empty() {
         return false;
@@ -113,18 +121,65 @@ pub(super) fn take_applied(
                 hub.reply(ticket, body.to_string());
             }
         }
-        for mut ask in a.asks {
-            if a.fence > 0 {
-                ask.device_answers = device_answering(&plan.borrow(), hub, &ask).is_some();
-            }
-            let peers = plan.borrow().routing.peers;
-            for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {
-                input.send(copy);
-            }
+        for ask in a.asks {
+            send_ask(plan, hub, input, (epoch, a.fence), ask);
         }
     }
     input.flush();
     changed
+}
+
+/// A resumed job's worker 0: send the asks of the logged live requests fenced after the
+/// checkpoint's boundary again ([`build_plan`]). Their answers' lines were after the cut, so
+/// without them an ad-hoc query or SAVE acknowledged before the kill was never answered; one of
+/// a synopsis resident on a device still waited for its device's answer, which the restored
+/// table keeps as an answer come first (or drops as a replay of one handed on again from it).
+///
+/// When: at once in a job that merges no devices' shipments, and for an ask the restored state
+/// marked resident; else as soon as the job knows its synopsis resident (from the device's
+/// shipments it reads again) or the input reaches its fence (a checkpoint from before the
+/// device's first shipment restores no view, and the devices' table is empty at the start:
+/// sent then, it was answered from the view as of the start).
+fn send_asks_again(plan: &RefCell<Plan>, hub: &Hub, input: &mut RecInput, epoch: u64) {
+    let due: Vec<(u64, Ask)> = {
+        let p = plan.borrow();
+        let mut checkpoints = p.checkpoints.borrow_mut();
+        if checkpoints.asks_again.is_empty() {
+            return;
+        }
+        let devices = checkpoints.replies_attached;
+        let (due, wait) = std::mem::take(&mut checkpoints.asks_again).into_iter().partition(|(fence, ask)| {
+            !devices || epoch >= *fence || ask.device_answers || device_answering(&p, hub, ask).is_some()
+        });
+        checkpoints.asks_again = wait;
+        due
+    };
+    if due.is_empty() {
+        return;
+    }
+    for (fence, ask) in due {
+        send_ask(plan, hub, input, (epoch, fence), ask);
+    }
+    input.flush();
+}
+
+/// Send `ask` of a request applied at `fence` into the tuple input at `epoch` (it reaches every
+/// worker). One made at a fence is marked answered by its device when its synopsis is resident
+/// on one; one sent before an agreed checkpoint boundary that is before its fence is noted
+/// (its answer line is before that checkpoint's cut: `Checkpointing::sent_before`).
+fn send_ask(plan: &RefCell<Plan>, hub: &Hub, input: &mut RecInput, (epoch, fence): (u64, u64), mut ask: Ask) {
+    if fence > 0 {
+        ask.device_answers |= device_answering(&plan.borrow(), hub, &ask).is_some();
+        let plan = plan.borrow();
+        let mut checkpoints = plan.checkpoints.borrow_mut();
+        if checkpoints.boundaries.range(epoch.saturating_add(1)..fence).next().is_some() {
+            checkpoints.sent.push((ask.id, epoch, fence));
+        }
+    }
+    let peers = plan.borrow().routing.peers;
+    for copy in to_every_worker(ask.into_rec(epoch.min(i64::MAX as u64) as i64), peers) {
+        input.send(copy);
+    }
 }
 
 /// The device that answers `ask` (made at a fence): the one its synopsis is resident on, for

@@ -15,9 +15,17 @@
 //!   checkpointed position is not read again);
 //! - the ids of the asks answered (the last 1024), so a device answering again after the
 //!   restart is dropped as a replay;
-//! - the asks met by their answers and not handed on yet whose lines go after the cut (made at
-//!   or after `b`): a resumed job hands them on. Those made before `b` are left out: the process'
-//!   next worker to go round hands them on, their lines before the cut, which a resumed job keeps.
+//! - the asks met by their answers whose lines go after the cut: those not handed on yet (each
+//!   at `b` if it was made before: from this copy on, the process hands it on there,
+//!   [`DeviceReplies::take_ready`]), and those handed on with a line at or after `b` (handed on
+//!   after another worker's copy at `b`): a resumed job hands them on again, their lines being
+//!   after the cut. Their ids are among those answered, so the device's answer read again is a
+//!   replay, and the ask a resumed job makes again for its request finds it answered
+//!   ([`DeviceReplies::ask_made`]);
+//! - the ids of the asks of live requests fenced after `b` that a worker *sent* before `b`
+//!   (an ordinary ad-hoc query's or SAVE's: their answer lines are before the cut): a resumed
+//!   job, which applies those requests again from its request logs, does not make them again
+//!   ([`RestoredReplies::sent_before`]). Unlike the rest, every worker's copy adds its own.
 //!
 //! Every worker of the process copies the table when it takes its part; the copies are
 //! numbered in the order they were taken ([`RepliesCopy::taken`]), and a resumed job starts from
@@ -28,10 +36,11 @@
 //!
 //! # Layout (version [`VERSION`])
 //!
-//! Magic `SADR`, the version (u16), `taken` (u64), then four vectors, each a varint count and
+//! Magic `SADR`, the version (u16), `taken` (u64), then five vectors, each a varint count and
 //! its items: the waiting asks (the input time the ask was made at, u64; the ask as JSON text),
-//! the early answers (ask id u64, synopsis u32, the answer), the ids answered (u64 each), and
-//! the ready pairs (input time u64, synopsis u32, the ask as JSON text, the answer). An answer is
+//! the early answers (ask id u64, synopsis u32, the answer), the ids answered (u64 each), the
+//! ready pairs (input time u64, synopsis u32, the ask as JSON text, the answer), and the ids of
+//! asks sent before the boundary (u64 each; version 2 on, version 1 read as none). An answer is
 //! its device and line (strings), then a flag: 0, or 1 and a SAVE's file (a string) and bytes.
 //! Strings and byte strings are a varint length and the bytes; integers little-endian. The part
 //! that carries the bytes has a CRC of its own ([`saams::checkpoint`]).
@@ -47,8 +56,8 @@ use crate::ask::{Ask, DeviceAnswer};
 
 /// The four bytes a copy starts with.
 const MAGIC: [u8; 4] = *b"SADR";
-/// The layout this build writes and reads.
-pub const VERSION: u16 = 1;
+/// The layout this build writes (and the newest it reads; version 1 had no ids sent before).
+pub const VERSION: u16 = 2;
 /// An ask's input time when it was made at the end of the input (the script's end asks).
 const AT_END: u64 = u64::MAX;
 
@@ -68,6 +77,8 @@ pub struct RepliesCopy {
     pub answered: Vec<u64>,
     /// Asks met by their answers, to hand on after a restart.
     pub ready: Vec<Ready>,
+    /// Ids of the asks of requests fenced after the boundary that were sent before it.
+    pub sent_before: Vec<u64>,
 }
 
 impl DeviceReplies {
@@ -86,16 +97,21 @@ impl DeviceReplies {
     /// assert!(copy.taken < replies.copy_at(60_000).taken);
     /// ```
     pub fn copy_at(&self, boundary: u64) -> RepliesCopy {
-        let t = self.lock();
+        let mut t = self.lock();
+        t.copied_through = t.copied_through.max(boundary);
         let mut waiting: Vec<(Ask, u64)> =
             t.waiting.values().filter(|(_, made)| *made != AT_END).map(|(ask, made)| (ask.clone(), *made)).collect();
         waiting.sort_by_key(|(ask, _)| ask.id);
+        let not_handed = t.ready.iter().map(|(made, ask, syn, answer)| ((*made).max(boundary), ask, syn, answer));
+        let handed_after =
+            t.handed.values().filter(|(at, ..)| *at >= boundary).map(|(at, ask, syn, a)| (*at, ask, syn, a));
         RepliesCopy {
             taken: TAKEN.fetch_add(1, Ordering::Relaxed),
             waiting,
             early: t.early.iter().map(|(&id, (syn, answer))| (id, *syn, (**answer).clone())).collect(),
             answered: t.answered.iter().copied().collect(),
-            ready: t.ready.iter().filter(|(made, ..)| *made >= boundary).cloned().collect(),
+            ready: not_handed.chain(handed_after).map(|(at, ask, syn, a)| (at, ask.clone(), *syn, a.clone())).collect(),
+            sent_before: Vec::new(),
         }
     }
 
@@ -149,6 +165,10 @@ impl RepliesCopy {
             put_ask(&mut w, ask);
             put_answer(&mut w, answer);
         }
+        w.varint(self.sent_before.len() as u64);
+        for id in &self.sent_before {
+            w.u64(*id);
+        }
         w.into_inner()
     }
 
@@ -175,9 +195,9 @@ impl RepliesCopy {
         }
         let mut r = Fields(Reader::new(&bytes[4..]));
         let version = r.field("the version", Reader::u16)?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(format!(
-                "the devices' replies: version {version} is not supported (this build reads {VERSION})"
+                "the devices' replies: version {version} is not supported (this build reads 1 to {VERSION})"
             ));
         }
         let mut copy = RepliesCopy { taken: r.field("taken", Reader::u64)?, ..RepliesCopy::default() };
@@ -200,6 +220,11 @@ impl RepliesCopy {
             let answer = r.answer(ask.id)?;
             copy.ready.push((made, ask, syn, answer));
         }
+        if version >= 2 {
+            for _ in 0..r.count("asks sent before the boundary", 8)? {
+                copy.sent_before.push(r.field("an ask sent before the boundary", Reader::u64)?);
+            }
+        }
         r.0.finish().map_err(|e| format!("the devices' replies: {e}"))?;
         Ok(copy)
     }
@@ -215,6 +240,10 @@ impl RepliesCopy {
     /// ```
     pub fn join(copies: Vec<(u32, RepliesCopy)>) -> RepliesCopy {
         let mut last: BTreeMap<u32, RepliesCopy> = BTreeMap::new();
+        // Every worker's own (see the module doc).
+        let mut sent_before: Vec<u64> = copies.iter().flat_map(|(_, c)| c.sent_before.iter().copied()).collect();
+        sent_before.sort_unstable();
+        sent_before.dedup();
         for (process, copy) in copies {
             if last.get(&process).is_none_or(|l| l.taken < copy.taken) {
                 last.insert(process, copy);
@@ -230,6 +259,7 @@ impl RepliesCopy {
         }
         joined.answered.sort_unstable();
         joined.answered.dedup();
+        joined.sent_before = sent_before;
         joined
     }
 }
@@ -244,12 +274,30 @@ pub struct RestoredReplies {
     copy: Mutex<Option<RepliesCopy>>,
     /// Whether the checkpoint's parts kept a table (parts of format version 4 and later).
     kept: bool,
+    /// The joined copy's [`RepliesCopy::sent_before`].
+    sent_before: std::collections::BTreeSet<u64>,
 }
 
 impl RestoredReplies {
     /// What checkpoint `id` kept (`None`: its parts kept no table).
     pub fn new(id: u64, copy: Option<RepliesCopy>) -> RestoredReplies {
-        RestoredReplies { id, kept: copy.is_some(), copy: Mutex::new(copy) }
+        let sent_before = copy.iter().flat_map(|c| c.sent_before.iter().copied()).collect();
+        RestoredReplies { id, kept: copy.is_some(), copy: Mutex::new(copy), sent_before }
+    }
+
+    /// Whether ask `id`, of a live request fenced after the checkpoint's boundary, was sent
+    /// before the boundary: its answer line is before the cut, so a resumed job that applies
+    /// the request again does not make the ask again.
+    ///
+    /// ```
+    /// use saams_operators::device_replies::{RepliesCopy, RestoredReplies};
+    /// let copy = RepliesCopy { sent_before: vec![12], ..RepliesCopy::default() };
+    /// let restored = RestoredReplies::new(7, Some(RepliesCopy::join(vec![(0, copy)])));
+    /// assert!(restored.sent_before(12) && !restored.sent_before(13));
+    /// assert!(!RestoredReplies::new(7, None).sent_before(12));
+    /// ```
+    pub fn sent_before(&self, id: u64) -> bool {
+        self.sent_before.contains(&id)
     }
 
     /// Start `replies` from the checkpoint's table (the first call; later ones do nothing), with

@@ -31,6 +31,7 @@ fn sample() -> RepliesCopy {
         early: vec![(3, 1, answer("{\"a\":3}")), (4, 0, saved.clone())],
         answered: vec![5, 6, u64::MAX],
         ready: vec![(120_000, ask(7, 0), 0, saved)],
+        sent_before: vec![8, 1 << 63],
     }
 }
 
@@ -55,9 +56,9 @@ fn bytes_that_are_not_a_copy_are_refused_with_the_field() {
     let e = RepliesCopy::decode(b"").unwrap_err();
     assert!(e.contains("not a copy"), "{e}");
     let mut b = bytes.clone();
-    b[4] = 2;
+    b[4] = 3;
     let e = RepliesCopy::decode(&b).unwrap_err();
-    assert!(e.contains("version 2 is not supported"), "{e}");
+    assert!(e.contains("version 3 is not supported"), "{e}");
     let mut b = bytes.clone();
     b.push(0);
     let e = RepliesCopy::decode(&b).unwrap_err();
@@ -74,7 +75,7 @@ fn a_damaged_ask_answer_or_flag_names_what() {
     let one = |early: Vec<(u64, u32, DeviceAnswer)>| RepliesCopy { early, ..RepliesCopy::default() };
     // The saved flag is the last byte of an answer without a SAVE.
     let mut b = one(vec![(3, 1, answer("x"))]).encode();
-    let flag = b.len() - 3; // then the empty counts of asks answered and ready asks
+    let flag = b.len() - 4; // then the empty counts of asks answered, ready asks and asks sent
     b[flag] = 2;
     let e = RepliesCopy::decode(&b).unwrap_err();
     assert!(e.contains("ask 3's saved flag is 2"), "{e}");
@@ -106,13 +107,62 @@ fn table() -> DeviceReplies {
     replies
 }
 
+/// A copy of version 1 (no ids sent before the boundary) still reads.
+#[test]
+fn a_copy_of_version_1_reads_without_asks_sent_before() {
+    let copy = RepliesCopy { sent_before: Vec::new(), ..sample() };
+    let mut b = copy.encode();
+    b[4] = 1;
+    b.pop(); // the empty count of asks sent before the boundary
+    assert_eq!(RepliesCopy::decode(&b).expect("a version 1 copy"), copy);
+}
+
 #[test]
 fn a_copy_keeps_what_a_resumed_job_needs() {
     let copy = table().copy_at(60_000);
     assert_eq!(copy.waiting, vec![(ask(1, 0), 50_000)], "the script's end asks are made again");
     assert_eq!(copy.early, vec![(3, 1, answer("early"))]);
     assert_eq!(copy.answered, vec![4, 5, 6]);
-    assert_eq!(copy.ready, vec![(70_000, ask(6, 0), 0, answer("first"))], "the line of 5 is before the cut");
+    // Pair 5, met before the boundary and not handed on yet, goes after the cut (and is handed
+    // on there from now on); a restart that left it out lost it.
+    assert_eq!(copy.ready, vec![(60_000, ask(5, 0), 0, answer("first")), (70_000, ask(6, 0), 0, answer("first"))]);
+}
+
+/// A pair met before the boundary and handed on after a worker's copy at it: its line goes
+/// after the cut, and the process' later copy carries it to hand on again. (The later copy
+/// held only its id answered, and a restart lost the line.)
+#[test]
+fn an_answer_handed_on_after_a_copy_is_handed_on_again_after_a_restart() {
+    let replies = table();
+    let first = replies.copy_at(60_000);
+    assert!(first.ready.iter().any(|r| r.1.id == 5));
+    assert_eq!(replies.take_ready().iter().map(|r| (r.0, r.1.id)).collect::<Vec<_>>(), vec![(60_000, 5), (70_000, 6)]);
+    // The reader hands on the answer to ask 1 (made at 50 000): at the boundary too.
+    match replies.answer_came(1, 0, answer("now")) {
+        Came::Ask(_, at) => assert_eq!(at, 60_000, "after the cut"),
+        other => panic!("ask 1 waited: {other:?}"),
+    }
+    let last = replies.copy_at(60_000);
+    let again: Vec<(u64, u64)> = last.ready.iter().map(|r| (r.0, r.1.id)).collect();
+    assert_eq!(again, vec![(60_000, 1), (60_000, 5), (70_000, 6)]);
+    assert!(!last.ready.iter().any(|r| r.1.id == 4), "handed on before any copy: its line is before the cut");
+    let restored = DeviceReplies::default();
+    restored.restore(&last, |_| true);
+    assert_eq!(restored.take_ready().len(), 3, "handed on again");
+    assert_eq!(restored.answer_came(1, 0, answer("now")), Came::Replayed, "the answer read again");
+    restored.ask_made(&ask(5, 0), 20_000); // its request applied again
+    assert_eq!((restored.waiting(5), restored.take_ready().len()), (None, 0), "made again, it waits for nothing");
+}
+
+/// An ask given up on after a copy: its error line is after the cut too, and handed on again.
+#[test]
+fn an_error_given_after_a_copy_is_handed_on_again() {
+    let replies = table();
+    replies.copy_at(60_000);
+    let instead = |_: &Ask, why: &&str| answer(why);
+    let given = replies.give_up(|a| (a.id == 1).then_some("gone"), instead);
+    assert_eq!(given.iter().map(|(r, _)| (r.0, r.1.id)).collect::<Vec<_>>(), vec![(60_000, 1)]);
+    assert!(replies.copy_at(60_000).ready.iter().any(|r| r.1.id == 1 && r.3 == answer("gone")));
 }
 
 #[test]
@@ -128,8 +178,11 @@ fn a_restored_table_hands_each_answer_on_once() {
     assert_eq!(replies.answer_came(1, 0, answer("late")), Came::Replayed);
     // An answer handed on before the checkpoint, sent again.
     assert_eq!(replies.answer_came(4, 0, answer("handed on")), Came::Replayed);
-    // The pair ready after the cut is handed on; the answer that came first meets its ask.
-    assert_eq!(replies.take_ready(), vec![(70_000, ask(6, 0), 0, answer("first"))]);
+    // The pairs ready after the cut are handed on; the answer that came first meets its ask.
+    assert_eq!(
+        replies.take_ready(),
+        vec![(60_000, ask(5, 0), 0, answer("first")), (70_000, ask(6, 0), 0, answer("first"))]
+    );
     replies.ask_made(&ask(3, 1), 80_000);
     assert_eq!(replies.take_ready(), vec![(80_000, ask(3, 1), 1, answer("early"))]);
 }
@@ -165,7 +218,7 @@ fn a_checkpoint_without_a_table_is_refused_and_one_with_is_installed_once() {
     let replies = DeviceReplies::default();
     restored.install(&replies, |_| true).expect("installed");
     assert!(replies.waiting(1).is_some());
-    assert_eq!(replies.take_ready().len(), 1);
+    assert_eq!(replies.take_ready().len(), 2);
     restored.install(&replies, |_| true).expect("a second worker");
     assert!(replies.take_ready().is_empty(), "the ready pair is handed on once");
     let e = RestoredReplies::new(4, None).install(&replies, |_| true).unwrap_err();
