@@ -143,13 +143,13 @@ pub struct FollowCounts {
 
 impl EdgeSummary {
     /// `edge device=… tuples=… windows=… partial_windows=… raw_windows=… shipped_bytes=…
-    /// raw_bytes=… whole_groups=… view_groups=… late=… positions=… position_bytes=… live_requests=…
+    /// raw_bytes=… whole_groups=… view_groups=… resident_raw_groups=… late=… positions=… position_bytes=… live_requests=…
     /// answers=… script_answers=… idle_fences=… monitor_items=… monitor_refused=… monitor_messages=… monitor_words=… monitor_bytes=…
     /// monitor_shipped_bytes=… monitor_raw_bytes=…`.
     pub fn line(&self, device: &str) -> String {
         let (c, f, m) = (&self.counts, &self.follow, &self.sites);
         format!(
-            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} late={} positions={} position_bytes={} live_requests={} answers={} script_answers={} idle_fences={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
+            "edge device={device} tuples={} windows={} partial_windows={} raw_windows={} shipped_bytes={} raw_bytes={} whole_groups={} view_groups={} resident_raw_groups={} late={} positions={} position_bytes={} live_requests={} answers={} script_answers={} idle_fences={} monitor_items={} monitor_refused={} monitor_messages={} monitor_words={} monitor_bytes={} monitor_shipped_bytes={} monitor_raw_bytes={}",
             c.tuples,
             c.windows,
             c.partial_windows,
@@ -158,6 +158,7 @@ impl EdgeSummary {
             c.raw_bytes,
             c.whole_groups,
             c.view_groups,
+            c.resident_raw_groups,
             c.late,
             f.positions,
             f.position_bytes,
@@ -435,7 +436,7 @@ pub fn run(cli: &EdgeCli) -> Result<EdgeSummary, String> {
     let window_ms = parse_duration_ms(&cli.window)?;
     let (plan, following, script, store) = device_plan(cli, &opts, window_ms)?;
     let shipper = Shipper::open(&opts, (&cli.partials_topic, cli.partitions, cli.partition), &cli.device)?;
-    shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello })?;
+    shipper.ship(&Shipment { device: cli.device.clone(), seq: 0, body: Body::Hello { resident: cli.resident } })?;
     // The sites' state, like the states kept whole, is made of tuples a restarted device skips:
     // recorded too (a following device may be sent a monitor live).
     let keeps = cli.sole_reader || cli.resident || cli.follow || !plan.monitor.monitored.is_empty();

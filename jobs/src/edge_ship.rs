@@ -125,7 +125,7 @@ impl Batches {
         let windows = match &resume {
             Some(r) => {
                 let from = r.window_from.unwrap_or(r.from);
-                DeviceWindows::resumed(device, r.window, r.seq, from).with_restored(&r.kept)?
+                DeviceWindows::resumed(device, r.window, r.seq, from).with_restored(&r.kept)?.with_budgets(&r.budgets)
             }
             None => DeviceWindows::new(device),
         };
@@ -159,11 +159,13 @@ impl Batches {
         let Some(Body::Data { window, .. }) = ships.first().map(|s| &s.body) else { return Ok(()) };
         if let Some(file) = &self.file {
             let (mut window, mut seq, mut window_from, mut kept) = (*window, ships[0].seq, None, Vec::new());
+            let mut budgets = Vec::new();
             if let Some(point) = windows.resume_point(window, open) {
                 (window, seq) = (point.window, point.seq.unwrap_or(seq));
-                (window_from, kept) = (Some(point.from), point.bytes);
+                (window_from, kept, budgets) = (Some(point.from), point.bytes, point.budgets);
             }
-            let resume = Resume { window, seq, from: self.from, upto, open, window_from, hold_below: self.held, kept };
+            let (from, held) = (self.from, self.held);
+            let resume = Resume { window, seq, from, upto, open, window_from, hold_below: held, budgets, kept };
             resume.write(file)?;
             self.last = Some(resume);
         }

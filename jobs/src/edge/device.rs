@@ -40,7 +40,8 @@ use saams_operators::update::MovedState;
 use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
-use super::resident::{resident_group, view_bytes, view_shipments};
+use super::budget::GroupBudget;
+use super::resident::{resident_group, view_bytes};
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
 
 /// What a device counted since it started.
@@ -64,15 +65,34 @@ pub struct DeviceCounts {
     pub whole_groups: u64,
     /// Groups shipped as query views (a window's resident group each).
     pub view_groups: u64,
+    /// Resident groups shipped as raw values (a window's group each: the cloud's copy was a
+    /// real state and views did not pay, [`super::budget`]); their whole states count in
+    /// `whole_groups`.
+    pub resident_raw_groups: u64,
     /// The request script's ad-hoc queries and SAVEs of synopses resident here answered at the
     /// end of the input ([`DeviceWindows::end_answers`]).
     pub script_answers: u64,
 }
 
-/// Per group kept whole, at a window's close: the window's values fed, the values its states
-/// summarize in their open period and the states (exact codec bytes, zero runs packed; query
-/// views for a resident group), one per synopsis shipped.
-type Wholes = BTreeMap<u32, (u64, u64, Vec<Vec<u8>>)>;
+/// Per group kept whole, at a window's close ([`Kept`]).
+pub(super) type Wholes = BTreeMap<u32, Kept>;
+
+/// A group kept whole at a window's close.
+pub(super) struct Kept {
+    /// The window's values fed.
+    pub(super) items: u64,
+    /// The values its states summarize in their open period.
+    pub(super) period_items: u64,
+    /// The states (exact codec bytes, zero runs packed) before the window's live LOADs merged,
+    /// one per synopsis shipped: what the cloud installs, then merges them into.
+    pub(super) states: Vec<Vec<u8>>,
+    /// A resident group's query views after the LOADs merged (the cloud cannot merge into a
+    /// view), one per synopsis shipped.
+    pub(super) views: Option<Vec<Vec<u8>>>,
+    /// Every synopsis fed began the window from its constructed state (a tumbling window's
+    /// new period, or none fed before): the cloud's copy did too, whatever form it held.
+    pub(super) fresh: bool,
+}
 
 /// The open window of a device and what it has read in it.
 pub struct DeviceWindows {
@@ -82,7 +102,7 @@ pub struct DeviceWindows {
     /// The sequence number of the next value read.
     next_seq: u64,
     /// The sequence number of the open window's next shipment (several with `--ship-every`).
-    ship_seq: u64,
+    pub(super) ship_seq: u64,
     /// Counters.
     pub counts: DeviceCounts,
     /// Keep the owned groups of the streams read whole ([`DeviceWindows::sole_reader`]).
@@ -101,6 +121,9 @@ pub struct DeviceWindows {
     floor: u64,
     /// What the state file records of the states kept here ([`super::kept`]).
     pub(super) kept: KeptPoints,
+    /// Per resident group: what the cloud holds of it and the bytes saved against raw
+    /// ([`super::budget`]).
+    pub(super) budgets: BTreeMap<u32, GroupBudget>,
 }
 
 impl DeviceWindows {
@@ -119,6 +142,7 @@ impl DeviceWindows {
             shipped_open: BTreeMap::new(),
             floor: 0,
             kept: KeptPoints::default(),
+            budgets: BTreeMap::new(),
         }
     }
 
@@ -133,6 +157,11 @@ impl DeviceWindows {
         };
         windows.kept.open_from = from;
         windows
+    }
+
+    /// The device's id.
+    pub(super) fn device_id(&self) -> &str {
+        &self.device
     }
 
     /// How many tuples the device has read (the number of the next one).
@@ -197,7 +226,7 @@ impl DeviceWindows {
             values.sort_by_key(|v| (v.time, v.seq));
             let batch: Vec<Datum<'_>> = values.iter().map(|v| v.val.datum()).collect();
             let resident = self.is_resident(plan, g);
-            let (mut period_items, mut states) = (0, Vec::new());
+            let (mut period_items, mut states, mut views, mut fresh) = (0, Vec::new(), Vec::new(), true);
             for &s in &plan.routing.groups[g as usize].synopses {
                 let spec = &plan.routing.synopses[s as usize];
                 if spec.is_deleted() {
@@ -206,6 +235,7 @@ impl DeviceWindows {
                 let held = self.held.entry(s).or_insert_with(|| Held::new(spec.initial.as_ref()));
                 if plan.live.is_live(s, window) {
                     held.enter(spec.windowing(), window, &mut |_, _, _| {});
+                    fresh &= held.items == 0;
                     if spec.kind.is_order_sensitive() {
                         values.iter().for_each(|v| held.state.update_at(v.val.datum(), v.time));
                     } else {
@@ -216,26 +246,23 @@ impl DeviceWindows {
                 period_items = held.items;
                 let live = plan.live.is_live(s, window);
                 // Live LOADs merge where the cloud's owner merges them: after the window's
-                // values, before its answers. A whole state is shipped before (the cloud merges
+                // values, before its answers. A whole state is taken before (the cloud merges
                 // them into it after installing it), a view after (the cloud cannot merge into
                 // a view: the device's answers have them).
                 let done = self.loaded.entry(s).or_insert(0);
+                states.push(pack_zero_runs(&held.state.encode_exact()));
+                if live {
+                    merge_loads(plan, s, window, held, done);
+                }
                 if resident {
-                    if live {
-                        merge_loads(plan, s, window, held, done);
-                    }
-                    states.push(view_bytes(plan, s, held.state.as_ref()));
-                } else {
-                    states.push(pack_zero_runs(&held.state.encode_exact()));
-                    if live {
-                        merge_loads(plan, s, window, held, done);
-                    }
+                    views.push(view_bytes(plan, s, held.state.as_ref()));
                 }
                 if live {
                     held.close(spec.windowing(), window, cadence, &mut |_, _, _| {});
                 }
             }
-            out.insert(g, (values.len() as u64, period_items, states));
+            let views = resident.then_some(views);
+            out.insert(g, Kept { items: values.len() as u64, period_items, states, views, fresh });
         }
         out
     }
@@ -286,10 +313,11 @@ impl DeviceWindows {
         let Some((window, groups)) = self.open.take() else { return Vec::new() };
         self.closing(window, self.ship_seq);
         let wholes = self.feed_whole(plan, window, &groups);
-        self.closed();
         let (resident, groups): (BTreeMap<_, _>, BTreeMap<_, _>) =
             groups.into_iter().partition(|(g, _)| self.is_resident(plan, *g) && has_synopses(plan, *g));
-        let mut out = self.ship_views(plan, window, &resident, &wholes);
+        let mut out = self.ship_resident(plan, window, &resident, &wholes);
+        // After the resident groups' forms are chosen: the budgets the next window opens with.
+        self.closed();
         self.ship_all(plan, window, groups, Some(&wholes), &mut out);
         self.ship_seq = 0;
         out
@@ -388,10 +416,10 @@ impl DeviceWindows {
             let summary = if mergeable(plan, g) {
                 Some(partials_of(plan, g, values))
             } else {
-                wholes.and_then(|w| w.get(&g)).map(|(_, period_items, states)| GroupData::Whole {
+                wholes.and_then(|w| w.get(&g)).map(|kept| GroupData::Whole {
                     items: values.len() as u64,
-                    period_items: *period_items,
-                    states: states.clone(),
+                    period_items: kept.period_items,
+                    states: kept.states.clone(),
                 })
             };
             let summary = summary.map(|data| GroupShip { synopses: raw_group.synopses.clone(), data });
@@ -419,44 +447,6 @@ impl DeviceWindows {
         self.counts.raw_bytes += raw_len;
         self.counts.shipped_bytes += chosen.encode().len() as u64;
         Some(chosen)
-    }
-
-    /// The shipments of the resident groups' views at `window`'s close (none without values):
-    /// never compared with their raw values (the cloud holds views, which values cannot
-    /// update), whose cost is counted as theirs.
-    fn ship_views(
-        &mut self,
-        plan: &Plan,
-        window: u64,
-        groups: &BTreeMap<u32, Vec<RawValue>>,
-        wholes: &Wholes,
-    ) -> Vec<Shipment> {
-        if groups.is_empty() {
-            return Vec::new();
-        }
-        let raw = Shipment {
-            device: self.device.clone(),
-            seq: self.ship_seq,
-            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
-        };
-        let raw_len = raw.encode().len() as u64;
-        let views: Vec<GroupShip> = groups
-            .keys()
-            .filter_map(|&g| {
-                let (items, period_items, views) = wholes.get(&g)?;
-                Some(GroupShip {
-                    synopses: synopsis_ids(plan, g),
-                    data: GroupData::View { items: *items, period_items: *period_items, views: views.clone() },
-                })
-            })
-            .collect();
-        self.counts.view_groups += views.len() as u64;
-        let out = view_shipments(&self.device, &mut self.ship_seq, window, views, raw_len);
-        self.counts.windows += out.len() as u64;
-        self.counts.partial_windows += out.len() as u64;
-        self.counts.raw_bytes += raw_len;
-        self.counts.shipped_bytes += out.iter().map(|s| s.encode().len() as u64).sum::<u64>();
-        out
     }
 
     /// Per kind: the states kept whole here (how many, and the bytes each takes in a shipment
@@ -535,7 +525,7 @@ fn value_of(plan: &Plan, g: u32, t: &Tuple) -> Option<Val> {
 }
 
 /// The synopses group `g` feeds, named by what they are.
-fn synopsis_ids(plan: &Plan, g: u32) -> Vec<SynId> {
+pub(super) fn synopsis_ids(plan: &Plan, g: u32) -> Vec<SynId> {
     plan.routing.groups[g as usize]
         .synopses
         .iter()
@@ -561,7 +551,7 @@ fn has_synopses(plan: &Plan, g: u32) -> bool {
     plan.routing.groups[g as usize].synopses.iter().any(|&s| !plan.routing.synopses[s as usize].is_deleted())
 }
 
-fn raw_groups(plan: &Plan, groups: &BTreeMap<u32, Vec<RawValue>>) -> Vec<GroupShip> {
+pub(super) fn raw_groups(plan: &Plan, groups: &BTreeMap<u32, Vec<RawValue>>) -> Vec<GroupShip> {
     groups
         .iter()
         .filter(|(g, _)| has_synopses(plan, **g))
@@ -606,6 +596,8 @@ pub(super) struct KeptPoints {
     pub(super) at_open: Vec<u8>,
     /// The monitoring sites' copies when the open window opened ([`super::site_state`]).
     pub(super) sites_at_open: Vec<u8>,
+    /// The resident groups' budgets when the open window opened ([`super::budget`]).
+    pub(super) budgets_at_open: Vec<super::budget::GroupBudget>,
     /// The window closed last, as its close batch records it.
     pub(super) closed: Option<Closed>,
     /// The sites' copies read from the state file, for the device's sites to take.
@@ -625,4 +617,6 @@ pub(super) struct Closed {
     /// The kept states and the sites' copies when it opened.
     pub(super) states: Vec<u8>,
     pub(super) sites: Vec<u8>,
+    /// The resident groups' budgets when it opened.
+    pub(super) budgets: Vec<super::budget::GroupBudget>,
 }

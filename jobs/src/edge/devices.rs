@@ -48,6 +48,9 @@ pub struct DeviceRow {
     /// It follows the control topic (`saams-edge --follow`: it shipped a position), so live
     /// requests (a LOAD's snapshot, an ad-hoc query of a synopsis resident on it) reach it.
     pub follows: bool,
+    /// It said in its hello that it keeps its streams' groups resident (`saams-edge
+    /// --resident`).
+    pub resident: bool,
 }
 
 impl DeviceRow {
@@ -67,6 +70,7 @@ impl DeviceRow {
             refused: 0,
             whole: BTreeSet::new(),
             follows: false,
+            resident: false,
         }
     }
 }
@@ -192,6 +196,12 @@ impl Devices {
     pub fn read_by(&self, group: u32, device: &str, whole: bool) {
         let mut readers = self.readers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         readers.entry(group).or_insert_with(|| (device.to_string(), false)).1 |= whole;
+    }
+
+    /// True when `device` said in its hello that it keeps its groups resident.
+    pub fn says_resident(&self, device: &str) -> bool {
+        let rows = self.rows.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        rows.get(device).is_some_and(|r| r.resident)
     }
 
     /// Note that the synopses of update group `group` are resident on `device` (it shipped their

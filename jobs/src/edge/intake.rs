@@ -24,6 +24,7 @@ use serde_json::Value as Json;
 use super::devices::Devices;
 use super::monitor_site::{SiteOwners, site_recs};
 use super::relay::Admitted;
+use super::resident::resident_group;
 use super::shipment::{Answered, Body, GroupData, GroupShip, Shipment, SynId};
 
 /// Bit 62 marks the sequence numbers of a device's values, above 22 bits of the device id's
@@ -132,8 +133,11 @@ impl Intake {
         let size = payload.len() as u64;
         self.assign(partition, &ship.device, !matches!(ship.body, Body::Goodbye { .. }));
         let (window, raw_bytes, groups) = match ship.body {
-            Body::Hello => {
-                self.devices.touch(&ship.device, |r| r.state = "live");
+            Body::Hello { resident } => {
+                self.devices.touch(&ship.device, |r| {
+                    r.state = "live";
+                    r.resident = resident;
+                });
                 return Ok(None);
             }
             Body::Goodbye { .. } => {
@@ -209,7 +213,11 @@ impl Intake {
             if !g.stream.is_empty() {
                 self.devices.read_by(group, device, matches!(form, Form::Whole | Form::View));
             }
-            if form == Form::View {
+            // Resident from the first shipment of any form of a device that said so in its
+            // hello (its budget may ship raw values or whole states first: `super::budget`).
+            if form == Form::View
+                || (!g.stream.is_empty() && self.devices.says_resident(device) && resident_group(plan, group))
+            {
                 self.devices.resident(plan, group, device);
             }
             if form == Form::Whole {

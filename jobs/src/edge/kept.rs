@@ -29,6 +29,7 @@ use saams_operators::Plan;
 use saams_operators::update::MovedState;
 use saams_operators::window::Held;
 
+use super::budget::GroupBudget;
 use super::device::{Closed, DeviceWindows};
 use super::site_state::{decode_sites, encode_sites};
 
@@ -79,6 +80,8 @@ pub struct KeptPoint {
     pub from: u64,
     /// [`decode`]'s bytes.
     pub bytes: Vec<u8>,
+    /// The resident groups' budgets when the window opened ([`super::budget`]).
+    pub budgets: Vec<GroupBudget>,
 }
 
 impl DeviceWindows {
@@ -99,6 +102,15 @@ impl DeviceWindows {
         self.kept.sites_at_open = if sites.is_empty() { Vec::new() } else { encode_sites(&sites) };
         self.kept.restored_sites = sites;
         Ok(self)
+    }
+
+    /// A restarted device's resident groups' budgets as its state file records them (those
+    /// when the window open now opened): it chooses the same forms again ([`super::budget`]).
+    #[must_use]
+    pub fn with_budgets(mut self, budgets: &[GroupBudget]) -> DeviceWindows {
+        self.budgets = budgets.iter().map(|b| (b.group, *b)).collect();
+        self.kept.budgets_at_open = budgets.to_vec();
+        self
     }
 
     /// The monitoring sites' copies a restarted device read from its state file, to restore
@@ -142,7 +154,8 @@ impl DeviceWindows {
         if self.kept.on {
             let (states, sites) =
                 (std::mem::take(&mut self.kept.at_open), std::mem::take(&mut self.kept.sites_at_open));
-            self.kept.closed = Some(Closed { window, seq, from: self.kept.open_from, states, sites });
+            let budgets = std::mem::take(&mut self.kept.budgets_at_open);
+            self.kept.closed = Some(Closed { window, seq, from: self.kept.open_from, states, sites, budgets });
         }
     }
 
@@ -150,6 +163,7 @@ impl DeviceWindows {
     pub(super) fn closed(&mut self) {
         if self.kept.on {
             self.kept.at_open = encode(&self.held, &self.loaded, &self.kept.pending);
+            self.kept.budgets_at_open = self.budgets();
         }
     }
 
@@ -169,13 +183,15 @@ impl DeviceWindows {
         };
         match &self.kept.closed {
             Some(c) if !open && c.window <= window && self.open_seq().is_none_or(|(w, _)| w != c.window) => {
-                Some(KeptPoint { window: c.window, seq: Some(c.seq), from: c.from, bytes: joined(&c.states, &c.sites) })
+                let bytes = joined(&c.states, &c.sites);
+                Some(KeptPoint { window: c.window, seq: Some(c.seq), from: c.from, bytes, budgets: c.budgets.clone() })
             }
             _ => Some(KeptPoint {
                 window,
                 seq: None,
                 from: self.kept.open_from,
                 bytes: joined(&self.kept.at_open, &self.kept.sites_at_open),
+                budgets: self.kept.budgets_at_open.clone(),
             }),
         }
     }

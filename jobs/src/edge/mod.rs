@@ -30,6 +30,7 @@
 //! [`crate::edge_device`].
 
 pub mod asks;
+pub mod budget;
 pub mod control;
 pub mod device;
 pub mod devices;

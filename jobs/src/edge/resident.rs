@@ -8,9 +8,12 @@
 //! Why: for the paper workload a whole state costs ~20 KB per stream and period against ~93 KB
 //! of raw values (4.6×); its view costs a few hundred bytes. What it gives up: the cloud cannot
 //! answer an ad-hoc query or a SAVE of a resident synopsis itself (the device answers them,
-//! [`super::asks`], or the cloud refuses them, naming the device), and a view is never compared with the raw values (the cloud could not feed raw
-//! values into a view): a resident group ships its view every window it has values, however
-//! few, so at a few tuples per stream and window it can cost more than raw.
+//! [`super::asks`], or the cloud refuses them, naming the device).
+//!
+//! A view is not always the cheaper form: at a few tuples per stream and window the raw values
+//! cost less, and the cloud cannot feed raw values into a view. So each window a group ships
+//! its view, its raw values or its whole state as a byte budget chooses ([`super::budget`]):
+//! never more than raw, up to one window's growth of a state.
 //!
 //! Which groups: those kept whole ([`super::device`]: owned, one stream) whose synopses have no
 //! sliding window (a sliding answer merges panes, which views cannot).
@@ -22,11 +25,11 @@ use saams_operators::Plan;
 use saams_operators::plan::Mode;
 use saams_operators::query_view::QueryView;
 
+use super::device::MAX_RECORD_BYTES;
 use super::shipment::{Body, GroupShip, Shipment};
 
-/// Groups of views per shipment: a view takes a few hundred bytes, so a record stays far under
-/// [`super::device::MAX_RECORD_BYTES`].
-const VIEW_GROUPS_PER_SHIPMENT: usize = 1000;
+/// Groups per shipment at most (a view takes a few hundred bytes).
+const GROUPS_PER_SHIPMENT: usize = 1000;
 
 /// True when update group `g` can be resident on the device reading its stream.
 pub fn resident_group(plan: &Plan, g: u32) -> bool {
@@ -59,30 +62,43 @@ pub fn view_bytes(plan: &Plan, s: u32, state: &dyn Synopsis) -> Vec<u8> {
     QueryView::of(state, &queries).encode_compact()
 }
 
-/// The shipments of `groups`' views in `window` from `device`, numbered from `*seq` on, each
-/// stating `raw_bytes` as its share of what the same values cost raw.
-pub fn view_shipments(
+/// The shipments of resident `groups` in `window` from `device` (each in the form its budget
+/// chose, [`super::budget`]), numbered from `*seq` on, each stating its share of `raw_bytes`,
+/// what the same values cost raw. A shipment holds at most [`GROUPS_PER_SHIPMENT`] groups and
+/// stays under [`MAX_RECORD_BYTES`] unless one group alone is over it.
+pub fn resident_shipments(
     device: &str,
     seq: &mut u64,
     window: u64,
     groups: Vec<GroupShip>,
     raw_bytes: u64,
 ) -> Vec<Shipment> {
-    let chunks = groups.len().div_ceil(VIEW_GROUPS_PER_SHIPMENT).max(1) as u64;
-    let mut out = Vec::new();
-    let mut groups = groups.into_iter().peekable();
-    let mut i = 0;
-    while groups.peek().is_some() {
-        let chunk: Vec<GroupShip> = groups.by_ref().take(VIEW_GROUPS_PER_SHIPMENT).collect();
+    let mut chunks: Vec<Vec<GroupShip>> = Vec::new();
+    let mut bytes = 0u64;
+    for g in groups {
+        let len = g.encoded_len(window) as u64;
+        match chunks.last_mut() {
+            Some(chunk) if chunk.len() < GROUPS_PER_SHIPMENT && bytes + len <= MAX_RECORD_BYTES => {
+                bytes += len;
+                chunk.push(g);
+            }
+            _ => {
+                bytes = len;
+                chunks.push(vec![g]);
+            }
+        }
+    }
+    let n = chunks.len() as u64;
+    let mut out = Vec::with_capacity(chunks.len());
+    for (i, chunk) in chunks.into_iter().enumerate() {
         // The raw cost split over the chunks, the last taking the remainder.
-        let share = if i + 1 == chunks { raw_bytes - raw_bytes / chunks * (chunks - 1) } else { raw_bytes / chunks };
+        let share = if i as u64 + 1 == n { raw_bytes - raw_bytes / n * (n - 1) } else { raw_bytes / n };
         out.push(Shipment {
             device: device.to_string(),
             seq: *seq,
             body: Body::Data { window, raw_bytes: share, groups: chunk },
         });
         *seq += 1;
-        i += 1;
     }
     out
 }

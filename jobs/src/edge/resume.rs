@@ -69,6 +69,10 @@ pub struct Resume {
     /// windows before it read after it are late, across a restart too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_below: Option<HeldBelow>,
+    /// With resident groups: their budgets when the window opened ([`super::budget`]), so a
+    /// restarted device chooses the same forms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<super::budget::GroupBudget>,
     /// Those states when the window opened ([`super::kept`]'s bytes), after the JSON line.
     #[serde(skip)]
     pub kept: Vec<u8>,

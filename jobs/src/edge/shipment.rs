@@ -129,7 +129,13 @@ pub struct GroupShip {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Body {
     /// A device starts (or restarts): it is counted as live from now on.
-    Hello,
+    Hello {
+        /// It keeps the groups of the streams it reads resident (`saams-edge --resident`): the
+        /// cloud takes their synopses as resident on it from its first shipment of any form
+        /// ([`crate::edge::budget`]: raw values and whole states too), not its first view. A
+        /// record without the flag (an older device's) says no.
+        resident: bool,
+    },
     /// What the device read in one job window (start, ms).
     Data {
         /// The window's start (ms).
@@ -182,7 +188,12 @@ impl Shipment {
         w.len_bytes(self.device.as_bytes());
         w.varint(self.seq);
         match &self.body {
-            Body::Hello => w.u8(0),
+            Body::Hello { resident } => {
+                w.u8(0);
+                if *resident {
+                    w.u8(1);
+                }
+            }
             Body::Goodbye { through } => {
                 w.u8(2);
                 w.varint(*through);
@@ -324,7 +335,11 @@ fn decode_body(body: &[u8]) -> Result<Shipment, String> {
     }
     let seq = r.varint().map_err(e)?;
     let body = match r.u8().map_err(e)? {
-        0 => Body::Hello,
+        0 if r.is_empty() => Body::Hello { resident: false },
+        0 => match r.u8().map_err(e)? {
+            1 => Body::Hello { resident: true },
+            k => return Err(format!("unknown hello flag {k}")),
+        },
         2 => Body::Goodbye { through: r.varint().map_err(e)? },
         3 => {
             let ask = r.varint().map_err(e)?;
@@ -407,6 +422,23 @@ fn decode_group(r: &mut Reader<'_>, window: u64) -> Result<GroupShip, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resident device's hello says so; an older device's hello (no flag) reads as not
+    /// resident; an unknown flag is refused.
+    #[test]
+    fn a_hello_says_whether_the_device_is_resident() {
+        for resident in [false, true] {
+            let ship = Shipment { device: "pi-1".into(), seq: 0, body: Body::Hello { resident } };
+            assert_eq!(Shipment::decode(&ship.encode()).unwrap(), ship);
+        }
+        let plain = Shipment { device: "pi-1".into(), seq: 0, body: Body::Hello { resident: false } }.encode();
+        let mut body = plain[9..].to_vec();
+        body.push(7);
+        let mut forged = plain[..5].to_vec();
+        forged.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        forged.extend_from_slice(&body);
+        assert!(Shipment::decode(&forged).unwrap_err().contains("unknown hello flag 7"));
+    }
 
     /// A device's answer, with and without a SAVE's snapshot, is read back as written; a
     /// damaged one is refused by its CRC.
