@@ -57,39 +57,38 @@ fn answers_as_raw(out: &Output, dir: &Path, expected: &[String]) {
     assert!(dead.lines().all(|l| l.contains("replayed")), "nothing refused but replays: {dead}");
 }
 
+/// Device `dev0 --resident` over `data` to a fresh topic, then the cloud job: the device shipped
+/// no more than raw, and the answers are `expected`. Returns how often the device chose each
+/// form: views, whole states, raw values.
+fn budgeted_run(e: &Edge, dir: &Path, data: &Path, expected: &[String]) -> [u64; 3] {
+    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
+    let topic = unique("budget-edge-resident");
+    let device = e.device(&brokers, &topic, ("dev0", 0), data, &["--resident"]);
+    let [shipped, raw] = figures(&device, ["shipped_bytes", "raw_bytes"]);
+    assert!(shipped <= raw, "shipped {shipped} bytes, more than the {raw} raw");
+    let out = e.cloud(&brokers, &topic, dir, &[]);
+    answers_as_raw(&out, dir, expected);
+    figures(&device, ["view_groups", "whole_groups", "resident_raw_groups"])
+}
+
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_resident_device_at_a_few_tuples_per_window_ships_no_more_than_raw_and_answers_as_the_raw_run() {
-    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
     let e = edge("2s");
     let dir = edge_common::tmp("edge-resident-budget", "low");
     let files = edge_common::data(&dir, 1, |_, _| true);
-    let expected = e.raw_run(&dir);
-    let topic = unique("budget-edge-resident-low");
-    let device = e.device(&brokers, &topic, ("dev0", 0), &files[0], &["--resident"]);
-    let [shipped, raw, raws] = figures(&device, ["shipped_bytes", "raw_bytes", "resident_raw_groups"]);
-    assert!(shipped <= raw, "shipped {shipped} bytes, more than the {raw} raw");
+    let [_, _, raws] = budgeted_run(&e, &dir, &files[0], &e.raw_run(&dir));
     assert!(raws > 0, "groups went raw where views cost more");
-    let out = e.cloud(&brokers, &topic, &dir, &[]);
-    answers_as_raw(&out, &dir, &expected);
 }
 
 #[test]
 #[cfg_attr(saams_no_kafka, ignore = "needs a Kafka broker: set SAAMS_KAFKA_BROKERS (scripts/test.sh starts one)")]
 fn a_resident_device_whose_rate_drops_switches_forms_and_answers_as_the_raw_run() {
-    let brokers = declared_broker("SAAMS_KAFKA_BROKERS");
     let e = edge("20s");
     let dir = edge_common::tmp("edge-resident-budget", "switch");
     let data = dropping_rate(&dir);
-    let expected = e.raw_run_of(&data);
-    let topic = unique("budget-edge-resident-switch");
-    let device = e.device(&brokers, &topic, ("dev0", 0), &data, &["--resident"]);
-    let [shipped, raw] = figures(&device, ["shipped_bytes", "raw_bytes"]);
-    assert!(shipped <= raw, "shipped {shipped} bytes, more than the {raw} raw");
-    let [views, wholes, raws] = figures(&device, ["view_groups", "whole_groups", "resident_raw_groups"]);
+    let [views, wholes, raws] = budgeted_run(&e, &dir, &data, &e.raw_run_of(&data));
     assert!(views > 0 && wholes > 0 && raws > 0, "every form chosen: views {views}, whole {wholes}, raw {raws}");
-    let out = e.cloud(&brokers, &topic, &dir, &[]);
-    answers_as_raw(&out, &dir, &expected);
 }
 
 #[test]

@@ -93,7 +93,7 @@ fn pairs_above(
         for &b in &q.participants[i + 1..] {
             let (sa, sb) = (state_of(plan, latest, a).0, state_of(plan, latest, b).0);
             // Pairs without enough data to compare (e.g. no complete DFT window) are left out.
-            if let Ok(e) = sa.estimate_pair(sb, query)
+            if let Ok(e) = crate::query_view::estimate_pair(sa, sb, query)
                 && let Some(x) = e.as_f64()
                 && x >= t
             {
@@ -135,7 +135,7 @@ pub(crate) fn answer(plan: &Plan, q: &PairQueryReg, latest: &Latest, window: Opt
         QuerySpec::PairsAbove { query, threshold } => Answer::Pairs(pairs_above(plan, q, latest, query, *threshold)),
         QuerySpec::PairWith { query, .. } => {
             let other = q.participants.get(1).map(|&o| state_of(plan, latest, o).0);
-            match other.map(|o| mine.estimate_pair(o, query)) {
+            match other.map(|o| crate::query_view::estimate_pair(mine, o, query)) {
                 Some(result) => Answer::of(result),
                 None => Answer::Error("the other stream's synopsis is missing".into()),
             }

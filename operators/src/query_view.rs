@@ -247,17 +247,20 @@ impl Synopsis for QueryView {
             return Err(self.resident(&format!("{query:?}")));
         };
         let theirs = match other.as_any().downcast_ref::<QueryView>() {
-            Some(view) if view.params == self.params => view.spectrum.as_ref(),
+            Some(view) if view.params == self.params => view.spectrum.clone(),
             Some(view) => {
                 return Err(SynopsisError::Incompatible {
                     kind: Kind::Dft,
                     reason: format!("parameters differ: {} vs {}", self.params, view.params),
                 });
             }
-            None => None,
+            // A DFT the cloud holds whole: a resident group's byte budget ships raw values or
+            // whole states some windows (`saams-edge --resident`), so a pair may mix them.
+            None => other.as_any().downcast_ref::<Dft>().map(Dft::spectrum),
         };
-        let theirs = theirs.ok_or_else(|| self.resident("a correlation with a DFT not resident on a device"))?;
-        mine.correlation(theirs)
+        let theirs = theirs.ok_or_else(|| self.resident("a correlation with a synopsis that is not a DFT"))?;
+        same_coefficients(mine, &theirs)?;
+        mine.correlation(&theirs)
     }
 
     fn size_bytes(&self) -> usize {
@@ -265,6 +268,47 @@ impl Synopsis for QueryView {
             + self.spectrum.as_ref().map_or(0, |s| s.coefficients.len() * 16)
             + self.answers.len() * std::mem::size_of::<(Query, Outcome)>()
     }
+}
+
+/// The pair estimate of `a` with `b`, each a state or a query view (a pair of DFTs may mix a
+/// resident group's view with a state the cloud holds whole): in that order, as the states'
+/// own estimate gives it.
+///
+/// ```
+/// use saams::{Dft, PairQuery, Synopsis};
+/// use saams_operators::query_view::{QueryView, estimate_pair};
+/// let (mut a, mut b) = (Dft::new(1.0, 16, 64, 4).unwrap(), Dft::new(1.0, 16, 64, 4).unwrap());
+/// for i in 0..200 {
+///     a.update(saams::Datum::Num((i as f64 / 10.0).sin()));
+///     b.update(saams::Datum::Num((i as f64 / 10.0).sin() + 0.1 * (i % 3) as f64));
+/// }
+/// let view = QueryView::decode_compact(&QueryView::of(&b, &[]).encode_compact(), "pi-1", "").unwrap();
+/// let whole = a.estimate_pair(&b, &PairQuery::Correlation).unwrap();
+/// assert_eq!(estimate_pair(&a, &view, &PairQuery::Correlation).unwrap(), whole);
+/// ```
+///
+/// # Errors
+/// Those of the states' estimate.
+pub fn estimate_pair(a: &dyn Synopsis, b: &dyn Synopsis, query: &PairQuery) -> Result<Estimate, SynopsisError> {
+    match (a.as_any().downcast_ref::<Dft>(), b.as_any().downcast_ref::<QueryView>()) {
+        (Some(dft), Some(view)) if *query == PairQuery::Correlation => {
+            let (mine, theirs) = (dft.spectrum(), view.spectrum.as_ref());
+            let theirs = theirs.ok_or_else(|| view.resident("a correlation with a synopsis that is not a DFT"))?;
+            same_coefficients(&mine, theirs)?;
+            mine.correlation(theirs)
+        }
+        _ => a.estimate_pair(b, query),
+    }
+}
+
+/// Two spectra of DFTs keeping as many coefficients (what the states' parameter check covers
+/// when one of them is a view, which holds no parameters of its own).
+fn same_coefficients(a: &Spectrum, b: &Spectrum) -> Result<(), SynopsisError> {
+    if a.coefficients.len() == b.coefficients.len() {
+        return Ok(());
+    }
+    let reason = format!("{} vs {} coefficients", a.coefficients.len(), b.coefficients.len());
+    Err(SynopsisError::Incompatible { kind: Kind::Dft, reason })
 }
 
 /// A number: small whole numbers (counts, bounds) in a varint of twice their value, others as

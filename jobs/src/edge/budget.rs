@@ -4,14 +4,20 @@
 //!
 //! Why a budget and not a per-window minimum: the cloud can feed raw values only into a real
 //! state, and once it holds a view (a *stale* copy) it can take only views, or a whole state
-//! that makes its copy current again. So a view is worth shipping only when the bytes it saves,
-//! with those saved before, pay for the whole state a later switch back costs. Per group the
-//! device keeps ([`GroupBudget`]) whether the cloud's copy is stale and `saved`, the sum over
-//! windows of the raw bytes less the bytes shipped; at a window's close ([`choose`]):
+//! that makes its copy current again. So a view is worth shipping only when the bytes saved pay
+//! for the whole states the switches back would cost. Per group the device keeps
+//! ([`GroupBudget`]) whether the cloud's copy is stale, `saved` — the sum over windows of the
+//! raw bytes less the bytes shipped — and `reserve`, the whole state's bytes when it last
+//! shipped a view (what its switch back costs; none when current). The savings are pooled over
+//! the device's groups: a fast stream's views pay for a slow one's switch back. At a window's
+//! close, with `spare` the device's savings less the other groups' reserves ([`choose`]):
 //!
-//! - the view when `saved + raw − view ≥ whole`, whatever the cloud holds;
+//! - the view when `spare + raw − view ≥ whole`, whatever the cloud holds;
 //! - else, the cloud's copy current: the smaller of raw and whole (as `--sole-reader` ships);
 //! - else (stale): the whole state, which makes it current again.
+//!
+//! So the savings always cover the reserves after a view, and the device's shipments never
+//! exceed its raw values by more than the growth of the states since their last views.
 //!
 //! A group every synopsis of which starts the window from its constructed state (a tumbling
 //! window's new period) is current whatever the cloud held: the cloud's copy was reset too.
@@ -21,26 +27,21 @@
 //! use saams_jobs::edge::budget::{Form, GroupBudget};
 //! let mut b = GroupBudget::default();
 //! // Few values: raw is smaller than the whole state, and a view would not pay it back.
-//! assert_eq!(b.take(false, (40, 300, 250)), Form::Raw);
-//! // Many: the view saves enough to pay for a whole state later.
-//! assert_eq!(b.take(false, (9_000, 2_000, 250)), Form::View);
-//! assert!(b.stale && b.saved == 8_750);
+//! assert_eq!(b.take(false, 0, (40, 300, 250)), Form::Raw);
+//! // Many: the view saves enough to pay for a whole state later, which it reserves.
+//! assert_eq!(b.take(false, 0, (9_000, 2_000, 250)), Form::View);
+//! assert!(b.stale && b.saved == 8_750 && b.reserve == 2_000);
 //! // Few again: views while the savings last, then the whole state.
-//! assert_eq!(b.take(false, (40, 2_000, 250)), Form::View);
+//! assert_eq!(b.take(false, b.saved, (40, 2_000, 250)), Form::View);
 //! assert_eq!(b.saved, 8_540);
 //! let mut low = GroupBudget { stale: true, saved: 100, ..b };
-//! assert_eq!(low.take(false, (40, 2_000, 250)), Form::Whole);
-//! assert!(!low.stale && low.saved == 100 + 40 - 2_000);
+//! assert_eq!(low.take(false, low.saved, (40, 2_000, 250)), Form::Whole);
+//! assert!(!low.stale && low.saved == 100 + 40 - 2_000 && low.reserve == 0);
+//! // Another group's savings pay for a view (its reserve left out of the spare bytes).
+//! assert_eq!(GroupBudget::default().take(false, 5_000, (300, 2_000, 250)), Form::View);
 //! ```
 
-use std::collections::BTreeMap;
-
-use saams_operators::Plan;
 use serde::{Deserialize, Serialize};
-
-use super::device::{DeviceWindows, Wholes, raw_groups, synopsis_ids};
-use super::resident::resident_shipments;
-use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment};
 
 /// What the cloud holds of one resident group, and what shipping it saved against raw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +52,10 @@ pub struct GroupBudget {
     pub stale: bool,
     /// Raw bytes less shipped bytes, summed over the windows shipped.
     pub saved: i64,
+    /// The bytes of its whole state when it last shipped a view: what its switch back costs
+    /// (0 when the cloud's copy is current).
+    #[serde(default)]
+    pub reserve: u64,
 }
 
 /// What a resident group ships in one window.
@@ -64,11 +69,11 @@ pub enum Form {
     View,
 }
 
-/// The form a group takes, given what the cloud holds (`stale`), the bytes saved so far and
-/// this window's `(raw, whole, view)` costs.
-pub fn choose(stale: bool, saved: i64, (raw, whole, view): (u64, u64, u64)) -> Form {
+/// The form a group takes, given what the cloud holds (`stale`), the bytes saved so far that
+/// no other group's switch back needs (`spare`) and this window's `(raw, whole, view)` costs.
+pub fn choose(stale: bool, spare: i64, (raw, whole, view): (u64, u64, u64)) -> Form {
     let [raw, whole, view] = [raw, whole, view].map(|b| i64::try_from(b).unwrap_or(i64::MAX));
-    if saved.saturating_add(raw).saturating_sub(view) >= whole {
+    if spare.saturating_add(raw).saturating_sub(view) >= whole {
         Form::View
     } else if !stale && raw <= whole {
         Form::Raw
@@ -80,11 +85,11 @@ pub fn choose(stale: bool, saved: i64, (raw, whole, view): (u64, u64, u64)) -> F
 impl GroupBudget {
     /// Choose this window's form ([`choose`]; `fresh`: the cloud's copy starts the window from
     /// its constructed states) and count it.
-    pub fn take(&mut self, fresh: bool, costs: (u64, u64, u64)) -> Form {
+    pub fn take(&mut self, fresh: bool, spare: i64, costs: (u64, u64, u64)) -> Form {
         if fresh {
-            self.stale = false;
+            (self.stale, self.reserve) = (false, 0);
         }
-        let form = choose(self.stale, self.saved, costs);
+        let form = choose(self.stale, spare, costs);
         let shipped = match form {
             Form::Raw => costs.0,
             Form::Whole => costs.1,
@@ -92,77 +97,7 @@ impl GroupBudget {
         };
         self.saved = self.saved.saturating_add(costs.0 as i64 - shipped as i64);
         self.stale = form == Form::View;
+        self.reserve = if self.stale { costs.1 } else { 0 };
         form
-    }
-}
-
-impl DeviceWindows {
-    /// The shipments of the resident groups at `window`'s close (none without values), each
-    /// group in the form its budget chooses ([`GroupBudget::take`]); `wholes`: their states and
-    /// views as fed.
-    pub(super) fn ship_resident(
-        &mut self,
-        plan: &Plan,
-        window: u64,
-        groups: &BTreeMap<u32, Vec<RawValue>>,
-        wholes: &Wholes,
-    ) -> Vec<Shipment> {
-        if groups.is_empty() {
-            return Vec::new();
-        }
-        let raw = Shipment {
-            device: self.device_id().to_string(),
-            seq: 0,
-            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
-        };
-        let raw_len = raw.encode().len() as u64;
-        let (mut chosen, mut summarized) = (Vec::with_capacity(groups.len()), false);
-        for (&g, values) in groups {
-            let Some(kept) = wholes.get(&g) else { continue };
-            let Some(views) = &kept.views else { continue };
-            let synopses = synopsis_ids(plan, g);
-            let (items, period_items) = (kept.items, kept.period_items);
-            let raw = GroupShip { synopses: synopses.clone(), data: GroupData::Raw(values.clone()) };
-            let states = kept.states.clone();
-            let whole =
-                GroupShip { synopses: synopses.clone(), data: GroupData::Whole { items, period_items, states } };
-            let views = views.clone();
-            let view = GroupShip { synopses, data: GroupData::View { items, period_items, views } };
-            let costs = (raw.encoded_len(window), whole.encoded_len(window), view.encoded_len(window));
-            let costs = (costs.0 as u64, costs.1 as u64, costs.2 as u64);
-            let budget = self.budgets.entry(g).or_insert(GroupBudget { group: g, ..GroupBudget::default() });
-            let form = budget.take(kept.fresh, costs);
-            summarized |= form != Form::Raw;
-            chosen.push(match form {
-                Form::Raw => {
-                    self.counts.resident_raw_groups += 1;
-                    raw
-                }
-                Form::Whole => {
-                    self.counts.whole_groups += 1;
-                    whole
-                }
-                Form::View => {
-                    self.counts.view_groups += 1;
-                    view
-                }
-            });
-        }
-        let device = self.device_id().to_string();
-        let out = resident_shipments(&device, &mut self.ship_seq, window, chosen, raw_len);
-        self.counts.windows += out.len() as u64;
-        if summarized {
-            self.counts.partial_windows += out.len() as u64;
-        } else {
-            self.counts.raw_windows += out.len() as u64;
-        }
-        self.counts.raw_bytes += raw_len;
-        self.counts.shipped_bytes += out.iter().map(|s| s.encode().len() as u64).sum::<u64>();
-        out
-    }
-
-    /// The resident groups' budgets, in group order (what the state file records).
-    pub fn budgets(&self) -> Vec<GroupBudget> {
-        self.budgets.values().copied().collect()
     }
 }

@@ -42,6 +42,7 @@ pub mod refusals;
 pub mod relay;
 pub mod reports;
 pub mod resident;
+pub mod resident_forms;
 pub mod resume;
 pub mod shipment;
 pub mod site_state;

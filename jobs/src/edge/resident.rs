@@ -25,12 +25,6 @@ use saams_operators::Plan;
 use saams_operators::plan::Mode;
 use saams_operators::query_view::QueryView;
 
-use super::device::MAX_RECORD_BYTES;
-use super::shipment::{Body, GroupShip, Shipment};
-
-/// Groups per shipment at most (a view takes a few hundred bytes).
-const GROUPS_PER_SHIPMENT: usize = 1000;
-
 /// True when update group `g` can be resident on the device reading its stream.
 pub fn resident_group(plan: &Plan, g: u32) -> bool {
     let group = &plan.routing.groups[g as usize];
@@ -60,45 +54,4 @@ pub fn view_bytes(plan: &Plan, s: u32, state: &dyn Synopsis) -> Vec<u8> {
         )
         .collect();
     QueryView::of(state, &queries).encode_compact()
-}
-
-/// The shipments of resident `groups` in `window` from `device` (each in the form its budget
-/// chose, [`super::budget`]), numbered from `*seq` on, each stating its share of `raw_bytes`,
-/// what the same values cost raw. A shipment holds at most [`GROUPS_PER_SHIPMENT`] groups and
-/// stays under [`MAX_RECORD_BYTES`] unless one group alone is over it.
-pub fn resident_shipments(
-    device: &str,
-    seq: &mut u64,
-    window: u64,
-    groups: Vec<GroupShip>,
-    raw_bytes: u64,
-) -> Vec<Shipment> {
-    let mut chunks: Vec<Vec<GroupShip>> = Vec::new();
-    let mut bytes = 0u64;
-    for g in groups {
-        let len = g.encoded_len(window) as u64;
-        match chunks.last_mut() {
-            Some(chunk) if chunk.len() < GROUPS_PER_SHIPMENT && bytes + len <= MAX_RECORD_BYTES => {
-                bytes += len;
-                chunk.push(g);
-            }
-            _ => {
-                bytes = len;
-                chunks.push(vec![g]);
-            }
-        }
-    }
-    let n = chunks.len() as u64;
-    let mut out = Vec::with_capacity(chunks.len());
-    for (i, chunk) in chunks.into_iter().enumerate() {
-        // The raw cost split over the chunks, the last taking the remainder.
-        let share = if i as u64 + 1 == n { raw_bytes - raw_bytes / n * (n - 1) } else { raw_bytes / n };
-        out.push(Shipment {
-            device: device.to_string(),
-            seq: *seq,
-            body: Body::Data { window, raw_bytes: share, groups: chunk },
-        });
-        *seq += 1;
-    }
-    out
 }

@@ -16,7 +16,8 @@
 //! A device that keeps groups whole or resident also records the states it keeps, as they were
 //! when the batch's window opened, and where that window's tuples start (`window_from`): it reads
 //! the window again from there ([`super::kept`]). The file is then one JSON line, then those
-//! states' bytes.
+//! states' bytes. A resident device's byte budgets as the window opened ([`super::budget`])
+//! are in the JSON line (`budgets`), so the batch shipped again takes the same forms.
 //!
 //! A following device whose input went quiet and that took an ask's fence as its watermark
 //! (`--idle-after`) records that fence too, and the count of tuples it had read then
