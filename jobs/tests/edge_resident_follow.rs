@@ -138,7 +138,11 @@ fn resident_devices_following_the_job_take_a_live_construct_and_delete_at_their_
         let out = check(child.wait_with_output().expect("the device ends"), "saams-edge --follow --resident");
         assert_eq!(edge_common::figure(&out, "edge ", "live_requests"), 2, "both live requests applied on the device");
         assert!(edge_common::figure(&out, "edge ", "view_groups") > 0, "the device shipped views");
-        assert_eq!(edge_common::figure(&out, "edge ", "whole_groups"), 0, "no state left the device");
+        // At 10 s windows the slow streams' first windows may go raw or whole on the device's
+        // byte budget (`edge::budget`) before their views pay: whole states may leave it.
+        let (raw, whole) =
+            (edge_common::figure(&out, "edge ", "raw_bytes"), edge_common::figure(&out, "edge ", "whole_groups"));
+        assert!(raw > 0 && whole <= 2, "at most a switch back per stream: {whole} whole states");
     }
     let out = cloud.finish("saams --partials-topic --http");
     let lines: Vec<String> = sorted(&out.stdout).into_iter().filter(|l| !l.contains("\"accepted\"")).collect();
