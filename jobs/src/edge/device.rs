@@ -374,7 +374,7 @@ impl DeviceWindows {
     ) {
         let values: usize = groups.values().map(Vec::len).sum();
         if values > 1 {
-            let raw = Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, &groups) };
+            let raw = Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, &groups), through: None };
             let raw = Shipment { device: self.device.clone(), seq: self.ship_seq, body: raw };
             if raw.encode().len() as u64 > MAX_RECORD_BYTES {
                 let (first, second) = halves(groups, values / 2);
@@ -405,7 +405,7 @@ impl DeviceWindows {
         let raw = Shipment {
             device: self.device.clone(),
             seq,
-            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
+            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups), through: None },
         };
         let raw_len = raw.encode().len() as u64;
         let (mut chosen, mut summarized, mut whole) = (Vec::with_capacity(groups.len()), false, 0);
@@ -440,7 +440,7 @@ impl DeviceWindows {
         let chosen = Shipment {
             device: self.device.clone(),
             seq,
-            body: Body::Data { window, raw_bytes: raw_len, groups: chosen },
+            body: Body::Data { window, raw_bytes: raw_len, groups: chosen, through: None },
         };
         self.counts.windows += 1;
         self.counts.whole_groups += whole;

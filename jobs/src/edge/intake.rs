@@ -112,8 +112,10 @@ impl Intake {
         }
     }
 
-    /// Read one record of `partition`: `Ok(Some((time, recs)))` to send into the tuple input at event time
-    /// `time` (the window's start), `Ok(None)` for a hello or goodbye, `Err` for a refused one
+    /// Read one record of `partition`: `Ok(Some((time, recs, clock)))` to send into the tuple input at event time
+    /// `time` (the window's start), the partition's clock then at event time `clock` (the
+    /// window the device moved on to, on a window's last record: [`Body::Data`]'s `through`;
+    /// else `time`), `Ok(None)` for a hello or goodbye, `Err` for a refused one
     /// (counted per device; the caller dead-letters it). `late_below`: the oldest event time
     /// this worker may still send (older windows are closed or closing).
     ///
@@ -125,14 +127,14 @@ impl Intake {
         plan: &Plan,
         (partition, payload): (i32, &[u8]),
         late_below: i64,
-    ) -> Result<Option<(i64, Vec<Rec>)>, Refusal> {
+    ) -> Result<Option<(i64, Vec<Rec>, i64)>, Refusal> {
         let ship = Shipment::decode(payload).map_err(|e| {
             self.devices.unreadable();
             (e, false)
         })?;
         let size = payload.len() as u64;
         self.assign(partition, &ship.device, !matches!(ship.body, Body::Goodbye { .. }));
-        let (window, raw_bytes, groups) = match ship.body {
+        let (window, raw_bytes, groups, through) = match ship.body {
             Body::Hello { resident } => {
                 self.devices.touch(&ship.device, |r| {
                     r.state = "live";
@@ -145,11 +147,11 @@ impl Intake {
                 return Ok(None);
             }
             Body::Answer(answered) => return self.answer(plan, &ship.device, answered).map(|()| None),
-            Body::Data { window, raw_bytes, groups } => (window, raw_bytes, groups),
+            Body::Data { window, raw_bytes, groups, through } => (window, raw_bytes, groups, through),
         };
         let device = ship.device;
         if groups.is_empty() {
-            return Ok(self.position(partition, &device, window, late_below));
+            return Ok(self.position(partition, &device, window, late_below).map(|(t, recs)| (t, recs, t)));
         }
         if let Some(&last) = self.merged.get(&device)
             && (window, ship.seq) <= last
@@ -183,7 +185,9 @@ impl Intake {
         }
         self.note_readers(plan, &device, &read);
         self.merged.insert(device.clone(), (window, ship.seq));
-        self.newest.insert(partition, window.max(self.newest.get(&partition).copied().unwrap_or(0)));
+        // The device moved on to `through`: its older windows are closed here too.
+        let newest = window.max(through.unwrap_or(0)).max(self.newest.get(&partition).copied().unwrap_or(0));
+        self.newest.insert(partition, newest);
         self.devices.cover(window, &device);
         self.devices.touch(&device, |r| {
             r.state = "live";
@@ -195,7 +199,7 @@ impl Intake {
             r.partial_groups += partial_groups;
             r.raw_groups += raw_groups;
         });
-        Ok(Some((time, recs)))
+        Ok(Some((time, recs, through.map_or(time, |t| i64::try_from(t).unwrap_or(i64::MAX)))))
     }
 
     /// Note `device` as the reader of the stream groups of its merged shipment (`read`), and

@@ -209,7 +209,7 @@ impl DeviceSites {
 
     fn record(&mut self, device: &str, (window, seq, raw_bytes): (u64, u64, u64), groups: Vec<GroupShip>) -> Shipment {
         self.counts.shipped_bytes += groups.iter().map(|g| g.encoded_len(window) as u64).sum::<u64>();
-        Shipment { device: device.to_string(), seq, body: Body::Data { window, raw_bytes, groups } }
+        Shipment { device: device.to_string(), seq, body: Body::Data { window, raw_bytes, groups, through: None } }
     }
 }
 
@@ -317,8 +317,11 @@ mod tests {
         sites.push(&plan, &tuple(950, "\"x\""), (4, w0));
         assert_eq!((sites.counts.items, sites.counts.refused), (3, 1));
         // Window 0 closes with two data shipments of its own (0 and 1): the sites' come after.
-        let data =
-            |seq| Shipment { device: "d".into(), seq, body: Body::Data { window: w0, raw_bytes: 0, groups: vec![] } };
+        let data = |seq| Shipment {
+            device: "d".into(),
+            seq,
+            body: Body::Data { window: w0, raw_bytes: 0, groups: vec![], through: None },
+        };
         let mut ships = sites.ship(&plan, "d", T0 + 1000, (&[data(0), data(1)], Some((w0, 0))));
         assert_eq!(windows_of(&ships), [(0, 2)]);
         // An item in window 2 (nothing read in window 1), shipped when window 3 opens.

@@ -31,7 +31,7 @@ impl DeviceWindows {
         let raw = Shipment {
             device: self.device_id().to_string(),
             seq: 0,
-            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups) },
+            body: Body::Data { window, raw_bytes: 0, groups: raw_groups(plan, groups), through: None },
         };
         let raw_len = raw.encode().len() as u64;
         let (mut chosen, mut summarized) = (Vec::with_capacity(groups.len()), false);
@@ -126,7 +126,7 @@ pub fn resident_shipments(
         out.push(Shipment {
             device: device.to_string(),
             seq: *seq,
-            body: Body::Data { window, raw_bytes: share, groups: chunk },
+            body: Body::Data { window, raw_bytes: share, groups: chunk, through: None },
         });
         *seq += 1;
     }

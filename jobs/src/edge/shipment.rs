@@ -4,7 +4,8 @@
 //!
 //! A record is `SAED`, the format version (1), the CRC-32 of the rest, then the body: the kind
 //! (hello, data, goodbye, a device's answer to an ask), the device id, the sequence number and, for data, the window and per
-//! update group of the device's plan the synopses it feeds (named by what they are: dataset,
+//! update group of the device's plan the synopses it feeds, and on a window's last record the
+//! window the device moved on to, (named by what they are: dataset,
 //! stream, field, kind and construct parameters, so the cloud finds them whatever its own
 //! indices) and either their partials (the codec bytes), their whole states (the checkpoint
 //! codec's bytes, from a device that is the stream's only reader), their query views (a device
@@ -19,7 +20,12 @@
 //! let ship = Shipment {
 //!     device: "pi-1".into(),
 //!     seq: 0,
-//!     body: Body::Data { window: 60_000, raw_bytes: 40, groups: vec![GroupShip { synopses: vec![syn], data: GroupData::Raw(raw) }] },
+//!     body: Body::Data {
+//!         window: 60_000,
+//!         raw_bytes: 40,
+//!         groups: vec![GroupShip { synopses: vec![syn], data: GroupData::Raw(raw) }],
+//!         through: Some(120_000),
+//!     },
 //! };
 //! let bytes = ship.encode();
 //! assert_eq!(Shipment::decode(&bytes).unwrap(), ship);
@@ -145,6 +151,15 @@ pub enum Body {
         raw_bytes: u64,
         /// Per update group.
         groups: Vec<GroupShip>,
+        /// On the last record of a window the device closed because it read a tuple of a later
+        /// window: that window's start. The device ships nothing older from then on (it refuses
+        /// older tuples as late), so the cloud's clock of its partition moves there at once
+        /// instead of waiting for the next window's shipment, one window later. Why: a window's
+        /// answer waited for the device's next window to close (a whole window, an hour at the
+        /// paper's setting), where a following device's position (`saams-edge --follow`) let it
+        /// close as soon as the device moved on. `None` on every other record (a window shipped
+        /// so far with `--ship-every`, its earlier records, a window closed by the input's end).
+        through: Option<u64>,
     },
     /// A device stops cleanly after shipping every window before `through` (ms).
     Goodbye {
@@ -212,14 +227,18 @@ impl Shipment {
                     }
                 }
             }
-            Body::Data { window, raw_bytes, groups } => {
-                w.u8(1);
+            Body::Data { window, raw_bytes, groups, through } => {
+                // Kind 4: a data record with the window the device moved on to (after the groups).
+                w.u8(if through.is_some() { 4 } else { 1 });
                 w.varint(*window);
                 // Fixed width: the raw form's size must not depend on the size it records.
                 w.u64(*raw_bytes);
                 w.varint(groups.len() as u64);
                 for g in groups {
                     encode_group(&mut w, *window, g);
+                }
+                if let Some(next) = through {
+                    w.varint(next.saturating_sub(*window));
                 }
             }
         }
@@ -352,7 +371,7 @@ fn decode_body(body: &[u8]) -> Result<Shipment, String> {
             };
             Body::Answer(Answered { ask, synopsis, line, saved })
         }
-        1 => {
+        kind @ (1 | 4) => {
             let window = r.varint().map_err(e)?;
             let raw_bytes = r.u64().map_err(e)?;
             let n = r.count(2).map_err(e)?;
@@ -360,7 +379,14 @@ fn decode_body(body: &[u8]) -> Result<Shipment, String> {
             for _ in 0..n {
                 groups.push(decode_group(&mut r, window)?);
             }
-            Body::Data { window, raw_bytes, groups }
+            let through = match kind {
+                4 => match r.varint().map_err(e)? {
+                    0 => return Err(format!("window {window} moves on to itself")),
+                    ahead => Some(window.checked_add(ahead).ok_or("the next window is past the end of time")?),
+                },
+                _ => None,
+            };
+            Body::Data { window, raw_bytes, groups, through }
         }
         k => return Err(format!("unknown record kind {k}")),
     };
@@ -438,6 +464,44 @@ mod tests {
         forged.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
         forged.extend_from_slice(&body);
         assert!(Shipment::decode(&forged).unwrap_err().contains("unknown hello flag 7"));
+    }
+
+    /// A window's last record names the window the device moved on to, as a distance that
+    /// costs a byte or a few; a record without it (kind 1, an older device's) reads as `None`;
+    /// a distance of 0 (the window itself) is refused.
+    #[test]
+    fn a_data_record_names_the_window_its_device_moved_on_to() {
+        let syn = SynId {
+            dataset: "F".into(),
+            stream: "A".into(),
+            field: "price".into(),
+            synopsis_id: 1,
+            params: "[]".into(),
+        };
+        let groups = vec![GroupShip { synopses: vec![syn], data: GroupData::Raw(vec![]) }];
+        let data = |through| Shipment {
+            device: "pi-1".into(),
+            seq: 2,
+            body: Body::Data { window: 3_600_000, raw_bytes: 9, groups: groups.clone(), through },
+        };
+        let without = data(None).encode();
+        for (through, more) in [(None, 0), (Some(3_601_000), 2), (Some(7_200_000), 4)] {
+            let bytes = data(through).encode();
+            assert_eq!(Shipment::decode(&bytes).unwrap(), data(through));
+            assert_eq!(bytes.len(), without.len() + more, "{through:?}");
+        }
+        let mut body = data(Some(3_601_000)).encode()[9..].to_vec();
+        let last = body.len() - 2;
+        body.truncate(last);
+        body.push(0);
+        let mut forged = without[..5].to_vec();
+        forged.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        forged.extend_from_slice(&body);
+        assert!(
+            Shipment::decode(&forged).unwrap_err().contains("moves on to itself"),
+            "{:?}",
+            Shipment::decode(&forged)
+        );
     }
 
     /// A device's answer, with and without a SAVE's snapshot, is read back as written; a

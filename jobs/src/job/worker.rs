@@ -502,14 +502,14 @@ impl<'a> WorkerState<'a> {
                         stats,
                         |partition, payload, late_below| {
                             let admitted = intake.admit(&plan.borrow(), (partition, payload), late_below)?;
-                            Ok(admitted.map(|(time, recs)| {
+                            Ok(admitted.map(|(time, recs, clock)| {
                                 if recs.is_empty() {
                                     // A device's position (`edge::control`): it waits until this
                                     // worker has reached its window.
                                     router.newest = router.newest.max(time);
-                                    return (time, plan.borrow().window_of(time));
+                                    return (time, plan.borrow().window_of(time), clock);
                                 }
-                                (time, router.route_recs(kafka_unit, (0, time), recs, input))
+                                (time, router.route_recs(kafka_unit, (0, time), recs, input), clock)
                             }))
                         },
                     );

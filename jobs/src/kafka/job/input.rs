@@ -202,21 +202,24 @@ impl KafkaInput {
 
     /// [`poll`](Self::poll) for a topic of device shipments (`--partials-topic`): each record is
     /// one shipment, handed whole to `admit(partition, payload, late_below)`, which sends its records into
-    /// the tuple input and returns `Ok(Some((time, window)))` (the window's start and the
-    /// window), `Ok(None)` for a record that carries no values (hello, goodbye), or the reason it
-    /// was refused and whether it came late (dead-lettered like a bad tuple).
+    /// the tuple input and returns `Ok(Some((time, window, clock)))` (the window's start, the
+    /// window, and the event time the partition's clock moves to: the window the device moved
+    /// on to, or `time`), `Ok(None)` for a record that carries no values (hello, goodbye), or
+    /// the reason it was refused and whether it came late (dead-lettered like a bad tuple). A
+    /// checkpoint's position is judged by `time` (a resumed job reads the record again when its
+    /// window is after the boundary), the offset's commit by `window`.
     pub fn poll_shipments(
         &mut self,
         max: u64,
         stats: &Stats,
-        mut admit: impl FnMut(i32, &[u8], i64) -> Result<Option<(i64, u64)>, (String, bool)>,
+        mut admit: impl FnMut(i32, &[u8], i64) -> Result<Option<(i64, u64, i64)>, (String, bool)>,
     ) -> usize {
         let late_below = self.source.watermark().map_or(self.floor_ms, |w| w.max(self.floor_ms));
         let KafkaInput { job, topic, source, file_dead, marks, positions, .. } = self;
         let records = usize::try_from(max).map_or(POLL_BATCH, |m| m.clamp(1, POLL_BATCH));
         let polled = source.poll_with(records, Duration::ZERO, |r| {
             let at = match admit(r.partition, r.payload, late_below) {
-                Ok(Some((time, window))) => Some((time, window)),
+                Ok(Some(routed)) => Some(routed),
                 Ok(None) => None,
                 Err((reason, late)) => {
                     stats.dead_letters.fetch_add(1, Ordering::Relaxed);
@@ -228,9 +231,9 @@ impl KafkaInput {
                 }
             };
             if let Some(p) = positions.as_mut() {
-                p.record(r.partition, r.offset, 0, at.map(|(time, _)| time));
+                p.record(r.partition, r.offset, 0, at.map(|(time, _, _)| time));
             }
-            marks.push(r.partition, r.offset, at);
+            marks.push(r.partition, r.offset, at.map(|(_, window, clock)| (clock, window)));
         });
         self.after_poll(polled)
     }
