@@ -24,6 +24,14 @@
 //! process' last, the one a resumed job starts from) carries as a pair to hand on again
 //! (`checkpoint`): a restart neither loses such a line nor writes one twice.
 //!
+//! How long an answer handed on is kept: only in a job with checkpoints
+//! ([`DeviceReplies::copied_by`]; nothing else reads them), and there until every worker of the
+//! process has copied the table at a boundary after its line's time. A worker's next copy is at
+//! a later boundary than its last, and a copy at `b` carries only the answers whose lines are at
+//! or after `b`, so no copy can still need an answer whose line is before the oldest of the
+//! workers' last boundaries ([`DeviceReplies::kept_handed`]). No count caps them: dropping one a
+//! copy still needs loses its line in a restart.
+//!
 //! Exactly one answer also when the device never gives one: the jobs crate gives up on the asks
 //! a device owes when it says goodbye without answering, and at the job's end on every ask still
 //! waiting
@@ -40,7 +48,7 @@ pub use checkpoint::{RepliesCopy, RestoredReplies};
 
 /// Answers kept for asks not seen yet, and ids of asks answered kept to drop replays: beyond
 /// this many, the oldest go (an answer to an ask this job never made, e.g. one it refused,
-/// would be kept for ever).
+/// would be kept for ever). Answers handed on are not capped (see the module doc).
 const KEPT: usize = 1024;
 
 /// Asks waiting for their device's answer, answers waiting for their ask, asks answered, and
@@ -53,10 +61,35 @@ struct Table {
     answered: BTreeSet<u64>,
     ready: Vec<Ready>,
     /// Answers handed on (an error given instead included), by ask id, each with its line's
-    /// time: a copy at a boundary at or before that time carries them as ready pairs.
+    /// time: a copy at a boundary at or before that time carries them as ready pairs. Kept only
+    /// while a copy may still need them (see the module doc).
     handed: BTreeMap<u64, Ready>,
     /// The newest boundary a worker of the process copied the table at (0: none).
     copied_through: u64,
+    /// A job with checkpoints: the workers that copy the table; `None`: nobody copies it, so
+    /// no answer handed on is kept.
+    copiers: Option<Copiers>,
+}
+
+/// The workers of a process that copy its table at every checkpoint boundary, and the boundary
+/// each copied it at last.
+#[derive(Debug)]
+struct Copiers {
+    /// How many workers the process has: until each has copied once, none is past any boundary.
+    workers: usize,
+    /// By worker: the boundary of its last copy.
+    last: BTreeMap<usize, u64>,
+}
+
+impl Copiers {
+    /// The oldest boundary a worker of the process copied the table at last (0 while some worker
+    /// has not copied it yet): every later copy is at a boundary after it.
+    fn floor(&self) -> u64 {
+        if self.last.len() < self.workers {
+            return 0;
+        }
+        self.last.values().copied().min().unwrap_or(0)
+    }
 }
 
 /// An ask met by its device's answer, to hand on: the input time to write its line at (the
@@ -103,6 +136,41 @@ impl DeviceReplies {
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
         // Every operation leaves the table consistent.
         self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A job with checkpoints: the process' `workers` workers each copy the table at every
+    /// checkpoint boundary ([`DeviceReplies::copy_at`]), so the answers handed on are kept until
+    /// every worker has copied the table past their lines (see the module doc). Without this
+    /// call none is kept: nothing would read them.
+    ///
+    /// ```
+    /// use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
+    /// use saams_operators::device_replies::DeviceReplies;
+    /// let ask = |id| Ask { id, syn: 0, home: 0, spread: false, request_id: serde_json::json!(1), uid: None,
+    ///                      what: AskWhat::Query(serde_json::json!([1])), origin: None, device_answers: true };
+    /// let answer = || DeviceAnswer { device: "pi".into(), line: "{}".into(), saved: None };
+    /// let (plain, checkpointed) = (DeviceReplies::default(), DeviceReplies::default());
+    /// checkpointed.copied_by(2);
+    /// for replies in [&plain, &checkpointed] {
+    ///     replies.ask_made(&ask(1), 100);
+    ///     replies.answer_came(1, 0, answer());
+    /// }
+    /// assert_eq!((plain.kept_handed(), checkpointed.kept_handed()), (0, 1));
+    /// checkpointed.copy_at(0, 60_000);
+    /// assert_eq!(checkpointed.kept_handed(), 1, "worker 1 may still copy at a boundary before its line");
+    /// checkpointed.copy_at(1, 60_000);
+    /// assert_eq!(checkpointed.kept_handed(), 0, "both copied past it");
+    /// ```
+    pub fn copied_by(&self, workers: usize) {
+        let mut t = self.lock();
+        if t.copiers.is_none() {
+            t.copiers = Some(Copiers { workers: workers.max(1), last: BTreeMap::new() });
+        }
+    }
+
+    /// How many answers handed on the table keeps for later copies (see the module doc).
+    pub fn kept_handed(&self) -> usize {
+        self.lock().handed.len()
     }
 
     /// The home made `ask` (its device answers it) at input time `time`: ready with the
@@ -227,11 +295,11 @@ impl DeviceReplies {
     }
 }
 
-/// Keep the pair `ready` handed on (the oldest ids beyond [`KEPT`] go).
+/// Keep the pair `ready` handed on, when a later copy may carry it: in a job with checkpoints
+/// (its line is at or after the newest boundary copied at, so no worker is past it yet).
 fn handed(t: &mut Table, ready: Ready) {
-    t.handed.insert(ready.1.id, ready);
-    while t.handed.len() > KEPT {
-        t.handed.pop_first();
+    if t.copiers.is_some() {
+        t.handed.insert(ready.1.id, ready);
     }
 }
 

@@ -181,7 +181,7 @@ impl CheckpointJob {
         };
         let device_replies = match (attached, sent_before.is_empty()) {
             (false, true) => Vec::new(),
-            (true, _) => RepliesCopy { sent_before, ..plan.device_replies.copy_at(boundary) }.encode(),
+            (true, _) => RepliesCopy { sent_before, ..plan.device_replies.copy_at(worker, boundary) }.encode(),
             (false, false) => RepliesCopy { sent_before, ..RepliesCopy::default() }.encode(),
         };
         CheckpointPart {

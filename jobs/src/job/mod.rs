@@ -100,7 +100,7 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
     let store = Arc::new(SnapshotDir::new(cli.snapshots.clone()));
     let followed = (start.kafka_job.as_ref(), request_topic, start.requests_file == "-" && cli.process == 0);
     let first_ticket = start.recovery.as_ref().map_or(1, |r| r.live.first_ticket);
-    let devices = devices_of(start.kafka_job.as_ref(), cli.process)?;
+    let devices = devices_of(start.kafka_job.as_ref(), &cli)?;
     let mut services =
         Services::start(&cli, (start.window_ms, &stats, first_ticket), &outputs, followed, devices.as_ref())?;
     let (builders, others) = connect(&cli, start.config.communication, &services.metrics)?;
@@ -170,13 +170,18 @@ pub fn run(cli: Cli) -> Result<Summary, String> {
 }
 
 /// A job reading a partials topic: the devices it hears from (its workers' intakes fill it),
-/// with the control topic its workers tell them the live requests on.
+/// with the control topic its workers tell them the live requests on. With checkpoints, the
+/// process' workers copy its table of devices' replies at every boundary
+/// ([`saams_operators::device_replies::DeviceReplies::copied_by`]).
 ///
 /// # Errors
 /// When the control topic cannot be created or written.
-fn devices_of(kafka_job: Option<&Arc<crate::kafka::KafkaJob>>, process: usize) -> Result<Option<Arc<Devices>>, String> {
+fn devices_of(kafka_job: Option<&Arc<crate::kafka::KafkaJob>>, cli: &Cli) -> Result<Option<Arc<Devices>>, String> {
     let Some(k) = kafka_job.filter(|k| k.partials) else { return Ok(None) };
-    let devices = Arc::new(Devices::new(k.idle_timeout).of_process(process));
+    let devices = Arc::new(Devices::new(k.idle_timeout).of_process(cli.process));
+    if cli.checkpoints.is_some() {
+        devices.relay().replies().copied_by(cli.workers);
+    }
     if let Some(publish) = k.control_publisher()? {
         devices.set_control(publish);
     }

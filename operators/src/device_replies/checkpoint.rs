@@ -82,7 +82,9 @@ pub struct RepliesCopy {
 }
 
 impl DeviceReplies {
-    /// A copy of the table at a checkpoint at `boundary` (see the module doc for what it holds).
+    /// Worker `worker`'s copy of the table at a checkpoint at `boundary` (see the module doc for
+    /// what it holds). The answers handed on that no later copy needs go now
+    /// ([`DeviceReplies::copied_by`]).
     ///
     /// ```
     /// use saams_operators::ask::{Ask, AskWhat, DeviceAnswer};
@@ -92,13 +94,19 @@ impl DeviceReplies {
     /// let replies = DeviceReplies::default();
     /// replies.ask_made(&ask, 100);
     /// replies.ask_made(&Ask { id: 6, ..ask.clone() }, u64::MAX); // the script's, at the end
-    /// let copy = replies.copy_at(60_000);
+    /// let copy = replies.copy_at(0, 60_000);
     /// assert_eq!(copy.waiting, vec![(ask, 100)]);
-    /// assert!(copy.taken < replies.copy_at(60_000).taken);
+    /// assert!(copy.taken < replies.copy_at(0, 60_000).taken);
     /// ```
-    pub fn copy_at(&self, boundary: u64) -> RepliesCopy {
+    pub fn copy_at(&self, worker: usize, boundary: u64) -> RepliesCopy {
         let mut t = self.lock();
         t.copied_through = t.copied_through.max(boundary);
+        if let Some(copiers) = t.copiers.as_mut() {
+            copiers.last.insert(worker, boundary);
+            // No later copy of any worker is at or before `floor` (see the module doc).
+            let floor = copiers.floor();
+            t.handed.retain(|_, (at, ..)| *at >= floor);
+        }
         let mut waiting: Vec<(Ask, u64)> =
             t.waiting.values().filter(|(_, made)| *made != AT_END).map(|(ask, made)| (ask.clone(), *made)).collect();
         waiting.sort_by_key(|(ask, _)| ask.id);
@@ -313,7 +321,7 @@ impl RestoredReplies {
     /// let replies = DeviceReplies::default();
     /// let kept = RestoredReplies::new(7, Some(RepliesCopy { answered: vec![3], ..RepliesCopy::default() }));
     /// kept.install(&replies, |_| true).unwrap();
-    /// assert_eq!(replies.copy_at(0).answered, vec![3]);
+    /// assert_eq!(replies.copy_at(0, 0).answered, vec![3]);
     /// let old = RestoredReplies::new(7, None).install(&replies, |_| true).unwrap_err();
     /// assert!(old.contains("checkpoint 7") && old.contains("format 3 or older"), "{old}");
     /// ```

@@ -95,6 +95,7 @@ fn a_damaged_ask_answer_or_flag_names_what() {
 /// that came first, asks answered, and pairs ready before and after the boundary.
 fn table() -> DeviceReplies {
     let replies = DeviceReplies::default();
+    replies.copied_by(2);
     replies.ask_made(&ask(1, 0), 50_000);
     replies.ask_made(&ask(2, 1), u64::MAX);
     assert_eq!(replies.answer_came(3, 1, answer("early")), Came::Kept);
@@ -119,7 +120,7 @@ fn a_copy_of_version_1_reads_without_asks_sent_before() {
 
 #[test]
 fn a_copy_keeps_what_a_resumed_job_needs() {
-    let copy = table().copy_at(60_000);
+    let copy = table().copy_at(0, 60_000);
     assert_eq!(copy.waiting, vec![(ask(1, 0), 50_000)], "the script's end asks are made again");
     assert_eq!(copy.early, vec![(3, 1, answer("early"))]);
     assert_eq!(copy.answered, vec![4, 5, 6]);
@@ -134,7 +135,7 @@ fn a_copy_keeps_what_a_resumed_job_needs() {
 #[test]
 fn an_answer_handed_on_after_a_copy_is_handed_on_again_after_a_restart() {
     let replies = table();
-    let first = replies.copy_at(60_000);
+    let first = replies.copy_at(0, 60_000);
     assert!(first.ready.iter().any(|r| r.1.id == 5));
     assert_eq!(replies.take_ready().iter().map(|r| (r.0, r.1.id)).collect::<Vec<_>>(), vec![(60_000, 5), (70_000, 6)]);
     // The reader hands on the answer to ask 1 (made at 50 000): at the boundary too.
@@ -142,7 +143,7 @@ fn an_answer_handed_on_after_a_copy_is_handed_on_again_after_a_restart() {
         Came::Ask(_, at) => assert_eq!(at, 60_000, "after the cut"),
         other => panic!("ask 1 waited: {other:?}"),
     }
-    let last = replies.copy_at(60_000);
+    let last = replies.copy_at(1, 60_000);
     let again: Vec<(u64, u64)> = last.ready.iter().map(|r| (r.0, r.1.id)).collect();
     assert_eq!(again, vec![(60_000, 1), (60_000, 5), (70_000, 6)]);
     assert!(!last.ready.iter().any(|r| r.1.id == 4), "handed on before any copy: its line is before the cut");
@@ -158,16 +159,16 @@ fn an_answer_handed_on_after_a_copy_is_handed_on_again_after_a_restart() {
 #[test]
 fn an_error_given_after_a_copy_is_handed_on_again() {
     let replies = table();
-    replies.copy_at(60_000);
+    replies.copy_at(0, 60_000);
     let instead = |_: &Ask, why: &&str| answer(why);
     let given = replies.give_up(|a| (a.id == 1).then_some("gone"), instead);
     assert_eq!(given.iter().map(|(r, _)| (r.0, r.1.id)).collect::<Vec<_>>(), vec![(60_000, 1)]);
-    assert!(replies.copy_at(60_000).ready.iter().any(|r| r.1.id == 1 && r.3 == answer("gone")));
+    assert!(replies.copy_at(1, 60_000).ready.iter().any(|r| r.1.id == 1 && r.3 == answer("gone")));
 }
 
 #[test]
 fn a_restored_table_hands_each_answer_on_once() {
-    let copy = RepliesCopy::decode(&table().copy_at(60_000).encode()).expect("a copy");
+    let copy = RepliesCopy::decode(&table().copy_at(0, 60_000).encode()).expect("a copy");
     let replies = DeviceReplies::default();
     replies.restore(&copy, |_| true);
     // The device answers the ask that waited at the checkpoint after the restart.
@@ -189,12 +190,12 @@ fn a_restored_table_hands_each_answer_on_once() {
 
 #[test]
 fn a_process_takes_only_the_asks_of_the_synopses_it_homes() {
-    let copy = table().copy_at(60_000);
+    let copy = table().copy_at(0, 60_000);
     let replies = DeviceReplies::default();
     replies.restore(&copy, |syn| syn == 1);
     assert_eq!(replies.waiting(1), None, "synopsis 0 is homed in another process");
     assert!(replies.take_ready().is_empty());
-    let again = replies.copy_at(0);
+    let again = replies.copy_at(0, 0);
     assert_eq!(again.early, vec![(3, 1, answer("early"))]);
     assert_eq!(again.answered, vec![4, 5, 6], "every process knows every id answered");
 }
@@ -202,9 +203,9 @@ fn a_process_takes_only_the_asks_of_the_synopses_it_homes() {
 #[test]
 fn the_last_copy_of_each_process_is_the_one() {
     let replies = table();
-    let first = replies.copy_at(60_000);
+    let first = replies.copy_at(0, 60_000);
     assert!(matches!(replies.answer_came(1, 0, answer("now")), Came::Ask(..)));
-    let second = replies.copy_at(60_000);
+    let second = replies.copy_at(1, 60_000);
     let other = RepliesCopy { waiting: vec![(ask(9, 2), 1)], ..RepliesCopy::default() };
     let joined = RepliesCopy::join(vec![(0, second), (1, other), (0, first)]);
     assert!(joined.waiting.iter().all(|(a, _)| a.id != 1), "ask 1 was answered by the last copy");
@@ -214,7 +215,7 @@ fn the_last_copy_of_each_process_is_the_one() {
 
 #[test]
 fn a_checkpoint_without_a_table_is_refused_and_one_with_is_installed_once() {
-    let restored = RestoredReplies::new(4, Some(table().copy_at(60_000)));
+    let restored = RestoredReplies::new(4, Some(table().copy_at(0, 60_000)));
     let replies = DeviceReplies::default();
     restored.install(&replies, |_| true).expect("installed");
     assert!(replies.waiting(1).is_some());
@@ -223,4 +224,58 @@ fn a_checkpoint_without_a_table_is_refused_and_one_with_is_installed_once() {
     assert!(replies.take_ready().is_empty(), "the ready pair is handed on once");
     let e = RestoredReplies::new(4, None).install(&replies, |_| true).unwrap_err();
     assert!(e.contains("--checkpoints"), "{e}");
+}
+
+/// Answer `n` asks from `first` on, made at input time `made`: half answered after their asks,
+/// half before (then handed on by the relay), and the last one given up on.
+fn answer_many(replies: &DeviceReplies, first: u64, n: u64, made: u64) {
+    for id in first..first + n - 1 {
+        if id % 2 == 0 {
+            replies.ask_made(&ask(id, 0), made);
+            assert!(matches!(replies.answer_came(id, 0, answer("now")), Came::Ask(..)));
+        } else {
+            assert_eq!(replies.answer_came(id, 0, answer("first")), Came::Kept);
+            replies.ask_made(&ask(id, 0), made);
+        }
+    }
+    replies.take_ready();
+    let last = first + n - 1;
+    replies.ask_made(&ask(last, 0), made);
+    assert_eq!(replies.give_up(|a| (a.id == last).then_some("gone"), |_: &Ask, why: &&str| answer(why)).len(), 1);
+}
+
+/// A job without checkpoints never copies the table: no answer handed on is kept for a copy.
+/// (The table kept the last 1024 of them.)
+#[test]
+fn without_checkpoints_no_answer_handed_on_is_kept() {
+    let replies = DeviceReplies::default();
+    answer_many(&replies, 1, 3000, 10_000);
+    assert_eq!(replies.kept_handed(), 0);
+    assert!(replies.take_ready().is_empty() && replies.waiting_synopses().is_empty());
+}
+
+/// With checkpoints, an answer handed on stays until every worker of the process has copied the
+/// table at a boundary after its line, however many there are: a copy at a boundary before
+/// their lines carries them all (the table kept the last 1024, and the copy lost the others).
+#[test]
+fn with_checkpoints_an_answer_handed_on_goes_once_every_worker_copied_past_it() {
+    let replies = DeviceReplies::default();
+    replies.copied_by(2);
+    answer_many(&replies, 1, 10, 10_000);
+    answer_many(&replies, 100, 2000, 70_000);
+    assert_eq!(replies.kept_handed(), 2010);
+    let first = replies.copy_at(0, 60_000);
+    assert_eq!(first.ready.len(), 2000, "every line after the boundary");
+    assert_eq!(replies.kept_handed(), 2010, "worker 1 has not copied yet");
+    replies.copy_at(1, 60_000);
+    assert_eq!(replies.kept_handed(), 2000, "both copied past the lines at 10 000");
+    replies.copy_at(1, 120_000);
+    assert_eq!(replies.kept_handed(), 2000, "worker 0 may still copy at a boundary before 70 000");
+    assert_eq!(replies.copy_at(0, 120_000).ready.len(), 0);
+    assert_eq!(replies.kept_handed(), 0);
+    // Handed on after the copies: its line is at the newest boundary, kept for the next copy.
+    answer_many(&replies, 5000, 2, 100_000);
+    assert_eq!(replies.kept_handed(), 2);
+    assert_eq!(replies.copy_at(0, 180_000).ready.iter().map(|r| r.0).collect::<Vec<_>>(), Vec::<u64>::new());
+    assert_eq!(replies.kept_handed(), 2, "worker 1's next copy may be at 120 001");
 }
