@@ -150,16 +150,19 @@ fn an_ad_hoc_query_of_a_resident_synopsis_is_409_naming_its_device() {
     let mut child = cloud.spawn().expect("start saams");
     let addr = http_common::http_address(&mut child, Duration::from_secs(60));
     let deadline = Instant::now() + Duration::from_secs(60);
-    let resident = loop {
+    let (resident, devices) = loop {
         let (_, body) = http_common::call(&addr, "GET", "/devices", "");
         let devices: serde_json::Value = serde_json::from_str(&body).expect("JSON");
         let rows = devices["resident"].as_array().cloned().unwrap_or_default();
         if rows.len() == 12 {
-            break rows;
+            break (rows, devices);
         }
         assert!(Instant::now() < deadline, "GET /devices never listed the 12 resident synopses: {devices}");
         std::thread::sleep(Duration::from_millis(200));
     };
+    // Each device's row has its hello's flag (`saams-edge --resident`).
+    let rows = devices["devices"].as_array().cloned().unwrap_or_default();
+    assert!(!rows.is_empty() && rows.iter().all(|r| r["resident"] == true), "every device is resident: {devices}");
     let ibm = resident.iter().find(|r| r["streamID"] == "IBM" && r["synopsisID"] == 1).expect("IBM's Count-Min");
     assert_eq!(ibm["device"], "dev1");
     let ask = r#"{"dataSetKey":"Equity","streamID":"IBM","synopsisID":1,"param":[13.5,"price","Queryable","Ad-hoc"],"requestID":90}"#;

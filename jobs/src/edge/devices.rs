@@ -320,6 +320,7 @@ impl Devices {
                     "replayed": r.replayed,
                     "refused": r.refused,
                     "follows": r.follows,
+                    "resident": r.resident,
                     "wholeGroups": r.whole.iter().map(|(d, s, f)| json!({"dataset": d, "stream": s, "field": f})).collect::<Vec<_>>(),
                 })
             })
@@ -354,20 +355,23 @@ impl Devices {
     /// `GET /devices`: `{"devices":[…],"unreadable":N}`, one object per device of every process
     /// (this one's as they are now, the others' as they last reported, silent the longer since),
     /// sorted by device; `newestWindow` is the newest window any device shipped and `lagMs` how
-    /// far behind it each device is.
+    /// far behind it each device is; `resident` is the flag of the device's hello (it keeps its
+    /// streams' groups resident: `saams-edge --resident`).
     ///
     /// ```
     /// use saams_jobs::edge::devices::Devices;
     /// let d = Devices::new(std::time::Duration::from_secs(5)).of_process(0);
     /// d.touch("pi-1", |r| r.last_window = Some(60_000));
     /// let other = Devices::new(std::time::Duration::from_secs(5)).of_process(1);
-    /// other.touch("pi-2", |r| r.last_window = Some(180_000));
+    /// other.touch("pi-2", |r| (r.last_window, r.resident) = (Some(180_000), true));
     /// d.heard_from(1, &other.report().to_string()).unwrap();
     /// let table = d.to_json();
     /// let rows = table["devices"].as_array().unwrap();
     /// assert_eq!((rows[0]["device"].as_str(), rows[0]["process"].as_u64()), (Some("pi-1"), Some(0)));
     /// assert_eq!((rows[1]["device"].as_str(), rows[1]["process"].as_u64()), (Some("pi-2"), Some(1)));
     /// assert_eq!((rows[0]["lagMs"].as_u64(), rows[1]["lagMs"].as_u64()), (Some(120_000), Some(0)));
+    /// // Its hello's flag (`saams-edge --resident`), also for a device another process reads.
+    /// assert_eq!((rows[0]["resident"].as_bool(), rows[1]["resident"].as_bool()), (Some(false), Some(true)));
     /// ```
     pub fn to_json(&self) -> serde_json::Value {
         let own = self.report();
