@@ -269,7 +269,8 @@ impl Fences {
     /// One round of the protocol. `newest_routed` is the newest window this worker has routed
     /// a value of. Returns the (request epoch, fence) pairs agreed now, oldest first: the job
     /// sends their markers and applies them. Bodies of ad-hoc queries and SAVEs only need no
-    /// fence: they are answered at once ([`Plan::ask_now`], into the plan's applied list).
+    /// fence: they are answered at once ([`Plan::ask_now`], into the plan's applied list),
+    /// except in a job that logs its requests (checkpoints) and for those a device answers.
     pub fn poll(&mut self, plan: &RefCell<Plan>, newest_routed: u64) -> Vec<(u64, u64)> {
         self.forward_bodies(plan);
         self.sequence();
@@ -292,10 +293,13 @@ impl Fences {
                 plan.borrow_mut().push_applied(refused_body(&s.requests, &refused.message, (self.me as u32, s.ticket)));
                 continue;
             }
-            // An ad-hoc query or SAVE a device answers needs a fence: sequenced.
+            // An ad-hoc query or SAVE a device answers needs a fence: sequenced. So does one in a
+            // job that logs its requests (checkpoints): logged at its fence, a resumed job applies
+            // it again and writes its answer line if it was after the checkpoint's cut
+            // (`send_asks_again`), which an answer given at once, logged nowhere, lost.
             let asks_device =
                 devices.as_ref().is_some_and(|table| s.requests.iter().flatten().any(|r| asks_a_device(table, r)));
-            if Plan::reads_only(&s.requests) && !asks_device {
+            if Plan::reads_only(&s.requests) && !asks_device && self.durable.is_none() {
                 let mut plan = plan.borrow_mut();
                 let applied = plan.ask_now(&s.requests, (self.me as u32, s.ticket));
                 plan.push_applied(applied);
