@@ -7,12 +7,17 @@
 #
 #   scripts/edge-net-run.sh [--devices 3] [--rate 1mbit] [--delay 50ms] [--jitter 5ms] [--loss 0]
 #                           [--streams 6] [--tuples 3000] [--window 600s] [--broker 127.0.0.1:9092]
+#                           [--resident]
+#
+# --resident: the devices keep their streams' groups resident (`saams-edge --resident`) and ship
+# per window and group the query view, the raw values or the whole state as their byte budget
+# chooses; the last columns count each form (they are 0 without it, whole states aside).
 #
 # Needs root and a Kafka-protocol broker. Prints one TSV row per device to stdout, then `answers
 # equal the raw run` (or fails). Tears the namespaces down at the end, also on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-devices=3 rate=1mbit delay=50ms jitter=5ms loss=0 streams=6 tuples=3000 window=600s
+devices=3 rate=1mbit delay=50ms jitter=5ms loss=0 streams=6 tuples=3000 window=600s resident=()
 broker=${SAAMS_KAFKA_BROKERS:-127.0.0.1:9092}
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -25,6 +30,7 @@ while [[ $# -gt 0 ]]; do
         --tuples) tuples=$2; shift 2 ;;
         --window) window=$2; shift 2 ;;
         --broker) broker=$2; shift 2 ;;
+        --resident) resident=(--resident); shift ;;
         *) echo "edge-net-run.sh: unknown flag $1" >&2; exit 2 ;;
     esac
 done
@@ -69,7 +75,7 @@ run_devices() {
     for i in $(seq 1 "$devices"); do
         local cmd=("$bin/saams-edge" --device "dev$i" --brokers "$broker" --partials-topic "$topic"
             --requests "$requests" --window "$window" --partition $((i - 1)) --partitions "$devices"
-            --data "$work/dev$i.json")
+            --data "$work/dev$i.json" "${resident[@]}")
         if [[ $how == netns ]]; then
             scripts/edge-net.sh bytes "$i" >"$work/$how-$i.before"
             (start=$(date +%s.%N); scripts/edge-net.sh exec "$i" "${cmd[@]}" 2>"$work/$how-$i.err"
@@ -81,10 +87,11 @@ run_devices() {
     done
     wait
 }
+# The cloud job's sorted answers, each without the devices it names (the raw run names none).
 cloud() {
     "$bin/saams" --requests "$requests" --window "$window" -w 2 --progress 0 --brokers "$broker" \
         --partials-topic "$1" --from earliest --exit-when-idle 3s --device-timeout 2s \
-        --partitions "$devices" 2>"$work/cloud-$1.err" | sort
+        --partitions "$devices" 2>"$work/cloud-$1.err" | sed 's/,"devices":\[[^]]*\]}$/}/' | sort
 }
 field() { sed -n "s/.*\b$2=\([0-9.]*\).*/\1/p" "$1" | head -1; }
 
@@ -95,7 +102,7 @@ run_devices netns "edgenet-ns-$stamp"
 for i in $(seq 1 "$devices"); do scripts/edge-net.sh bytes "$i" >"$work/netns-$i.after"; done
 cloud "edgenet-ns-$stamp" >"$work/fed.txt"
 
-printf 'device\tlink\twindows\tshipped_bytes\traw_bytes\tlink_tx_bytes\tlink_rx_bytes\tseconds_link\tseconds_loopback\tms_per_shipment_link\tms_per_shipment_loopback\n'
+printf 'device\tlink\twindows\tshipped_bytes\traw_bytes\tlink_tx_bytes\tlink_rx_bytes\tseconds_link\tseconds_loopback\tms_per_shipment_link\tms_per_shipment_loopback\tview_groups\tresident_raw_groups\twhole_groups\n'
 for i in $(seq 1 "$devices"); do
     e=$work/netns-$i.err
     windows=$(field "$e" windows)
@@ -104,9 +111,10 @@ for i in $(seq 1 "$devices"); do
     sl=$(field "$work/netns-$i.time" seconds) sb=$(field "$work/loopback-$i.time" seconds)
     # Shipments: the windows plus hello and goodbye, each waited for (acks=all).
     ships=$((windows + 2))
-    printf 'dev%s\t%s/%s/%s/%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\n' "$i" "$rate" "$delay" "$jitter" "$loss" \
+    printf 'dev%s\t%s/%s/%s/%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.0f\t%.0f\t%s\t%s\t%s\n' "$i" "$rate" "$delay" "$jitter" "$loss" \
         "$windows" "$(field "$e" shipped_bytes)" "$(field "$e" raw_bytes)" "$tx" "$rx" "$sl" "$sb" \
-        "$(echo "$sl * 1000 / $ships" | bc -l)" "$(echo "$sb * 1000 / $ships" | bc -l)"
+        "$(echo "$sl * 1000 / $ships" | bc -l)" "$(echo "$sb * 1000 / $ships" | bc -l)" \
+        "$(field "$e" view_groups)" "$(field "$e" resident_raw_groups)" "$(field "$e" whole_groups)"
 done
 if cmp -s "$work/raw.txt" "$work/fed.txt" && [[ -s $work/raw.txt ]]; then
     echo "edge-net-run.sh: answers equal the raw run ($(wc -l <"$work/raw.txt") lines, $devices devices over $rate/$delay links)"
