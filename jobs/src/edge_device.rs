@@ -23,7 +23,7 @@ use crate::duration::parse_duration_ms;
 use crate::edge::control::Applied;
 use crate::edge::device::{DeviceCounts, DeviceWindows};
 use crate::edge::monitor_site::{DeviceSites, SiteCounts};
-use crate::edge::shipment::{Body, GroupData, Shipment};
+use crate::edge::shipment::{Body, Shipment};
 use crate::edge::snapshots::{ShippedSnapshots, loads_kept_whole};
 use crate::edge_follow::Follower;
 use crate::edge_ship::{Batches, Shipper};
@@ -587,7 +587,7 @@ impl Device {
 /// Take one tuple (`seq`: its unit and line, [`crate::edge::monitor_site`]): its values to the
 /// open window and the monitored streams' sites. When it opens a later window, the shipments
 /// of the window it closed, then the sites' messages sent before the new one, the last of them
-/// naming the new window ([`moved_on`]).
+/// naming the new window ([`DeviceWindows::moved_on`]).
 fn push(
     plan: &Plan,
     (windows, sites): (&mut DeviceWindows, &mut DeviceSites),
@@ -607,36 +607,10 @@ fn push(
             ships.extend(more);
         }
         record_sites(plan, (windows, sites), watermark);
-        moved_on(&mut ships, now, (windows, sites));
+        windows.moved_on(&mut ships, now, Some(&mut sites.counts));
     }
     sites.push(plan, t, (seq, now));
     ships
-}
-
-/// The device moved on to window `next` (it read a tuple of it): the last of `ships` (the
-/// closed window's records, then the sites' messages) says so ([`Body::Data`]'s `through`), so
-/// the cloud's clock of this device's partition moves there at once rather than at the next
-/// window's shipment. The bytes it adds are counted as shipped and, the same, as raw: shipping
-/// the values raw would name the next window alike.
-fn moved_on(ships: &mut [Shipment], next: u64, (windows, sites): (&mut DeviceWindows, &mut DeviceSites)) {
-    let Some(Shipment { body: Body::Data { window, raw_bytes, groups, through }, .. }) = ships.last_mut() else {
-        return;
-    };
-    if next <= *window || groups.is_empty() {
-        return;
-    }
-    *through = Some(next);
-    // The record's kind byte only changes; the next window follows as a varint of its distance.
-    let mut distance = saams::codec::Writer::new();
-    distance.varint(next - *window);
-    let added = distance.into_inner().len() as u64;
-    *raw_bytes += added;
-    let (shipped, raw) = if groups.iter().any(|g| matches!(g.data, GroupData::Sites(_))) {
-        (&mut sites.counts.shipped_bytes, &mut sites.counts.raw_bytes)
-    } else {
-        (&mut windows.counts.shipped_bytes, &mut windows.counts.raw_bytes)
-    };
-    (*shipped, *raw) = (*shipped + added, *raw + added);
 }
 
 /// Close the open window: its shipments, then the sites' messages sent before `watermark`

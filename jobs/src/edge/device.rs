@@ -41,6 +41,7 @@ use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
 use super::budget::GroupBudget;
+use super::monitor_site::SiteCounts;
 use super::resident::{resident_group, view_bytes};
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
 
@@ -298,6 +299,48 @@ impl DeviceWindows {
             }
         }
         shipped
+    }
+
+    /// [`DeviceWindows::push`], the last record of a window it closes naming the window opened
+    /// ([`DeviceWindows::moved_on`]): what `saams-edge` ships for a device without monitored
+    /// streams (the federated experiment's devices).
+    pub fn push_moving_on(&mut self, plan: &Plan, t: &Tuple) -> Vec<Shipment> {
+        let was = self.open_seq().map(|(w, _)| w);
+        let mut ships = self.push(plan, t);
+        if let (Some(was), Some((now, _))) = (was, self.open_seq())
+            && now != was
+        {
+            self.moved_on(&mut ships, now, None);
+        }
+        ships
+    }
+
+    /// The device moved on to window `next` (it read a tuple of it): the last of `ships` (the
+    /// closed window's records, then any monitored streams' site messages) says so
+    /// ([`Body::Data`]'s `through`), so the cloud's clock of this device's partition moves there
+    /// at once rather than at the next window's shipment. The bytes it adds are counted as
+    /// shipped and, the same, as raw (shipping the values raw would name the next window
+    /// alike): in `sites` when that record carries site messages, else here.
+    pub fn moved_on(&mut self, ships: &mut [Shipment], next: u64, sites: Option<&mut SiteCounts>) {
+        let Some(Shipment { body: Body::Data { window, raw_bytes, groups, through }, .. }) = ships.last_mut() else {
+            return;
+        };
+        if next <= *window || groups.is_empty() {
+            return;
+        }
+        *through = Some(next);
+        // The record's kind byte only changes; the next window follows as a varint of its distance.
+        let mut distance = saams::codec::Writer::new();
+        distance.varint(next - *window);
+        let added = distance.into_inner().len() as u64;
+        *raw_bytes += added;
+        let (shipped, raw) = match sites {
+            Some(s) if groups.iter().any(|g| matches!(g.data, GroupData::Sites(_))) => {
+                (&mut s.shipped_bytes, &mut s.raw_bytes)
+            }
+            _ => (&mut self.counts.shipped_bytes, &mut self.counts.raw_bytes),
+        };
+        (*shipped, *raw) = (*shipped + added, *raw + added);
     }
 
     /// From now on, values of windows before `window` are late (refused and counted): a device

@@ -10,7 +10,8 @@
 //! rows' devices keep their groups resident (`saams-edge --resident`, [`DeviceWindows::resident`])
 //! and ship per window and group the query view, the raw values or the whole state as the same
 //! byte budget chooses (`saams_jobs::edge::budget`, called from `DeviceWindows::close`: the very
-//! code `saams-edge` runs, not a copy); the TSV counts each form (`view_groups`, `raw_groups`,
+//! code `saams-edge` runs, not a copy; a window's last record names the window the device moved
+//! on to, [`DeviceWindows::push_moving_on`], as `saams-edge`'s do); the TSV counts each form (`view_groups`, `raw_groups`,
 //! `whole_groups`, adding up to `groups_shipped`, the groups in the records). So the bytes are the
 //! records `saams-edge` produces, counted without a broker (CI has none when the experiments
 //! run). The network side — the same devices as processes in their own network namespaces over
@@ -114,7 +115,7 @@ fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String>
     for (site, t) in tuples {
         let device = &mut devices[site % setting.devices];
         stream_windows.insert((*site, plan.window_of(t.time_ms.unwrap_or(0).max(0))));
-        groups_shipped += groups_in(&device.push(&plan, t));
+        groups_shipped += groups_in(&device.push_moving_on(&plan, t));
     }
     let mut total = DeviceCounts::default();
     let mut whole_by_kind = std::collections::BTreeMap::new();
