@@ -123,6 +123,12 @@ fn agrees_on_variants_of_the_reference_layout() {
         r#","price":6.0654,"timestamp":"2019-01-02T00:00:00"}"#,
         r#","price":6.0654,"values":{"a":1}}"#,
         r#","price":null,"note":"a b"}"#,
+        // A name repeated where one value is null: the general parser keeps the last value.
+        r#","price":null,"price":1}"#,
+        r#","price":1,"price":null}"#,
+        r#","price":null,"price":null}"#,
+        r#","price":null,"volume":1,"price":"x"}"#,
+        r#","volume":1,"price":null,"volume":null}"#,
         r#","price":-0.0,"volume":1e3}"#,
         r#","price":1e400}"#,
         r#","price":6.0654,"volume":1,}"#,
