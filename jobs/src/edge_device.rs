@@ -607,7 +607,10 @@ fn push(
             ships.extend(more);
         }
         record_sites(plan, (windows, sites), watermark);
-        windows.moved_on(&mut ships, now, Some(&mut sites.counts));
+        if let Some(added) = windows.moved_on(&mut ships, now) {
+            sites.counts.shipped_bytes += added;
+            sites.counts.raw_bytes += added;
+        }
     }
     sites.push(plan, t, (seq, now));
     ships

@@ -41,7 +41,6 @@ use saams_operators::window::Held;
 use saams_operators::{Plan, Val};
 
 use super::budget::GroupBudget;
-use super::monitor_site::SiteCounts;
 use super::resident::{resident_group, view_bytes};
 use super::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};
 
@@ -310,7 +309,7 @@ impl DeviceWindows {
         if let (Some(was), Some((now, _))) = (was, self.open_seq())
             && now != was
         {
-            self.moved_on(&mut ships, now, None);
+            self.moved_on(&mut ships, now);
         }
         ships
     }
@@ -320,13 +319,14 @@ impl DeviceWindows {
     /// ([`Body::Data`]'s `through`), so the cloud's clock of this device's partition moves there
     /// at once rather than at the next window's shipment. The bytes it adds are counted as
     /// shipped and, the same, as raw (shipping the values raw would name the next window
-    /// alike): in `sites` when that record carries site messages, else here.
-    pub fn moved_on(&mut self, ships: &mut [Shipment], next: u64, sites: Option<&mut SiteCounts>) {
+    /// alike): here, or, when that record carries site messages, by the caller in its sites'
+    /// counters (the bytes are returned then).
+    pub fn moved_on(&mut self, ships: &mut [Shipment], next: u64) -> Option<u64> {
         let Some(Shipment { body: Body::Data { window, raw_bytes, groups, through }, .. }) = ships.last_mut() else {
-            return;
+            return None;
         };
         if next <= *window || groups.is_empty() {
-            return;
+            return None;
         }
         *through = Some(next);
         // The record's kind byte only changes; the next window follows as a varint of its distance.
@@ -334,13 +334,12 @@ impl DeviceWindows {
         distance.varint(next - *window);
         let added = distance.into_inner().len() as u64;
         *raw_bytes += added;
-        let (shipped, raw) = match sites {
-            Some(s) if groups.iter().any(|g| matches!(g.data, GroupData::Sites(_))) => {
-                (&mut s.shipped_bytes, &mut s.raw_bytes)
-            }
-            _ => (&mut self.counts.shipped_bytes, &mut self.counts.raw_bytes),
-        };
-        (*shipped, *raw) = (*shipped + added, *raw + added);
+        if groups.iter().any(|g| matches!(g.data, GroupData::Sites(_))) {
+            return Some(added);
+        }
+        self.counts.shipped_bytes += added;
+        self.counts.raw_bytes += added;
+        None
     }
 
     /// From now on, values of windows before `window` are late (refused and counted): a device
