@@ -74,6 +74,38 @@ pub struct DeviceCounts {
     pub script_answers: u64,
 }
 
+impl std::ops::AddAssign for DeviceCounts {
+    /// Another device's counts added, field by field (several devices' totals). Kept beside the
+    /// fields so that a new counter is not left out of the sums (the federated experiment's own
+    /// sum missed `resident_raw_groups`).
+    fn add_assign(&mut self, c: DeviceCounts) {
+        let DeviceCounts {
+            tuples,
+            late,
+            windows,
+            partial_windows,
+            raw_windows,
+            shipped_bytes,
+            raw_bytes,
+            whole_groups,
+            view_groups,
+            resident_raw_groups,
+            script_answers,
+        } = c;
+        self.tuples += tuples;
+        self.late += late;
+        self.windows += windows;
+        self.partial_windows += partial_windows;
+        self.raw_windows += raw_windows;
+        self.shipped_bytes += shipped_bytes;
+        self.raw_bytes += raw_bytes;
+        self.whole_groups += whole_groups;
+        self.view_groups += view_groups;
+        self.resident_raw_groups += resident_raw_groups;
+        self.script_answers += script_answers;
+    }
+}
+
 /// Per group kept whole, at a window's close ([`Kept`]).
 pub(super) type Wholes = BTreeMap<u32, Kept>;
 

@@ -4,13 +4,12 @@
 //!
 //! A record is `SAED`, the format version (1), the CRC-32 of the rest, then the body: the kind
 //! (hello, data, goodbye, a device's answer to an ask), the device id, the sequence number and, for data, the window and per
-//! update group of the device's plan the synopses it feeds, and on a window's last record the
-//! window the device moved on to, (named by what they are: dataset,
+//! update group of the device's plan the synopses it feeds (named by what they are: dataset,
 //! stream, field, kind and construct parameters, so the cloud finds them whatever its own
 //! indices) and either their partials (the codec bytes), their whole states (the checkpoint
 //! codec's bytes, from a device that is the stream's only reader), their query views (a device
 //! that keeps them resident) or the raw values as compact records (time from the window's start,
-//! sequence number and value).
+//! sequence number and value); on a window's last record, the window the device moved on to.
 //!
 //! ```
 //! use saams_jobs::edge::shipment::{Body, GroupData, GroupShip, RawValue, Shipment, SynId};

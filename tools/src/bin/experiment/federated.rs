@@ -126,7 +126,7 @@ fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String>
             e.0 += n;
             e.1 += bytes;
         }
-        add_counts(&mut total, &d.counts);
+        total += d.counts;
     }
     if total.late > 0 {
         return Err(format!(
@@ -135,20 +135,6 @@ fn ship(setting: &Setting, tuples: &[(usize, Tuple)]) -> Result<Shipped, String>
         ));
     }
     Ok(Shipped { counts: total, stream_windows: stream_windows.len(), groups_shipped, whole_by_kind })
-}
-
-/// Add one device's counts to `total`.
-fn add_counts(total: &mut DeviceCounts, c: &DeviceCounts) {
-    total.tuples += c.tuples;
-    total.late += c.late;
-    total.windows += c.windows;
-    total.partial_windows += c.partial_windows;
-    total.raw_windows += c.raw_windows;
-    total.shipped_bytes += c.shipped_bytes;
-    total.raw_bytes += c.raw_bytes;
-    total.whole_groups += c.whole_groups;
-    total.view_groups += c.view_groups;
-    total.resident_raw_groups += c.resident_raw_groups;
 }
 
 /// The groups `shipments` carry, each a window's group of one device in whatever form.
