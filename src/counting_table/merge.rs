@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::order::for_each_batch;
+use super::order::{BATCH, for_each_batch};
+use super::probe::{ProbeEnd, probe_ends};
 use super::record::Record;
 use super::table::{Table, mix};
 
@@ -16,32 +17,53 @@ impl<R: Record> Table<R> {
     fn add_counted(&mut self, record: R) -> bool {
         let mask = self.mask();
         let mut i = (mix(record.id()) as usize) & mask;
-        loop {
-            let s = self.slots[i];
-            if (s.count() == 0) | (s.id() == record.id()) {
-                break;
-            }
+        // On while the slot neither holds the id nor is empty, tested as one compare.
+        while (self.slots[i].id() ^ record.id()).min(self.slots[i].count()) != 0 {
             i = (i + 1) & mask;
         }
-        let s = self.slots[i];
+        self.add_unless_taken(record, i).1
+    }
+
+    /// Add `record` at `slot`, where its probe ended before other records were added, unless an
+    /// item added since has taken the slot; returns whether it was added, and whether as a new
+    /// item. Neither is branched on: whether the slot was taken (rarely), or empty (at random,
+    /// about every other record of a merge).
+    #[inline]
+    fn add_unless_taken(&mut self, record: R, slot: usize) -> (bool, bool) {
+        let s = self.slots[slot];
+        // Taken: the slot neither holds the id nor is empty (one compare, not two branches).
+        let taken = (s.id() ^ record.id()).min(s.count()) != 0;
         let was_empty = s.count() == 0;
         let mut merged = [s, record][usize::from(was_empty)];
-        *merged.count_mut() = s.count() + record.count();
-        self.slots[i] = merged;
+        *merged.count_mut() = s.count() + (record.count() & u64::from(!taken).wrapping_neg());
+        self.slots[slot] = merged;
         self.len += usize::from(was_empty);
-        was_empty
+        (!taken, was_empty)
     }
 
     /// Add a batch of records, doubling the table first whenever a new item would take it past
     /// 3/4 full, as [`Table::insert_new`] does. A batch that fits even if every record is new
     /// goes without that test per record (it costs more than the adding, as it can reallocate
-    /// the slots under the loop). Calls `new` with each record that was new.
+    /// the slots under the loop), and in rounds of two passes: every record's probe first,
+    /// reading the slots only ([`probe_ends`]), then the adds, each where its probe ended
+    /// unless a new item of the round took that slot first (two in five new items when merging
+    /// the 10 M-key halves, whose records come in slot order): those are probed again in the
+    /// next round, not followed on slot by slot (a branch that mispredicted on each of them).
+    /// Probing and adding record by record, the next record's probe would read slots the add
+    /// just wrote, and wait for the store. Calls `new` with each record that was new.
     #[inline]
     fn add_batch(&mut self, batch: &[R], mut new: impl FnMut(&mut Self, &R)) {
         if (self.len + batch.len()) * 4 <= self.slots.len() * 3 {
-            for e in batch {
-                if self.add_counted(*e) {
-                    new(self, e);
+            let mut ends = [ProbeEnd::default(); BATCH];
+            let (mut a, mut b) = ([R::default(); BATCH], [R::default(); BATCH]);
+            let (mut deferred, mut next) = (&mut a, &mut b);
+            for chunk in batch.chunks(BATCH) {
+                // Each round adds the records whose probe's end no new item of the round took
+                // first, and defers the others to the next, which probes them again.
+                let mut n = self.add_round(chunk, &mut ends, deferred, &mut new);
+                while n > 0 {
+                    n = self.add_round(&deferred[..n], &mut ends, next, &mut new);
+                    std::mem::swap(&mut deferred, &mut next);
                 }
             }
             return;
@@ -54,6 +76,30 @@ impl<R: Record> Table<R> {
                 new(self, e);
             }
         }
+    }
+
+    /// One round of [`Table::add_batch`]: probe every record of `round`, then add each whose
+    /// probe's end no new item of the round has taken since; the others go to `deferred`
+    /// (their number is returned).
+    #[inline]
+    fn add_round(
+        &mut self,
+        round: &[R],
+        ends: &mut [ProbeEnd; BATCH],
+        deferred: &mut [R; BATCH],
+        new: &mut impl FnMut(&mut Self, &R),
+    ) -> usize {
+        probe_ends(&self.slots, round, &mut ends[..round.len()]);
+        let mut n = 0;
+        for (e, end) in round.iter().zip(ends.iter()) {
+            let (added, was_new) = self.add_unless_taken(*e, end.slot);
+            deferred[n] = *e;
+            n += usize::from(!added);
+            if was_new {
+                new(self, e);
+            }
+        }
+        n
     }
 
     /// Add every item of `other` (counts summed); the table ends at the capacity adding the
@@ -122,7 +168,7 @@ impl<R: Record> Table<R> {
         if !likely_fits {
             self.rebuild((most.saturating_mul(4) / 3 + 1).next_power_of_two().max(start_capacity));
         }
-        for batch in records.chunks(256) {
+        for batch in records.chunks(BATCH) {
             if with_texts {
                 self.add_batch(batch, |table, e| {
                     if let Some(t) = text(e.id()) {

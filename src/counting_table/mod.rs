@@ -9,54 +9,61 @@
 //!
 //! - [`record`]: what a slot holds — Lossy Counting's [`Slot`] (count and bucket delta), Sticky
 //!   Sampling's [`Entry`] (count only);
-//! - [`table`]: lookup, insertion, pruning, iteration; [`merge`]: adding another table;
+//! - [`table`]: lookup, insertion, pruning, iteration; [`merge`]: adding another table, whose
+//!   records' probes [`probe`] finds before any is added;
 //! - [`order`]: branch-free walks over the slots and the radix sort by id;
 //! - [`codec`]: the records' byte layout, shared by both kinds' payloads.
 //!
-//! # Why the records are not kept in hash order
+//! # How a merge probes, and what was tried (2026-12-03 to 12-07)
 //!
-//! A table whose records sit in hash order (home slot from the hash's top bits, each run sorted
-//! by hash, as in ordered or Robin Hood hashing) merges like two sorted lists, in one linear
-//! pass without lookups. It was built (2026-12-03) and measured on the 10 M-key Zipf partials
-//! of the `issue15_10m` bench group, in alternating runs of the two builds on the shared
-//! machine under load (minimum of 400 merges each): the two halves merged in 256–281 µs against
-//! 331–383 µs, but the 4/5 + 1/5 merge took 388–445 µs against 235–253 µs. The branch-free
-//! merge of the two sorted lists alone took about 4 ns per record of the union (185 µs of the
-//! halves' 46,620); every record of the larger side is rewritten even when the other side
-//! brings a few thousand; the coin tosses still need the thinned side sorted by id, and its
-//! survivors then need sorting by hash. Inserting into such a table also moves the rest of a
-//! run on every update that tracks a new item (not measured). Neither homes from the hash's top
-//! bits alone (a merge then reads the other side's slots in this table's order), nor a
-//! four-slot probe without a branch per slot, nor sorting 8-byte packed keys instead of the
-//! records by id moved either figure. The reference model in `sticky_sampling`'s tests is the
-//! oracle for the next attempt.
+//! A merge ([`Table::absorb`], [`Table::absorb_records`]) adds the other side's records 256 at a
+//! time, in rounds of two passes: every record's probe first, reading the slots only
+//! ([`probe`]: Sticky Sampling's records eight slots at a time with AVX2, found or not without a
+//! branch), then the adds, each where its probe ended; a new item whose slot an earlier new item
+//! of the round took is probed again in the next round. No probe reads a slot an add of its own
+//! round writes: probing and adding record by record, the next record's wide load waited on
+//! the store just made into a neighbouring slot (the other side is read in slot order).
 //!
-//! Where a merge's time goes (2026-12-06): it is the probe, not the memory. On the 10 M-key halves
-//! (29,242 records added into 65,536 slots, ending at 46,620) `absorb` took 365–381 µs; in a
-//! stand-alone copy of the table, scanning both 1 MB slot arrays took 30–40 µs and reading each
-//! record's home slot 18–30 µs, but probing to the end of each run 270–300 µs (its exit is a branch
-//! on a random run length), and a branch-free probe of the eight slots from the home 190 µs before
-//! the add's store and about 350 µs with it (the next record's probe reads the slots just written).
-//! In this crate that probe, with the add written field by field and the other side read in sixteen
-//! interleaved stripes (so consecutive records lie far apart), was slower in alternating runs:
-//! 389–415 µs against 365–381 µs on the halves, 478–516 µs against 406–424 µs on the 4/5 + 1/5
-//! merge, 690–711 µs against 634–642 µs on the 1 M-key reference halves. Finding a batch's probe
-//! ends first and adding after (re-probing where an earlier record of the batch took the slot) was
-//! slower again stand-alone (about 400 µs: in slot order that happens often, and mispredicts). An
-//! AVX-512 probe (the eight slots from the home compared against `[id, 0, …]` in two instructions,
-//! records fed in interleaved stripes) took 160 µs against 375 µs stand-alone, but in this crate,
-//! in alternating runs, 399–412 µs against 382 µs on the 10 M halves, 328–341 µs against 304–313 µs
-//! on the 1 M-key issue halves, 355–378 µs against 419–431 µs on the 4/5 + 1/5 merge and 648–652 µs
-//! against 668–680 µs on the 1 M-key reference halves: the 64-byte loads wait on the stores of the
-//! records added just before (perf puts the time on the id store and the second compare), so it was
-//! left out. Nothing measured so far costs much under 4 ns a record here (the sorted merge above,
-//! per record of the union; the AVX-512 probe stand-alone, 5.5 ns), so tens of µs for the 30 k
-//! records of a 10 M-key half is not in reach by these means.
+//! Where the time goes on the 10 M-key halves (29,242 records into 65,536 slots, 46,620 at the
+//! end; the bench's partials, 2026-12-07): gathering the other side's records and the rest of
+//! the merge about 48 µs (reading one 1 MB slot array costs about that here, so two of them
+//! bound any merge near 100 µs), the probes about 135 µs and the adds about 145 µs, both bound
+//! by instructions (some 35 a record for the add, at about three a cycle). Tens of µs is not in
+//! reach by probing each record, nor by merging sorted lists (below: about 4 ns a record of the
+//! union). Tried, measured against the build before each (µs, minimum of 400 merges, alternating
+//! runs on the shared machine), and left out:
+//!
+//! - records kept in hash order, merged as two sorted lists (2026-12-03): halves 256–281
+//!   against 331–383, but 4/5 + 1/5 388–445 against 235–253 (every record of the larger side is
+//!   rewritten, and the thinned side needs sorting by id and then by hash);
+//! - probing and adding record by record with a wide probe (four or eight slots without a
+//!   branch each, or AVX-512 over eight with the other side read in sixteen interleaved
+//!   stripes): 160 µs against 375 stand-alone for AVX-512, but slower in the crate, 399–412
+//!   against 382 on the halves, as the loads wait on the stores just made;
+//! - one pass of probes, then adds that follow on slot by slot from where a probe ended: 318–325
+//!   on the halves, as two in five new items (7,046 of 17,368) find their slot taken by an
+//!   earlier one and the walk on mispredicts — hence the rounds;
+//! - marking the slots a batch's new items take in a bitmap while probing (each item placed
+//!   once): 435, as each probe waits on the previous record's mark through memory;
+//! - batches gathered across 128 stripes of the other side (a batch's records far apart, so
+//!   their probes rarely meet): 438, as the strided reads miss the caches the slot-order walk
+//!   streams through;
+//! - four slots a probe instead of eight: the probes alone 167 against 183, the merge 373
+//!   against 330 (as the table fills, more runs go past four slots, on to the loop);
+//! - a maximum load of 1/2 instead of 3/4: Sticky Sampling's tables double (524 KB to 1 MB on
+//!   the issue's 1 M keys, 1 MB to 2 MB on 10 M keys); the 1 M-key issue halves 198 against 240,
+//!   but the 10 M-key halves 445 against 340 and 4/5 + 1/5 630 against 390, as the larger tables
+//!   leave the caches.
+//!
+//! Ids and counts in separate arrays (so a probe's loads never meet an add's stores) were not
+//! built: within a round they no longer meet, and every walk over the slots would change.
+//! The reference model in `sticky_sampling`'s tests is the oracle for the next attempt.
 
 mod codec;
 mod identity;
 mod merge;
 mod order;
+mod probe;
 mod record;
 mod table;
 #[cfg(test)]

@@ -2,13 +2,15 @@
 
 use super::record::Record;
 
+/// Records handled at a time by the batched walks and merges: a few kilobytes on the stack.
+pub(super) const BATCH: usize = 256;
+
 /// Call `f` with the non-empty records of `slots`, in slot order, a few hundred at a time.
 /// Which slots are empty is random, so a branch per slot mispredicts about as often as a table
 /// is empty; gathering the records first (every slot copied, the write position advancing only
 /// past records) has no such branch.
 #[inline]
 pub(super) fn for_each_batch<R: Record>(slots: &[R], mut f: impl FnMut(&[R])) {
-    const BATCH: usize = 256;
     let mut buf = [R::default(); BATCH];
     for chunk in slots.chunks(BATCH) {
         let mut w = 0;

@@ -17,6 +17,12 @@ pub(crate) trait Record: Copy + Default {
     fn count_mut(&mut self) -> &mut u64;
     /// The bucket delta (0 where the kind keeps none).
     fn delta(&self) -> u64;
+    /// The records as Sticky Sampling's, if they are: a wide probe compares their two words
+    /// several slots at a time ([`super::probe`]).
+    fn as_entries(records: &[Self]) -> Option<&[Entry]> {
+        let _ = records;
+        None
+    }
 }
 
 /// [`Record`]'s `id`, `count` and `count_mut`, for a record with `id` and `count` fields (each
@@ -59,8 +65,10 @@ impl Record for Slot {
 }
 
 /// Sticky Sampling's record: an item and its count (`count == 0` marks an empty slot), without
-/// the bucket delta Sticky Sampling never uses.
+/// the bucket delta Sticky Sampling never uses. Laid out as its two words in order, so that a
+/// wide load compares several slots at once ([`super::probe`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct Entry {
     pub id: u64,
     pub count: u64,
@@ -75,5 +83,8 @@ impl Record for Entry {
     #[inline]
     fn delta(&self) -> u64 {
         0
+    }
+    fn as_entries(records: &[Self]) -> Option<&[Entry]> {
+        Some(records)
     }
 }

@@ -1,7 +1,10 @@
 //! Unit tests of the counting table: the radix sort, growth while merging, sizing once from
-//! distinct records, and both merges (a table, or a list of records) with either record.
+//! distinct records, both merges (a table, or a list of records) with either record, the wide
+//! probe against the scalar one, and a merge's records probed again when a new item took the
+//! slot their probe ended on.
 
-use super::order::sort_by_id;
+use super::order::{BATCH, sort_by_id};
+use super::probe::{ProbeEnd, probe_ends, probe_ends_scalar};
 use super::record::{Entry, Slot};
 use super::table::{Table, mix};
 use crate::hash::{SplitMix64, canonical_bits};
@@ -156,5 +159,82 @@ fn absorb_and_absorb_records_sum_counts_keep_texts_and_end_at_the_grown_size() {
             assert_eq!(a.text(id), b.text(id));
         }
         assert!(a.texts_len() >= b.texts_len().saturating_sub((overlap as usize).div_ceil(7)));
+    }
+}
+
+/// A table of `capacity` slots holding `ids` (each with count `id % 7 + 1`), placed one by one.
+fn entries(capacity: usize, ids: &[u64]) -> Table<Entry> {
+    let mut t = Table::<Entry>::with_capacity(0);
+    t.slots = vec![Entry::default(); capacity];
+    for &id in ids {
+        if t.get(id).is_none() {
+            t.insert_new(Entry { id, count: id % 7 + 1 }, None);
+        }
+    }
+    t
+}
+
+proptest::proptest! {
+    /// The wide probe (where the CPU has it) ends where the one-slot-at-a-time probe does:
+    /// on tables up to 3/4 full, whose runs wrap past the end and run past eight slots, for
+    /// ids present and absent, 0 among them (an empty slot's id word is 0).
+    #[test]
+    fn the_wide_probe_ends_where_the_scalar_probe_does(
+        log_capacity in 4u32..10,
+        seed in proptest::prelude::any::<u64>(),
+        fill in 0.0f64..0.75,
+        crowd in proptest::prelude::any::<bool>(),
+    ) {
+        let capacity = 1usize << log_capacity;
+        let mut rng = SplitMix64::new(seed);
+        // Crowded: ids whose homes fall in the last sixteenth of the slots, so runs are long and
+        // wrap; otherwise ids at random.
+        let pick = |rng: &mut SplitMix64| loop {
+            let id = rng.next_u64() % (capacity as u64 * 8);
+            if !crowd || (mix(id) as usize & (capacity - 1)) >= capacity - capacity / 16 {
+                return id;
+            }
+        };
+        let present: Vec<u64> = (0..(capacity as f64 * fill) as usize).map(|_| pick(&mut rng)).collect();
+        let table = entries(capacity, &present);
+        let mut batch: Vec<Entry> = present.iter().chain(&[0]).map(|&id| Entry { id, count: 1 }).collect();
+        batch.extend((0..64).map(|_| Entry { id: pick(&mut rng), count: 1 }));
+        for chunk in batch.chunks(BATCH) {
+            let (mut wide, mut scalar) = ([ProbeEnd::default(); BATCH], [ProbeEnd::default(); BATCH]);
+            probe_ends(&table.slots, chunk, &mut wide[..chunk.len()]);
+            probe_ends_scalar(&table.slots, chunk, &mut scalar[..chunk.len()]);
+            proptest::prop_assert_eq!(&wide[..chunk.len()], &scalar[..chunk.len()]);
+            for (e, end) in chunk.iter().zip(&wide) {
+                proptest::prop_assert_eq!(end.found, table.get(e.id).is_some());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_merge_adds_new_items_whose_probes_end_on_one_slot() {
+    // Every item of `b` has the same home in a table of 1024 slots, where `a` already holds
+    // a few of them: the probes of a round all end on the first empty slot past the run, which
+    // the first new item takes; each of the others is probed again in a later round.
+    let capacity = 1024usize;
+    let same_home: Vec<u64> = (1u64..).filter(|&id| mix(id) as usize & (capacity - 1) == 700).take(40).collect();
+    for with_text in [false, true] {
+        let mut a = entries(capacity, &same_home[..5]);
+        let mut b = entries(capacity, &same_home);
+        if with_text {
+            b.texts.insert(same_home[30], "thirty".into());
+        }
+        let mut one_by_one = a.clone();
+        for e in b.iter() {
+            one_by_one.add(e, b.text(e.id));
+        }
+        a.absorb(&b);
+        assert_eq!(a.len(), 40);
+        assert_eq!(a.sorted(), one_by_one.sorted());
+        for &id in &same_home {
+            let expected = (id % 7 + 1) * if same_home[..5].contains(&id) { 2 } else { 1 };
+            assert_eq!(a.count(id), expected, "{id}: a lookup finds it where it was added");
+        }
+        assert_eq!(a.text(same_home[30]), with_text.then_some("thirty"));
     }
 }
