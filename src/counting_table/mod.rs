@@ -23,6 +23,11 @@
 //! of the round took is probed again in the next round. No probe reads a slot an add of its own
 //! round writes: probing and adding record by record, the next record's wide load waited on
 //! the store just made into a neighbouring slot (the other side is read in slot order).
+//! Against probing and adding record by record (2026-12-07, µs, minimum of 400 merges in each of
+//! three alternating runs): the 1 M-key issue halves 232–238 against 261–270 (0.88×), the
+//! reference parameters' 1 M-key halves 566–574 against 613–649 (0.91×), the 10 M-key halves
+//! 326–327 against 351–358 (0.92×), the 10 M-key 4/5 + 1/5 merge 381–418 against 387–395 (the
+//! same within the noise). Updates do not merge, and are as before.
 //!
 //! Where the time goes on the 10 M-key halves (29,242 records into 65,536 slots, 46,620 at the
 //! end; the bench's partials, 2026-12-07): gathering the other side's records and the rest of
@@ -30,29 +35,30 @@
 //! bound any merge near 100 µs), the probes about 135 µs and the adds about 145 µs, both bound
 //! by instructions (some 35 a record for the add, at about three a cycle). Tens of µs is not in
 //! reach by probing each record, nor by merging sorted lists (below: about 4 ns a record of the
-//! union). Tried, measured against the build before each (µs, minimum of 400 merges, alternating
-//! runs on the shared machine), and left out:
+//! union). Tried, measured against the build before each (µs on the 10 M-key halves unless said,
+//! minimum of 400 merges, alternating runs on the shared machine), and left out:
 //!
-//! - records kept in hash order, merged as two sorted lists (2026-12-03): halves 256–281
-//!   against 331–383, but 4/5 + 1/5 388–445 against 235–253 (every record of the larger side is
+//! - records kept in hash order, merged as two sorted lists (2026-12-03): 256–281 against
+//!   331–383, but 4/5 + 1/5 388–445 against 235–253 (every record of the larger side is
 //!   rewritten, and the thinned side needs sorting by id and then by hash);
 //! - probing and adding record by record with a wide probe (four or eight slots without a
 //!   branch each, or AVX-512 over eight with the other side read in sixteen interleaved
-//!   stripes): 160 µs against 375 stand-alone for AVX-512, but slower in the crate, 399–412
-//!   against 382 on the halves, as the loads wait on the stores just made;
-//! - one pass of probes, then adds that follow on slot by slot from where a probe ended: 318–325
-//!   on the halves, as two in five new items (7,046 of 17,368) find their slot taken by an
-//!   earlier one and the walk on mispredicts — hence the rounds;
+//!   stripes): 160 against 375 stand-alone for AVX-512, but slower in the crate, 399–412
+//!   against 382, as the loads wait on the stores just made;
+//! - one pass of probes, then adds that follow on slot by slot from where a probe ended: two in
+//!   five new items (7,046 of 17,368 on the 10 M-key halves) find their slot taken by an earlier
+//!   one, and the walk on mispredicts; the rounds took the 1 M-key issue halves from 260–263 to
+//!   242–253 in the same alternating runs, and left the 10 M-key halves as they were (345–355);
 //! - marking the slots a batch's new items take in a bitmap while probing (each item placed
-//!   once): 435, as each probe waits on the previous record's mark through memory;
+//!   once): 435 against 352, as each probe waits on the previous record's mark through memory;
 //! - batches gathered across 128 stripes of the other side (a batch's records far apart, so
-//!   their probes rarely meet): 438, as the strided reads miss the caches the slot-order walk
+//!   their probes rarely meet): 438 against 353, as the strided reads miss the caches the slot-order walk
 //!   streams through;
 //! - four slots a probe instead of eight: the probes alone 167 against 183, the merge 373
 //!   against 330 (as the table fills, more runs go past four slots, on to the loop);
 //! - a maximum load of 1/2 instead of 3/4: Sticky Sampling's tables double (524 KB to 1 MB on
 //!   the issue's 1 M keys, 1 MB to 2 MB on 10 M keys); the 1 M-key issue halves 198 against 240,
-//!   but the 10 M-key halves 445 against 340 and 4/5 + 1/5 630 against 390, as the larger tables
+//!   but 445 against 340, and 4/5 + 1/5 630 against 390, as the larger tables
 //!   leave the caches.
 //!
 //! Ids and counts in separate arrays (so a probe's loads never meet an add's stores) were not
