@@ -168,7 +168,7 @@ impl Reorder {
 
 /// Move the first `counts[i]` values of every run `i` to `out`, merged in feed order: from the
 /// run whose front is oldest, every value older than the oldest front of the others, in one
-/// move (found by a gallop).
+/// move (found by [`short_prefix`]).
 ///
 /// Why: a buffer fed by two workers or processes holds a run of each, and a release takes the
 /// front of both. Merging them value by value (a scan of every run's front per value) made
@@ -206,25 +206,46 @@ fn merge_fronts(runs: &mut [VecDeque<Rec>], counts: &mut [usize], out: &mut Vec<
     }
 }
 
-/// Values a merge step looks at one by one before it gallops: runs of two inputs read at the
-/// same event times alternate every value or few, and a gallop and a drain per value cost
-/// more than the comparisons they save.
+/// Values a merge step moves one by one (popped) rather than drained: runs of two inputs read at
+/// the same event times alternate every value or few, and a drain per value costs more than
+/// the pops.
 const SHORT: usize = 4;
 
+/// Values a merge step compares in turn before it gallops past them.
+///
+/// Why: the runs of a buffer fed by two workers alternate in chunks of a few to a few hundred
+/// values (one stripe of a file's unit: a 2 M-line file at `-w 2` gave ~30,000 merge steps a
+/// worker, ~34 values a step, none over 256), and the values a release reads were written
+/// long before (the buffer holds the lateness' worth), so they are out of the cache. A gallop
+/// from the 5th value (probes 1, 2, 4, … values on, then a binary search back) reads those
+/// lines out of order, a miss and a mispredicted exit at each probe: `gallop` was +716 of the
+/// +3,568 samples `-w 2` adds to `-w 1` on a 5 M-line file (~300 ns a step). A scan reads them
+/// in order, as the move after it does, which the prefetcher follows.
+const SCAN: usize = 256;
+
 /// How many of the first `max` values of `run` satisfy `before` (true on a prefix): up to
-/// [`SHORT`] looked at in turn, a gallop past them.
+/// [`SCAN`] looked at in turn, a gallop past them.
 #[inline]
 fn short_prefix(run: &VecDeque<Rec>, max: usize, before: impl Fn(&Rec) -> bool + Copy) -> usize {
-    let mut n = 0;
-    while n < max.min(SHORT) {
-        if !before(&run[n]) {
-            return n;
-        }
-        n += 1;
-    }
+    let limit = max.min(SCAN);
+    let n = scan_prefix(run, limit, before);
     // The gallop stops at `max`: probing a long run to its end (the other runs' fronts being
     // far newer) touched a cache line in each part of it.
-    if n < max { n + prefix_len_in(run, n..max, before) } else { n }
+    if n < limit || n == max { n } else { n + prefix_len_in(run, n..max, before) }
+}
+
+/// How many of the first `limit` values of `run` (at most its length) satisfy `before`, looked
+/// at in turn, in each of the deque's two slices.
+#[inline]
+fn scan_prefix(run: &VecDeque<Rec>, limit: usize, before: impl Fn(&Rec) -> bool) -> usize {
+    let (front, back) = run.as_slices();
+    let front = &front[..limit.min(front.len())];
+    let n = front.iter().position(|r| !before(r)).unwrap_or(front.len());
+    if n < front.len() || n == limit {
+        return n;
+    }
+    let back = &back[..limit - n];
+    n + back.iter().position(|r| !before(r)).unwrap_or(back.len())
 }
 
 /// How many of `run`'s values are older than `bound`: a galloping search from the front (probes
@@ -281,7 +302,8 @@ mod tests {
     fn older_than_counts_what_a_binary_search_does_in_wrapped_runs() {
         let rec = |time: i64| Rec { group: 0, time, seq: 0, val: Val::Num(0.0) };
         let mut wrapped = 0;
-        for len in 0..70usize {
+        // Short runs, and runs past what a merge step scans before it gallops.
+        for len in (0..70usize).chain([SCAN - 1, SCAN, SCAN + 1, 2 * SCAN + 40]) {
             for skip in [0usize, 1, 5, 33] {
                 // The values start `skip` slots into the deque's buffer, so they wrap around its end.
                 let mut run: VecDeque<Rec> = VecDeque::with_capacity(len);
@@ -301,7 +323,7 @@ mod tests {
                             assert_eq!(got, n.min(end), "{len} {skip} {bound} {start} {end}");
                         }
                     }
-                    for max in [0, 1, 3, SHORT, SHORT + 1, n + 2] {
+                    for max in [0, 1, 3, SHORT, SHORT + 1, SCAN - 1, SCAN, SCAN + 1, n + 2, len] {
                         assert_eq!(short_prefix(&run, max.min(len), before), n.min(max), "{len} {skip} {bound} {max}");
                     }
                 }
