@@ -46,6 +46,10 @@ pub struct GroupBatch {
     /// Containers being filled by [`GroupBatch::send_by_target`]: one per target worker, and
     /// the one of records whose targets differ.
     outs: Vec<Vec<Rec>>,
+    /// Scratch of [`GroupBatch::send_by_target`], kept for its allocation: runs of one group in
+    /// sending order (container, first index into `order`, length), and records per container.
+    runs: Vec<(usize, usize, usize)>,
+    sizes: Vec<usize>,
     round: u32,
 }
 
@@ -115,15 +119,14 @@ impl GroupBatch {
             return;
         }
         self.order_groups();
-        // Runs of one group in sending order: (container, first index into `order`, length);
-        // container `outs.len() - 1` is the one of per-record targets.
-        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-        let mut sizes: Vec<usize> = Vec::new();
+        // Container `outs.len() - 1` is the one of per-record targets.
+        let GroupBatch { staged, order, outs, runs, sizes, .. } = self;
+        runs.clear();
+        sizes.clear();
         let mut i = 0;
-        while i < self.order.len() {
-            let first = &self.staged[self.order[i] as usize];
-            let n =
-                1 + self.order[i + 1..].iter().take_while(|&&j| self.staged[j as usize].group == first.group).count();
+        while i < order.len() {
+            let first = &staged[order[i] as usize];
+            let n = 1 + order[i + 1..].iter().take_while(|&&j| staged[j as usize].group == first.group).count();
             let out = target_of(first).unwrap_or(usize::MAX);
             runs.push((out, i, n));
             if out != usize::MAX && out >= sizes.len() {
@@ -133,22 +136,19 @@ impl GroupBatch {
         }
         let mixed = sizes.len();
         sizes.push(0);
-        for run in &mut runs {
+        for run in runs.iter_mut() {
             run.0 = run.0.min(mixed);
             sizes[run.0] += run.2;
         }
-        self.outs.resize_with(sizes.len(), Vec::new);
-        for (out, &n) in self.outs.iter_mut().zip(&sizes) {
+        outs.resize_with(sizes.len(), Vec::new);
+        for (out, &n) in outs.iter_mut().zip(sizes.iter()) {
             out.reserve(n);
         }
-        for &(out, start, n) in &runs {
-            for &j in &self.order[start..start + n] {
-                let r = std::mem::replace(
-                    &mut self.staged[j as usize],
-                    Rec { group: 0, time: 0, seq: 0, val: Val::Num(0.0) },
-                );
-                self.outs[out].push(r);
-            }
+        for &(out, start, n) in runs.iter() {
+            // One extend per run (a slice's iterator knows its length: no capacity check per record).
+            outs[out].extend(order[start..start + n].iter().map(|&j| {
+                std::mem::replace(&mut staged[j as usize], Rec { group: 0, time: 0, seq: 0, val: Val::Num(0.0) })
+            }));
         }
         self.staged.clear();
         for out in self.outs.iter_mut().filter(|o| !o.is_empty()) {
