@@ -1,13 +1,13 @@
-//! A [`Rec`]'s bytes between processes: one byte string per record (through serde, for a `Rec`
-//! in any serialized container), and the same layout per record of a [`super::RecBatch`], the
-//! update exchange's container, which writes and reads it without serde.
+//! A [`Rec`]'s bytes between processes when it crosses in a serialized container (through
+//! serde: one byte string per record). The update exchange's container, [`super::RecBatch`],
+//! writes its records in a layout of its own, each against the one before.
 //!
 //! Why: timely writes what crosses a process boundary with bincode, which, through the derived
 //! `Serialize`, writes every field through its own call (a `Write` per field, the enum's
 //! variant index, the number): serializing and deserializing the paper workload's values took
-//! ~130 instructions a record, about a quarter of the work a `-n 2` job added per tuple over
-//! `-w 1`. Packed here into one fixed layout and written as one byte string, a record costs one
-//! length and one copy each way (bincode borrows the bytes from the message when it decodes).
+//! ~130 instructions a record. Packed here into one fixed layout and written as one byte string,
+//! a record costs one length and one copy each way (bincode borrows the bytes from the message
+//! when it decodes).
 //!
 //! Layout (little-endian): group `u32`, time `i64`, seq `u64`, then a tag byte and the value:
 //! `0` and the `f64` of a number, `1` and the UTF-8 of a text, `2` and a device partial's bytes
@@ -44,15 +44,12 @@ impl Serialize for Rec {
     }
 }
 
-/// Bytes of the shortest record: head and tag (an empty text or partial).
-pub(super) const MIN_LEN: usize = HEAD + 1;
-
 /// Bytes of a number's record: head, tag, `f64`.
-pub(super) const NUM_LEN: usize = HEAD + 1 + 8;
+const NUM_LEN: usize = HEAD + 1 + 8;
 
 /// Bytes of `r`'s layout.
 #[inline]
-pub(super) fn encoded_len(r: &Rec) -> usize {
+fn encoded_len(r: &Rec) -> usize {
     match &r.val {
         Val::Num(_) => NUM_LEN,
         Val::Str(text) => HEAD + 1 + text.len(),
@@ -70,7 +67,7 @@ fn write_head(r: &Rec, out: &mut [u8]) {
 
 /// A number's record into `out` ([`NUM_LEN`] bytes); another value's head only.
 #[inline]
-pub(super) fn write_num(r: &Rec, out: &mut [u8; NUM_LEN]) {
+fn write_num(r: &Rec, out: &mut [u8; NUM_LEN]) {
     write_head(r, out);
     out[HEAD] = NUM;
     if let Val::Num(x) = r.val {
@@ -79,7 +76,7 @@ pub(super) fn write_num(r: &Rec, out: &mut [u8; NUM_LEN]) {
 }
 
 /// `r`'s layout appended to `out` ([`encoded_len`] bytes).
-pub(super) fn encode_into(r: &Rec, out: &mut Vec<u8>) {
+fn encode_into(r: &Rec, out: &mut Vec<u8>) {
     let (tag, tail): (u8, &[u8]) = match &r.val {
         Val::Num(_) => {
             let mut num = [0u8; NUM_LEN];
@@ -97,24 +94,8 @@ pub(super) fn encode_into(r: &Rec, out: &mut Vec<u8>) {
     out.extend_from_slice(tail);
 }
 
-/// A number's record from its [`NUM_LEN`] bytes; `None` for any other (read by [`decode`]).
-///
-/// Why: nearly every routed value is a number, and its fixed-size layout is read without the
-/// checks a record of any length needs (~half the instructions).
-#[inline]
-pub(super) fn decode_num(b: &[u8; NUM_LEN]) -> Option<Rec> {
-    if b[HEAD] != NUM {
-        return None;
-    }
-    let word = |at: usize| {
-        u64::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3], b[at + 4], b[at + 5], b[at + 6], b[at + 7]])
-    };
-    let group = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    Some(Rec { group, time: word(4) as i64, seq: word(12), val: Val::Num(f64::from_bits(word(HEAD + 1))) })
-}
-
 /// A record from its bytes.
-pub(super) fn decode(bytes: &[u8]) -> Result<Rec, String> {
+fn decode(bytes: &[u8]) -> Result<Rec, String> {
     if bytes.len() <= HEAD {
         return Err(format!("a routed value of {} bytes (at least {} expected)", bytes.len(), HEAD + 1));
     }
