@@ -12,6 +12,7 @@
 //! Layout (little-endian): the record count `u64`, then the records ([`packed`]); zero bytes up
 //! to a multiple of 8 (timely's framing).
 
+use std::cell::RefCell;
 use std::io::Write;
 
 use timely::Accountable;
@@ -23,7 +24,7 @@ use super::{Rec, Val};
 
 mod packed;
 
-use packed::{Before, MIN_RECORD, WINDOW};
+use packed::{Before, MIN_RECORD, WINDOW, write_batch};
 
 /// Routed records in one container: what the reader sent, as the update operator takes it.
 ///
@@ -35,6 +36,14 @@ pub struct RecBatch(pub Vec<Rec>);
 
 impl Drop for RecBatch {
     fn drop(&mut self) {
+        // Bytes kept for this batch are no batch's once its vector may hold another.
+        let _ = WRITTEN.try_with(|w| {
+            if let Ok(mut w) = w.try_borrow_mut()
+                && w.batch == Some(self.identity())
+            {
+                w.batch = None;
+            }
+        });
         pool::give_back(std::mem::take(&mut self.0));
     }
 }
@@ -53,15 +62,44 @@ impl Accountable for RecBatch {
 /// Bytes of the count.
 const COUNT: usize = 8;
 
-/// Records are written through a buffer of this many bytes (a few writes per message, not one
-/// per record).
-const CHUNK: usize = 8 << 10;
+/// A batch's bytes as [`ContainerBytes::length_in_bytes`] wrote them, for the
+/// [`ContainerBytes::into_bytes`] that follows it.
+///
+/// Why: timely measures a message and then writes it (`Pusher::push`: `length_in_bytes`, then
+/// `into_bytes`, on the same borrowed container), and this layout's length is known only once
+/// every record has been packed: packed once and kept, the records are not packed twice. The
+/// bytes kept are used once, by the next `into_bytes` of the same vector of the same length (a
+/// batch cannot change while timely borrows it for both), and forgotten when that batch is
+/// dropped, so a later batch in the same allocation never finds them.
+struct Written {
+    /// Which batch: its vector's address and length; `None` once written out.
+    batch: Option<(usize, usize)>,
+    /// The batch's bytes at the start, then what earlier batches left.
+    bytes: Vec<u8>,
+    /// Bytes of the batch.
+    len: usize,
+}
+
+/// Bytes above which the kept buffer is freed after a batch (a batch of large texts or
+/// partials), so a thread keeps at most this much.
+const MAX_KEPT_BYTES: usize = 1 << 20;
+
+thread_local! {
+    static WRITTEN: RefCell<Written> = const { RefCell::new(Written { batch: None, bytes: Vec::new(), len: 0 }) };
+}
 
 impl RecBatch {
     /// The batch's bytes before the padding.
+    #[cfg(test)]
     fn unpadded_len(&self) -> usize {
         let mut before = Before::default();
         COUNT + self.0.iter().map(|r| before.pack(r).len()).sum::<usize>()
+    }
+
+    /// Which batch this is, to [`Written`]: its records' address and number (the records
+    /// cannot change between the two calls, which borrow them both).
+    fn identity(&self) -> (usize, usize) {
+        (self.0.as_ptr() as usize, self.0.len())
     }
 
     /// The records of `bytes` (a batch's layout).
@@ -119,37 +157,32 @@ impl ContainerBytes for RecBatch {
     }
 
     fn length_in_bytes(&self) -> usize {
-        self.unpadded_len().next_multiple_of(8)
+        let kept = WRITTEN.try_with(|w| {
+            let mut w = w.borrow_mut();
+            w.len = write_batch(&self.0, &mut w.bytes);
+            w.batch = Some(self.identity());
+            w.len
+        });
+        // At a thread's exit the buffer may be gone: the batch is packed here only to measure it.
+        kept.unwrap_or_else(|_| write_batch(&self.0, &mut Vec::new()))
     }
 
     fn into_bytes<W: Write>(&self, writer: &mut W) {
-        let mut chunk = [0u8; CHUNK];
-        chunk[..COUNT].copy_from_slice(&(self.0.len() as u64).to_le_bytes());
-        let (mut at, mut written) = (COUNT, 0);
-        let mut before = Before::default();
-        for r in &self.0 {
-            if at + WINDOW > CHUNK {
-                write_all(writer, &chunk[..at]);
-                (written, at) = (written + at, 0);
+        let kept = WRITTEN.try_with(|w| {
+            let mut w = w.borrow_mut();
+            if w.batch.take() != Some(self.identity()) {
+                w.len = write_batch(&self.0, &mut w.bytes);
             }
-            let packed = before.pack(r);
-            let Some(window) = chunk[at..].first_chunk_mut::<WINDOW>() else { unreachable!("flushed above") };
-            packed.write_fixed(window);
-            at += packed.fixed;
-            if !packed.tail.is_empty() {
-                if at + packed.tail.len() > CHUNK {
-                    write_all(writer, &chunk[..at]);
-                    write_all(writer, packed.tail);
-                    (written, at) = (written + at + packed.tail.len(), 0);
-                } else {
-                    chunk[at..at + packed.tail.len()].copy_from_slice(packed.tail);
-                    at += packed.tail.len();
-                }
+            write_all(writer, &w.bytes[..w.len]);
+            if w.bytes.capacity() > MAX_KEPT_BYTES {
+                w.bytes = Vec::new();
             }
+        });
+        if kept.is_err() {
+            let mut bytes = Vec::new();
+            let len = write_batch(&self.0, &mut bytes);
+            write_all(writer, &bytes[..len]);
         }
-        let pad = (written + at).next_multiple_of(8) - (written + at);
-        write_all(writer, &chunk[..at]);
-        write_all(writer, &[0u8; 8][..pad]);
     }
 }
 
@@ -204,6 +237,45 @@ mod tests {
         let run =
             RecBatch((0..4).map(|i| Rec { group: 1, time: 2 + i, seq: 3 + i as u64, val: Val::Num(4.0) }).collect());
         assert_eq!(run.unpadded_len(), COUNT + (1 + 1 + 1 + 1 + 8) + 3 * 3);
+    }
+
+    /// A batch is written as it was measured, and another batch, or one written again without
+    /// being measured, as it is.
+    #[test]
+    fn the_bytes_written_are_the_batch_written_whatever_was_measured_before() {
+        let rec = |group: u32, x: f64| Rec { group, time: 5, seq: 9, val: Val::Num(x) };
+        let a = RecBatch(vec![rec(1, 1.0), rec(1, 2.0)]);
+        let b = RecBatch(vec![rec(2, 3.0), rec(3, 4.0)]);
+        let write = |batch: &RecBatch| {
+            let mut out = Vec::new();
+            batch.into_bytes(&mut out);
+            RecBatch::decode(&out).expect("decode")
+        };
+        assert_eq!(a.length_in_bytes(), (8 + 12 + 11usize).next_multiple_of(8));
+        assert_eq!(write(&b), b, "measured a, wrote b");
+        a.length_in_bytes();
+        assert_eq!(write(&a), a);
+        assert_eq!(write(&a), a, "again, not measured");
+        let mut c = a.clone();
+        c.length_in_bytes();
+        c.0.pop();
+        assert_eq!(write(&c), c, "changed after it was measured");
+        // Measured, dropped, and its vector refilled as long by the next batch.
+        let d = RecBatch({
+            let mut v = pool::take(2);
+            v.extend([rec(1, 1.0), rec(1, 2.0)]);
+            v
+        });
+        let at = d.0.as_ptr();
+        d.length_in_bytes();
+        drop(d);
+        let e = RecBatch({
+            let mut v = pool::take(2);
+            v.extend([rec(4, 5.0), rec(4, 6.0)]);
+            v
+        });
+        assert_eq!(e.0.as_ptr(), at, "the same allocation");
+        assert_eq!(write(&e), e);
     }
 
     /// Bytes that are no batch are errors that say what is wrong, not panics or huge allocations.
