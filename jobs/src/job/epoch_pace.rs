@@ -54,9 +54,12 @@ const SPAN_STEPS: u64 = 2;
 /// passed must still cross the exchange and leave the reorder buffers, and under `-n > 1` the
 /// progress crosses the network threads. With 2 paces a worker ahead found the span used up in
 /// most rounds and parked: a 5 M-line file at `-n 2 -w 1` ran at 0.85 of the two cores, 1.4×
-/// one worker; with 8, 1.7× (docs/figures.md, "Reading ahead of the frontier"). The bound stays
-/// one of tuples (8 × 16 Ki a worker), whatever the input's density in event time.
-const SPAN_PACES: u64 = 8;
+/// one worker; with 8, 1.7× (docs/figures.md, "Reading ahead of the frontier"); with 16, 5–8 %
+/// less wall time again at `-n 2` on a quiet machine, `-w 2` unchanged, peak RSS a few MB more
+/// (docs/figures.md, "On a quiet machine: what is left between one worker and two"; 32 grew
+/// the RSS by up to 40 MB). The bound stays one of tuples (16 × 16 Ki a worker), whatever the
+/// input's density in event time.
+const SPAN_PACES: u64 = 16;
 
 /// [`SPAN_PACES`] for a job paced by `--rate`: its workers read slowly anyway, so waiting on the
 /// frontier costs them nothing, while every pace a worker runs ahead is one the others must read
@@ -155,11 +158,11 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_ahead_reads_eight_reaches_past_the_frontier_or_two_under_a_rate() {
+    fn a_worker_ahead_reads_sixteen_reaches_past_the_frontier_or_two_under_a_rate() {
         let mut pace = EpochPace::new();
         // 4 × PACE_TUPLES tuples over a minute: the reach is 15 s.
         pace.advanced(4 * PACE_TUPLES, 60_000, (u64::MAX, false));
-        assert_eq!(pace.span(1_000, 60_000, false), 1_000 + SPAN_STEPS * 60_000 + 8 * 15_000);
+        assert_eq!(pace.span(1_000, 60_000, false), 1_000 + SPAN_STEPS * 60_000 + 16 * 15_000);
         assert_eq!(pace.span(1_000, 60_000, true), 1_000 + SPAN_STEPS * 60_000 + 2 * 15_000);
         assert_eq!(pace.lag(60_000), MAX_LAG_MS as u64 + 2 * 15_000);
         assert_eq!(pace.lag(1_000), 64_000 + 2 * 15_000);
