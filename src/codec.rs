@@ -140,6 +140,26 @@ fn codec_err(reason: impl Into<String>) -> SynopsisError {
     SynopsisError::Codec(reason.into())
 }
 
+/// Zig-zag: `0, -1, 1, -2, …` as `0, 1, 2, 3, …`, so a signed number small either way (a
+/// difference of two times, a counter below zero) takes few bytes as a varint or a short field.
+///
+/// ```
+/// use saams::codec::{unzigzag, zigzag};
+/// assert_eq!([0, -1, 1, -2].map(zigzag), [0, 1, 2, 3]);
+/// assert_eq!(zigzag(i64::MIN), u64::MAX);
+/// assert!([0, -7, 7, i64::MIN, i64::MAX].iter().all(|&x| unzigzag(zigzag(x)) == x));
+/// ```
+#[inline]
+pub fn zigzag(x: i64) -> u64 {
+    ((x << 1) ^ (x >> 63)) as u64
+}
+
+/// The number [`zigzag`] wrote.
+#[inline]
+pub fn unzigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
 /// Appends little-endian fields to a byte buffer.
 #[derive(Debug, Default)]
 pub struct Writer {

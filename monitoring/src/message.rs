@@ -10,7 +10,7 @@
 //! varints, and sorted lists are delta-coded. [`Message::decode`] is its checked inverse. The
 //! types also derive serde, so the same values can travel as JSON if a consumer prefers.
 
-use saams::codec::{Reader, Writer};
+use saams::codec::{Reader, Writer, unzigzag, zigzag};
 use serde::{Deserialize, Serialize};
 
 use crate::error::MonitorError;
@@ -151,14 +151,6 @@ pub enum Message {
         /// The item.
         item: u64,
     },
-}
-
-fn zigzag(x: i64) -> u64 {
-    ((x << 1) ^ (x >> 63)) as u64
-}
-
-fn unzigzag(x: u64) -> i64 {
-    ((x >> 1) as i64) ^ -((x & 1) as i64)
 }
 
 fn write_ticks(w: &mut Writer, ticks: &[i64]) {

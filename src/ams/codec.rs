@@ -11,18 +11,10 @@
 //! Decoding checks what every row of a real sketch satisfies (each item adds ±1 to one
 //! counter per row): the absolute counters of a row sum to at most N, with the parity of N.
 
-use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope};
+use crate::codec::{Header, Reader, ToBytes, Writer, encode_envelope, unzigzag, zigzag};
 use crate::{Kind, Synopsis, SynopsisError};
 
 use super::sketch::{Ams, check_shape};
-
-fn zigzag(x: i64) -> u64 {
-    ((x << 1) ^ (x >> 63)) as u64
-}
-
-fn unzigzag(x: u64) -> i64 {
-    ((x >> 1) as i64) ^ -((x & 1) as i64)
-}
 
 impl ToBytes for Ams {
     fn to_bytes(&self) -> Vec<u8> {

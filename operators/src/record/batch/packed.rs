@@ -20,6 +20,8 @@
 //!
 //! Only processes of the same job read it.
 
+use saams::codec::{unzigzag, zigzag};
+
 use super::{Rec, Val};
 
 /// Bytes of a record's widest fixed part: control, group, time, sequence, and a number (or a
@@ -58,17 +60,6 @@ pub(super) struct Packed<'a> {
     pub(super) fixed: usize,
     /// A text's or partial's bytes.
     pub(super) tail: &'a [u8],
-}
-
-/// Zig-zag: `0, -1, 1, -2, …` as `0, 1, 2, 3, …`, so small differences either way need few bytes.
-#[inline]
-fn zigzag(d: i64) -> u64 {
-    ((d << 1) ^ (d >> 63)) as u64
-}
-
-#[inline]
-fn unzigzag(z: u64) -> i64 {
-    ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
 /// The code (`0..=3`) of the 1, 2, 4 or 8 bytes that hold `z`.
