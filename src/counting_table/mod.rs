@@ -69,7 +69,6 @@ mod codec;
 mod identity;
 mod merge;
 mod order;
-mod probe;
 mod record;
 mod table;
 #[cfg(test)]
