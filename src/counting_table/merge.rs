@@ -1,276 +1,213 @@
-//! Adding another table's records (a merge of two synopses' tables), ending at the capacity
-//! adding the records one by one would give the table.
-//!
-//! Both sides are in hash order (a table's slots read in order, or records sorted by hash), so
-//! the union is their merge as two sorted lists: one pass that takes the smaller hash (or both,
-//! when the ids are equal, their counts added) and places it at its home or just past the
-//! previous record, selecting with conditional moves rather than branches (which side's hash
-//! is smaller is, at random, a coin toss a record).
+//! Adding another table's records (a merge of two synopses' tables), sized so the table ends at
+//! the capacity adding the records one by one would give it.
 
-use std::hint::select_unpredictable;
+use std::collections::HashMap;
 
-use super::order::{BATCH, sort_by_hash};
+use super::order::{BATCH, for_each_batch};
+use super::probe::{ProbeEnd, probe_ends};
 use super::record::Record;
-use super::table::{TAIL, Table, grown, mix, shift};
-
-/// A side this many times smaller than the table is added record by record (a lookup, and an
-/// insertion that shifts the rest of its run) rather than by rewriting the whole table.
-const SMALL_SIDE: usize = 16;
+use super::table::{Table, mix};
 
 impl<R: Record> Table<R> {
-    /// Add every item of `other` (counts summed); the table ends at the capacity adding the
-    /// items one by one would give it.
-    pub fn absorb(&mut self, other: &Table<R>) {
-        if other.len.saturating_mul(SMALL_SIDE) < self.len {
-            for r in other.iter() {
-                self.add(r, other.text(r.id()));
+    /// Add `record`'s count to its item's, or track it in the empty slot that ends its probe
+    /// (one probe either way, and no branch on whether it was found: about half the records of
+    /// a merge are new, at random). The caller has made room; returns whether the item was new,
+    /// for the caller to record its text.
+    #[inline]
+    fn add_counted(&mut self, record: R) -> bool {
+        let mask = self.mask();
+        let mut i = (mix(record.id()) as usize) & mask;
+        // On while the slot neither holds the id nor is empty, tested as one compare.
+        while (self.slots[i].id() ^ record.id()).min(self.slots[i].count()) != 0 {
+            i = (i + 1) & mask;
+        }
+        self.add_unless_taken(record, i).1
+    }
+
+    /// Add `record` at `slot`, where its probe ended before other records were added, unless an
+    /// item added since has taken the slot; returns whether it was added, and whether as a new
+    /// item. Neither is branched on: whether the slot was taken (rarely), or empty (at random,
+    /// about every other record of a merge).
+    #[inline]
+    fn add_unless_taken(&mut self, record: R, slot: usize) -> (bool, bool) {
+        let s = self.slots[slot];
+        // Taken: the slot neither holds the id nor is empty (one compare, not two branches).
+        let taken = (s.id() ^ record.id()).min(s.count()) != 0;
+        let was_empty = s.count() == 0;
+        let mut merged = [s, record][usize::from(was_empty)];
+        *merged.count_mut() = s.count() + (record.count() & u64::from(!taken).wrapping_neg());
+        self.slots[slot] = merged;
+        self.len += usize::from(was_empty);
+        (!taken, was_empty)
+    }
+
+    /// Add a batch of records, doubling the table first whenever a new item would take it past
+    /// 3/4 full, as [`Table::insert_new`] does. A batch that fits even if every record is new
+    /// goes without that test per record (it costs more than the adding, as it can reallocate
+    /// the slots under the loop), and in rounds of two passes: every record's probe first,
+    /// reading the slots only ([`probe_ends`]), then the adds, each where its probe ended
+    /// unless a new item of the round took that slot first (two in five new items when merging
+    /// the 10 M-key halves, whose records come in slot order): those are probed again in the
+    /// next round, not followed on slot by slot (a branch that mispredicted on each of them).
+    /// Probing and adding record by record, the next record's probe would read slots the add
+    /// just wrote, and wait for the store. Calls `new` with each record that was new.
+    #[inline]
+    fn add_batch(&mut self, batch: &[R], mut new: impl FnMut(&mut Self, &R)) {
+        if (self.len + batch.len()) * 4 <= self.slots.len() * 3 {
+            let mut ends = [ProbeEnd::default(); BATCH];
+            let (mut a, mut b) = ([R::default(); BATCH], [R::default(); BATCH]);
+            let (mut deferred, mut next) = (&mut a, &mut b);
+            for chunk in batch.chunks(BATCH) {
+                // Each round adds the records whose probe's end no new item of the round took
+                // first, and defers the others to the next, which probes them again.
+                let mut n = self.add_round(chunk, &mut ends, deferred, &mut new);
+                while n > 0 {
+                    n = self.add_round(&deferred[..n], &mut ends, next, &mut new);
+                    std::mem::swap(&mut deferred, &mut next);
+                }
             }
             return;
         }
-        self.merge_in_hash_order(&other.slots, other.len);
-        for (id, t) in &other.texts {
-            self.texts.entry(*id).or_insert_with(|| t.clone());
+        for e in batch {
+            if (self.len + 1) * 4 > self.slots.len() * 3 && self.get(e.id()).is_none() {
+                self.rebuild(self.slots.len() * 2);
+            }
+            if self.add_counted(*e) {
+                new(self, e);
+            }
         }
+    }
+
+    /// One round of [`Table::add_batch`]: probe every record of `round`, then add each whose
+    /// probe's end no new item of the round has taken since; the others go to `deferred`
+    /// (their number is returned).
+    #[inline]
+    fn add_round(
+        &mut self,
+        round: &[R],
+        ends: &mut [ProbeEnd; BATCH],
+        deferred: &mut [R; BATCH],
+        new: &mut impl FnMut(&mut Self, &R),
+    ) -> usize {
+        probe_ends(&self.slots, round, &mut ends[..round.len()]);
+        let mut n = 0;
+        for (e, end) in round.iter().zip(ends.iter()) {
+            let (added, was_new) = self.add_unless_taken(*e, end.slot);
+            deferred[n] = *e;
+            n += usize::from(!added);
+            if was_new {
+                new(self, e);
+            }
+        }
+        n
+    }
+
+    /// Add every item of `other` (counts summed); the table ends at the capacity adding the
+    /// items one by one would give it, and grows at most once on the way.
+    ///
+    /// When the union can fit in the table as it is (surely, or by the share of new items among
+    /// the first sixteenth of the other side's slots), the other side's records are added in
+    /// place, doubling the table if they turn out not to fit after all: sizing for both sides
+    /// at once and shrinking back when they overlapped cost two rebuilds of a megabyte-sized
+    /// table on a typical merge. When it must grow, it is rebuilt once, for both sides, before
+    /// adding (adding into a table filling up to 3/4 means probing through ever longer runs),
+    /// starting from the larger side when that is the other one.
+    pub fn absorb(&mut self, other: &Table<R>) {
+        let start_capacity = self.slots.len();
+        let most = self.len.saturating_add(other.len);
+        let likely_fits = most * 4 <= start_capacity * 3 || {
+            let (mut sampled, mut shared) = (0usize, 0usize);
+            for_each_batch(&other.slots[..other.slots.len() / 16], |batch| {
+                sampled += batch.len();
+                for e in batch {
+                    shared += usize::from(self.get(e.id()).is_some());
+                }
+            });
+            let new_share = if sampled == 0 { 1.0 } else { (sampled - shared) as f64 / sampled as f64 };
+            (self.len as f64 + other.len as f64 * new_share) * 4.0 <= start_capacity as f64 * 3.0
+        };
+        if likely_fits {
+            self.add_all(other);
+        } else {
+            let fit = (most.saturating_mul(4) / 3 + 1).next_power_of_two().max(start_capacity);
+            if other.len > self.len && other.texts.is_empty() {
+                // Our texts stay in `self.texts`; the other side has none to bring.
+                let mine = if other.slots.len() == fit {
+                    std::mem::replace(&mut self.slots, other.slots.clone())
+                } else {
+                    let mine = std::mem::replace(&mut self.slots, vec![R::default(); fit]);
+                    for_each_batch(&other.slots, |batch| batch.iter().for_each(|e| self.place(*e)));
+                    mine
+                };
+                let len = std::mem::replace(&mut self.len, other.len);
+                self.add_all(&Table { slots: mine, len, texts: HashMap::new() });
+            } else {
+                self.rebuild(fit);
+                self.add_all(other);
+            }
+        }
+        self.settle_capacity(start_capacity);
     }
 
     /// [`Table::absorb`] for records that are not in a table (distinct ids, any order; `text`
-    /// gives a string item's text, and `with_texts` says whether it gives any): Sticky
-    /// Sampling's side thinned before a merge, sorted by hash here rather than placed into a
-    /// table of its own. Ends at the same items, counts and capacity as `absorb` of that table.
+    /// gives a string item's text, and `with_texts` says whether it gives any: without, new
+    /// items are added with no branch on whether they were new): Sticky Sampling's side thinned
+    /// before a merge, which would otherwise be placed into a table of its own only to be read
+    /// back out of it. Ends at the same items, counts and capacity as `absorb` of that table.
     pub fn absorb_records<'a>(&mut self, records: &[R], text: impl Fn(u64) -> Option<&'a str>, with_texts: bool) {
-        if records.len().saturating_mul(SMALL_SIDE) < self.len {
-            for r in records {
-                self.add(*r, if with_texts { text(r.id()) } else { None });
+        let start_capacity = self.slots.len();
+        let most = self.len.saturating_add(records.len());
+        // Every sixteenth record (records in id order are not a sample of the items: numbers'
+        // ids follow their values) estimates the share of new items, as in `absorb`.
+        let likely_fits = most * 4 <= start_capacity * 3 || {
+            let sampled = records.len().div_ceil(16);
+            let shared = records.iter().step_by(16).filter(|e| self.get(e.id()).is_some()).count();
+            let new_share = if sampled == 0 { 1.0 } else { (sampled - shared) as f64 / sampled as f64 };
+            (self.len as f64 + records.len() as f64 * new_share) * 4.0 <= start_capacity as f64 * 3.0
+        };
+        if !likely_fits {
+            self.rebuild((most.saturating_mul(4) / 3 + 1).next_power_of_two().max(start_capacity));
+        }
+        for batch in records.chunks(BATCH) {
+            if with_texts {
+                self.add_batch(batch, |table, e| {
+                    if let Some(t) = text(e.id()) {
+                        table.texts.insert(e.id(), t.into());
+                    }
+                });
+            } else {
+                self.add_batch(batch, |_, _| ());
             }
-            return;
         }
-        let mut sorted = records.to_vec();
-        sort_by_hash(&mut sorted);
-        self.merge_in_hash_order(&sorted, sorted.len());
-        if with_texts {
-            for r in records {
-                if let Some(t) = text(r.id()) {
-                    self.texts.entry(r.id()).or_insert_with(|| t.into());
-                }
-            }
+        self.settle_capacity(start_capacity);
+    }
+
+    /// Rebuild at the capacity adding one by one from `start_capacity` ends at: doubled until
+    /// the items fit at 3/4 load.
+    fn settle_capacity(&mut self, start_capacity: usize) {
+        let mut capacity = start_capacity;
+        while self.len * 4 > capacity * 3 {
+            capacity *= 2;
+        }
+        if capacity != self.slots.len() {
+            self.rebuild(capacity);
         }
     }
 
-    /// Merge `theirs` (slots or records in hash order, empty ones skipped; `theirs_len` records
-    /// with distinct ids) into
-    /// the table, in place: the union is written into the table's own slots, at the capacity
-    /// that fits the larger side, each of its records read out (a block at a time) before the
-    /// union's writes reach it; if the union turns out not to fit there, the table is rebuilt
-    /// once at the capacity that does. Reading the table's records out into a list of their
-    /// own first, or writing the union into fresh slots, cost more than the merge itself: a
-    /// fresh allocation of that size is new pages, each zeroed by the system on first touch
-    /// (130 µs for the 470 KB of a 10 M-key half's records, 2026-12-07).
-    fn merge_in_hash_order(&mut self, theirs: &[R], theirs_len: usize) {
-        let start = self.homes;
-        let homes = grown(start, self.len.max(theirs_len));
-        if homes + TAIL > self.slots.len() {
-            self.slots.resize(homes + TAIL, R::default());
+    /// Add every record of `other`, growing as needed.
+    fn add_all(&mut self, other: &Table<R>) {
+        if other.texts.is_empty() {
+            // Numbers only: nothing depends on whether a record was new, so nothing branches
+            // on it (it is, at random, about every other record).
+            for_each_batch(&other.slots, |batch| self.add_batch(batch, |_, _| ()));
+        } else {
+            for_each_batch(&other.slots, |batch| {
+                self.add_batch(batch, |table, e| {
+                    if let Some(t) = other.text(e.id()) {
+                        table.texts.insert(e.id(), t.into());
+                    }
+                })
+            });
         }
-        let mut mine = InPlace::new(&mut self.slots, homes);
-        let mut others = Gathered::new(theirs);
-        loop {
-            // Neither side runs out within `k` steps (each takes at most one record of each).
-            let k = mine.available().min(others.available());
-            if k == 0 {
-                break;
-            }
-            mine.merge_segment(&others.buffer[others.head..others.head + k]);
-            others.head += mine.taken_from_b;
-        }
-        while let Some(ra) = mine.head() {
-            mine.place(ra, mix(ra.id()));
-            mine.head += 1;
-        }
-        while let Some(rb) = others.head() {
-            mine.place(rb, mix(rb.id()));
-            others.head += 1;
-        }
-        self.len = mine.placed;
-        self.homes = homes;
-        let fit = grown(start, self.len);
-        if fit != homes {
-            self.rebuild(fit);
-        }
-    }
-}
-
-/// The records of a slot array in order, gathered a block at a time into a buffer (skipping
-/// the empty slots without a branch each, as [`super::order::for_each_batch`] does).
-struct Gathered<'a, R: Record> {
-    slots: &'a [R],
-    read: usize,
-    buffer: [R; BATCH],
-    /// The next record is `buffer[head]`, while `head < len`.
-    head: usize,
-    len: usize,
-}
-
-impl<'a, R: Record> Gathered<'a, R> {
-    fn new(slots: &'a [R]) -> Self {
-        Gathered { slots, read: 0, buffer: [R::default(); BATCH], head: 0, len: 0 }
-    }
-
-    /// The records left in the buffer, refilled first if it is empty (0: none left at all).
-    #[inline]
-    fn available(&mut self) -> usize {
-        while self.head == self.len && self.read < self.slots.len() {
-            let block = &self.slots[self.read..(self.read + BATCH).min(self.slots.len())];
-            self.len = gather(block, &mut self.buffer);
-            self.head = 0;
-            self.read += block.len();
-        }
-        self.len - self.head
-    }
-
-    /// The next record, if any is left.
-    #[inline]
-    fn head(&mut self) -> Option<R> {
-        (self.available() > 0).then(|| self.buffer[self.head])
-    }
-}
-
-/// Copy the records of `block` (at most [`BATCH`] slots) to the front of `buffer`, returning how
-/// many: every slot is copied, the write position advancing only past records.
-#[inline]
-fn gather<R: Record>(block: &[R], buffer: &mut [R; BATCH]) -> usize {
-    let mut w = 0;
-    for s in block {
-        buffer[w] = *s;
-        w += usize::from(s.count() != 0);
-    }
-    w
-}
-
-/// A table's slots being rewritten with a union in place: its own records are read out a block
-/// ahead of the union's writes (into `queue`, the block's slots cleared), so no write lands on
-/// a record not yet read. A record of the union is never placed before where it was (more
-/// records, or more home slots, only push a run further on), so the records read ahead are
-/// usually the few of a block.
-struct InPlace<'a, R: Record> {
-    slots: &'a mut Vec<R>,
-    /// Slots before `read` have been read into `queue` and cleared.
-    read: usize,
-    /// The table's records read and not yet merged, from `queue[head]` on.
-    queue: Vec<R>,
-    head: usize,
-    shift: u32,
-    /// The first slot the next record may take (just past the previous one).
-    next: usize,
-    placed: usize,
-    /// Records of the other side the last [`InPlace::merge_segment`] took.
-    taken_from_b: usize,
-}
-
-impl<'a, R: Record> InPlace<'a, R> {
-    fn new(slots: &'a mut Vec<R>, homes: usize) -> Self {
-        InPlace {
-            slots,
-            read: 0,
-            queue: Vec::with_capacity(2 * BATCH),
-            head: 0,
-            shift: shift(homes),
-            next: 0,
-            placed: 0,
-            taken_from_b: 0,
-        }
-    }
-
-    /// Read the next block of slots into the queue and clear them.
-    fn read_block(&mut self) {
-        let to = (self.read + BATCH).min(self.slots.len());
-        let mut buffer = [R::default(); BATCH];
-        let n = gather(&self.slots[self.read..to], &mut buffer);
-        self.queue.extend_from_slice(&buffer[..n]);
-        self.slots[self.read..to].fill(R::default());
-        self.read = to;
-    }
-
-    /// The table's records read and not yet merged, more read first if there are none (0:
-    /// none left at all).
-    #[inline]
-    fn available(&mut self) -> usize {
-        if self.head >= BATCH {
-            // Drop the records merged, so the queue stays the size of what is read ahead.
-            self.queue.drain(..self.head);
-            self.head = 0;
-        }
-        while self.head == self.queue.len() && self.read < self.slots.len() {
-            self.read_block();
-        }
-        self.queue.len() - self.head
-    }
-
-    /// The table's next record, if any is left.
-    #[inline]
-    fn head(&mut self) -> Option<R> {
-        (self.available() > 0).then(|| self.queue[self.head])
-    }
-
-    /// Merge the next `theirs.len()` steps (at most that many records of each side are left):
-    /// each step takes the smaller hash of the two heads, or both when the ids are equal (their
-    /// counts added, the record otherwise the table's own). The slots the steps can write are
-    /// read ahead first, so the steps check nothing but the loop's end, and select by
-    /// conditional moves (`select_unpredictable`: left to itself, the compiler turns the
-    /// selection into a branch, which mispredicts on every other record). Sets
-    /// `taken_from_b`.
-    #[inline]
-    fn merge_segment(&mut self, theirs: &[R]) {
-        let k = theirs.len();
-        let last = mix(self.queue[self.head + k - 1].id()).max(mix(theirs[k - 1].id()));
-        // The segment's records land at their homes or just past the record before: the t-th
-        // at most t slots past the later of the last home and the first free slot.
-        let bound = ((last >> self.shift) as usize).max(self.next) + k;
-        while self.read <= bound && self.read < self.slots.len() {
-            self.read_block();
-        }
-        if bound + 1 >= self.slots.len() {
-            self.slots.resize(bound + 2, R::default());
-            self.read = self.slots.len();
-        }
-        let mine = &self.queue[self.head..self.head + k];
-        let out = &mut self.slots[..bound];
-        let (mut i, mut j, mut next) = (0, 0, self.next);
-        for _ in 0..k {
-            let (ra, rb) = (mine[i], theirs[j]);
-            let (ha, hb) = (mix(ra.id()), mix(rb.id()));
-            let (take_a, take_b) = (ha <= hb, hb <= ha);
-            let id = select_unpredictable(take_a, ra.id(), rb.id());
-            let delta = select_unpredictable(take_a, ra.delta(), rb.delta());
-            let count = select_unpredictable(take_a, ra.count(), 0) + select_unpredictable(take_b, rb.count(), 0);
-            let home = (select_unpredictable(take_a, ha, hb) >> self.shift) as usize;
-            let pos = select_unpredictable(home > next, home, next);
-            out[pos] = R::from_parts(id, count, delta);
-            next = pos + 1;
-            i += usize::from(take_a);
-            j += usize::from(take_b);
-        }
-        self.head += i;
-        self.taken_from_b = j;
-        self.next = next;
-        self.placed += k;
-    }
-
-    /// Place the union's next record (`hash` its id's) at its home or just past the previous
-    /// one, reading ahead first if the slot is not read yet.
-    #[inline]
-    fn place(&mut self, record: R, hash: u64) {
-        let home = (hash >> self.shift) as usize;
-        let pos = select_unpredictable(home > self.next, home, self.next);
-        while pos >= self.read && self.read < self.slots.len() {
-            self.read_block();
-        }
-        if pos + 1 >= self.slots.len() {
-            // A run past the tail (rare): the last slot must stay empty.
-            self.slots.resize(pos + 2, R::default());
-            self.read = self.slots.len();
-        }
-        self.slots[pos] = record;
-        self.next = pos + 1;
-        self.placed += 1;
     }
 }

@@ -69,6 +69,7 @@ mod codec;
 mod identity;
 mod merge;
 mod order;
+mod probe;
 mod record;
 mod table;
 #[cfg(test)]

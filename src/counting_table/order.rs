@@ -1,8 +1,6 @@
-//! Walking the records of a table's slots without a mispredicted branch per slot, and sorting
-//! records by id or by hash.
+//! Walking and sorting the records of a table's slots without a mispredicted branch per slot.
 
 use super::record::Record;
-use super::table::mix;
 
 /// Records handled at a time by the batched walks and merges: a few kilobytes on the stack.
 pub(super) const BATCH: usize = 256;
@@ -30,6 +28,7 @@ pub(super) fn for_each_batch<R: Record>(slots: &[R], mut f: impl FnMut(&[R])) {
 /// of at most 11 bits. It makes the sorts of encoding and of Sticky Sampling's coin tosses
 /// several times faster than a comparison sort on tens of thousands of records.
 pub(super) fn sort_by_id<R: Record>(records: &mut Vec<R>) {
+    const MAX_DIGIT_BITS: u32 = 11;
     if records.len() < 512 {
         records.sort_unstable_by_key(|r| r.id());
         return;
@@ -37,47 +36,18 @@ pub(super) fn sort_by_id<R: Record>(records: &mut Vec<R>) {
     let first = records[0].id();
     let varying = records.iter().fold(0, |acc, r| acc | (r.id() ^ first));
     let low = varying.trailing_zeros();
-    radix_sort(records, |r| r.id(), low, 64 - varying.leading_zeros() - low);
-}
-
-/// Sort records by the hash of their ids ([`mix`], distinct for distinct ids), the order a
-/// table keeps them in: a radix sort on the hash's top 22 bits, then an insertion sort by the
-/// whole hash, which moves only the few records whose top bits tie (the top bits of hashes are
-/// as good as random, so two in a million records share them).
-pub(super) fn sort_by_hash<R: Record>(records: &mut Vec<R>) {
-    const TOP_BITS: u32 = 22;
-    if records.len() < 512 {
-        records.sort_unstable_by_key(|r| mix(r.id()));
-        return;
-    }
-    radix_sort(records, |r| mix(r.id()), 64 - TOP_BITS, TOP_BITS);
-    for i in 1..records.len() {
-        let (r, hash) = (records[i], mix(records[i].id()));
-        let mut j = i;
-        while j > 0 && mix(records[j - 1].id()) > hash {
-            records[j] = records[j - 1];
-            j -= 1;
-        }
-        records[j] = r;
-    }
-}
-
-/// A stable least-significant-digit radix sort of `records` by the `span` bits of `key` from
-/// bit `low` on, in digits of at most 11 bits.
-fn radix_sort<R: Record>(records: &mut Vec<R>, key: impl Fn(&R) -> u64, low: u32, span: u32) {
-    const MAX_DIGIT_BITS: u32 = 11;
+    let span = 64 - varying.leading_zeros() - low;
     let passes = span.div_ceil(MAX_DIGIT_BITS) as usize;
     if passes == 0 {
         return;
     }
     let bits = span.div_ceil(passes as u32);
     let (buckets, mask) = (1usize << bits, (1u64 << bits) - 1);
-    let digit = |k: u64, pass: usize| ((k >> (low + bits * pass as u32)) & mask) as usize;
+    let digit = |id: u64, pass: usize| ((id >> (low + bits * pass as u32)) & mask) as usize;
     let mut counts = vec![0usize; passes * buckets];
     for r in records.iter() {
-        let k = key(r);
         for pass in 0..passes {
-            counts[pass * buckets + digit(k, pass)] += 1;
+            counts[pass * buckets + digit(r.id(), pass)] += 1;
         }
     }
     let mut scratch = vec![R::default(); records.len()];
@@ -91,7 +61,7 @@ fn radix_sort<R: Record>(records: &mut Vec<R>, key: impl Fn(&R) -> u64, low: u32
             (*c, sum) = (sum, sum + *c);
         }
         for r in records.iter() {
-            let b = digit(key(r), pass);
+            let b = digit(r.id(), pass);
             scratch[count[b]] = *r;
             count[b] += 1;
         }

@@ -17,6 +17,12 @@ pub(crate) trait Record: Copy + Default {
     fn count_mut(&mut self) -> &mut u64;
     /// The bucket delta (0 where the kind keeps none).
     fn delta(&self) -> u64;
+    /// The records as Sticky Sampling's, if they are: a wide probe compares their two words
+    /// several slots at a time ([`super::probe`]).
+    fn as_entries(records: &[Self]) -> Option<&[Entry]> {
+        let _ = records;
+        None
+    }
 }
 
 /// [`Record`]'s `id`, `count` and `count_mut`, for a record with `id` and `count` fields (each
@@ -48,7 +54,6 @@ pub(crate) struct Slot {
 
 impl Record for Slot {
     const WITH_DELTA: bool = true;
-    #[inline]
     fn from_parts(id: u64, count: u64, delta: u64) -> Self {
         Slot { id, count, delta }
     }
@@ -60,8 +65,10 @@ impl Record for Slot {
 }
 
 /// Sticky Sampling's record: an item and its count (`count == 0` marks an empty slot), without
-/// the bucket delta Sticky Sampling never uses.
+/// the bucket delta Sticky Sampling never uses. Laid out as its two words in order, so that a
+/// wide load compares several slots at once ([`super::probe`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct Entry {
     pub id: u64,
     pub count: u64,
@@ -69,7 +76,6 @@ pub(crate) struct Entry {
 
 impl Record for Entry {
     const WITH_DELTA: bool = false;
-    #[inline]
     fn from_parts(id: u64, count: u64, _delta: u64) -> Self {
         Entry { id, count }
     }
@@ -77,5 +83,8 @@ impl Record for Entry {
     #[inline]
     fn delta(&self) -> u64 {
         0
+    }
+    fn as_entries(records: &[Self]) -> Option<&[Entry]> {
+        Some(records)
     }
 }

@@ -3,14 +3,13 @@
 
 use std::collections::HashMap;
 
-use super::order::{for_each_batch, sort_by_hash, sort_by_id};
+use super::order::{for_each_batch, sort_by_id};
 use super::record::{Record, Slot};
 use crate::Value;
 
-/// An id's hash: a 64-bit finalizer (a bijection, so distinct ids have distinct hashes), so
-/// that ids differing only in their low bits (numbers of one magnitude differ in their low
-/// mantissa bits, or not at all there) still spread over the slots. Its top bits pick the home
-/// slot, and the table keeps its records in the order of the whole hash.
+/// The slot an id's probe starts from, before masking: a 64-bit finalizer, so that ids differing
+/// only in their high bits (numbers of one magnitude differ in their low mantissa bits, or not
+/// at all there) still spread over the slots.
 #[inline]
 pub(super) fn mix(id: u64) -> u64 {
     let mut z = id ^ (id >> 31);
@@ -18,84 +17,16 @@ pub(super) fn mix(id: u64) -> u64 {
     z ^ (z >> 29)
 }
 
-/// Open-addressing table of records plus the texts of string items, kept in hash order:
-/// reading its slots from first to last gives the records by increasing [`mix`] of their ids
-/// (home slots are the hashes' top bits, so that order is also by home). A run that reaches the
-/// last home slot goes on into slots past it, never round to the first (the slots past the
-/// homes grow as needed, and the last slot is always empty, where any probe ends at the latest).
+/// Open-addressing table of records plus the texts of string items.
 #[derive(Clone, Debug)]
 pub(crate) struct Table<R: Record = Slot> {
-    /// `homes` home slots, then at least [`TAIL`] more, the last one empty.
     pub(super) slots: Vec<R>,
-    /// Home slots (a power of two): the capacity the load of 3/4 is reckoned against.
-    pub(super) homes: usize,
     pub(super) len: usize,
     pub(super) texts: HashMap<u64, Box<str>>,
 }
 
-/// The fewest home slots a table has.
+/// The fewest slots a table has (`place_scattered`'s four-slot test needs them not to wrap).
 const MIN_CAPACITY: usize = 16;
-
-/// Slots past the homes in a fresh table: where runs that reach the last home slot go on.
-pub(super) const TAIL: usize = 8;
-
-/// The capacity a table of `homes` home slots ends at holding `len` records: doubled until
-/// they fit at a load of 3/4 (as inserting them one by one doubles it).
-pub(super) fn grown(mut homes: usize, len: usize) -> usize {
-    while len.saturating_mul(4) > homes.saturating_mul(3) {
-        homes *= 2;
-    }
-    homes
-}
-
-/// The slots of a table built from records given in hash order, each at its home or, if an
-/// earlier one took that, in the slot after the earlier one's: exactly where inserting them
-/// one by one in any order would leave them, built with sequential stores only.
-pub(super) struct Placement<R: Record> {
-    slots: Vec<R>,
-    shift: u32,
-    next: usize,
-}
-
-impl<R: Record> Placement<R> {
-    /// Placing into `slots` (cleared to `homes + TAIL` empty slots, keeping its allocation).
-    pub(super) fn new(mut slots: Vec<R>, homes: usize) -> Self {
-        slots.clear();
-        slots.resize(homes + TAIL, R::default());
-        Placement { slots, shift: shift(homes), next: 0 }
-    }
-
-    /// Place the next record (its hash at least the previous one's).
-    #[inline]
-    pub(super) fn push(&mut self, record: R) {
-        self.push_hashed(record, mix(record.id()));
-    }
-
-    /// [`Placement::push`] with the record's hash already computed.
-    #[inline]
-    pub(super) fn push_hashed(&mut self, record: R, hash: u64) {
-        let home = (hash >> self.shift) as usize;
-        // Whether the previous record took the home is at random: a conditional move.
-        let pos = std::hint::select_unpredictable(home > self.next, home, self.next);
-        if pos + 1 >= self.slots.len() {
-            // A run past the tail (rare): the last slot must stay empty.
-            self.slots.resize(pos + 2, R::default());
-        }
-        self.slots[pos] = record;
-        self.next = pos + 1;
-    }
-
-    pub(super) fn into_slots(self) -> Vec<R> {
-        self.slots
-    }
-}
-
-/// The shift that takes a hash to its home among `homes` slots (a power of two, at least 16):
-/// its top `log2(homes)` bits.
-#[inline]
-pub(super) fn shift(homes: usize) -> u32 {
-    homes.leading_zeros() + 1
-}
 
 impl<R: Record> Default for Table<R> {
     fn default() -> Self {
@@ -111,30 +42,31 @@ impl<R: Record> Table<R> {
 
     /// An empty table that holds `items` records without growing.
     pub fn with_capacity(items: usize) -> Self {
-        let homes = (items.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
-        Table { slots: vec![R::default(); homes + TAIL], homes, len: 0, texts: HashMap::new() }
+        let slots = (items.saturating_mul(4) / 3 + 1).next_power_of_two().max(MIN_CAPACITY);
+        Table { slots: vec![R::default(); slots], len: 0, texts: HashMap::new() }
     }
 
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// Home slots (a power of two).
+    /// Slots allocated (a power of two).
     #[cfg(test)]
     pub fn capacity(&self) -> usize {
-        self.homes
+        self.slots.len()
     }
 
-    /// The home slot of a hash.
+    /// The bits of a mixed id that pick its home slot (the capacity is a power of two).
     #[inline]
-    pub(super) fn home(&self, hash: u64) -> usize {
-        (hash >> shift(self.homes)) as usize
+    pub(super) fn mask(&self) -> usize {
+        self.slots.len() - 1
     }
 
     /// Add `by` to the count of `id` if present; return whether it was.
     #[inline]
     pub fn bump(&mut self, id: u64, by: u64) -> bool {
-        let mut i = self.home(mix(id));
+        let mask = self.mask();
+        let mut i = (mix(id) as usize) & mask;
         loop {
             let s = &mut self.slots[i];
             if s.count() == 0 {
@@ -144,13 +76,14 @@ impl<R: Record> Table<R> {
                 *s.count_mut() += by;
                 return true;
             }
-            i += 1;
+            i = (i + 1) & mask;
         }
     }
 
     /// The record of `id`, if present.
     pub fn get(&self, id: u64) -> Option<R> {
-        let mut i = self.home(mix(id));
+        let mask = self.mask();
+        let mut i = (mix(id) as usize) & mask;
         loop {
             let s = self.slots[i];
             if s.count() == 0 {
@@ -159,7 +92,7 @@ impl<R: Record> Table<R> {
             if s.id() == id {
                 return Some(s);
             }
-            i += 1;
+            i = (i + 1) & mask;
         }
     }
 
@@ -171,8 +104,8 @@ impl<R: Record> Table<R> {
     /// Insert a record for an id known to be absent (`record.count() > 0`).
     #[inline]
     pub fn insert_new(&mut self, record: R, text: Option<&str>) {
-        if (self.len + 1) * 4 > self.homes * 3 {
-            self.rebuild(self.homes * 2);
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.rebuild(self.slots.len() * 2);
         }
         self.place(record);
         self.len += 1;
@@ -182,42 +115,54 @@ impl<R: Record> Table<R> {
     }
 
     /// Add `record`'s count to the item's, tracking it first if absent.
+    #[cfg(test)]
     pub fn add(&mut self, record: R, text: Option<&str>) {
         if !self.bump(record.id(), record.count()) {
             self.insert_new(record, text);
         }
     }
 
-    /// Put a record whose id is absent where hash order puts it: past the records of its run
-    /// with smaller hashes, the rest of the run shifted up one slot (`len` is the caller's to
-    /// count).
+    /// [`Table::place`] for records arriving in no particular slot order: the first four slots
+    /// from the record's home are tested together, without a branch each, so that a record whose
+    /// home is taken does not cost a misprediction (records placed in slot order from another
+    /// table mostly find their home free, and there the plain probe is faster).
     #[inline]
-    pub(super) fn place(&mut self, record: R) {
-        let hash = mix(record.id());
-        let mut at = self.home(hash);
-        while self.slots[at].count() != 0 && mix(self.slots[at].id()) < hash {
-            at += 1;
+    fn place_scattered(&mut self, record: R) {
+        let mask = self.mask();
+        let home = (mix(record.id()) as usize) & mask;
+        let mut empty = 0u32;
+        for j in 0..4 {
+            empty |= u32::from(self.slots[(home + j) & mask].count() == 0) << j;
         }
-        let mut end = at;
-        while self.slots[end].count() != 0 {
-            end += 1;
+        // The first free slot of the four; past them, probe on one by one (the capacity is at
+        // least 16, so the four never wrap onto each other).
+        let mut i = (home + (empty | 1 << 4).trailing_zeros() as usize) & mask;
+        while self.slots[i].count() != 0 {
+            i = (i + 1) & mask;
         }
-        self.slots.copy_within(at..end, at + 1);
-        self.slots[at] = record;
-        if end + 1 == self.slots.len() {
-            self.slots.push(R::default());
-        }
+        self.slots[i] = record;
     }
 
-    /// Move every record into `capacity` home slots (at least the minimum), in one pass: the
-    /// records read in slot order are in hash order, as [`Placement`] takes them.
+    /// Put a record whose id is absent into the first free slot of its probe (`len` is the
+    /// caller's to count).
+    #[inline]
+    pub(super) fn place(&mut self, record: R) {
+        let mask = self.mask();
+        let mut i = (mix(record.id()) as usize) & mask;
+        while self.slots[i].count() != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = record;
+    }
+
+    /// Move every record into `capacity` fresh slots (at least the minimum).
     pub(super) fn rebuild(&mut self, capacity: usize) {
-        let homes = capacity.max(MIN_CAPACITY);
-        let old = std::mem::take(&mut self.slots);
-        let mut placement = Placement::new(Vec::with_capacity(homes + TAIL), homes);
-        for_each_batch(&old, |batch| batch.iter().for_each(|r| placement.push(*r)));
-        self.slots = placement.into_slots();
-        self.homes = homes;
+        let old = std::mem::replace(&mut self.slots, vec![R::default(); capacity.max(MIN_CAPACITY)]);
+        for_each_batch(&old, |batch| {
+            for s in batch {
+                self.place(*s);
+            }
+        });
     }
 
     /// Whether string texts are kept (some tracked item is a string).
@@ -239,17 +184,18 @@ impl<R: Record> Table<R> {
         self.refill(kept);
     }
 
-    /// Place `kept` (the surviving records, in hash order) into the slots, shrunk if they
-    /// became very sparse.
+    /// Place `kept` (the surviving records) into the slots, shrunk if they became very sparse.
     fn refill(&mut self, kept: Vec<R>) {
         self.len = kept.len();
         let fit = (kept.len() * 2).next_power_of_two().max(MIN_CAPACITY);
-        if fit * 4 <= self.homes {
-            self.homes = fit;
+        if fit * 4 <= self.slots.len() {
+            self.slots = vec![R::default(); fit];
+        } else {
+            self.slots.fill(R::default());
         }
-        let mut placement = Placement::new(std::mem::take(&mut self.slots), self.homes);
-        kept.into_iter().for_each(|r| placement.push(r));
-        self.slots = placement.into_slots();
+        for s in kept {
+            self.place(s);
+        }
     }
 
     /// Apply `f` to every record.
@@ -273,8 +219,7 @@ impl<R: Record> Table<R> {
         out
     }
 
-    /// The records in slot order, which is hash order (fast; the order carries no meaning
-    /// outside the table).
+    /// The records in slot order (fast; the order carries no meaning).
     pub fn iter(&self) -> impl Iterator<Item = R> + '_ {
         self.slots.iter().copied().filter(|s| s.count() != 0)
     }
@@ -287,23 +232,25 @@ impl<R: Record> Table<R> {
         v
     }
 
-    /// A table of `records` (distinct ids, in any order; texts from `text`) with the capacity
-    /// inserting them one by one into `Table::with_capacity(start)` would end at, sized once
-    /// instead of doubling on the way, and placed in one pass once sorted by hash.
+    /// A table of `records` (distinct ids, texts from `text`) with the capacity inserting them
+    /// one by one into `Table::with_capacity(start)` would end at, sized once instead of
+    /// doubling on the way.
     pub fn from_distinct<'a>(start: usize, records: &[R], text: impl Fn(u64) -> Option<&'a str>) -> Self {
         let mut table = Table::with_capacity(start);
-        let homes = grown(table.homes, records.len());
-        let mut sorted = records.to_vec();
-        sort_by_hash(&mut sorted);
-        let mut placement = Placement::new(std::mem::take(&mut table.slots), homes);
-        for r in &sorted {
-            placement.push(*r);
+        let mut capacity = table.slots.len();
+        // insert_new doubles when the record it adds would take the load past 3/4.
+        while records.len() * 4 > capacity * 3 {
+            capacity *= 2;
+        }
+        if capacity > table.slots.len() {
+            table.slots = vec![R::default(); capacity];
+        }
+        for r in records {
+            table.place_scattered(*r);
             if let Some(t) = text(r.id()) {
                 table.texts.insert(r.id(), t.into());
             }
         }
-        table.slots = placement.into_slots();
-        table.homes = homes;
         table.len = records.len();
         table
     }
