@@ -34,10 +34,29 @@
 //! the merge about 48 µs (reading one 1 MB slot array costs about that here, so two of them
 //! bound any merge near 100 µs), the probes about 135 µs and the adds about 145 µs, both bound
 //! by instructions (some 35 a record for the add, at about three a cycle). Tens of µs is not in
-//! reach by probing each record, nor by merging sorted lists (below: about 4 ns a record of the
-//! union). Tried, measured against the build before each (µs on the 10 M-key halves unless said,
-//! minimum of 400 merges, alternating runs on the shared machine), and left out:
+//! reach by probing each record, nor by merging sorted lists in scalar code (below: 4 ns a
+//! record of the union branchy, 8–10 ns branch-free). Tried, measured against the build before
+//! each (µs on the 10 M-key halves unless said, minimum of 400 merges, alternating runs on the
+//! shared machine), and left out:
 //!
+//! - slots kept in hash order, merged in one branch-free pass (2026-12-07, the code in commit
+//!   7eb99ad of branch `stickylin`): ordered linear probing with homes from the hash's top bits,
+//!   runs going on past the last home into extra slots, so the slots read in order are sorted
+//!   by hash; the union written in place into the table's own slots (read a block ahead of the
+//!   writes: a fresh 470 KB list cost 130 µs of page faults alone), each step choosing by
+//!   conditional moves (`select_unpredictable`; plain masks were compiled back into a
+//!   branch). Medians of four alternating rounds (criterion, 3 s each): 458 against 347
+//!   (1.21–1.38× in each round), the 1 M-key issue halves 1.30–1.46×, the reference
+//!   parameters' merge 1.12–1.18×, 4/5 + 1/5 1.63–1.91× (the thinned side sorted by hash);
+//!   updates 1.52–1.59× for Sticky Sampling and 1.30–1.52× for Lossy Counting (an insertion
+//!   hashes each record of its run it passes and shifts the rest; and, not measured apart,
+//!   the frequent items, inserted first, no longer stay at their homes). By callgrind, the pass costs some 80
+//!   instructions a record of the union (55 for the step: two hashes, the selects, the store
+//!   and the index checks; 25 gathering both sides from their slots, seven a slot) where
+//!   today's adds cost 35 a record of the other side only. A next try needs the hash stored in
+//!   the slot instead of the id (no hashing in the pass; `mix` is a bijection, so the id is
+//!   recovered by inverting it), a SIMD merge (AVX-512 is here), and updates that do not
+//!   shift runs;
 //! - records kept in hash order, merged as two sorted lists (2026-12-03): 256–281 against
 //!   331–383, but 4/5 + 1/5 388–445 against 235–253 (every record of the larger side is
 //!   rewritten, and the thinned side needs sorting by id and then by hash);
