@@ -40,7 +40,7 @@
 //! shared machine), and left out:
 //!
 //! - slots kept in hash order, merged in one branch-free pass (2026-12-07, the code in commit
-//!   7eb99ad of branch `stickylin`): ordered linear probing with homes from the hash's top bits,
+//!   fd19323, reverted by the next commit): ordered linear probing with homes from the hash's top bits,
 //!   runs going on past the last home into extra slots, so the slots read in order are sorted
 //!   by hash; the union written in place into the table's own slots (read a block ahead of the
 //!   writes: a fresh 470 KB list cost 130 µs of page faults alone), each step choosing by
