@@ -5,9 +5,13 @@
 //! bincode over the vector twice (once to measure it, once to write it) and once more to read
 //! it, a serde call chain per record each time: ~114 instructions a tuple of a `-n 2 -w 1` job
 //! on the paper's workload (about a third of what the second process added per tuple). Here a
-//! batch is measured and written in two passes of the same packing, and read in one: each record
-//! written against the one before it ([`packed`]), ~12 bytes a record of that workload where
-//! one record's own layout took 33.
+//! batch is packed once, when timely measures it, and read in one pass: each record written
+//! against the one before it ([`packed`]), ~12 bytes a record of that workload where one
+//! record's own layout took 33. Both sides run the batch's numbers (nearly all of its records)
+//! through loops of their own: the packer's over the leading numbers into room sized for them,
+//! the reader's over the numbers its control bytes say lie a whole window before the end,
+//! written into the vector with one reservation; a text, a partial and the last records of a
+//! batch take the checked path.
 //!
 //! Layout (little-endian): the record count `u64`, then the records ([`packed`]); zero bytes up
 //! to a multiple of 8 (timely's framing).
@@ -24,7 +28,7 @@ use super::{Rec, Val};
 
 mod packed;
 
-use packed::{Before, MIN_RECORD, WINDOW, write_batch};
+use packed::{Before, MIN_RECORD, WINDOW, numbers_ahead, write_batch};
 
 /// Routed records in one container: what the reader sent, as the update operator takes it.
 ///
@@ -67,7 +71,10 @@ const COUNT: usize = 8;
 ///
 /// Why: timely measures a message and then writes it (`Pusher::push`: `length_in_bytes`, then
 /// `into_bytes`, on the same borrowed container), and this layout's length is known only once
-/// every record has been packed: packed once and kept, the records are not packed twice. The
+/// every record has been packed: packed once and kept, the records are not packed twice.
+/// (Measured by a pass that only adds up widths, the records would be packed once and a half:
+/// that pass needs every difference, width and comparison the packing does, and `into_bytes`,
+/// generic over its writer, would still copy what it packs, through a buffer of its own.) The
 /// bytes kept are used once, by the next `into_bytes` of the same vector of the same length (a
 /// batch cannot change while timely borrows it for both), and forgotten when that batch is
 /// dropped, so a later batch in the same allocation never finds them.
@@ -93,7 +100,16 @@ impl RecBatch {
     #[cfg(test)]
     fn unpadded_len(&self) -> usize {
         let mut before = Before::default();
-        COUNT + self.0.iter().map(|r| before.pack(r).len()).sum::<usize>()
+        let mut window = [0u8; WINDOW];
+        COUNT
+            + self
+                .0
+                .iter()
+                .map(|r| {
+                    let (fixed, tail) = before.pack(r, &mut window);
+                    fixed + tail.len()
+                })
+                .sum::<usize>()
     }
 
     /// Which batch this is, to [`Written`]: its records' address and number (the records
@@ -114,14 +130,22 @@ impl RecBatch {
         let mut recs = RecBatch(pool::take((count as usize).min(fits)));
         let mut before = Before::default();
         let mut at = COUNT;
-        let mut tail: [u8; WINDOW];
-        for i in 0..count {
+        let mut i = 0;
+        while i < count {
+            // Numbers with a whole window of bytes left: counted, then read without a check.
+            let (numbers, len) = numbers_ahead(bytes, at, usize::try_from(count - i).unwrap_or(usize::MAX));
+            before.unpack_numbers(bytes, at, numbers, &mut recs.0);
+            (i, at) = (i + numbers as u64, at + len);
+            if i == count {
+                break;
+            }
+            // A text, a partial, or one of the last records: checked against the bytes left,
+            // its fixed part read from a copy padded with zeros where the bytes end.
             let rest = &bytes[at..];
-            // The last records' fixed parts are read from a copy padded with zeros.
+            let mut tail = [0u8; WINDOW];
             let window = match rest.first_chunk::<WINDOW>() {
                 Some(window) => window,
                 None => {
-                    tail = [0u8; WINDOW];
                     tail[..rest.len()].copy_from_slice(rest);
                     &tail
                 }
@@ -130,6 +154,7 @@ impl RecBatch {
                 Ok((rec, len)) => {
                     recs.0.push(rec);
                     at += len;
+                    i += 1;
                 }
                 Err(e) => {
                     return Err(format!(

@@ -33,11 +33,9 @@ thread_local! {
 pub fn take(n: usize) -> Vec<Rec> {
     let kept = SPARE.try_with(|s| s.borrow_mut().pop()).ok().flatten();
     match kept {
-        Some(mut v) => {
-            v.reserve(n);
-            v
-        }
-        None => Vec::with_capacity(n),
+        // One too small is freed, not grown: `realloc` would copy all of its old room.
+        Some(v) if v.capacity() >= n => v,
+        _ => Vec::with_capacity(n),
     }
 }
 
