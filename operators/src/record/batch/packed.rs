@@ -30,9 +30,16 @@ use saams::codec::{unzigzag, zigzag};
 use super::{Rec, Val};
 
 /// Bytes of a record's widest fixed part: control, group, time, sequence, and a number (or a
-/// text's length). Every field is read and written as 8 bytes at its offset, masked to its width,
-/// so a field never reaches beyond this.
-pub(super) const WINDOW: usize = 1 + 4 + 8 + 8 + 8;
+/// text's length).
+pub(super) const MAX_FIXED: usize = 1 + 4 + 8 + 8 + 8;
+
+/// Bytes read and written at a record's start: every field is read and written as 8 bytes at
+/// its offset, masked to its width. Wider than [`MAX_FIXED`] so that an offset masked to 5 bits
+/// (the value's, at most 21) is a word within it without a check: the table's offsets are
+/// numbers the compiler cannot bound.
+pub(super) const WINDOW: usize = 32 + 8;
+
+const _: () = assert!(MAX_FIXED <= WINDOW, "a record's fixed part lies within its window");
 
 /// Bytes of the shortest record: control, time and sequence in one byte each.
 pub(super) const MIN_RECORD: usize = 3;
@@ -51,7 +58,7 @@ pub(super) struct Layout {
     seq: u8,
     /// Offset of the number, or of a text's or partial's length.
     value: u8,
-    /// Bytes of control and fields (up to [`WINDOW`]).
+    /// Bytes of control and fields (up to [`MAX_FIXED`]).
     fixed: u8,
 }
 
@@ -79,13 +86,14 @@ const GROUP_MASKS: [u64; 4] = [0, 0xff, 0xffff, 0xffff_ffff];
 /// The mask of a difference of code `0..=3` (1, 2, 4 or 8 bytes).
 const MASKS: [u64; 4] = [0xff, 0xffff, 0xffff_ffff, u64::MAX];
 
-/// The code (`0..=3`) of the 1, 2, 4 or 8 bytes a number needs, by its leading zero bits.
-static WIDTH_CODES: [u8; 65] = {
-    let mut codes = [0u8; 65];
-    let mut zeros: usize = 0;
-    while zeros <= 64 {
-        let bytes = (64 - zeros).div_ceil(8);
-        codes[zeros] = if bytes <= 1 {
+/// The code (`0..=3`) of the 1, 2, 4 or 8 bytes a number needs, by the place of its highest
+/// bit set (of 1 for 0).
+static WIDTH_CODES: [u8; 64] = {
+    let mut codes = [0u8; 64];
+    let mut high: usize = 0;
+    while high < 64 {
+        let bytes = (high + 1).div_ceil(8);
+        codes[high] = if bytes <= 1 {
             0
         } else if bytes == 2 {
             1
@@ -94,7 +102,7 @@ static WIDTH_CODES: [u8; 65] = {
         } else {
             3
         };
-        zeros += 1;
+        high += 1;
     }
     codes
 };
@@ -102,7 +110,7 @@ static WIDTH_CODES: [u8; 65] = {
 /// The code (`0..=3`) of the 1, 2, 4 or 8 bytes that hold `z`.
 #[inline]
 fn width_code(z: u64) -> u8 {
-    WIDTH_CODES[z.leading_zeros() as usize]
+    WIDTH_CODES[(z | 1).ilog2() as usize]
 }
 
 /// The code (`1..=3`) of the 1, 2 or 4 bytes that hold a group.
@@ -148,10 +156,10 @@ impl Layout {
         usize::from(self.seq) & 15
     }
 
-    /// Offset of the value (at most 21: a word there ends within the window).
+    /// Offset of the value (at most 21).
     #[inline]
     fn value_at(self) -> usize {
-        usize::from(self.value).min(WINDOW - 8)
+        usize::from(self.value) & 31
     }
 }
 
@@ -474,7 +482,9 @@ mod tests {
                 assert_eq!(numbers_ahead(&bytes, 0, 1), (0, 0), "control {control:#04x}");
             }
         }
-        assert_eq!(LAYOUTS.iter().map(|l| usize::from(l.fixed)).max(), Some(WINDOW));
+        assert_eq!(LAYOUTS.iter().map(|l| usize::from(l.fixed)).max(), Some(MAX_FIXED));
+        assert!(LAYOUTS.iter().all(|l| l.time_at() + 8 <= WINDOW && l.seq_at() + 8 <= WINDOW));
+        assert!(LAYOUTS.iter().all(|l| usize::from(l.value) == l.value_at()));
         assert_eq!(LAYOUTS.iter().map(|l| usize::from(l.fixed)).min(), Some(MIN_RECORD));
     }
 
@@ -510,10 +520,10 @@ mod tests {
         before.unpack_numbers(&out, 0, 3, &mut read);
         before.unpack_numbers(&out, len - 11, 1, &mut read);
         assert_eq!(read, recs[..4]);
-        // Room for two windows: records of 12 and 11 bytes at 0, 12 and 23 have theirs (the
-        // fourth's, at 34, would end past 58).
-        assert_eq!(Before::default().pack_numbers(&recs, &mut out[..2 * WINDOW]).0, 3);
-        assert_eq!(numbers_ahead(&out[..len], 0, 10), (2, 23), "{len} bytes: two windows");
+        // Records of 12 and 11 bytes at 0, 12 and 23 have their windows in 23 + WINDOW bytes (the
+        // fourth's, at 34, would end past them).
+        assert_eq!(Before::default().pack_numbers(&recs, &mut out[..23 + WINDOW]).0, 3);
+        assert_eq!(numbers_ahead(&out[..12 + WINDOW], 0, 10), (2, 23));
         assert_eq!(numbers_ahead(&out[..WINDOW - 1], 0, 10), (0, 0));
     }
 }
