@@ -317,7 +317,18 @@ impl<'a> Reader<'a> {
     /// Read an unsigned LEB128 varint.
     ///
     /// # Errors
-    /// When the bytes run out or the varint is longer than 10 bytes.
+    /// When the bytes run out, the varint is longer than 10 bytes, or it is not in its shortest
+    /// form (a last byte of zero after a continuation byte, e.g. `[0x81, 0x00]` for 1). The
+    /// writer only writes the shortest form, and refusing the others keeps every accepted
+    /// payload re-encoding to the bytes it came from, so a synopsis has one encoding.
+    ///
+    /// ```
+    /// use saams::codec::Reader;
+    /// assert_eq!(Reader::new(&[0x81, 0x01]).varint().unwrap(), 129);
+    /// assert_eq!(Reader::new(&[0x00]).varint().unwrap(), 0);
+    /// let overlong = Reader::new(&[0x81, 0x00]).varint().unwrap_err();
+    /// assert!(overlong.to_string().contains("shortest form"), "{overlong}");
+    /// ```
     pub fn varint(&mut self) -> Result<u64, SynopsisError> {
         let mut x = 0u64;
         for shift in (0..70).step_by(7) {
@@ -327,6 +338,9 @@ impl<'a> Reader<'a> {
             }
             x |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
+                if b == 0 && shift > 0 {
+                    return Err(codec_err("varint is not in its shortest form"));
+                }
                 return Ok(x);
             }
         }

@@ -75,6 +75,14 @@ fn inconsistent_payloads_are_refused() {
     assert!(made(3, 6).is_ok()); // N = 3, one counter +3 per row
     assert!(made(1, 6).is_err()); // |+3| cannot come from one item
     assert!(made(2, 2).is_err()); // +1 from two items: wrong parity
+    // The same N = 3 written as an overlong varint ([0x83, 0x00]) would decode to the same
+    // sketch and re-encode to other bytes: refused, so every sketch has one encoding.
+    let mut p = vec![0x83, 0x00, 6];
+    p.extend(std::iter::repeat_n(0u8, 15));
+    p.extend([6]);
+    p.extend(std::iter::repeat_n(0u8, 15));
+    let overlong = rewrap(&[2.0, 16.0], &p).unwrap_err();
+    assert!(overlong.to_string().contains("shortest form"), "{overlong}");
     let mut p = payload.to_vec();
     p.push(0);
     assert!(rewrap(&header.params, &p).is_err());
