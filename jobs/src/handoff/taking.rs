@@ -28,7 +28,7 @@ use super::{FRONTIER_FILE, Frontier, HandOff, Request, now_unix_ms, request_path
 const POLL: Duration = Duration::from_millis(10);
 
 /// The file process 0 of the new job writes once the running job has let go of every lock:
-/// the other processes take theirs then.
+/// the other processes take theirs then, and take over at the checkpoint it names.
 const DONE_FILE: &str = "take-over-done.json";
 
 /// What `DIR/take-over-done.json` says.
@@ -36,6 +36,19 @@ const DONE_FILE: &str = "take-over-done.json";
 struct Done {
     /// When process 0 found every lock of the running job free (Unix ms).
     done_unix_ms: u64,
+    /// The running job's last checkpoint: the newest complete one then. Every process takes
+    /// over at this one, not at the newest it finds itself: once process 0 has taken over,
+    /// this job writes checkpoints of its own (every process writes its part, taken over or
+    /// not), and a process still taking over that took one of those for the running job's
+    /// dropped the answers between the two boundaries, which no job then wrote.
+    checkpoint: u64,
+}
+
+/// What a step's file `DIR/take-over-<step>-p<P>.json` says ([`barrier`]).
+#[derive(Debug, Serialize, Deserialize)]
+struct Reached {
+    /// When process P had reached the step (Unix ms).
+    reached_unix_ms: u64,
 }
 
 /// What a process of a job taking over holds while it catches up and takes over.
@@ -163,15 +176,24 @@ pub fn start_taking_over(take: TakeOver, handoff: Arc<HandOff>) -> JoinHandle<()
 fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
     let started = now_unix_ms();
     let Some(dir) = take.cli.checkpoints.clone() else { return Err("no --checkpoints".into()) };
-    let mut locks = catch_up_and_ask(take, handoff, &dir, started)?;
-    // Every lock of the running job is free: its last checkpoint is the newest.
+    let (mut locks, last) = catch_up_and_ask(take, handoff, &dir, started)?;
+    // Every lock of the running job is free: `last` is its last checkpoint.
     locks.extend(wait_for(|| lock_output_files(&take.cli))?);
     let store = CheckpointStore::open(&dir, take.cli.checkpoint_keep)?;
-    let restored = store.newest()?.ok_or("the checkpoint directory holds no complete checkpoint now")?;
+    let restored = store
+        .newest_at_most(last)?
+        .0
+        .filter(|r| r.id == last)
+        .ok_or(format!("the running job's last checkpoint {last} is not complete in the directory"))?;
     let first = restored.manifests.first().ok_or("a checkpoint without a manifest")?;
     let boundary = first.boundary_ms;
     check_requests(&dir, &first.requests, &take.known, restored.id)?;
     attach_outputs(take, (&dir, started), (restored.id, &restored.manifests), boundary)?;
+    // No process of this job asks for or commits a checkpoint before every one holds its
+    // output: a process whose sink was still detached committed its held answers to nowhere,
+    // and recorded its output's length as nothing (its answers between the running job's last
+    // boundary and that checkpoint's were lost, and a restart from it would cut the rest).
+    barrier(&dir, &take.cli, started, "attached")?;
     let (log, first_ticket) = RequestLog::open(&dir, take.cli.process)?;
     take.hub.continue_tickets(first_ticket);
     handoff.took_over(boundary, store.next_id(), log, locks);
@@ -194,8 +216,14 @@ fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
 
 /// Catch up (dropping the answers the running job has checkpointed), ask (process 0, once its
 /// input has reached the running job's newest checkpoint), and wait until the running job has
-/// let go of the directory: this process' writer lock, held from then on.
-fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64) -> Result<Vec<WriterLock>, String> {
+/// let go of the directory: this process' writer lock, held from then on, and the running
+/// job's last checkpoint, which process 0 names ([`Done`]).
+fn catch_up_and_ask(
+    take: &TakeOver,
+    handoff: &HandOff,
+    dir: &Path,
+    started: u64,
+) -> Result<(Vec<WriterLock>, u64), String> {
     let process = take.cli.process;
     let mine = dir.join(format!("writer-p{process}.lock"));
     let mut ready = false;
@@ -204,8 +232,13 @@ fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64
     }
     loop {
         std::thread::sleep(POLL);
+        // Once process 0 has said the running job is gone, the newest checkpoint may be this
+        // job's own: drop nothing more here (taking over drops what precedes the last one).
+        // `newest` is read first: if process 0 has not said so after, it was the running job's
+        // (this job asks for checkpoints only once process 0 has said so).
         let newest = newest_boundary(dir).map(|(_, b)| b);
-        if let Some(boundary) = newest {
+        let done = if process == 0 { None } else { done_since(dir, started) };
+        if let (Some(boundary), None) = (newest, done) {
             take.sink.drop_before(boundary);
         }
         if process == 0
@@ -216,7 +249,7 @@ fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64
             eprintln!("saams: --take-over: caught up with the running job ({target}): asked it to hand off");
             ready = true;
         }
-        let may_lock = if process == 0 { ready && others_free(dir) } else { done_since(dir, started) };
+        let may_lock = if process == 0 { ready && others_free(dir) } else { done.is_some() };
         if !may_lock {
             continue;
         }
@@ -226,11 +259,20 @@ fn catch_up_and_ask(take: &TakeOver, handoff: &HandOff, dir: &Path, started: u64
             if process == 0 && !others_free(dir) {
                 continue;
             }
-            if process == 0 {
-                let done = Done { done_unix_ms: now_unix_ms() };
-                write_atomically(&dir.join(DONE_FILE), &serde_json::to_string(&done).map_err(|e| e.to_string())?)?;
-            }
-            return Ok(vec![lock]);
+            let last = match done {
+                Some(last) => last,
+                None => {
+                    // Every lock is free and this job has asked for no checkpoint yet: the
+                    // newest complete one is the running job's last.
+                    let (last, _) =
+                        newest_boundary(dir).ok_or("the checkpoint directory holds no complete checkpoint now")?;
+                    let done = Done { done_unix_ms: now_unix_ms(), checkpoint: last };
+                    let text = serde_json::to_string(&done).map_err(|e| e.to_string())?;
+                    write_atomically(&dir.join(DONE_FILE), &text)?;
+                    last
+                }
+            };
+            return Ok((vec![lock], last));
         }
     }
 }
@@ -277,10 +319,11 @@ fn others_free(dir: &Path) -> bool {
     })
 }
 
-/// Whether process 0 has found the running job gone since `since` (Unix ms).
-fn done_since(dir: &Path, since: u64) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join(DONE_FILE)) else { return false };
-    serde_json::from_str::<Done>(&text).is_ok_and(|d| d.done_unix_ms >= since)
+/// Whether process 0 has found the running job gone since `since` (Unix ms): the running
+/// job's last checkpoint if so.
+fn done_since(dir: &Path, since: u64) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join(DONE_FILE)).ok()?;
+    serde_json::from_str::<Done>(&text).ok().filter(|d| d.done_unix_ms >= since).map(|d| d.checkpoint)
 }
 
 /// Write the take-over request, `ready` once this job has caught up (atomically: it is read
@@ -302,29 +345,25 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     replace_durably(path, TEMP_PREFIX, text.as_bytes())
 }
 
-/// The file process `p` of the new job writes once it has read the answer topic's tail.
-fn tail_read_path(dir: &Path, p: usize) -> PathBuf {
-    dir.join(format!("take-over-tail-read-p{p}.json"))
+/// The file process `p` of the new job writes once it has reached `step` of taking over.
+fn step_path(dir: &Path, step: &str, p: usize) -> PathBuf {
+    dir.join(format!("take-over-{step}-p{p}.json"))
 }
 
-/// Say this process has read the answer topic's tail, and wait until every process of the job
-/// has (since `started`, Unix ms: a file of an earlier take-over does not count).
-fn tail_read_barrier(dir: &Path, cli: &Cli, started: u64) -> Result<(), String> {
-    let done = Done { done_unix_ms: now_unix_ms() };
-    let text = serde_json::to_string(&done).map_err(|e| e.to_string())?;
-    write_atomically(&tail_read_path(dir, cli.process), &text)?;
+/// Say this process has reached `step`, and wait until every process of the job has (since
+/// `started`, Unix ms: a file of an earlier take-over does not count).
+fn barrier(dir: &Path, cli: &Cli, started: u64, step: &str) -> Result<(), String> {
+    let reached = Reached { reached_unix_ms: now_unix_ms() };
+    let text = serde_json::to_string(&reached).map_err(|e| e.to_string())?;
+    write_atomically(&step_path(dir, step, cli.process), &text)?;
     wait_for(|| {
         let waiting: Vec<usize> = (0..cli.processes)
             .filter(|&p| {
-                let read = std::fs::read_to_string(tail_read_path(dir, p)).ok();
-                read.and_then(|t| serde_json::from_str::<Done>(&t).ok()).is_none_or(|d| d.done_unix_ms < started)
+                let text = std::fs::read_to_string(step_path(dir, step, p)).ok();
+                text.and_then(|t| serde_json::from_str::<Reached>(&t).ok()).is_none_or(|r| r.reached_unix_ms < started)
             })
             .collect();
-        if waiting.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("processes {waiting:?} did not read the answer topic's tail"))
-        }
+        if waiting.is_empty() { Ok(()) } else { Err(format!("processes {waiting:?} did not reach {step}")) }
     })
 }
 
@@ -383,7 +422,7 @@ fn attach_outputs(
             // Every process reads the topic's tail before any produces: a process reading it
             // after another had produced would take that one's answers for the running job's
             // (an answer both produce, e.g. of a synopsis kept on each, would then be skipped).
-            tail_read_barrier(dir, cli, started)?;
+            barrier(dir, cli, started, "tail-read")?;
             take.sink.attach_writer(writer, boundary)?;
         }
         None => {

@@ -168,7 +168,9 @@ impl LineSink {
     }
 
     /// A checkpoint at `boundary` (ms) is written: write the held lines of earlier times (in the
-    /// order they came), flush and fsync. Returns the output's length then (what a restart keeps).
+    /// order they came) and not at or after an older boundary still uncommitted, flush and
+    /// fsync. Returns the output's length then (what a restart keeps). A detached sink
+    /// ([`LineSink::detached`]) writes none: they wait for it to be attached.
     ///
     /// # Errors
     /// When the file cannot be flushed or synced.
@@ -177,8 +179,9 @@ impl LineSink {
         let guard = self.held.as_ref().map(lock);
         if let Some(mut held) = guard {
             held.uncommitted.remove(&boundary);
+            let before = held.uncommitted.first().map_or(boundary, |&open| open.min(boundary));
             let (ready, later): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut held.lines).into_iter().partition(|(t, _)| *t < boundary);
+                std::mem::take(&mut held.lines).into_iter().partition(|(t, _)| *t < before);
             held.lines = later;
             self.write_now(ready.into_iter().map(|(_, l)| l));
             return self.sync();
@@ -517,6 +520,25 @@ mod tests {
         let direct = LineSink::open_at("/dev/null", None).unwrap();
         direct.write_at(5, Some(0), ["x"]);
         assert_eq!(direct.commit(0), Ok(2), "/dev/null is not synced, and that is no error");
+    }
+
+    /// A job taking over whose process commits a checkpoint before its sink is attached (the
+    /// hand-off's barrier keeps that from happening; the sink does not rely on it): nothing is
+    /// written to nowhere, the held lines wait for the attach.
+    #[test]
+    fn a_detached_sink_writes_nothing_at_a_commit_and_everything_from_its_boundary_once_attached() {
+        let scratch = Scratch::new("detached");
+        let path = scratch.base.join("out.jsonl");
+        let sink = LineSink::detached();
+        sink.write_at(30_000, None, ["before the boundary"]);
+        sink.write_at(90_000, None, ["window 1"]);
+        sink.begin(120_000);
+        sink.write_at(150_000, None, ["window 2"]);
+        assert_eq!(sink.commit(120_000).unwrap(), 0);
+        assert_eq!(sink.held_lines(), 3, "a detached sink's commit writes nothing");
+        sink.attach(&path.display().to_string(), Some(0), 60_000).unwrap();
+        sink.flush();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "window 1\nwindow 2\n");
     }
 
     #[test]
