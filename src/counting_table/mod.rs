@@ -39,6 +39,29 @@
 //! each (µs on the 10 M-key halves unless said, minimum of 400 merges, alternating runs on the
 //! shared machine), and left out:
 //!
+//! - the hash stored in the slot instead of the id, and the hash-ordered tables merged with
+//!   AVX-512 (2026-12-07, issue 36's third design; a stand-alone prototype, commit dddd78a,
+//!   reverted by the next, never built into the crate): both tables' non-empty slots compacted
+//!   into sorted hash and count arrays (`vpcompressq`), merged by a streaming 8 + 8 bitonic
+//!   network carrying the counts, equal hashes added and the positions
+//!   `i + max(carry, prefix max of home_j − j)` found in registers, stored by scatter into a
+//!   cleared slot array. On synthetic tables of the 10 M-key halves' sizes (29,252 and 29,242
+//!   records in 65,536 slots, 46,620 in the union), minimum of 400 passes in each of three
+//!   rounds alternating with today's merge in the crate (377–382 in those rounds, load 3.4):
+//!   compacting 90–92, the network 89–91, clearing 31–32, adding and placing 59, in all
+//!   288–291; the three fused in chunks of 1,024 slots (so the working set stays in the
+//!   caches) 262–278, 5.6–6.0 ns a record of the union. The 1 M-key issue halves' sizes
+//!   (18,529 + 18,490 in 32,768 slots, 30,915 in 65,536 after): 156–162 against 276–281.
+//!   So 0.69–0.74× and 0.56–0.59× of today's merge before any of the crate's own work
+//!   (texts, thinning, capacity) and before updates, but nowhere near the ~2 ns a record
+//!   (93 µs) set as the bar for building it. Memory is not what bounds it (both 1 MB tables
+//!   read in 29–31 when in the caches): the samples sit on the compress, the network (21
+//!   permutes and compares a step of eight, all on one port by our count; no counters here)
+//!   and the two scatters. The keys alone through the network, tagged with their side in
+//!   bit 0 and the hashes and counts expanded back (`vpexpandq`), was slower: 103–112 against
+//!   92–94. Not measured: updates on such a table (an insertion shifts the rest of its run,
+//!   frequent items leave their homes), so whether they stay within 3 % is open; valgrind
+//!   3.19 cannot run AVX-512 code, so no instruction counts;
 //! - slots kept in hash order, merged in one branch-free pass (2026-12-07, the code in commit
 //!   fd19323, reverted by the next commit): ordered linear probing with homes from the hash's top bits,
 //!   runs going on past the last home into extra slots, so the slots read in order are sorted
