@@ -40,7 +40,7 @@
 //! shared machine), and left out:
 //!
 //! - the hash stored in the slot instead of the id, and the hash-ordered tables merged with
-//!   AVX-512 (2026-12-07, issue 36's third design; a stand-alone prototype, commit dddd78a,
+//!   AVX-512 (2026-12-07, issue 36's third design; a stand-alone prototype, commit 07ba9b4,
 //!   reverted by the next, never built into the crate): both tables' non-empty slots compacted
 //!   into sorted hash and count arrays (`vpcompressq`), merged by a streaming 8 + 8 bitonic
 //!   network carrying the counts, equal hashes added and the positions
