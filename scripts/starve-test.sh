@@ -35,7 +35,8 @@
 # A passing run's directory is deleted; a failing one's is kept with the test's output
 # (DIR/<run>/out.txt) and what was starved (DIR/<run>/starve.txt). Ends with
 # `starve: P passed, F failed of N` and exits 1 if any failed. Hogs and stopped processes are
-# released on exit, whatever ends the script (trap EXIT). Run one at a time: the hogs take the
+# released on exit, whatever ends the script (trap EXIT); processes a failed test left running
+# (their command lines name the run's directory) are ended. Run one at a time: the hogs take the
 # machine.
 set -euo pipefail
 
@@ -80,7 +81,7 @@ descendants() { # the processes under $1, depth first
   local c
   for c in $(pgrep -P "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done
 }
-cmdline() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null || true; }
+cmdline() { { tr '\0' ' ' < "/proc/$1/cmdline"; } 2>/dev/null || true; }
 start_hogs() { local i; for ((i = 0; i < hogs; i++)); do sh -c 'while :; do :; done' & hog_pids+=($!); done; }
 stop_hogs() { local p; for p in "${hog_pids[@]}"; do kill "$p" 2>/dev/null || true; done; hog_pids=(); }
 # The victim's chosen threads, as TIDs.
@@ -164,6 +165,11 @@ for ((run = 1; run <= runs; run++)); do
   } > "$dir/starve.txt" 2>&1
   release
   rc=0; wait "$test_pid" || rc=$?
+  # A test that failed may leave its children running (orphans): those naming this run's
+  # directory are ended, by their ids.
+  for p in $(ls /proc | grep -E '^[0-9]+$'); do
+    if [[ $(cmdline "$p") == *"$dir/"* ]]; then kill "$p" 2>/dev/null && echo "ended leftover $p" >> "$dir/starve.txt"; fi
+  done
   unset seen
   what="$(grep -c '^victim' "$dir/starve.txt" || true) victims, $(grep -c '^starved' "$dir/starve.txt" || true) threads starved, $(grep -c '^stopped' "$dir/starve.txt" || true) stops"
   if [ $rc = 0 ]; then
