@@ -70,6 +70,7 @@ pub mod marks;
 pub mod recovery;
 pub mod resume;
 mod store;
+pub mod take_over_start;
 pub mod writer;
 
 pub use store::{CheckpointStore, Restored, TEMP_PREFIX, folder_name, manifest_file_name, part_file_name};

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use saams::checkpoint::{CheckpointPart, Manifest, PartEntry, file_crc32};
 
+use super::take_over_start;
 use crate::atomic_file::{self, StagedFile, temp_number};
 
 /// Every temporary file starts with this; finding and pruning never take one for a real file.
@@ -300,10 +301,13 @@ impl CheckpointStore {
     }
 
     /// Keep the newest `keep` complete checkpoints and anything newer than the newest complete
-    /// one; remove the rest and the temporary files left in the kept complete ones.
+    /// one, and the one a take-over under way starts from ([`take_over_start::pinned`]);
+    /// remove the rest and the temporary files left in the kept complete ones.
     fn prune(&self) -> Result<(), String> {
         let mut complete = 0usize;
         let mut newest_complete = None;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let pinned = take_over_start::pinned(&self.dir, now as u64);
         for id in self.ids()?.into_iter().rev() {
             let remove = if complete >= self.keep {
                 true
@@ -315,7 +319,7 @@ impl CheckpointStore {
             } else {
                 newest_complete.is_some()
             };
-            if remove {
+            if remove && Some(id) != pinned {
                 let folder = self.folder(id);
                 match fs::remove_dir_all(&folder) {
                     Ok(()) => {}

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::atomic_file::replace_durably;
 use crate::checkpoint::resume::output_offsets;
+use crate::checkpoint::take_over_start::{START_FILE, START_FRESH_MS, Start, read_start};
 use crate::checkpoint::{CheckpointStore, TEMP_PREFIX, manifest_file_name};
 use crate::cli::Cli;
 use crate::control::hub::Hub;
@@ -93,22 +94,6 @@ pub fn check_take_over(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
-/// The file where process 0 of a job taking over names the checkpoint it starts from.
-const START_FILE: &str = "take-over-start.json";
-
-/// What `DIR/take-over-start.json` says.
-#[derive(Debug, Serialize, Deserialize)]
-struct Start {
-    /// The checkpoint process 0 resumed from.
-    id: u64,
-    /// When it was written (Unix ms).
-    unix_ms: u64,
-}
-
-/// How old a start file may be and still be this take-over's (the processes of one job are
-/// started together; the file is removed once the job has taken over).
-const START_FRESH_MS: u64 = 60_000;
-
 /// For a job taking over: the checkpoint its processes resume from — process 0 chooses the
 /// newest complete one and says so in the directory, the others wait for it to say (the
 /// running job may complete a checkpoint between their starts, and processes resumed from two
@@ -127,8 +112,7 @@ pub fn start_checkpoint(cli: &Cli) -> Result<Option<u64>, String> {
     let since = now_unix_ms().saturating_sub(START_FRESH_MS);
     let waited = std::time::Instant::now();
     loop {
-        let text = std::fs::read_to_string(dir.join(START_FILE)).ok();
-        if let Some(start) = text.and_then(|t| serde_json::from_str::<Start>(&t).ok()).filter(|s| s.unix_ms >= since) {
+        if let Some(start) = read_start(dir, since) {
             return Ok(Some(start.id));
         }
         if waited.elapsed() > Duration::from_secs(60) {
@@ -139,6 +123,17 @@ pub fn start_checkpoint(cli: &Cli) -> Result<Option<u64>, String> {
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// When this take-over began (Unix ms): when process 0 wrote the start file, which every
+/// process read at its start ([`start_checkpoint`]; process 0 removes it only once every process
+/// has taken over). The files of this take-over are those written since. Not this thread's own
+/// start: a process stalled between connecting to the others and starting this thread (stopped,
+/// or starved of CPU) while process 0 caught up and found the running job gone began after
+/// process 0 had said so, took its `take-over-done.json` for an earlier take-over's and waited
+/// for it for ever (and process 0 at the barrier for it).
+fn take_over_began(dir: &Path) -> u64 {
+    read_start(dir, 0).map_or_else(now_unix_ms, |s| s.unix_ms)
 }
 
 /// The newest checkpoint of `dir` whose every process' manifest is there, by its manifests
@@ -174,8 +169,8 @@ pub fn start_taking_over(take: TakeOver, handoff: Arc<HandOff>) -> JoinHandle<()
 }
 
 fn take_over(take: &TakeOver, handoff: &HandOff) -> Result<(), String> {
-    let started = now_unix_ms();
     let Some(dir) = take.cli.checkpoints.clone() else { return Err("no --checkpoints".into()) };
+    let started = take_over_began(&dir);
     let (mut locks, last) = catch_up_and_ask(take, handoff, &dir, started)?;
     // Every lock of the running job is free: `last` is its last checkpoint.
     locks.extend(wait_for(|| lock_output_files(&take.cli))?);
@@ -450,4 +445,39 @@ fn attach_outputs(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn write<T: Serialize>(path: PathBuf, value: &T) {
+        write_atomically(&path, &serde_json::to_string(value).expect("json")).expect("write");
+    }
+
+    /// Process 1 stalled until process 0 had found the running job gone and reached the barrier:
+    /// its take-over, begun then, still sees both (they are this take-over's, written after
+    /// process 0's start file), and its barrier opens.
+    #[test]
+    fn a_process_that_begins_taking_over_after_process_0_said_done_still_sees_it() {
+        let d = std::env::temp_dir().join(format!("saams-taking-late-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("dir");
+        let t0 = now_unix_ms();
+        write(d.join(START_FILE), &Start { id: 7, unix_ms: t0 });
+        write(d.join(DONE_FILE), &Done { done_unix_ms: t0 + 1, checkpoint: 7 });
+        write(step_path(&d, "attached", 0), &Reached { reached_unix_ms: t0 + 2 });
+        std::thread::sleep(Duration::from_millis(20));
+        let began = take_over_began(&d);
+        assert_eq!(began, t0);
+        assert_eq!(done_since(&d, began), Some(7));
+        let ck = d.display().to_string();
+        let cli = Cli::parse_from(["saams", "-n", "2", "-p", "1", "-h", "hosts", "--take-over", "--checkpoints", &ck]);
+        barrier(&d, &cli, began, "attached").expect("every process reached it");
+        // A done file of an earlier take-over (before the start file) is not this one's.
+        write(d.join(DONE_FILE), &Done { done_unix_ms: t0 - 1, checkpoint: 5 });
+        assert_eq!(done_since(&d, began), None);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

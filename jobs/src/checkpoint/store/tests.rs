@@ -303,6 +303,28 @@ fn pruning_keeps_the_newest_k_complete() {
     assert_eq!(folders(&store), [6, 7]);
 }
 
+/// A take-over under way names the checkpoint its processes start from: pruning keeps it
+/// while the start file is fresh (a process of the new job slow to start opens it late), and
+/// removes it once the file is gone.
+#[test]
+fn pruning_keeps_the_checkpoint_a_take_over_starts_from() {
+    let t = TempDir::new("keep-take-over-start");
+    let store = CheckpointStore::open(&t.0, 2).unwrap();
+    checkpoint(&store, 1, true);
+    checkpoint(&store, 2, true);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let start = format!(r#"{{"id":2,"unix_ms":{now}}}"#);
+    fs::write(t.0.join(take_over_start::START_FILE), start).unwrap();
+    for id in 3..=5 {
+        checkpoint(&store, id, true);
+    }
+    assert_eq!(folders(&store), [2, 4, 5]);
+    assert_eq!(store.newest_at_most(2).unwrap().0.map(|r| r.id), Some(2));
+    fs::remove_file(t.0.join(take_over_start::START_FILE)).unwrap();
+    checkpoint(&store, 6, true);
+    assert_eq!(folders(&store), [5, 6]);
+}
+
 #[test]
 fn pruning_handles_incomplete_and_corrupted_checkpoints_and_stale_temp_files() {
     let t = TempDir::new("prune-incomplete");
