@@ -222,6 +222,9 @@ fn catch_up_and_ask(
     let process = take.cli.process;
     let mine = dir.join(format!("writer-p{process}.lock"));
     let mut ready = false;
+    // The running job's frontier is asked for now (its wait counts from here, not from the
+    // start file: a start slow to load its checkpoint would fall back at once).
+    let asked = now_unix_ms();
     if process == 0 {
         write_request(dir, &take.cli, false)?;
     }
@@ -238,7 +241,7 @@ fn catch_up_and_ask(
         }
         if process == 0
             && !ready
-            && let Some(target) = caught_up_with(take, handoff, dir, newest, started)
+            && let Some(target) = caught_up_with(take, handoff, dir, newest, asked)
         {
             write_request(dir, &take.cli, true)?;
             eprintln!("saams: --take-over: caught up with the running job ({target}): asked it to hand off");
@@ -273,9 +276,9 @@ fn catch_up_and_ask(
 }
 
 /// Whether this job's input has reached the running job's: the frontier it publishes (asked
-/// since `started`), or, when it publishes none within [`FRONTIER_WAIT_MS`], its newest
+/// at `asked`), or, when it publishes none within [`FRONTIER_WAIT_MS`], its newest
 /// checkpoint's boundary (`newest`); or this job's input has ended. What was reached, in words.
-fn caught_up_with(take: &TakeOver, handoff: &HandOff, dir: &Path, newest: Option<u64>, started: u64) -> Option<String> {
+fn caught_up_with(take: &TakeOver, handoff: &HandOff, dir: &Path, newest: Option<u64>, asked: u64) -> Option<String> {
     if handoff.workers_done.load(std::sync::atomic::Ordering::Relaxed) {
         return Some("this job's input has ended".into());
     }
@@ -283,10 +286,10 @@ fn caught_up_with(take: &TakeOver, handoff: &HandOff, dir: &Path, newest: Option
     let published = std::fs::read_to_string(dir.join(FRONTIER_FILE))
         .ok()
         .and_then(|t| serde_json::from_str::<Frontier>(&t).ok())
-        .filter(|f| f.unix_ms >= started);
+        .filter(|f| f.unix_ms >= asked);
     match published {
         Some(f) => (own >= f.epoch_ms).then(|| format!("its input's window {}", format_ms(f.epoch_ms))),
-        None if now_unix_ms() >= started + FRONTIER_WAIT_MS => newest
+        None if now_unix_ms() >= asked + FRONTIER_WAIT_MS => newest
             .filter(|&b| own >= b as i64)
             .map(|b| format!("its newest checkpoint's boundary {}", format_ms(b as i64))),
         None => None,
