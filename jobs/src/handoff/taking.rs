@@ -38,10 +38,10 @@ struct Done {
     /// When process 0 found every lock of the running job free (Unix ms).
     done_unix_ms: u64,
     /// The running job's last checkpoint: the newest complete one then. Every process takes
-    /// over at this one, not at the newest it finds itself: once process 0 has taken over,
-    /// this job writes checkpoints of its own (every process writes its part, taken over or
-    /// not), and a process still taking over that took one of those for the running job's
-    /// dropped the answers between the two boundaries, which no job then wrote.
+    /// over at this one, named, rather than at the newest it finds itself: a process that took
+    /// a later one (this job's own) for the running job's would drop the answers between the
+    /// two boundaries, which no job then writes. (The barrier in `take_over` also keeps this
+    /// job from writing any before every process has taken over.)
     checkpoint: u64,
 }
 
@@ -230,15 +230,14 @@ fn catch_up_and_ask(
     }
     loop {
         std::thread::sleep(POLL);
-        // Once process 0 has said the running job is gone, the newest checkpoint may be this
-        // job's own: drop nothing more here (taking over drops what precedes the last one).
-        // `newest` is read first: if process 0 has not said so after, it was the running job's
-        // (this job asks for checkpoints only once process 0 has said so).
+        // The newest checkpoint here is always the running job's: this job asks for none before
+        // every process has passed this loop and attached its outputs (the barrier in
+        // `take_over`).
         let newest = newest_boundary(dir).map(|(_, b)| b);
-        let done = if process == 0 { None } else { done_since(dir, started) };
-        if let (Some(boundary), None) = (newest, done) {
+        if let Some(boundary) = newest {
             take.sink.drop_before(boundary);
         }
+        let done = if process == 0 { None } else { done_since(dir, started) };
         if process == 0
             && !ready
             && let Some(target) = caught_up_with(take, handoff, dir, newest, asked)
