@@ -100,18 +100,34 @@ fn assert_answers_from(out: &Path, fence: i64) {
 
 #[test]
 fn a_construct_killed_right_after_its_acknowledgement_is_there_after_the_restart() {
-    let dir = tmp("ack-kill");
+    // The second life reads past the fence before its second checkpoint (on an idle machine).
+    killed_after_the_acknowledgement(Duration::from_millis(300), "ack-kill");
+}
+
+/// The second life's checkpoints are before the construct's fence (it was made two seconds of
+/// input in, the checkpoints come every 150 ms): they must not cut the output with the
+/// acknowledgement the second life wrote for the request it applied from the log — their request
+/// logs lack the request, so the third life, resuming from one, applies and acknowledges it again.
+#[test]
+fn a_construct_logged_ahead_of_the_restarts_checkpoints_is_acknowledged_once() {
+    killed_after_the_acknowledgement(Duration::from_secs(2), "ack-ahead");
+}
+
+/// Construct after `first_life`, kill -9 at once, restart with checkpoints every 150 ms and kill
+/// after two, restart again and run to the end: the construct answers from its fence, and is
+/// acknowledged once.
+fn killed_after_the_acknowledgement(first_life: Duration, name: &str) {
+    let dir = tmp(name);
     let spec = saams_datasets::GeneratorSpec::parse(GENERATOR).expect("spec");
     let (stream, dataset) = (spec.stream_id(0), spec.dataset_key(0).to_string());
     // No checkpoint in the first life (an hour apart): only the request log holds the request.
     let (child, addr) = start(&dir, Some("100000"), "1h");
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(first_life);
     let fence = post_construct(&addr, &stream, &dataset);
     kill(child);
     assert_eq!(checkpoints(&dir), 0, "a checkpoint was written before the kill");
-    // The second life applies it from the request log; it is killed once two checkpoints (which
-    // now hold the request) are written, so the third resumes from one that holds it: applied
-    // once, not again from the log.
+    // The second life applies it from the request log; it is killed once two checkpoints are
+    // written, so the third resumes from one of them: applied once, acknowledged once.
     let (child, _) = start(&dir, Some("100000"), "150ms");
     let deadline = Instant::now() + Duration::from_secs(60);
     while checkpoints(&dir) < 2 {

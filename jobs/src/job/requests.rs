@@ -60,8 +60,11 @@ pub(super) fn build_plan(text: &str, (me, peers): (usize, usize), job: &Shared) 
             let (requests, _) = intake.vet(read_log(&r.text));
             let applied = plan.extend(&requests, r.fence_ms, None);
             if me == 0 && r.fence_ms > boundary {
-                // Acknowledgements after the checkpoint's cut (see `take_applied`).
-                job.sink.write_at(r.fence_ms - 1, None, applied.lines.iter().map(|l| split_reply(l).1));
+                // Acknowledgements after the checkpoint's cut (see `take_applied`), held until
+                // a checkpoint past their fence is committed: one at a boundary before it, whose
+                // request log lacks the request, must not cut the output with them in it.
+                let open = Some(boundary);
+                job.sink.write_at(r.fence_ms - 1, open, applied.lines.iter().map(|l| split_reply(l).1));
                 // And the asks whose answers were after it, or never given: sent again, once
                 // (`send_asks_again`).
                 let asks = match &resume {
@@ -114,7 +117,10 @@ pub(super) fn take_applied(
             // Just before the request's fence: with checkpoints, the cut of a checkpoint at a
             // boundary after it holds the acknowledgement and its request log the request; a
             // job resumed from one at or before it applies the request again and acknowledges it
-            // again (the cut did not hold it).
+            // again (the cut did not hold it). Every boundary agreed after the fence is at or
+            // after it (a boundary is the window after the newest routed, which only grows), so
+            // the line needs holding only past a boundary already open. (A resumed job's logged
+            // requests have fences agreed in an earlier life: `build_plan` holds their lines.)
             let open = plan.borrow().checkpoints.borrow().boundaries.keys().next().copied();
             sink.write_at(a.fence.saturating_sub(1), open, std::iter::once(body));
             if let Some((_, ticket)) = origin {
