@@ -242,6 +242,15 @@ impl Fences {
         self.hold
     }
 
+    /// Whether a request epoch awaits its fence: this worker holds its routing back for one,
+    /// or (worker 0) it has sent one not yet agreed. A worker whose input ends meanwhile keeps
+    /// its epoch where it is until the fence is agreed: at the end of the input (`DONE`) the
+    /// dataflow's frontier would pass the fence before the plan has it, and an operator would
+    /// copy its state at a checkpoint boundary it has already processed past.
+    pub fn agreeing(&self) -> bool {
+        self.hold.is_some() || (self.requests.is_some() && self.request_epoch > self.agreed_before)
+    }
+
     /// The request script and every live request have been applied and no more can come.
     pub fn finished(&self, plan: &Plan) -> bool {
         self.requests.is_none()

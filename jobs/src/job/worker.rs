@@ -72,7 +72,8 @@ pub(super) fn work(worker: &mut Worker, job: &Shared) {
         if !active && state.reading && state.follow(worker) {
             continue;
         }
-        if !active && state.reading {
+        if !active && state.reading && !state.fences.agreeing() {
+            // (Not while a fence is being agreed: `Fences::agreeing`.)
             state.stop_reading();
         }
         if !active {
