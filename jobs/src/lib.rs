@@ -4,6 +4,7 @@
 mod atomic_file;
 pub mod checkpoint;
 pub mod cli;
+pub mod clock;
 pub mod cluster;
 pub mod control;
 pub mod dataflow;

@@ -71,8 +71,8 @@ pub struct Holder {
 impl Holder {
     /// This process, now.
     fn me() -> Holder {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let started = saams::api::time::format_timestamp(i64::try_from(now.as_millis()).unwrap_or(i64::MAX));
+        let now = crate::clock::now_unix_ms();
+        let started = saams::api::time::format_timestamp(i64::try_from(now).unwrap_or(i64::MAX));
         Holder { host: host_name(), pid: std::process::id(), started }
     }
 }

@@ -306,8 +306,7 @@ impl CheckpointStore {
     fn prune(&self) -> Result<(), String> {
         let mut complete = 0usize;
         let mut newest_complete = None;
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-        let pinned = take_over_start::pinned(&self.dir, now as u64);
+        let pinned = take_over_start::pinned(&self.dir, crate::clock::now_unix_ms());
         for id in self.ids()?.into_iter().rev() {
             let remove = if complete >= self.keep {
                 true

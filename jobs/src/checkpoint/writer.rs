@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use saams::checkpoint::{
     CheckpointPart, LoggedRequest, MANIFEST_FORMAT, Manifest, OutputMark, PartEntry, SourcePosition, StateRole,
@@ -258,7 +258,7 @@ impl CheckpointJob {
             processes: self.shape.1,
             workers: self.shape.2,
             window_ms: self.window_ms,
-            created_unix_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+            created_unix_ms: crate::clock::now_unix_ms(),
             parts: entries.clone(),
             output: self.out_path.as_ref().map(|path| OutputMark { path: path.clone(), bytes }),
             dead_letters,

@@ -8,11 +8,11 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::clock::now_unix_ms;
 use crate::control::hub::Hub;
-
 use crate::stats::Stats;
 
-use super::{FRONTIER_FILE, Frontier, HandOff, Request, now_unix_ms, request_path};
+use super::{FRONTIER_FILE, Frontier, HandOff, Request, request_path};
 
 /// How often the directory is looked at: a take-over waits at most this long to be seen.
 const POLL: Duration = Duration::from_millis(20);

@@ -16,6 +16,7 @@ use crate::checkpoint::resume::output_offsets;
 use crate::checkpoint::take_over_start::{START_FILE, START_FRESH_MS, Start, read_start};
 use crate::checkpoint::{CheckpointStore, TEMP_PREFIX, manifest_file_name};
 use crate::cli::Cli;
+use crate::clock::now_unix_ms;
 use crate::control::hub::Hub;
 use crate::control::request_log::RequestLog;
 use crate::kafka::KafkaJob;
@@ -23,7 +24,7 @@ use crate::sink::file::LineSink;
 use crate::stats::Stats;
 use crate::writer_lock::{WriterLock, lock_output_files};
 
-use super::{FRONTIER_FILE, Frontier, HandOff, Request, now_unix_ms, request_path};
+use super::{FRONTIER_FILE, Frontier, HandOff, Request, request_path};
 
 /// How often the new job looks at the directory and tries the locks.
 const POLL: Duration = Duration::from_millis(10);

@@ -312,7 +312,7 @@ fn pruning_keeps_the_checkpoint_a_take_over_starts_from() {
     let store = CheckpointStore::open(&t.0, 2).unwrap();
     checkpoint(&store, 1, true);
     checkpoint(&store, 2, true);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let now = crate::clock::now_unix_ms();
     let start = format!(r#"{{"id":2,"unix_ms":{now}}}"#);
     fs::write(t.0.join(take_over_start::START_FILE), start).unwrap();
     for id in 3..=5 {

@@ -124,9 +124,7 @@ impl AutoscaleBoard {
     }
 
     fn changed(&self, d: &Decision, from: usize) {
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |t| t.as_millis().min(i64::MAX as u128) as i64);
+        let at = i64::try_from(crate::clock::now_unix_ms()).unwrap_or(i64::MAX);
         self.counts.get_or_create(&vec![("direction".to_string(), d.direction.as_str().to_string())]).inc();
         self.last.lock().unwrap_or_else(|e| e.into_inner()).0 = Some((d.direction, from, d.to, d.reason.clone(), at));
     }
