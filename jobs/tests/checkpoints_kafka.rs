@@ -172,6 +172,11 @@ enum Answers<'a> {
     Topic(&'a str),
 }
 
+/// The first life's `--rate`: the 120 k tuples over ~6 s, so that a loaded machine still sees
+/// the checkpoints the tests wait for (every 150 ms) before the input ends. At 40,000 (~3 s) a
+/// machine loaded by a parallel build once ended the run before its third checkpoint.
+const PACED_RATE: &str = "20000";
+
 /// Start the checkpointed Kafka job (paced with `--rate` when `rate` is given, so it can be
 /// killed mid-stream); stderr goes to a file in `dir`.
 fn start(
@@ -208,7 +213,7 @@ fn start(
 /// stderr of both runs.
 fn crash_and_resume(brokers: &str, dir: &Path, topic: &str, answers: &Answers<'_>) -> String {
     let group = unique("ckpt-group");
-    let mut child = start(brokers, dir, (topic, &group), answers, (Some("40000"), &[]));
+    let mut child = start(brokers, dir, (topic, &group), answers, (Some(PACED_RATE), &[]));
     kill_after(&mut child, dir, 2);
     let manifest = std::fs::read_to_string(
         std::fs::read_dir(dir.join("checkpoints"))
@@ -269,7 +274,7 @@ fn answers_delivered_after_the_newest_checkpoint_are_not_produced_again() {
     // The process ends after checkpoint 3's answers are delivered, before its manifest: the
     // topic holds answers past checkpoint 2, which the restart computes again.
     let crash = [("SAAMS_CRASH_AFTER_OUTPUT", "3")];
-    let status = start(&brokers, &dir, (&topic, &group), &answers, (Some("40000"), &crash)).wait().expect("wait");
+    let status = start(&brokers, &dir, (&topic, &group), &answers, (Some(PACED_RATE), &crash)).wait().expect("wait");
     assert!(!status.success(), "the job did not end at checkpoint 3: {}", stderr_of(&dir));
     let before = read_topic(&brokers, &out_topic).len();
     let status = start(&brokers, &dir, (&topic, &group), &answers, (None, &[])).wait().expect("wait for saams");
