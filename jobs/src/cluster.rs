@@ -25,6 +25,7 @@
 use std::any::Any;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use timely::communication::Hooks;
@@ -223,20 +224,12 @@ fn accept_from(
 /// Wait until a connection arrives at one of `listeners` or `wait` passes (woken at once by a
 /// connection, where a sleep between polls added up to its length to every start). An error of
 /// `poll(2)` (a signal) ends the wait early: the caller accepts what there is and waits again.
-#[cfg(unix)]
 fn wait_for_connections(listeners: &[TcpListener], wait: Duration) {
-    use std::os::fd::AsRawFd;
     let mut fds: Vec<libc::pollfd> =
         listeners.iter().map(|l| libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX).max(1);
     // SAFETY: `fds` is a valid array of `fds.len()` pollfd records that outlives the call.
     unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-}
-
-/// Elsewhere: a short sleep between polls of the non-blocking listeners.
-#[cfg(not(unix))]
-fn wait_for_connections(_listeners: &[TcpListener], wait: Duration) {
-    std::thread::sleep(wait.min(Duration::from_millis(2)));
 }
 
 /// The index a connecting process sends, read from a blocking, `TCP_NODELAY` stream (the accepted
