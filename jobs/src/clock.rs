@@ -1,10 +1,10 @@
 //! The wall clock in Unix milliseconds, as the job's files and reports record it (checkpoint
 //! manifests, hand-off requests, the writer lock's holder, the autoscaler's last decision).
 //!
-//! Why one function: six places computed it inline, with three different answers for a clock
-//! set before 1970 (0, a panic in a test, the default duration). Here it is 0, as the files
-//! that store it read an unset time; and a value past `u64` milliseconds (half a billion years)
-//! saturates instead of wrapping.
+//! Why one function: six places computed it inline, three ways, and for a clock set before 1970
+//! all gave 0 but a test, which panicked. Here it is 0, as the files that store it read an unset
+//! time; and a value past `u64` milliseconds (half a billion years) saturates instead of
+//! wrapping.
 
 /// Now, in milliseconds since the Unix epoch (0 if the clock is set before it).
 ///
