@@ -103,7 +103,7 @@
 //!   but 445 against 340, and 4/5 + 1/5 630 against 390, as the larger tables
 //!   leave the caches.
 //!
-//! On an AMD EPYC (Zen 5, 1 MB of L2 a core, AVX-512 at full width; 2026-12-08) the same
+//! On an AMD EPYC (Zen 5, 1 MB of L2 a core, AVX-512; 2026-12-08) the same
 //! merges take 182 µs (the 1 M-key issue halves), 275 (the 10 M-key halves) and 328 (4/5 +
 //! 1/5), criterion means of 3 s. A profile of the first (`perf record` on the bench binary,
 //! `--profile-time 4`): the probes 32 %, the adds 28 %, the rebuild into 65,536 slots 17 %,
@@ -114,7 +114,8 @@
 //! - records added eight at a time, one a lane of an AVX-512 register (gathers of the lanes'
 //!   slots, `vpconflictq` so that one lane takes an empty slot two want, lanes refilled from
 //!   the batch with `vpexpandq`): 249, 308, 315 with the rebuild's placing done so too; 183,
-//!   313, 304 with only the adds; 189, 300, 346 with plain stores in place of the scatters.
+//!   313, 304 with only the adds; 189, 300, 346 with only the adds and plain stores in place
+//!   of the scatters.
 //!   The gathers and scatters cost more than the mispredicted probe exits they remove, except
 //!   for the thinned side, which comes in id order, not slot order;
 //! - the rebuilt table's slots allocated zeroed (`calloc`, no clearing pass): 186, 277, 320.
